@@ -1,0 +1,53 @@
+//! `rocelab init [--template NAME] [PATH]`: write a commented starter fabric file.
+
+use crate::common::{write_atomic, Failure, VerbResult};
+use rocelab_model::templates::{template, TEMPLATES};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Template: rail-optimized (default), leaf-spine, rail-1024.
+    #[arg(long, short, default_value = "rail-optimized")]
+    template: String,
+    /// Replace PATH if it exists.
+    #[arg(long)]
+    force: bool,
+    /// List the templates and exit.
+    #[arg(long)]
+    list: bool,
+    /// Where to write the file.
+    #[arg(default_value = "fabric.toml")]
+    path: PathBuf,
+}
+
+pub fn run(a: Args) -> VerbResult {
+    if a.list {
+        for t in TEMPLATES {
+            println!("{:<16} {}", t.name, t.about);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some(t) = template(&a.template) else {
+        let names: Vec<&str> = TEMPLATES.iter().map(|t| t.name).collect();
+        return Err(Failure::bad_input(format!(
+            "error: unknown template `{}`\n  = help: use one of: {}",
+            a.template,
+            names.join(", ")
+        )));
+    };
+    if a.path.exists() && !a.force {
+        return Err(Failure::bad_input(format!(
+            "error: {} already exists\n  = help: pass --force to replace it, or give another path",
+            a.path.display()
+        )));
+    }
+    write_atomic(&a.path, t.text.as_bytes())?;
+    eprintln!(
+        "wrote {} ({}); next: rocelab topo {}",
+        a.path.display(),
+        t.about,
+        a.path.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,11 @@
+//! One module per verb; each owns its `Args` (clap) and a `run` that returns an exit status.
+
+pub mod bench;
+pub mod collect;
+pub mod doctor;
+pub mod exporter;
+pub mod init;
+pub mod lint;
+pub mod plan;
+pub mod simulate;
+pub mod topo;

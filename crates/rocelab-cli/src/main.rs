@@ -1,0 +1,66 @@
+//! `rocelab`: a software lab and doctor for RoCEv2 fabrics.
+//!
+//! `main` reads as a pipeline: parse the command line, run one verb, map its outcome to an exit
+//! status (0 success, 1 a check failed, 2 bad input). Each verb lives in `cmd/<verb>.rs` and
+//! owns its flags; the work itself is done in the library crates.
+
+mod cmd;
+mod common;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "rocelab",
+    version,
+    about = "A lab and a doctor for RoCEv2 fabrics in AI clusters"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Write a commented starter fabric file.
+    Init(cmd::init::Args),
+    /// Summarize a fabric: tiers, links, oversubscription, bisection, rails, ECMP width.
+    Topo(cmd::topo::Args),
+    /// Static checks for known RoCE mistakes, PFC headroom and deadlock risk.
+    Lint(cmd::lint::Args),
+    /// Run the packet-level engine on a fabric and its traffic.
+    Simulate(cmd::simulate::Args),
+    /// Fixed engine benchmarks (run in release mode).
+    Bench(cmd::bench::Args),
+    /// Which network for which parallelism plan, computed.
+    Plan(cmd::plan::Args),
+    /// Snapshot RDMA NIC counters and QoS state on this host.
+    Collect(cmd::collect::Args),
+    /// Diagnose snapshots: drift from the intended config, rates, findings.
+    Doctor(cmd::doctor::Args),
+    /// Serve live counters as Prometheus metrics.
+    Exporter(cmd::exporter::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Init(a) => cmd::init::run(a),
+        Command::Topo(a) => cmd::topo::run(a),
+        Command::Lint(a) => cmd::lint::run(a),
+        Command::Simulate(a) => cmd::simulate::run(a),
+        Command::Bench(a) => cmd::bench::run(a),
+        Command::Plan(a) => cmd::plan::run(a),
+        Command::Collect(a) => cmd::collect::run(a),
+        Command::Doctor(a) => cmd::doctor::run(a),
+        Command::Exporter(a) => cmd::exporter::run(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(f) => {
+            eprintln!("{f}");
+            ExitCode::from(f.status)
+        }
+    }
+}

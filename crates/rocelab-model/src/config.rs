@@ -1,0 +1,747 @@
+//! The fabric file as written by a person: `Config` may be wrong.
+//!
+//! Every struct here mirrors a TOML table one to one and rejects unknown keys, so a typo such as
+//! `kmin_byte` is an error with a location instead of a silently ignored value. Nothing here is
+//! trusted: `crate::validate` turns a `Config` into a `Model` that cannot hold illegal states.
+//! Field names follow the field's own vocabulary (Kmin/Kmax/Pmax, XOFF/XON, DSCP, rail) and
+//! carry their unit as a suffix. `docs/fabric-file.md` documents every key.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub fabric: FabricMeta,
+    pub topology: TopologyConfig,
+    /// Switch models by name; the topology refers to them. Presets are available without
+    /// declaring anything (see `presets::SWITCH_PRESETS`).
+    #[serde(default)]
+    pub switch_models: BTreeMap<String, SwitchModelConfig>,
+    #[serde(default)]
+    pub qos: QosConfig,
+    /// The default NIC profile, used by every host not matched by `nic_assign`.
+    #[serde(default)]
+    pub nic: NicConfig,
+    /// Further NIC profiles (e.g. a batch of hosts on older firmware).
+    #[serde(default)]
+    pub nic_profiles: BTreeMap<String, NicConfig>,
+    #[serde(default)]
+    pub nic_assign: Vec<NicAssign>,
+    #[serde(default)]
+    pub gpu_node: GpuNodeConfig,
+    #[serde(default)]
+    pub routing: RoutingConfig,
+    #[serde(default)]
+    pub lint: LintConfig,
+    /// Simulation settings and traffic, read by `rocelab simulate`.
+    #[serde(default)]
+    pub simulation: SimulationConfig,
+    #[serde(default)]
+    pub traffic: Vec<TrafficConfig>,
+    /// Timed faults (link down/up, a receiver that stops draining), read by the engine.
+    #[serde(default)]
+    pub fault: Vec<FaultConfig>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FabricMeta {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Topology
+
+/// Exactly one of the four kinds must be present.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TopologyConfig {
+    pub leaf_spine: Option<LeafSpineConfig>,
+    pub fat_tree: Option<FatTreeConfig>,
+    pub rail_optimized: Option<RailOptimizedConfig>,
+    pub explicit: Option<ExplicitConfig>,
+}
+
+/// Speed, length and MTU of a class of links.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    pub speed_gbps: f64,
+    /// Cable length; propagation is 5 ns/m. Ignored when `delay_ns` is given.
+    #[serde(default)]
+    pub length_m: Option<f64>,
+    /// One-way propagation delay, overriding `length_m`.
+    #[serde(default)]
+    pub delay_ns: Option<f64>,
+    /// Port MTU in bytes (the L2 frame payload limit the switch enforces).
+    #[serde(default)]
+    pub mtu: Option<u32>,
+}
+
+impl LinkSpec {
+    pub fn new(speed_gbps: f64, length_m: f64) -> Self {
+        LinkSpec {
+            speed_gbps,
+            length_m: Some(length_m),
+            delay_ns: None,
+            mtu: None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LeafSpineConfig {
+    pub leaves: u32,
+    pub spines: u32,
+    pub hosts_per_leaf: u32,
+    /// Links from each leaf to the spine tier, spread evenly over the spines
+    /// (default: one per spine). Must be a multiple of `spines`.
+    #[serde(default)]
+    pub uplinks_per_leaf: Option<u32>,
+    pub host_link: LinkSpec,
+    pub fabric_link: LinkSpec,
+    #[serde(default)]
+    pub leaf_model: Option<String>,
+    #[serde(default)]
+    pub spine_model: Option<String>,
+}
+
+/// A 3-tier k-ary fat tree (Al-Fares et al.): k pods of k/2 edge and k/2 aggregation
+/// switches, (k/2)² core switches, k³/4 hosts.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FatTreeConfig {
+    pub k: u32,
+    /// Default for every tier.
+    pub link: LinkSpec,
+    #[serde(default)]
+    pub host_link: Option<LinkSpec>,
+    #[serde(default)]
+    pub core_link: Option<LinkSpec>,
+    #[serde(default)]
+    pub switch_model: Option<String>,
+}
+
+/// A rail-optimized GPU cluster: NIC `r` of every GPU node connects to the rail-`r` leaf of its
+/// scalable unit (SU); leaves of a pod connect to every spine of the pod; pods join through a
+/// core tier with an oversubscription ratio (Meta's Llama 3 clusters: 1:7 between pods).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RailOptimizedConfig {
+    pub gpu_nodes: u32,
+    /// NICs (and rails) per node; one NIC per GPU is the common build.
+    pub rails: u32,
+    /// GPU nodes per scalable unit, i.e. downlinks of each rail leaf.
+    pub nodes_per_su: u32,
+    /// SUs per pod (default: all SUs in one pod, no core tier).
+    #[serde(default)]
+    pub sus_per_pod: Option<u32>,
+    /// Spines per pod (default: `nodes_per_su`, which makes the leaf tier 1:1).
+    #[serde(default)]
+    pub spines_per_pod: Option<u32>,
+    /// Parallel links between each leaf and each spine of its pod.
+    #[serde(default)]
+    pub links_per_leaf_spine: Option<u32>,
+    /// Downlink:uplink ratio at the spine tier when there are several pods (7.0 for 1:7).
+    #[serde(default)]
+    pub pod_oversubscription: Option<f64>,
+    /// Core switches (default: as many as each spine has uplinks, one link to each).
+    #[serde(default)]
+    pub core_switches: Option<u32>,
+    pub host_link: LinkSpec,
+    pub leaf_link: LinkSpec,
+    #[serde(default)]
+    pub spine_link: Option<LinkSpec>,
+    #[serde(default)]
+    pub leaf_model: Option<String>,
+    #[serde(default)]
+    pub spine_model: Option<String>,
+    #[serde(default)]
+    pub core_model: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ExplicitConfig {
+    #[serde(default)]
+    pub node: Vec<ExplicitNode>,
+    #[serde(default)]
+    pub link: Vec<ExplicitLink>,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum NodeKindConfig {
+    Host,
+    Switch,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ExplicitNode {
+    pub name: String,
+    pub kind: NodeKindConfig,
+    /// Switch model name (switches only).
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Hosts only: the GPU server this NIC belongs to, and its rail.
+    #[serde(default)]
+    pub gpu_node: Option<String>,
+    #[serde(default)]
+    pub rail: Option<u32>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ExplicitLink {
+    pub a: String,
+    pub b: String,
+    pub speed_gbps: f64,
+    #[serde(default)]
+    pub length_m: Option<f64>,
+    #[serde(default)]
+    pub delay_ns: Option<f64>,
+    #[serde(default)]
+    pub mtu: Option<u32>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Switch models
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchModelConfig {
+    /// Start from a preset (`spectrum-2`, `tomahawk3`, `ns3-reference`, ...) and override.
+    #[serde(default)]
+    pub preset: Option<String>,
+    #[serde(default)]
+    pub buffer_bytes: Option<u64>,
+    #[serde(default)]
+    pub cell_bytes: Option<u32>,
+    #[serde(default)]
+    pub ports: Option<u32>,
+    /// Dynamic-threshold α of the ingress lossless pool (priority groups).
+    #[serde(default)]
+    pub ingress_lossless_alpha: Option<f64>,
+    #[serde(default)]
+    pub ingress_lossy_alpha: Option<f64>,
+    #[serde(default)]
+    pub egress_lossless_alpha: Option<f64>,
+    #[serde(default)]
+    pub egress_lossy_alpha: Option<f64>,
+    /// Private bytes per (port, queue) before the shared pool is used.
+    #[serde(default)]
+    pub reserve_bytes: Option<u64>,
+    /// Hysteresis between XOFF and XON in the dynamic-threshold model.
+    #[serde(default)]
+    pub resume_offset_bytes: Option<u64>,
+    #[serde(default)]
+    pub pipeline_latency_bytes: Option<u64>,
+    #[serde(default)]
+    pub mac_phy_delay_bytes: Option<u64>,
+    #[serde(default)]
+    pub gearbox_delay_bytes: Option<u64>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// QoS (switch side)
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Trust {
+    #[default]
+    Dscp,
+    Pcp,
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum SchedulerKind {
+    Strict,
+    #[default]
+    Dwrr,
+}
+
+/// What a traffic class carries; lint uses it to check isolation.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+pub enum TrafficKind {
+    Rdma,
+    Cnp,
+    Tcp,
+    Storage,
+    Management,
+    Other,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct QosConfig {
+    #[serde(default)]
+    pub trust: Trust,
+    #[serde(default = "default_classes", rename = "class")]
+    pub classes: Vec<TrafficClassConfig>,
+    /// Name of the class that carries CNPs.
+    #[serde(default = "default_cnp_class")]
+    pub cnp_class: String,
+    #[serde(default)]
+    pub pfc: PfcConfig,
+    #[serde(default)]
+    pub pfc_watchdog: PfcWatchdogConfig,
+}
+
+impl Default for QosConfig {
+    fn default() -> Self {
+        QosConfig {
+            trust: Trust::Dscp,
+            classes: default_classes(),
+            cnp_class: default_cnp_class(),
+            pfc: PfcConfig::default(),
+            pfc_watchdog: PfcWatchdogConfig::default(),
+        }
+    }
+}
+
+fn default_cnp_class() -> String {
+    "cnp".into()
+}
+
+/// NVIDIA-style defaults: RoCE DSCP 26 -> priority 3 lossless with ECN; CNP DSCP 48 ->
+/// priority 6 strict; everything else best effort on priority 0.
+pub fn default_classes() -> Vec<TrafficClassConfig> {
+    vec![
+        TrafficClassConfig {
+            name: "roce".into(),
+            dscp: vec![26],
+            priority: 3,
+            queue: None,
+            lossless: true,
+            scheduler: SchedulerKind::Dwrr,
+            weight: 50,
+            carries: vec![TrafficKind::Rdma],
+            ecn: Some(EcnConfig {
+                kmin_bytes: 150_000,
+                kmax_bytes: 1_500_000,
+                pmax: 0.1,
+            }),
+            ecn_per_speed: BTreeMap::new(),
+        },
+        TrafficClassConfig {
+            name: "cnp".into(),
+            dscp: vec![48],
+            priority: 6,
+            queue: None,
+            lossless: false,
+            scheduler: SchedulerKind::Strict,
+            weight: 0,
+            carries: vec![TrafficKind::Cnp],
+            ecn: None,
+            ecn_per_speed: BTreeMap::new(),
+        },
+        TrafficClassConfig {
+            name: "default".into(),
+            dscp: (0..64).filter(|d| *d != 26 && *d != 48).collect(),
+            priority: 0,
+            queue: None,
+            lossless: false,
+            scheduler: SchedulerKind::Dwrr,
+            weight: 50,
+            carries: vec![
+                TrafficKind::Tcp,
+                TrafficKind::Storage,
+                TrafficKind::Management,
+            ],
+            ecn: None,
+            ecn_per_speed: BTreeMap::new(),
+        },
+    ]
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TrafficClassConfig {
+    pub name: String,
+    /// DSCP code points (0-63) classified into this class.
+    #[serde(default)]
+    pub dscp: Vec<u8>,
+    /// 802.1p priority (0-7): the PFC priority and the priority group at ingress.
+    pub priority: u8,
+    /// Egress queue (0-7); default: same as `priority`.
+    #[serde(default)]
+    pub queue: Option<u8>,
+    /// PFC on this priority (no drops; pause instead).
+    #[serde(default)]
+    pub lossless: bool,
+    #[serde(default)]
+    pub scheduler: SchedulerKind,
+    /// DWRR weight (percent of the DWRR share); ignored for strict classes.
+    #[serde(default = "default_weight")]
+    pub weight: u32,
+    #[serde(default)]
+    pub carries: Vec<TrafficKind>,
+    /// WRED/ECN marking on the egress queue.
+    #[serde(default)]
+    pub ecn: Option<EcnConfig>,
+    /// Per port speed overrides, keyed by speed in Gb/s: `ecn_per_speed."400" = {...}`.
+    #[serde(default)]
+    pub ecn_per_speed: BTreeMap<String, EcnConfig>,
+}
+
+fn default_weight() -> u32 {
+    1
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct EcnConfig {
+    pub kmin_bytes: u64,
+    pub kmax_bytes: u64,
+    /// Marking probability at Kmax, in (0, 1].
+    pub pmax: f64,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PfcConfig {
+    /// PFC-enabled priorities (default: the priorities of lossless classes).
+    #[serde(default)]
+    pub priorities: Option<Vec<u8>>,
+    /// Headroom per (port, lossless priority). Default: computed from speed, cable length and
+    /// MTU with the SONiC Mellanox model. Set it to model a misconfiguration.
+    #[serde(default)]
+    pub headroom_bytes: Option<u64>,
+    /// Static XOFF threshold; default: dynamic (alpha of the ingress lossless pool).
+    #[serde(default)]
+    pub xoff_bytes: Option<u64>,
+    #[serde(default)]
+    pub xon_bytes: Option<u64>,
+    /// Peer response time in pause quanta (default: per speed, 802.3 Annex 31B).
+    #[serde(default)]
+    pub peer_response_quanta: Option<u32>,
+    /// Quanta carried by an XOFF frame (default 65535).
+    #[serde(default)]
+    pub pause_quanta: Option<u16>,
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum WatchdogAction {
+    #[default]
+    Drop,
+    Forward,
+    Alert,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PfcWatchdogConfig {
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    #[serde(default = "ms200")]
+    pub detection_ms: f64,
+    #[serde(default = "ms200")]
+    pub restoration_ms: f64,
+    #[serde(default = "ms200")]
+    pub poll_ms: f64,
+    #[serde(default)]
+    pub action: WatchdogAction,
+}
+
+impl Default for PfcWatchdogConfig {
+    fn default() -> Self {
+        PfcWatchdogConfig {
+            enabled: true,
+            detection_ms: 200.0,
+            restoration_ms: 200.0,
+            poll_ms: 200.0,
+            action: WatchdogAction::Drop,
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+fn ms200() -> f64 {
+    200.0
+}
+
+// ---------------------------------------------------------------------------------------------
+// NIC (host side)
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum CongestionControl {
+    #[default]
+    Dcqcn,
+    None,
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum DcqcnVariant {
+    Paper,
+    #[default]
+    Mlx5,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NicConfig {
+    /// Default: the speed of the host's link.
+    #[serde(default)]
+    pub speed_gbps: Option<f64>,
+    /// RoCE path MTU (payload per packet): 1024, 2048 or 4096.
+    #[serde(default)]
+    pub mtu: Option<u32>,
+    #[serde(default)]
+    pub firmware: Option<String>,
+    #[serde(default)]
+    pub congestion_control: Option<CongestionControl>,
+    #[serde(default)]
+    pub dcqcn: DcqcnConfig,
+    #[serde(default)]
+    pub qos: HostQosConfig,
+    /// Receive buffer; the NIC sends PFC pauses when it fills past `rx_xoff_bytes`.
+    #[serde(default)]
+    pub rx_buffer_bytes: Option<u64>,
+    #[serde(default)]
+    pub rx_xoff_bytes: Option<u64>,
+    /// Retransmission timeout for go-back-N (lossy runs).
+    #[serde(default)]
+    pub retransmit_timeout_us: Option<f64>,
+}
+
+/// DCQCN knobs; any left out take the defaults of the chosen `variant`
+/// (see `../shared/reference/roce-mechanisms.md`, the defaults table).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DcqcnConfig {
+    #[serde(default)]
+    pub variant: Option<DcqcnVariant>,
+    /// α gain g.
+    #[serde(default)]
+    pub g: Option<f64>,
+    /// K: α decays every K µs without a CNP.
+    #[serde(default)]
+    pub alpha_timer_us: Option<f64>,
+    /// T: rate-increase timer period.
+    #[serde(default)]
+    pub increase_timer_us: Option<f64>,
+    /// B: rate-increase byte counter (0 disables it).
+    #[serde(default)]
+    pub byte_counter_bytes: Option<u64>,
+    /// F: fast-recovery stages.
+    #[serde(default)]
+    pub fast_recovery_steps: Option<u32>,
+    #[serde(default)]
+    pub rate_ai_mbps: Option<f64>,
+    #[serde(default)]
+    pub rate_hai_mbps: Option<f64>,
+    #[serde(default)]
+    pub min_rate_mbps: Option<f64>,
+    /// mlx5: the rate cut is evaluated on this period.
+    #[serde(default)]
+    pub rate_reduce_period_us: Option<f64>,
+    #[serde(default)]
+    pub initial_alpha: Option<f64>,
+    #[serde(default)]
+    pub clamp_target_rate: Option<bool>,
+    /// NP: at most one CNP per QP per interval.
+    #[serde(default)]
+    pub cnp_interval_us: Option<f64>,
+    /// NP: time the NIC takes to generate a CNP after the marked packet arrives.
+    #[serde(default)]
+    pub cnp_delay_us: Option<f64>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HostQosConfig {
+    /// Default: same as the switch.
+    #[serde(default)]
+    pub trust: Option<Trust>,
+    /// DSCP -> priority, keys are DSCP values as strings (`"26" = 3`).
+    /// Default: derived from the switch classes.
+    #[serde(default)]
+    pub dscp_to_priority: Option<BTreeMap<String, u8>>,
+    #[serde(default)]
+    pub pfc_priorities: Option<Vec<u8>>,
+    /// Priorities with the ECN notification point (CNP generation) enabled.
+    #[serde(default)]
+    pub ecn_np_priorities: Option<Vec<u8>>,
+    /// Priorities with the ECN reaction point (rate limiting on CNP) enabled.
+    #[serde(default)]
+    pub ecn_rp_priorities: Option<Vec<u8>>,
+    /// DSCP the NIC stamps on RoCE data.
+    #[serde(default)]
+    pub roce_dscp: Option<u8>,
+    #[serde(default)]
+    pub cnp_dscp: Option<u8>,
+    #[serde(default)]
+    pub cnp_priority: Option<u8>,
+}
+
+/// Assigns a NIC profile to hosts whose name matches one of the glob patterns (`*`, `?`).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NicAssign {
+    pub hosts: Vec<String>,
+    pub profile: String,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct GpuNodeConfig {
+    /// GPUs per node (default: rails of a rail-optimized fabric, else 8).
+    #[serde(default)]
+    pub gpus: Option<u32>,
+    /// `nvlink4`, `nvlink5`, `pcie4`, `pcie5` or a custom label.
+    #[serde(default)]
+    pub intra_node: Option<String>,
+    /// Per-direction intra-node bandwidth per GPU in GB/s (NVLink 4: 450).
+    #[serde(default)]
+    pub intra_node_gbytes_per_s: Option<f64>,
+    #[serde(default)]
+    pub gpu: Option<String>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RoutingConfig {
+    /// Header fields hashed for ECMP.
+    #[serde(default = "default_hash_fields")]
+    pub ecmp_hash_fields: Vec<HashField>,
+    /// Base seed of the ECMP hash.
+    #[serde(default)]
+    pub ecmp_seed: u64,
+    /// Give every switch its own hash seed (true) or the same one (false, shows polarization).
+    #[serde(default = "yes")]
+    pub per_switch_seed: bool,
+}
+
+impl Default for RoutingConfig {
+    fn default() -> Self {
+        RoutingConfig {
+            ecmp_hash_fields: default_hash_fields(),
+            ecmp_seed: 0,
+            per_switch_seed: true,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+pub enum HashField {
+    SrcIp,
+    DstIp,
+    Protocol,
+    SrcPort,
+    DstPort,
+}
+
+fn default_hash_fields() -> Vec<HashField> {
+    vec![
+        HashField::SrcIp,
+        HashField::DstIp,
+        HashField::Protocol,
+        HashField::SrcPort,
+        HashField::DstPort,
+    ]
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LintConfig {
+    #[serde(default)]
+    pub disable: Vec<LintDisable>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LintDisable {
+    pub code: String,
+    pub reason: String,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Simulation and traffic
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SimulationConfig {
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// Stop at this simulated time even if flows are unfinished.
+    #[serde(default)]
+    pub duration_us: Option<f64>,
+    /// Sampling period of buffer/utilization time series.
+    #[serde(default)]
+    pub sample_interval_us: Option<f64>,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum TrafficPattern {
+    /// One flow `src` -> `dst`.
+    Flow,
+    /// `senders` hosts (or `srcs`) each send `size_bytes` to `dst`.
+    Incast,
+    /// Every selected host sends to one other, a random derangement (seeded).
+    Permutation,
+    /// Every selected host sends to every other.
+    AllToAll,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TrafficConfig {
+    pub pattern: TrafficPattern,
+    #[serde(default)]
+    pub src: Option<String>,
+    #[serde(default)]
+    pub dst: Option<String>,
+    /// Explicit sender list (incast), or the set of hosts (permutation, all-to-all);
+    /// glob patterns allowed. Default: all hosts.
+    #[serde(default)]
+    pub hosts: Option<Vec<String>>,
+    /// Incast fan-in when `hosts` is not given: the first N hosts other than `dst`.
+    #[serde(default)]
+    pub senders: Option<u32>,
+    pub size_bytes: u64,
+    #[serde(default)]
+    pub start_us: Option<f64>,
+    /// Traffic class name (default: the first class that carries RDMA).
+    #[serde(default)]
+    pub class: Option<String>,
+    /// Queue pairs per (src, dst) pair; each QP has its own UDP source port.
+    #[serde(default)]
+    pub qps: Option<u32>,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKind {
+    LinkDown,
+    LinkUp,
+    /// A host stops draining its receive buffer (a PFC storm source).
+    HostStall,
+    HostResume,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FaultConfig {
+    pub kind: FaultKind,
+    pub at_us: f64,
+    /// For link faults: the two ends (`a`, `b`); for host faults: `a` is the host.
+    pub a: String,
+    #[serde(default)]
+    pub b: Option<String>,
+}

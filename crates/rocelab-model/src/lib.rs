@@ -1,0 +1,148 @@
+//! rocelab's fabric model.
+//!
+//! One fabric file (TOML) feeds every verb. This crate reads it and hands out a `Model` that
+//! cannot hold illegal states:
+//!
+//! ```text
+//! text --serde--> Config (may be wrong) --validate--> Model (cannot be)
+//!                   |                                   ├─ nodes, links, ports (typed ids)
+//!                   └─ SourceMap: key path -> line:col   ├─ resolved QoS, switch models, NICs
+//!                                                       └─ routing: ECMP groups per switch
+//! ```
+//!
+//! * `config`   — the schema, one struct per TOML table, unknown keys rejected;
+//! * `presets`  — switch ASIC presets, PFC peer-response table, headroom formula, DCQCN defaults;
+//! * `topology` — leaf-spine, fat-tree, rail-optimized and explicit builders;
+//! * `model`    — validation and the resolved `Model`;
+//! * `routing`  — all shortest up/down paths as per-switch ECMP groups;
+//! * `summary`  — what `rocelab topo` reports (counts, oversubscription, bisection, rails, ECMP);
+//! * `diag`     — diagnostics that carry file:line:column;
+//! * `units`    — `SimTime` (ps) and `BitsPerSec`.
+
+pub mod config;
+pub mod diag;
+pub mod model;
+pub mod presets;
+pub mod routing;
+pub mod summary;
+pub mod templates;
+pub mod topology;
+pub mod units;
+
+pub use config::Config;
+pub use diag::{Diagnostic, Location, SourceMap};
+pub use model::*;
+pub use units::{BitsPerSec, SimTime};
+
+use std::fmt;
+use std::path::Path;
+
+/// Why a fabric file could not become a `Model`.
+#[derive(Debug)]
+pub enum LoadError {
+    Io {
+        file: String,
+        error: std::io::Error,
+    },
+    /// Every problem found, each located in the file.
+    Invalid(Vec<Diagnostic>),
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LoadError::Io { file, error } => {
+                write!(
+                    f,
+                    "error: cannot read {file}: {error}\n  = help: check the path"
+                )
+            }
+            LoadError::Invalid(ds) => {
+                for (i, d) in ds.iter().enumerate() {
+                    if i > 0 {
+                        writeln!(f)?;
+                    }
+                    write!(f, "{d}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// Reads, parses and validates a fabric file.
+pub fn load_file(path: &Path) -> Result<Model, LoadError> {
+    let file = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|error| LoadError::Io {
+        file: file.clone(),
+        error,
+    })?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        LoadError::Invalid(vec![Diagnostic::new(
+            "",
+            format!("{file} is not UTF-8 text ({e})"),
+            "save the fabric file as UTF-8",
+        )])
+    })?;
+    load_str(&file, &text)
+}
+
+/// Parses and validates fabric-file text; `file` names it in diagnostics.
+pub fn load_str(file: &str, text: &str) -> Result<Model, LoadError> {
+    let map = SourceMap::new(file, text);
+    let config = parse_config(file, text, &map)?;
+    model::Model::from_config(config, text).map_err(|mut ds| {
+        for d in &mut ds {
+            d.location = Some(map.locate(text, &d.path));
+        }
+        LoadError::Invalid(ds)
+    })
+}
+
+/// Parses text into a `Config` (syntax, types, unknown keys); no semantic checks.
+pub fn parse_config(file: &str, text: &str, map: &SourceMap) -> Result<Config, LoadError> {
+    toml::from_str::<Config>(text).map_err(|e| {
+        let location = e
+            .span()
+            .map(|s| map.locate_offset(text, s.start))
+            .or(Some(Location {
+                file: file.to_string(),
+                line: 1,
+                column: 1,
+            }));
+        let message = e.message().trim().to_string();
+        let hint = hint_for(&message);
+        LoadError::Invalid(vec![Diagnostic {
+            path: String::new(),
+            message,
+            hint,
+            location,
+        }])
+    })
+}
+
+fn hint_for(message: &str) -> String {
+    if message.starts_with("unknown field") {
+        "remove the key or fix its spelling; docs/fabric-file.md lists every key".into()
+    } else if message.starts_with("missing field") {
+        "add the required key; docs/fabric-file.md lists every key with its unit".into()
+    } else if message.starts_with("invalid type") {
+        "check the value's type: numbers unquoted, names quoted, lists in [ ]".into()
+    } else if message.starts_with("unknown variant") {
+        "use one of the values listed".into()
+    } else {
+        "see docs/fabric-file.md".into()
+    }
+}
+
+/// A stable 64-bit FNV-1a hash, used as the fabric hash recorded in every output.
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= *b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}

@@ -1,0 +1,192 @@
+//! Routing: every shortest path, as per-switch ECMP groups.
+//!
+//! Hosts that attach to the same set of switches (a leaf's hosts, a rail leaf's NICs) share one
+//! *destination group*. For each group a multi-source BFS over the switch graph gives every
+//! switch its distance to the group and its next-hop ports: all ports whose peer is one hop
+//! closer. In a Clos fabric those are exactly the up/down shortest paths. Identical next-hop
+//! sets are interned, so a 24k-GPU fabric's table is a few MB: `switches × groups` u32 ids.
+//! Hosts never transit traffic.
+
+use crate::diag::Diagnostic;
+use crate::model::{Node, NodeId, Port, PortId};
+use std::collections::{HashMap, VecDeque};
+
+pub const UNREACHABLE: u16 = u16::MAX;
+const NONE: u32 = u32::MAX;
+
+#[derive(Clone, Debug, Default)]
+pub struct Routing {
+    /// Per node: its destination group (hosts) or `u32::MAX` (switches).
+    pub host_group: Vec<u32>,
+    /// Attachment switches of each destination group.
+    pub groups: Vec<Vec<NodeId>>,
+    /// Per node: its row in the tables (switches) or `u32::MAX` (hosts).
+    pub switch_row: Vec<u32>,
+    /// `next_hop[row * groups + g]`: interned ECMP group id (`u32::MAX`: at the group, or
+    /// unreachable).
+    pub next_hop: Vec<u32>,
+    /// `dist[row * groups + g]`: switch hops to the nearest attachment switch of `g`.
+    pub dist: Vec<u16>,
+    /// Interned next-hop port sets.
+    pub ecmp_groups: Vec<Box<[PortId]>>,
+    /// Per host: the switch-side ports that face it (its attachment ports).
+    pub host_facing: Vec<Box<[PortId]>>,
+}
+
+impl Routing {
+    pub fn compute(nodes: &[Node], ports: &[Port]) -> Routing {
+        let n = nodes.len();
+        let mut switch_row = vec![NONE; n];
+        let mut rows = 0u32;
+        for (i, nd) in nodes.iter().enumerate() {
+            if !nd.is_host() {
+                switch_row[i] = rows;
+                rows += 1;
+            }
+        }
+        // Destination groups keyed by the sorted attachment set.
+        let mut group_of_set: HashMap<Vec<NodeId>, u32> = HashMap::new();
+        let mut groups: Vec<Vec<NodeId>> = Vec::new();
+        let mut host_group = vec![NONE; n];
+        let mut host_facing: Vec<Box<[PortId]>> = vec![Box::new([]); n];
+        for (i, nd) in nodes.iter().enumerate() {
+            if !nd.is_host() {
+                continue;
+            }
+            let mut att: Vec<NodeId> = nd
+                .ports()
+                .map(|p| ports[ports[p.idx()].peer.idx()].node)
+                .collect();
+            host_facing[i] = nd.ports().map(|p| ports[p.idx()].peer).collect();
+            att.sort();
+            att.dedup();
+            let next = groups.len() as u32;
+            let g = *group_of_set.entry(att.clone()).or_insert_with(|| {
+                groups.push(att);
+                next
+            });
+            host_group[i] = g;
+        }
+        let ng = groups.len();
+        let cells = rows as usize * ng;
+        let mut next_hop = vec![NONE; cells];
+        let mut dist = vec![UNREACHABLE; cells];
+        let mut interned: HashMap<Box<[PortId]>, u32> = HashMap::new();
+        let mut ecmp_groups: Vec<Box<[PortId]>> = Vec::new();
+        let mut d = vec![UNREACHABLE; n];
+        let mut q = VecDeque::new();
+        let mut hops: Vec<PortId> = Vec::new();
+        for (g, att) in groups.iter().enumerate() {
+            d.iter_mut().for_each(|x| *x = UNREACHABLE);
+            for &s in att {
+                d[s.idx()] = 0;
+                q.push_back(s);
+            }
+            while let Some(u) = q.pop_front() {
+                for p in nodes[u.idx()].ports() {
+                    let v = ports[ports[p.idx()].peer.idx()].node;
+                    if nodes[v.idx()].is_host() || d[v.idx()] != UNREACHABLE {
+                        continue;
+                    }
+                    d[v.idx()] = d[u.idx()] + 1;
+                    q.push_back(v);
+                }
+            }
+            for (i, nd) in nodes.iter().enumerate() {
+                let row = switch_row[i];
+                if row == NONE {
+                    continue;
+                }
+                let cell = row as usize * ng + g;
+                dist[cell] = d[i];
+                if d[i] == 0 || d[i] == UNREACHABLE {
+                    continue;
+                }
+                hops.clear();
+                for p in nd.ports() {
+                    let v = ports[ports[p.idx()].peer.idx()].node;
+                    if !nodes[v.idx()].is_host() && d[v.idx()] == d[i] - 1 {
+                        hops.push(p);
+                    }
+                }
+                let id = match interned.get(hops.as_slice()) {
+                    Some(&id) => id,
+                    None => {
+                        let id = ecmp_groups.len() as u32;
+                        let b: Box<[PortId]> = hops.clone().into_boxed_slice();
+                        ecmp_groups.push(b.clone());
+                        interned.insert(b, id);
+                        id
+                    }
+                };
+                next_hop[cell] = id;
+            }
+        }
+        Routing {
+            host_group,
+            groups,
+            switch_row,
+            next_hop,
+            dist,
+            ecmp_groups,
+            host_facing,
+        }
+    }
+
+    /// Ports a switch may forward on toward host `dst` (all equal-cost choices).
+    #[inline]
+    pub fn egress(&self, at: NodeId, dst: NodeId) -> &[PortId] {
+        let g = self.host_group[dst.idx()] as usize;
+        let row = self.switch_row[at.idx()] as usize;
+        let cell = row * self.groups.len() + g;
+        if self.dist[cell] == 0 {
+            // At an attachment switch: the ports facing the host, found among the host's own.
+            return &[];
+        }
+        match self.next_hop[cell] {
+            NONE => &[],
+            id => &self.ecmp_groups[id as usize],
+        }
+    }
+
+    /// Switch hops from `at` to the attachment switches of `dst`.
+    pub fn distance(&self, at: NodeId, dst: NodeId) -> u16 {
+        let g = self.host_group[dst.idx()] as usize;
+        let row = self.switch_row[at.idx()] as usize;
+        self.dist[row * self.groups.len() + g]
+    }
+
+    pub fn is_attachment(&self, at: NodeId, dst: NodeId) -> bool {
+        self.distance(at, dst) == 0
+    }
+
+    /// Every host must be able to reach every other.
+    pub fn check_connected(&self, nodes: &[Node]) -> Result<(), Diagnostic> {
+        let ng = self.groups.len();
+        for (g, att) in self.groups.iter().enumerate() {
+            // A group is reachable from another if any of the other's attachment switches has
+            // a finite distance.
+            for (h, other) in self.groups.iter().enumerate() {
+                if h == g {
+                    continue;
+                }
+                let reachable = other
+                    .iter()
+                    .any(|s| self.dist[self.switch_row[s.idx()] as usize * ng + g] != UNREACHABLE);
+                if !reachable {
+                    let name = |id: &NodeId| nodes[id.idx()].name.clone();
+                    return Err(Diagnostic::new(
+                        "topology",
+                        format!(
+                            "the fabric is partitioned: switch `{}` cannot reach switch `{}`",
+                            name(&other[0]),
+                            name(&att[0])
+                        ),
+                        "add links so that every leaf can reach every other",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
