@@ -19,10 +19,7 @@ pub struct Failure {
 
 impl Failure {
     pub fn bad_input(message: impl Into<String>) -> Self {
-        Failure {
-            status: EXIT_BAD_INPUT,
-            message: message.into(),
-        }
+        Failure { status: EXIT_BAD_INPUT, message: message.into() }
     }
 }
 
@@ -60,9 +57,6 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
     })();
     res.map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
-        Failure {
-            status: EXIT_BAD_INPUT,
-            message: format!("error: cannot write {}: {e}", path.display()),
-        }
+        Failure { status: EXIT_BAD_INPUT, message: format!("error: cannot write {}: {e}", path.display()) }
     })
 }

@@ -11,11 +11,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(
-    name = "rocelab",
-    version,
-    about = "A lab and a doctor for RoCEv2 fabrics in AI clusters"
-)]
+#[command(name = "rocelab", version, about = "A lab and a doctor for RoCEv2 fabrics in AI clusters")]
 struct Cli {
     #[command(subcommand)]
     command: Command,

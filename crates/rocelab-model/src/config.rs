@@ -85,12 +85,7 @@ pub struct LinkSpec {
 
 impl LinkSpec {
     pub fn new(speed_gbps: f64, length_m: f64) -> Self {
-        LinkSpec {
-            speed_gbps,
-            length_m: Some(length_m),
-            delay_ns: None,
-            mtu: None,
-        }
+        LinkSpec { speed_gbps, length_m: Some(length_m), delay_ns: None, mtu: None }
     }
 }
 
@@ -325,11 +320,7 @@ pub fn default_classes() -> Vec<TrafficClassConfig> {
             scheduler: SchedulerKind::Dwrr,
             weight: 50,
             carries: vec![TrafficKind::Rdma],
-            ecn: Some(EcnConfig {
-                kmin_bytes: 150_000,
-                kmax_bytes: 1_500_000,
-                pmax: 0.1,
-            }),
+            ecn: Some(EcnConfig { kmin_bytes: 150_000, kmax_bytes: 1_500_000, pmax: 0.1 }),
             ecn_per_speed: BTreeMap::new(),
         },
         TrafficClassConfig {
@@ -352,11 +343,7 @@ pub fn default_classes() -> Vec<TrafficClassConfig> {
             lossless: false,
             scheduler: SchedulerKind::Dwrr,
             weight: 50,
-            carries: vec![
-                TrafficKind::Tcp,
-                TrafficKind::Storage,
-                TrafficKind::Management,
-            ],
+            carries: vec![TrafficKind::Tcp, TrafficKind::Storage, TrafficKind::Management],
             ecn: None,
             ecn_per_speed: BTreeMap::new(),
         },
@@ -628,11 +615,7 @@ pub struct RoutingConfig {
 
 impl Default for RoutingConfig {
     fn default() -> Self {
-        RoutingConfig {
-            ecmp_hash_fields: default_hash_fields(),
-            ecmp_seed: 0,
-            per_switch_seed: true,
-        }
+        RoutingConfig { ecmp_hash_fields: default_hash_fields(), ecmp_seed: 0, per_switch_seed: true }
     }
 }
 
@@ -647,13 +630,7 @@ pub enum HashField {
 }
 
 fn default_hash_fields() -> Vec<HashField> {
-    vec![
-        HashField::SrcIp,
-        HashField::DstIp,
-        HashField::Protocol,
-        HashField::SrcPort,
-        HashField::DstPort,
-    ]
+    vec![HashField::SrcIp, HashField::DstIp, HashField::Protocol, HashField::SrcPort, HashField::DstPort]
 }
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]

@@ -32,17 +32,8 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
-    pub fn new(
-        path: impl Into<String>,
-        message: impl Into<String>,
-        hint: impl Into<String>,
-    ) -> Self {
-        Diagnostic {
-            path: path.into(),
-            message: message.into(),
-            hint: hint.into(),
-            location: None,
-        }
+    pub fn new(path: impl Into<String>, message: impl Into<String>, hint: impl Into<String>) -> Self {
+        Diagnostic { path: path.into(), message: message.into(), hint: hint.into(), location: None }
     }
 }
 
@@ -82,11 +73,7 @@ impl SourceMap {
         if let Ok(doc) = toml_edit::ImDocument::parse(text) {
             walk_table(doc.as_table(), "", &mut spans);
         }
-        SourceMap {
-            file: file.to_string(),
-            line_starts,
-            spans,
-        }
+        SourceMap { file: file.to_string(), line_starts, spans }
     }
 
     pub fn file(&self) -> &str {
@@ -99,11 +86,7 @@ impl SourceMap {
         let start = self.line_starts[line - 1];
         let end = offset.min(text.len());
         let column = text.get(start..end).map(|s| s.chars().count()).unwrap_or(0) + 1;
-        Location {
-            file: self.file.clone(),
-            line,
-            column,
-        }
+        Location { file: self.file.clone(), line, column }
     }
 
     /// Location of a key path, or of its longest prefix that exists in the file (a value that
@@ -117,11 +100,7 @@ impl SourceMap {
             match p.rfind(['.', '[']) {
                 Some(i) => p = &p[..i],
                 None => {
-                    return Location {
-                        file: self.file.clone(),
-                        line: 1,
-                        column: 1,
-                    };
+                    return Location { file: self.file.clone(), line: 1, column: 1 };
                 }
             }
         }

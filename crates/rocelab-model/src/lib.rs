@@ -52,10 +52,7 @@ impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             LoadError::Io { file, error } => {
-                write!(
-                    f,
-                    "error: cannot read {file}: {error}\n  = help: check the path"
-                )
+                write!(f, "error: cannot read {file}: {error}\n  = help: check the path")
             }
             LoadError::Invalid(ds) => {
                 for (i, d) in ds.iter().enumerate() {
@@ -75,10 +72,7 @@ impl std::error::Error for LoadError {}
 /// Reads, parses and validates a fabric file.
 pub fn load_file(path: &Path) -> Result<Model, LoadError> {
     let file = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|error| LoadError::Io {
-        file: file.clone(),
-        error,
-    })?;
+    let bytes = std::fs::read(path).map_err(|error| LoadError::Io { file: file.clone(), error })?;
     let text = String::from_utf8(bytes).map_err(|e| {
         LoadError::Invalid(vec![Diagnostic::new(
             "",
@@ -104,22 +98,14 @@ pub fn load_str(file: &str, text: &str) -> Result<Model, LoadError> {
 /// Parses text into a `Config` (syntax, types, unknown keys); no semantic checks.
 pub fn parse_config(file: &str, text: &str, map: &SourceMap) -> Result<Config, LoadError> {
     toml::from_str::<Config>(text).map_err(|e| {
-        let location = e
-            .span()
-            .map(|s| map.locate_offset(text, s.start))
-            .or(Some(Location {
-                file: file.to_string(),
-                line: 1,
-                column: 1,
-            }));
+        let location = e.span().map(|s| map.locate_offset(text, s.start)).or(Some(Location {
+            file: file.to_string(),
+            line: 1,
+            column: 1,
+        }));
         let message = e.message().trim().to_string();
         let hint = hint_for(&message);
-        LoadError::Invalid(vec![Diagnostic {
-            path: String::new(),
-            message,
-            hint,
-            location,
-        }])
+        LoadError::Invalid(vec![Diagnostic { path: String::new(), message, hint, location }])
     })
 }
 

@@ -122,11 +122,7 @@ pub struct TrafficClass {
 impl TrafficClass {
     /// ECN thresholds that apply on a port of this speed.
     pub fn ecn_for_speed(&self, speed_gbps: f64) -> Option<EcnConfig> {
-        self.ecn_per_speed
-            .iter()
-            .find(|(s, _)| (s - speed_gbps).abs() < 1e-6)
-            .map(|(_, e)| *e)
-            .or(self.ecn)
+        self.ecn_per_speed.iter().find(|(s, _)| (s - speed_gbps).abs() < 1e-6).map(|(_, e)| *e).or(self.ecn)
     }
 }
 
@@ -267,24 +263,13 @@ impl Model {
         &self.ports[id.idx()]
     }
     pub fn node_by_name(&self, name: &str) -> Option<NodeId> {
-        self.nodes
-            .iter()
-            .position(|n| n.name == name)
-            .map(|i| NodeId(i as u32))
+        self.nodes.iter().position(|n| n.name == name).map(|i| NodeId(i as u32))
     }
     pub fn hosts(&self) -> impl Iterator<Item = NodeId> + '_ {
-        self.nodes
-            .iter()
-            .enumerate()
-            .filter(|(_, n)| n.is_host())
-            .map(|(i, _)| NodeId(i as u32))
+        self.nodes.iter().enumerate().filter(|(_, n)| n.is_host()).map(|(i, _)| NodeId(i as u32))
     }
     pub fn switches(&self) -> impl Iterator<Item = NodeId> + '_ {
-        self.nodes
-            .iter()
-            .enumerate()
-            .filter(|(_, n)| !n.is_host())
-            .map(|(i, _)| NodeId(i as u32))
+        self.nodes.iter().enumerate().filter(|(_, n)| !n.is_host()).map(|(i, _)| NodeId(i as u32))
     }
     /// The NIC profile of a host (panics on a switch id: callers iterate hosts).
     pub fn nic_of(&self, host: NodeId) -> &NicProfile {
@@ -311,11 +296,7 @@ impl Model {
     }
     /// The effective NIC speed of a host: its profile's, capped by its link.
     pub fn host_speed(&self, host: NodeId) -> BitsPerSec {
-        let link = self.nodes[host.idx()]
-            .ports()
-            .map(|p| self.port(p).speed)
-            .max()
-            .unwrap_or_default();
+        let link = self.nodes[host.idx()].ports().map(|p| self.port(p).speed).max().unwrap_or_default();
         match self.nic_of(host).speed {
             Some(s) if s < link => s,
             _ => link,
@@ -336,30 +317,13 @@ impl Model {
         let max_host_speed = graph
             .links
             .iter()
-            .filter(|l| {
-                graph.nodes[l.a as usize].tier == Tier::Host
-                    || graph.nodes[l.b as usize].tier == Tier::Host
-            })
+            .filter(|l| graph.nodes[l.a as usize].tier == Tier::Host || graph.nodes[l.b as usize].tier == Tier::Host)
             .map(|l| l.speed)
             .max()
             .unwrap_or(BitsPerSec::from_gbps(100));
-        let mut nics = vec![resolve_nic(
-            "default",
-            "nic",
-            &config.nic,
-            &qos,
-            max_host_speed,
-            &mut errs,
-        )];
+        let mut nics = vec![resolve_nic("default", "nic", &config.nic, &qos, max_host_speed, &mut errs)];
         for (name, p) in &config.nic_profiles {
-            nics.push(resolve_nic(
-                name,
-                &format!("nic_profiles.{name}"),
-                p,
-                &qos,
-                max_host_speed,
-                &mut errs,
-            ));
+            nics.push(resolve_nic(name, &format!("nic_profiles.{name}"), p, &qos, max_host_speed, &mut errs));
         }
         for (i, a) in config.nic_assign.iter().enumerate() {
             if !config.nic_profiles.contains_key(&a.profile) {
@@ -375,10 +339,7 @@ impl Model {
         }
         let model_index = |name: &Option<String>| -> usize {
             let n = name.as_deref().unwrap_or(presets::DEFAULT_SWITCH_PRESET);
-            switch_models
-                .iter()
-                .position(|m| m.name == n)
-                .expect("resolved above")
+            switch_models.iter().position(|m| m.name == n).expect("resolved above")
         };
         // Lay out nodes with contiguous ports.
         let n = graph.nodes.len();
@@ -398,23 +359,11 @@ impl Model {
                     .find(|a| a.hosts.iter().any(|pat| glob_match(pat, &g.name)))
                     .and_then(|a| nics.iter().position(|p| p.name == a.profile))
                     .unwrap_or(0);
-                Role::Host {
-                    nic,
-                    gpu_node: g.gpu_node,
-                    rail: g.rail,
-                }
+                Role::Host { nic, gpu_node: g.gpu_node, rail: g.rail }
             } else {
-                Role::Switch {
-                    model: model_index(&g.model),
-                }
+                Role::Switch { model: model_index(&g.model) }
             };
-            nodes.push(Node {
-                name: g.name.clone(),
-                tier: g.tier,
-                role,
-                first_port: next_port,
-                num_ports: degree[i],
-            });
+            nodes.push(Node { name: g.name.clone(), tier: g.tier, role, first_port: next_port, num_ports: degree[i] });
             next_port += degree[i];
         }
         let mut fill = vec![0u32; n];
@@ -451,22 +400,14 @@ impl Model {
                     mtu: l.mtu,
                 };
             }
-            links.push(Link {
-                a: pa,
-                b: pb,
-                origin: l.origin.clone(),
-            });
+            links.push(Link { a: pa, b: pb, origin: l.origin.clone() });
         }
         // Hosts must attach to the fabric.
         for (i, nd) in nodes.iter().enumerate() {
             if nd.num_ports == 0 {
                 errs.push(Diagnostic::new(
                     "topology",
-                    format!(
-                        "{} `{}` has no links",
-                        if nd.is_host() { "host" } else { "switch" },
-                        graph.nodes[i].name
-                    ),
+                    format!("{} `{}` has no links", if nd.is_host() { "host" } else { "switch" }, graph.nodes[i].name),
                     "connect it, or remove it",
                 ));
             }
@@ -480,11 +421,7 @@ impl Model {
             return Err(errs);
         }
         Ok(Model {
-            name: if config.fabric.name.is_empty() {
-                graph.kind.to_string()
-            } else {
-                config.fabric.name.clone()
-            },
+            name: if config.fabric.name.is_empty() { graph.kind.to_string() } else { config.fabric.name.clone() },
             kind: graph.kind,
             fabric_hash: crate::fnv1a64(text.as_bytes()),
             nodes,
@@ -508,11 +445,7 @@ fn collect_rails(nodes: &[Node], ports: &[Port]) -> Vec<Rail> {
         if let Some(r) = n.rail() {
             while rails.len() <= r as usize {
                 let index = rails.len() as u32;
-                rails.push(Rail {
-                    index,
-                    hosts: vec![],
-                    leaves: vec![],
-                });
+                rails.push(Rail { index, hosts: vec![], leaves: vec![] });
             }
             let rail = &mut rails[r as usize];
             rail.hosts.push(NodeId(i as u32));
@@ -560,24 +493,12 @@ fn alpha_ok(v: f64) -> bool {
     v > 0.0 && (v.is_finite() || v == f64::INFINITY)
 }
 
-fn resolve_switch_models(
-    config: &Config,
-    graph: Option<&Graph>,
-    errs: &mut Vec<Diagnostic>,
-) -> Vec<SwitchModel> {
-    let mut out: Vec<SwitchModel> = presets::SWITCH_PRESETS
-        .iter()
-        .map(|p| SwitchModel {
-            name: p.name.to_string(),
-            params: p.clone(),
-        })
-        .collect();
+fn resolve_switch_models(config: &Config, graph: Option<&Graph>, errs: &mut Vec<Diagnostic>) -> Vec<SwitchModel> {
+    let mut out: Vec<SwitchModel> =
+        presets::SWITCH_PRESETS.iter().map(|p| SwitchModel { name: p.name.to_string(), params: p.clone() }).collect();
     for (name, c) in &config.switch_models {
         let path = format!("switch_models.{name}");
-        let base_name = c
-            .preset
-            .as_deref()
-            .unwrap_or(presets::DEFAULT_SWITCH_PRESET);
+        let base_name = c.preset.as_deref().unwrap_or(presets::DEFAULT_SWITCH_PRESET);
         let Some(base) = presets::switch_preset(base_name) else {
             let names: Vec<&str> = presets::SWITCH_PRESETS.iter().map(|p| p.name).collect();
             errs.push(Diagnostic::new(
@@ -638,17 +559,11 @@ fn resolve_switch_models(
             }
         }
         p.approximate = p.approximate && !any_override;
-        let params = SwitchPreset {
-            name: base.name,
-            ..p
-        };
+        let params = SwitchPreset { name: base.name, ..p };
         if let Some(existing) = out.iter_mut().find(|m| m.name == *name) {
             existing.params = params;
         } else {
-            out.push(SwitchModel {
-                name: name.clone(),
-                params,
-            });
+            out.push(SwitchModel { name: name.clone(), params });
         }
     }
     if let (Some(g), Some(_)) = (graph, Some(())) {
@@ -659,14 +574,8 @@ fn resolve_switch_models(
                     let names: Vec<String> = out.iter().map(|s| s.name.clone()).collect();
                     errs.push(Diagnostic::new(
                         "topology",
-                        format!(
-                            "switch model `{m}` (used by `{}`) is neither a preset nor declared",
-                            n.name
-                        ),
-                        format!(
-                            "declare [switch_models.{m}] with `preset = ...`, or use one of: {}",
-                            names.join(", ")
-                        ),
+                        format!("switch model `{m}` (used by `{}`) is neither a preset nor declared", n.name),
+                        format!("declare [switch_models.{m}] with `preset = ...`, or use one of: {}", names.join(", ")),
                     ));
                 }
             }
@@ -682,10 +591,7 @@ fn resolve_switch_models(
             if nd.tier == Tier::Host {
                 continue;
             }
-            let mname = nd
-                .model
-                .clone()
-                .unwrap_or_else(|| presets::DEFAULT_SWITCH_PRESET.to_string());
+            let mname = nd.model.clone().unwrap_or_else(|| presets::DEFAULT_SWITCH_PRESET.to_string());
             if let Some(m) = out.iter().find(|s| s.name == mname) {
                 if degree[i] > m.params.ports {
                     let e = worst.entry(mname.clone()).or_insert((0, String::new()));
@@ -696,11 +602,7 @@ fn resolve_switch_models(
             }
         }
         for (mname, (deg, node)) in worst {
-            let ports = out
-                .iter()
-                .find(|s| s.name == mname)
-                .map(|s| s.params.ports)
-                .unwrap_or(0);
+            let ports = out.iter().find(|s| s.name == mname).map(|s| s.params.ports).unwrap_or(0);
             errs.push(Diagnostic::new(
                 if config.switch_models.contains_key(&mname) {
                     format!("switch_models.{mname}.ports")
@@ -708,9 +610,7 @@ fn resolve_switch_models(
                     "topology".to_string()
                 },
                 format!("switch `{node}` needs {deg} ports but model `{mname}` has {ports}"),
-                format!(
-                    "use a larger model, or declare [switch_models.{mname}] with `ports = {deg}`"
-                ),
+                format!("use a larger model, or declare [switch_models.{mname}] with `ports = {deg}`"),
             ));
         }
     }
@@ -719,11 +619,7 @@ fn resolve_switch_models(
 
 fn check_priority(v: u8, path: String, errs: &mut Vec<Diagnostic>) {
     if v > 7 {
-        errs.push(Diagnostic::new(
-            path,
-            format!("priority {v} is outside 0..=7"),
-            "802.1p priorities are 0 to 7",
-        ));
+        errs.push(Diagnostic::new(path, format!("priority {v} is outside 0..=7"), "802.1p priorities are 0 to 7"));
     }
 }
 
@@ -742,11 +638,7 @@ fn resolve_qos(q: &QosConfig, errs: &mut Vec<Diagnostic>) -> Option<Qos> {
     for (i, c) in q.classes.iter().enumerate() {
         let p = format!("qos.class[{i}]");
         if c.name.is_empty() {
-            errs.push(Diagnostic::new(
-                format!("{p}.name"),
-                "class name is empty",
-                "name it, e.g. `roce`",
-            ));
+            errs.push(Diagnostic::new(format!("{p}.name"), "class name is empty", "name it, e.g. `roce`"));
         }
         if q.classes[..i].iter().any(|o| o.name == c.name) {
             errs.push(Diagnostic::new(
@@ -777,10 +669,7 @@ fn resolve_qos(q: &QosConfig, errs: &mut Vec<Diagnostic>) -> Option<Qos> {
                 if o != i {
                     errs.push(Diagnostic::new(
                         format!("{p}.dscp[{j}]"),
-                        format!(
-                            "DSCP {d} is already mapped to class `{}`",
-                            q.classes[o].name
-                        ),
+                        format!("DSCP {d} is already mapped to class `{}`", q.classes[o].name),
                         "a DSCP value can belong to one class only",
                     ));
                 }
@@ -791,10 +680,7 @@ fn resolve_qos(q: &QosConfig, errs: &mut Vec<Diagnostic>) -> Option<Qos> {
             if e.kmin_bytes > e.kmax_bytes {
                 errs.push(Diagnostic::new(
                     format!("{ep}.kmin_bytes"),
-                    format!(
-                        "ECN Kmin ({} B) is above Kmax ({} B)",
-                        e.kmin_bytes, e.kmax_bytes
-                    ),
+                    format!("ECN Kmin ({} B) is above Kmax ({} B)", e.kmin_bytes, e.kmax_bytes),
                     "Kmin must be <= Kmax: marking starts at Kmin and reaches Pmax at Kmax",
                 ));
             }
@@ -862,10 +748,7 @@ fn resolve_qos(q: &QosConfig, errs: &mut Vec<Diagnostic>) -> Option<Qos> {
             }
             m
         }
-        None => classes
-            .iter()
-            .filter(|c| c.lossless && c.priority < 8)
-            .fold(0, |m, c| m | (1 << c.priority)),
+        None => classes.iter().filter(|c| c.lossless && c.priority < 8).fold(0, |m, c| m | (1 << c.priority)),
     };
     if let (Some(xoff), Some(xon)) = (q.pfc.xoff_bytes, q.pfc.xon_bytes) {
         if xon > xoff {
@@ -884,11 +767,7 @@ fn resolve_qos(q: &QosConfig, errs: &mut Vec<Diagnostic>) -> Option<Qos> {
         ));
     }
     let w = &q.pfc_watchdog;
-    for (f, v) in [
-        ("detection_ms", w.detection_ms),
-        ("restoration_ms", w.restoration_ms),
-        ("poll_ms", w.poll_ms),
-    ] {
+    for (f, v) in [("detection_ms", w.detection_ms), ("restoration_ms", w.restoration_ms), ("poll_ms", w.poll_ms)] {
         if !(v.is_finite() && v > 0.0 && v <= 3_600_000.0) {
             errs.push(Diagnostic::new(
                 format!("qos.pfc_watchdog.{f}"),
@@ -992,30 +871,10 @@ fn resolve_nic(
         }
         SimTime::from_secs_f64(v * 1e-6)
     };
-    let alpha_timer = time(
-        d.alpha_timer_us,
-        base.alpha_timer_us,
-        "alpha_timer_us",
-        errs,
-    );
-    let increase_timer = time(
-        d.increase_timer_us,
-        base.increase_timer_us,
-        "increase_timer_us",
-        errs,
-    );
-    let rate_reduce_period = time(
-        d.rate_reduce_period_us,
-        base.rate_reduce_period_us,
-        "rate_reduce_period_us",
-        errs,
-    );
-    let cnp_interval = time(
-        d.cnp_interval_us,
-        base.cnp_interval_us,
-        "cnp_interval_us",
-        errs,
-    );
+    let alpha_timer = time(d.alpha_timer_us, base.alpha_timer_us, "alpha_timer_us", errs);
+    let increase_timer = time(d.increase_timer_us, base.increase_timer_us, "increase_timer_us", errs);
+    let rate_reduce_period = time(d.rate_reduce_period_us, base.rate_reduce_period_us, "rate_reduce_period_us", errs);
+    let cnp_interval = time(d.cnp_interval_us, base.cnp_interval_us, "cnp_interval_us", errs);
     let cnp_delay = time(d.cnp_delay_us, base.cnp_delay_us, "cnp_delay_us", errs);
     let rate = |v: Option<f64>, dflt: f64, f: &str, errs: &mut Vec<Diagnostic>| -> BitsPerSec {
         let v = v.unwrap_or(dflt);
@@ -1071,35 +930,12 @@ fn resolve_nic(
     }
     let rdma = &qos.classes[qos.rdma_class()];
     let cnp = &qos.classes[qos.cnp_class];
-    let ecn_default = if rdma.ecn.is_some() || !rdma.ecn_per_speed.is_empty() {
-        1 << rdma.priority
-    } else {
-        0
-    };
-    let pfc_mask = mask(
-        &hq.pfc_priorities,
-        qos.pfc_mask,
-        &format!("{hp}.pfc_priorities"),
-        errs,
-    );
-    let ecn_np_mask = mask(
-        &hq.ecn_np_priorities,
-        ecn_default,
-        &format!("{hp}.ecn_np_priorities"),
-        errs,
-    );
-    let ecn_rp_mask = mask(
-        &hq.ecn_rp_priorities,
-        ecn_default,
-        &format!("{hp}.ecn_rp_priorities"),
-        errs,
-    );
-    let roce_dscp = hq
-        .roce_dscp
-        .unwrap_or(rdma.dscp.first().copied().unwrap_or(26));
-    let cnp_dscp = hq
-        .cnp_dscp
-        .unwrap_or(cnp.dscp.first().copied().unwrap_or(48));
+    let ecn_default = if rdma.ecn.is_some() || !rdma.ecn_per_speed.is_empty() { 1 << rdma.priority } else { 0 };
+    let pfc_mask = mask(&hq.pfc_priorities, qos.pfc_mask, &format!("{hp}.pfc_priorities"), errs);
+    let ecn_np_mask = mask(&hq.ecn_np_priorities, ecn_default, &format!("{hp}.ecn_np_priorities"), errs);
+    let ecn_rp_mask = mask(&hq.ecn_rp_priorities, ecn_default, &format!("{hp}.ecn_rp_priorities"), errs);
+    let roce_dscp = hq.roce_dscp.unwrap_or(rdma.dscp.first().copied().unwrap_or(26));
+    let cnp_dscp = hq.cnp_dscp.unwrap_or(cnp.dscp.first().copied().unwrap_or(48));
     for (f, v) in [("roce_dscp", roce_dscp), ("cnp_dscp", cnp_dscp)] {
         if v > 63 {
             errs.push(Diagnostic::new(
@@ -1132,10 +968,7 @@ fn resolve_nic(
         name: name.to_string(),
         speed,
         mtu,
-        firmware: c
-            .firmware
-            .clone()
-            .unwrap_or_else(|| "unspecified".to_string()),
+        firmware: c.firmware.clone().unwrap_or_else(|| "unspecified".to_string()),
         congestion_control: c.congestion_control.unwrap_or_default(),
         dcqcn: Dcqcn {
             variant,
@@ -1173,10 +1006,7 @@ fn resolve_nic(
 fn resolve_gpu_node(c: &Config) -> GpuNode {
     let g = &c.gpu_node;
     let rails = c.topology.rail_optimized.as_ref().map(|r| r.rails);
-    let intra = g
-        .intra_node
-        .clone()
-        .unwrap_or_else(|| "nvlink4".to_string());
+    let intra = g.intra_node.clone().unwrap_or_else(|| "nvlink4".to_string());
     let bw = g.intra_node_gbytes_per_s.unwrap_or(match intra.as_str() {
         "nvlink5" => 900.0,
         "pcie4" => 31.0,

@@ -127,22 +127,13 @@ pub fn headroom(i: HeadroomInputs) -> Headroom {
     let speed_bps = i.speed_gbps * 1e9;
     let cable_bytes = (2.0 * i.cable_m * speed_bps / 1.98e8 / 8.0).floor() as u64;
     let peer_response_bytes = i.peer_response_quanta as u64 * 512 / 8;
-    let prop = i.port_mtu
-        + cable_bytes
-        + 2 * i.gearbox_delay_bytes
-        + i.mac_phy_delay_bytes
-        + peer_response_bytes;
-    let occupancy_num =
-        (100 - i.small_packet_percentage) * 64 + i.small_packet_percentage * i.cell_bytes.max(1);
+    let prop = i.port_mtu + cable_bytes + 2 * i.gearbox_delay_bytes + i.mac_phy_delay_bytes + peer_response_bytes;
+    let occupancy_num = (100 - i.small_packet_percentage) * 64 + i.small_packet_percentage * i.cell_bytes.max(1);
     // prop · occupancy, occupancy = occupancy_num / (64·100)
     let worst = i.lossless_mtu + (prop * occupancy_num).div_ceil(6400);
     let xoff = worst.div_ceil(1024) * 1024;
     let xon = i.pipeline_latency_bytes;
-    Headroom {
-        xoff_bytes: xoff,
-        xon_bytes: xon,
-        size_bytes: xoff + xon,
-    }
+    Headroom { xoff_bytes: xoff, xon_bytes: xon, size_bytes: xoff + xon }
 }
 
 /// DCQCN defaults per variant, in the units of `config::DcqcnConfig`.
@@ -230,28 +221,14 @@ mod tests {
         // roce-mechanisms.md: Spectrum-2, 100G, 100 m, port MTU 9100 -> xoff 144384, xon 18432,
         // size 162816.
         let h = headroom(spectrum2(100.0, 100.0));
-        assert_eq!(
-            h,
-            Headroom {
-                xoff_bytes: 144_384,
-                xon_bytes: 18_432,
-                size_bytes: 162_816
-            }
-        );
+        assert_eq!(h, Headroom { xoff_bytes: 144_384, xon_bytes: 18_432, size_bytes: 162_816 });
     }
 
     #[test]
     fn sonic_static_table_100g_300m() {
         // SONiC static table, 100G/300 m: xoff 165888, xon 18432, size 184320.
         let h = headroom(spectrum2(100.0, 300.0));
-        assert_eq!(
-            h,
-            Headroom {
-                xoff_bytes: 165_888,
-                xon_bytes: 18_432,
-                size_bytes: 184_320
-            }
-        );
+        assert_eq!(h, Headroom { xoff_bytes: 165_888, xon_bytes: 18_432, size_bytes: 184_320 });
     }
 
     #[test]
@@ -272,10 +249,7 @@ mod tests {
 
     #[test]
     fn presets_exist() {
-        assert_eq!(
-            switch_preset("spectrum-2").unwrap().buffer_bytes,
-            42_000_000
-        );
+        assert_eq!(switch_preset("spectrum-2").unwrap().buffer_bytes, 42_000_000);
         assert!(switch_preset("nope").is_none());
     }
 }

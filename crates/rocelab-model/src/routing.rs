@@ -53,10 +53,7 @@ impl Routing {
             if !nd.is_host() {
                 continue;
             }
-            let mut att: Vec<NodeId> = nd
-                .ports()
-                .map(|p| ports[ports[p.idx()].peer.idx()].node)
-                .collect();
+            let mut att: Vec<NodeId> = nd.ports().map(|p| ports[ports[p.idx()].peer.idx()].node).collect();
             host_facing[i] = nd.ports().map(|p| ports[p.idx()].peer).collect();
             att.sort();
             att.dedup();
@@ -122,15 +119,7 @@ impl Routing {
                 next_hop[cell] = id;
             }
         }
-        Routing {
-            host_group,
-            groups,
-            switch_row,
-            next_hop,
-            dist,
-            ecmp_groups,
-            host_facing,
-        }
+        Routing { host_group, groups, switch_row, next_hop, dist, ecmp_groups, host_facing }
     }
 
     /// Ports a switch may forward on toward host `dst` (all equal-cost choices).
@@ -170,9 +159,8 @@ impl Routing {
                 if h == g {
                     continue;
                 }
-                let reachable = other
-                    .iter()
-                    .any(|s| self.dist[self.switch_row[s.idx()] as usize * ng + g] != UNREACHABLE);
+                let reachable =
+                    other.iter().any(|s| self.dist[self.switch_row[s.idx()] as usize * ng + g] != UNREACHABLE);
                 if !reachable {
                     let name = |id: &NodeId| nodes[id.idx()].name.clone();
                     return Err(Diagnostic::new(

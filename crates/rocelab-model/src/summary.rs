@@ -99,16 +99,9 @@ pub fn summarize(m: &Model) -> TopoSummary {
         }
     }
     let host_gbps = tiers.get(&Tier::Host).map(|t| t.up_gbps).unwrap_or(0.0);
-    let bisection_gbps = tiers
-        .values()
-        .filter(|t| t.up_gbps > 0.0)
-        .map(|t| t.up_gbps / 2.0)
-        .fold(f64::INFINITY, f64::min);
-    let bisection_gbps = if bisection_gbps.is_finite() {
-        bisection_gbps
-    } else {
-        0.0
-    };
+    let bisection_gbps =
+        tiers.values().filter(|t| t.up_gbps > 0.0).map(|t| t.up_gbps / 2.0).fold(f64::INFINITY, f64::min);
+    let bisection_gbps = if bisection_gbps.is_finite() { bisection_gbps } else { 0.0 };
     let mut by_speed: BTreeMap<u64, usize> = BTreeMap::new();
     for l in &m.links {
         *by_speed.entry(m.port(l.a).speed.0).or_default() += 1;
@@ -130,17 +123,10 @@ pub fn summarize(m: &Model) -> TopoSummary {
         gpu_nodes: gpu_nodes.len(),
         switches: m.nodes.len() - hosts,
         links: m.links.len(),
-        links_by_speed: by_speed
-            .into_iter()
-            .map(|(s, c)| (s as f64 / 1e9, c))
-            .collect(),
+        links_by_speed: by_speed.into_iter().map(|(s, c)| (s as f64 / 1e9, c)).collect(),
         tiers: tiers.into_values().collect(),
         bisection_gbps,
-        bisection_ratio: if host_gbps > 0.0 {
-            bisection_gbps / (host_gbps / 2.0)
-        } else {
-            0.0
-        },
+        bisection_ratio: if host_gbps > 0.0 { bisection_gbps / (host_gbps / 2.0) } else { 0.0 },
         rails: m
             .rails
             .iter()
@@ -180,10 +166,7 @@ pub fn ecmp_paths(m: &Model, a: NodeId, b: NodeId) -> u64 {
             return c;
         }
         let c = if m.routing.is_attachment(s, b) {
-            m.node(s)
-                .ports()
-                .filter(|p| m.port(m.port(*p).peer).node == b)
-                .count() as u64
+            m.node(s).ports().filter(|p| m.port(m.port(*p).peer).node == b).count() as u64
         } else {
             m.routing
                 .egress(s, b)
@@ -194,10 +177,7 @@ pub fn ecmp_paths(m: &Model, a: NodeId, b: NodeId) -> u64 {
         memo.insert(s, c);
         c
     }
-    m.node(a)
-        .ports()
-        .map(|p| count(m, m.port(m.port(p).peer).node, b, &mut memo))
-        .fold(0, u64::saturating_add)
+    m.node(a).ports().map(|p| count(m, m.port(m.port(p).peer).node, b, &mut memo)).fold(0, u64::saturating_add)
 }
 
 fn path_classes(m: &Model) -> Vec<PathClass> {
@@ -247,33 +227,19 @@ impl crate::model::Node {
 pub fn render_text(s: &TopoSummary) -> String {
     use std::fmt::Write;
     let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "fabric `{}` ({}), hash {}",
-        s.name, s.kind, s.fabric_hash
-    );
+    let _ = writeln!(o, "fabric `{}` ({}), hash {}", s.name, s.kind, s.fabric_hash);
     let _ = writeln!(
         o,
         "  {} hosts (NICs){}, {} switches, {} links",
         s.hosts,
-        if s.gpu_nodes > 0 {
-            format!(" in {} GPU nodes", s.gpu_nodes)
-        } else {
-            String::new()
-        },
+        if s.gpu_nodes > 0 { format!(" in {} GPU nodes", s.gpu_nodes) } else { String::new() },
         s.switches,
         s.links
     );
-    let speeds: Vec<String> = s
-        .links_by_speed
-        .iter()
-        .map(|(g, c)| format!("{c} × {} Gb/s", crate::units::trim_float(*g)))
-        .collect();
+    let speeds: Vec<String> =
+        s.links_by_speed.iter().map(|(g, c)| format!("{c} × {} Gb/s", crate::units::trim_float(*g))).collect();
     let _ = writeln!(o, "  link speeds: {}", speeds.join(", "));
-    let _ = writeln!(
-        o,
-        "\n  tier     nodes   ports   down Gb/s     up Gb/s   oversubscription"
-    );
+    let _ = writeln!(o, "\n  tier     nodes   ports   down Gb/s     up Gb/s   oversubscription");
     for t in &s.tiers {
         let os = match t.oversubscription {
             Some(r) => format!("{}:1", crate::units::trim_float(r)),
@@ -291,11 +257,7 @@ pub fn render_text(s: &TopoSummary) -> String {
         s.bisection_gbps / 1000.0,
         s.bisection_ratio * 100.0
     );
-    let _ = writeln!(
-        o,
-        "  diameter: {} hops; {} distinct ECMP groups",
-        s.diameter_hops, s.ecmp_groups
-    );
+    let _ = writeln!(o, "  diameter: {} hops; {} distinct ECMP groups", s.diameter_hops, s.ecmp_groups);
     if !s.rails.is_empty() {
         let _ = writeln!(o, "\n  rails:");
         for r in &s.rails {
@@ -310,21 +272,10 @@ pub fn render_text(s: &TopoSummary) -> String {
                     r.leaves.len()
                 )
             };
-            let _ = writeln!(
-                o,
-                "    rail {:<3} {:>6} NICs  leaves: {}",
-                r.rail, r.nics, leaves
-            );
+            let _ = writeln!(o, "    rail {:<3} {:>6} NICs  leaves: {}", r.rail, r.nics, leaves);
         }
     }
-    let _ = writeln!(
-        o,
-        "\n  path diversity from {}:",
-        s.paths
-            .first()
-            .map(|p| p.example_src.as_str())
-            .unwrap_or("-")
-    );
+    let _ = writeln!(o, "\n  path diversity from {}:", s.paths.first().map(|p| p.example_src.as_str()).unwrap_or("-"));
     for p in &s.paths {
         let _ = writeln!(
             o,
@@ -356,16 +307,10 @@ pub fn render_dot(m: &Model) -> String {
     let mut edges: BTreeMap<(u32, u32, u64), usize> = BTreeMap::new();
     for l in &m.links {
         let (a, b) = (m.port(l.a).node.0, m.port(l.b).node.0);
-        *edges
-            .entry((a.min(b), a.max(b), m.port(l.a).speed.0))
-            .or_default() += 1;
+        *edges.entry((a.min(b), a.max(b), m.port(l.a).speed.0)).or_default() += 1;
     }
     for ((a, b, sp), c) in edges {
-        let label = if c > 1 {
-            format!("{c}×{}G", sp / 1_000_000_000)
-        } else {
-            format!("{}G", sp / 1_000_000_000)
-        };
+        let label = if c > 1 { format!("{c}×{}G", sp / 1_000_000_000) } else { format!("{}G", sp / 1_000_000_000) };
         let _ = writeln!(
             o,
             "  \"{}\" -- \"{}\" [label=\"{}\"];",

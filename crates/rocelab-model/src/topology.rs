@@ -75,14 +75,7 @@ pub struct Graph {
 
 impl Graph {
     fn node(&mut self, name: String, tier: Tier, model: Option<String>) -> u32 {
-        self.nodes.push(GNode {
-            name,
-            tier,
-            model,
-            gpu_node: None,
-            rail: None,
-            gpu_node_name: None,
-        });
+        self.nodes.push(GNode { name, tier, model, gpu_node: None, rail: None, gpu_node_name: None });
         (self.nodes.len() - 1) as u32
     }
     fn link(&mut self, a: u32, b: u32, spec: &ResolvedLink) {
@@ -160,25 +153,13 @@ pub(crate) fn resolve_link(
         return None;
     }
     let (length_m, delay) = match (delay_ns, length_m) {
-        (Some(d), l) => (
-            l.unwrap_or(d / 5.0),
-            SimTime::from_ps((d * 1000.0).round() as u64),
-        ),
+        (Some(d), l) => (l.unwrap_or(d / 5.0), SimTime::from_ps((d * 1000.0).round() as u64)),
         (None, l) => {
             let l = l.unwrap_or(DEFAULT_CABLE_M);
-            (
-                l,
-                SimTime::from_ps((l * PROPAGATION_PS_PER_M as f64).round() as u64),
-            )
+            (l, SimTime::from_ps((l * PROPAGATION_PS_PER_M as f64).round() as u64))
         }
     };
-    Some(ResolvedLink {
-        speed: BitsPerSec::from_gbps_f64(speed_gbps),
-        delay,
-        length_m,
-        mtu,
-        origin: path.to_string(),
-    })
+    Some(ResolvedLink { speed: BitsPerSec::from_gbps_f64(speed_gbps), delay, length_m, mtu, origin: path.to_string() })
 }
 
 fn spec(s: &LinkSpec, path: &str, errs: &mut Vec<Diagnostic>) -> Option<ResolvedLink> {
@@ -209,9 +190,7 @@ fn too_big(count: u64, path: &str, errs: &mut Vec<Diagnostic>) -> bool {
     if count > MAX_NODES {
         errs.push(Diagnostic::new(
             path,
-            format!(
-                "this topology would have {count} nodes, more than rocelab's limit of {MAX_NODES}"
-            ),
+            format!("this topology would have {count} nodes, more than rocelab's limit of {MAX_NODES}"),
             "check the counts; a 100k-GPU fabric has about 110k nodes",
         ));
         true
@@ -221,12 +200,7 @@ fn too_big(count: u64, path: &str, errs: &mut Vec<Diagnostic>) -> bool {
 }
 
 pub fn build(t: &TopologyConfig, errs: &mut Vec<Diagnostic>) -> Option<Graph> {
-    let present = [
-        t.leaf_spine.is_some(),
-        t.fat_tree.is_some(),
-        t.rail_optimized.is_some(),
-        t.explicit.is_some(),
-    ];
+    let present = [t.leaf_spine.is_some(), t.fat_tree.is_some(), t.rail_optimized.is_some(), t.explicit.is_some()];
     let n = present.iter().filter(|p| **p).count();
     if n != 1 {
         errs.push(Diagnostic::new(
@@ -257,25 +231,13 @@ fn leaf_spine(c: &LeafSpineConfig, errs: &mut Vec<Diagnostic>) -> Option<Graph> 
     let e0 = errs.len();
     positive(c.leaves, &format!("{p}.leaves"), "leaves", errs);
     positive(c.spines, &format!("{p}.spines"), "spines", errs);
-    positive(
-        c.hosts_per_leaf,
-        &format!("{p}.hosts_per_leaf"),
-        "hosts_per_leaf",
-        errs,
-    );
+    positive(c.hosts_per_leaf, &format!("{p}.hosts_per_leaf"), "hosts_per_leaf", errs);
     let uplinks = c.uplinks_per_leaf.unwrap_or(c.spines);
     if c.spines > 0 && (uplinks == 0 || uplinks % c.spines != 0) {
         errs.push(Diagnostic::new(
             format!("{p}.uplinks_per_leaf"),
-            format!(
-                "{uplinks} uplinks per leaf cannot be spread evenly over {} spines",
-                c.spines
-            ),
-            format!(
-                "use a multiple of {} (e.g. {})",
-                c.spines,
-                c.spines * (uplinks / c.spines.max(1)).max(1)
-            ),
+            format!("{uplinks} uplinks per leaf cannot be spread evenly over {} spines", c.spines),
+            format!("use a multiple of {} (e.g. {})", c.spines, c.spines * (uplinks / c.spines.max(1)).max(1)),
         ));
     }
     let host = spec(&c.host_link, &format!("{p}.host_link"), errs);
@@ -285,13 +247,9 @@ fn leaf_spine(c: &LeafSpineConfig, errs: &mut Vec<Diagnostic>) -> Option<Graph> 
         return None;
     }
     let (host, fab) = (host?, fab?);
-    let mut g = Graph {
-        kind: "leaf-spine",
-        ..Default::default()
-    };
-    let spines: Vec<u32> = (0..c.spines)
-        .map(|s| g.node(format!("spine{s}"), Tier::Spine, c.spine_model.clone()))
-        .collect();
+    let mut g = Graph { kind: "leaf-spine", ..Default::default() };
+    let spines: Vec<u32> =
+        (0..c.spines).map(|s| g.node(format!("spine{s}"), Tier::Spine, c.spine_model.clone())).collect();
     let per = uplinks / c.spines;
     let mut h = 0;
     for l in 0..c.leaves {
@@ -321,14 +279,8 @@ fn fat_tree(c: &FatTreeConfig, errs: &mut Vec<Diagnostic>) -> Option<Graph> {
         ));
     }
     let link = spec(&c.link, &format!("{p}.link"), errs);
-    let host = c
-        .host_link
-        .as_ref()
-        .map(|s| spec(s, &format!("{p}.host_link"), errs));
-    let core = c
-        .core_link
-        .as_ref()
-        .map(|s| spec(s, &format!("{p}.core_link"), errs));
+    let host = c.host_link.as_ref().map(|s| spec(s, &format!("{p}.host_link"), errs));
+    let core = c.core_link.as_ref().map(|s| spec(s, &format!("{p}.core_link"), errs));
     let k = c.k as u64;
     if errs.len() > e0 || too_big(k * k * k / 4 + 5 * k * k / 4, p, errs) {
         return None;
@@ -337,19 +289,12 @@ fn fat_tree(c: &FatTreeConfig, errs: &mut Vec<Diagnostic>) -> Option<Graph> {
     let host = host.unwrap_or(Some(link.clone()))?;
     let core = core.unwrap_or(Some(link.clone()))?;
     let half = c.k / 2;
-    let mut g = Graph {
-        kind: "fat-tree",
-        ..Default::default()
-    };
+    let mut g = Graph { kind: "fat-tree", ..Default::default() };
     let m = &c.switch_model;
-    let cores: Vec<u32> = (0..half * half)
-        .map(|i| g.node(format!("core{i}"), Tier::Core, m.clone()))
-        .collect();
+    let cores: Vec<u32> = (0..half * half).map(|i| g.node(format!("core{i}"), Tier::Core, m.clone())).collect();
     let mut h = 0;
     for pod in 0..c.k {
-        let aggs: Vec<u32> = (0..half)
-            .map(|i| g.node(format!("agg{pod}-{i}"), Tier::Spine, m.clone()))
-            .collect();
+        let aggs: Vec<u32> = (0..half).map(|i| g.node(format!("agg{pod}-{i}"), Tier::Spine, m.clone())).collect();
         for (i, &a) in aggs.iter().enumerate() {
             // aggregation switch i of each pod connects to cores i*k/2 .. (i+1)*k/2
             for j in 0..half {
@@ -376,30 +321,18 @@ fn rail_optimized(c: &RailOptimizedConfig, errs: &mut Vec<Diagnostic>) -> Option
     let e0 = errs.len();
     positive(c.gpu_nodes, &format!("{p}.gpu_nodes"), "gpu_nodes", errs);
     positive(c.rails, &format!("{p}.rails"), "rails", errs);
-    positive(
-        c.nodes_per_su,
-        &format!("{p}.nodes_per_su"),
-        "nodes_per_su",
-        errs,
-    );
+    positive(c.nodes_per_su, &format!("{p}.nodes_per_su"), "nodes_per_su", errs);
     if c.nodes_per_su > 0 && c.gpu_nodes % c.nodes_per_su != 0 {
         errs.push(Diagnostic::new(
             format!("{p}.nodes_per_su"),
-            format!(
-                "{} GPU nodes do not divide into scalable units of {}",
-                c.gpu_nodes, c.nodes_per_su
-            ),
+            format!("{} GPU nodes do not divide into scalable units of {}", c.gpu_nodes, c.nodes_per_su),
             format!(
                 "make gpu_nodes a multiple of nodes_per_su (e.g. gpu_nodes = {})",
                 c.gpu_nodes.div_ceil(c.nodes_per_su.max(1)) * c.nodes_per_su
             ),
         ));
     }
-    let sus = if c.nodes_per_su > 0 {
-        c.gpu_nodes / c.nodes_per_su
-    } else {
-        0
-    };
+    let sus = if c.nodes_per_su > 0 { c.gpu_nodes / c.nodes_per_su } else { 0 };
     let sus_per_pod = c.sus_per_pod.unwrap_or(sus.max(1));
     if sus_per_pod == 0 || (sus > 0 && sus % sus_per_pod != 0) {
         errs.push(Diagnostic::new(
@@ -409,19 +342,9 @@ fn rail_optimized(c: &RailOptimizedConfig, errs: &mut Vec<Diagnostic>) -> Option
         ));
     }
     let spines = c.spines_per_pod.unwrap_or(c.nodes_per_su);
-    positive(
-        spines,
-        &format!("{p}.spines_per_pod"),
-        "spines_per_pod",
-        errs,
-    );
+    positive(spines, &format!("{p}.spines_per_pod"), "spines_per_pod", errs);
     let lps = c.links_per_leaf_spine.unwrap_or(1);
-    positive(
-        lps,
-        &format!("{p}.links_per_leaf_spine"),
-        "links_per_leaf_spine",
-        errs,
-    );
+    positive(lps, &format!("{p}.links_per_leaf_spine"), "links_per_leaf_spine", errs);
     let oversub = c.pod_oversubscription.unwrap_or(1.0);
     if !(oversub.is_finite() && (1.0..=64.0).contains(&oversub)) {
         errs.push(Diagnostic::new(
@@ -432,35 +355,19 @@ fn rail_optimized(c: &RailOptimizedConfig, errs: &mut Vec<Diagnostic>) -> Option
     }
     let host = spec(&c.host_link, &format!("{p}.host_link"), errs);
     let leafl = spec(&c.leaf_link, &format!("{p}.leaf_link"), errs);
-    let spinel = c
-        .spine_link
-        .as_ref()
-        .map(|s| spec(s, &format!("{p}.spine_link"), errs));
-    let total = c.gpu_nodes as u64 * c.rails as u64
-        + sus as u64 * c.rails as u64
-        + spines as u64 * sus as u64;
+    let spinel = c.spine_link.as_ref().map(|s| spec(s, &format!("{p}.spine_link"), errs));
+    let total = c.gpu_nodes as u64 * c.rails as u64 + sus as u64 * c.rails as u64 + spines as u64 * sus as u64;
     if errs.len() > e0 || too_big(total, p, errs) {
         return None;
     }
     let (host, leafl) = (host?, leafl?);
     let spinel = spinel.unwrap_or(Some(leafl.clone()))?;
     let pods = sus / sus_per_pod;
-    let mut g = Graph {
-        kind: "rail-optimized",
-        ..Default::default()
-    };
+    let mut g = Graph { kind: "rail-optimized", ..Default::default() };
     // Spine downlinks: one bundle of `lps` links from each leaf of the pod.
     let spine_down = sus_per_pod as u64 * c.rails as u64 * lps as u64;
-    let spine_up = if pods > 1 {
-        ((spine_down as f64 / oversub).ceil() as u64).max(1)
-    } else {
-        0
-    };
-    let cores_n = if pods > 1 {
-        c.core_switches.unwrap_or(spine_up as u32)
-    } else {
-        0
-    };
+    let spine_up = if pods > 1 { ((spine_down as f64 / oversub).ceil() as u64).max(1) } else { 0 };
+    let cores_n = if pods > 1 { c.core_switches.unwrap_or(spine_up as u32) } else { 0 };
     if pods > 1 {
         if cores_n == 0 || spine_up % cores_n as u64 != 0 {
             errs.push(Diagnostic::new(
@@ -472,20 +379,11 @@ fn rail_optimized(c: &RailOptimizedConfig, errs: &mut Vec<Diagnostic>) -> Option
         }
         g.pod_oversubscription = Some(spine_down as f64 / spine_up as f64);
     }
-    let cores: Vec<u32> = (0..cores_n)
-        .map(|i| g.node(format!("core{i}"), Tier::Core, c.core_model.clone()))
-        .collect();
+    let cores: Vec<u32> = (0..cores_n).map(|i| g.node(format!("core{i}"), Tier::Core, c.core_model.clone())).collect();
     let mut node = 0u32;
     for pod in 0..pods {
-        let pod_spines: Vec<u32> = (0..spines)
-            .map(|s| {
-                g.node(
-                    format!("pod{pod}-spine{s}"),
-                    Tier::Spine,
-                    c.spine_model.clone(),
-                )
-            })
-            .collect();
+        let pod_spines: Vec<u32> =
+            (0..spines).map(|s| g.node(format!("pod{pod}-spine{s}"), Tier::Spine, c.spine_model.clone())).collect();
         if pods > 1 {
             let per_core = spine_up / cores_n as u64;
             for &s in &pod_spines {
@@ -498,9 +396,8 @@ fn rail_optimized(c: &RailOptimizedConfig, errs: &mut Vec<Diagnostic>) -> Option
         }
         for su_in_pod in 0..sus_per_pod {
             let su = pod * sus_per_pod + su_in_pod;
-            let leaves: Vec<u32> = (0..c.rails)
-                .map(|r| g.node(format!("su{su}-rail{r}"), Tier::Leaf, c.leaf_model.clone()))
-                .collect();
+            let leaves: Vec<u32> =
+                (0..c.rails).map(|r| g.node(format!("su{su}-rail{r}"), Tier::Leaf, c.leaf_model.clone())).collect();
             for &l in &leaves {
                 for &s in &pod_spines {
                     for _ in 0..lps {
@@ -525,10 +422,7 @@ fn rail_optimized(c: &RailOptimizedConfig, errs: &mut Vec<Diagnostic>) -> Option
 fn explicit(c: &ExplicitConfig, errs: &mut Vec<Diagnostic>) -> Option<Graph> {
     let p = "topology.explicit";
     let e0 = errs.len();
-    let mut g = Graph {
-        kind: "explicit",
-        ..Default::default()
-    };
+    let mut g = Graph { kind: "explicit", ..Default::default() };
     let mut by_name = std::collections::HashMap::new();
     let mut gpu_nodes: std::collections::BTreeMap<String, u32> = Default::default();
     for (i, n) in c.node.iter().enumerate() {
@@ -541,10 +435,7 @@ fn explicit(c: &ExplicitConfig, errs: &mut Vec<Diagnostic>) -> Option<Graph> {
             ));
             continue;
         }
-        if by_name
-            .insert(n.name.clone(), g.nodes.len() as u32)
-            .is_some()
-        {
+        if by_name.insert(n.name.clone(), g.nodes.len() as u32).is_some() {
             errs.push(Diagnostic::new(
                 format!("{np}.name"),
                 format!("node `{}` is declared twice", n.name),
@@ -552,11 +443,7 @@ fn explicit(c: &ExplicitConfig, errs: &mut Vec<Diagnostic>) -> Option<Graph> {
             ));
             continue;
         }
-        let tier = if n.kind == NodeKindConfig::Host {
-            Tier::Host
-        } else {
-            Tier::Leaf
-        };
+        let tier = if n.kind == NodeKindConfig::Host { Tier::Host } else { Tier::Leaf };
         let id = g.node(n.name.clone(), tier, n.model.clone());
         if n.kind == NodeKindConfig::Host {
             if let Some(gn) = &n.gpu_node {
@@ -569,10 +456,7 @@ fn explicit(c: &ExplicitConfig, errs: &mut Vec<Diagnostic>) -> Option<Graph> {
         } else if n.gpu_node.is_some() || n.rail.is_some() {
             errs.push(Diagnostic::new(
                 np.clone(),
-                format!(
-                    "switch `{}` has `gpu_node`/`rail`, which only hosts (NICs) have",
-                    n.name
-                ),
+                format!("switch `{}` has `gpu_node`/`rail`, which only hosts (NICs) have", n.name),
                 "remove them, or set `kind = \"host\"`",
             ));
         }
@@ -616,11 +500,7 @@ fn explicit(c: &ExplicitConfig, errs: &mut Vec<Diagnostic>) -> Option<Graph> {
         }
     }
     if g.nodes.is_empty() {
-        errs.push(Diagnostic::new(
-            p,
-            "explicit topology has no nodes",
-            "add [[topology.explicit.node]] tables",
-        ));
+        errs.push(Diagnostic::new(p, "explicit topology has no nodes", "add [[topology.explicit.node]] tables"));
     }
     if errs.len() > e0 {
         return None;
@@ -675,9 +555,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
     for (i, ca) in a.chars().enumerate() {
         let mut cur = vec![i + 1; b.len() + 1];
         for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != *cb))
-                .min(prev[j + 1] + 1)
-                .min(cur[j] + 1);
+            cur[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
         }
         prev = cur;
     }

@@ -43,11 +43,6 @@ pub fn run(a: Args) -> VerbResult {
         )));
     }
     write_atomic(&a.path, t.text.as_bytes())?;
-    eprintln!(
-        "wrote {} ({}); next: rocelab topo {}",
-        a.path.display(),
-        t.about,
-        a.path.display()
-    );
+    eprintln!("wrote {} ({}); next: rocelab topo {}", a.path.display(), t.about, a.path.display());
     Ok(ExitCode::SUCCESS)
 }

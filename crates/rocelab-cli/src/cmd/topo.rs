@@ -25,8 +25,7 @@ pub fn run(a: Args) -> VerbResult {
     let out = match a.format {
         Format::Text => summary::render_text(&summary::summarize(&model)),
         Format::Json => {
-            let mut s = serde_json::to_string_pretty(&summary::summarize(&model))
-                .expect("summary serializes");
+            let mut s = serde_json::to_string_pretty(&summary::summarize(&model)).expect("summary serializes");
             s.push('\n');
             s
         }
