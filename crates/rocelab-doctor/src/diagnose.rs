@@ -1,0 +1,741 @@
+//! Rates and diagnoses from snapshots.
+//!
+//! Snapshots are grouped by host and ordered by time; for each host the first and the last
+//! give one window (`interval_s`), and every rule looks at counter *deltas* over it, so a
+//! counter that has been large since boot is not news. A counter that went down (driver
+//! reload, reboot, wrap) is reported as a reset and not used.
+//!
+//! Rules, each with its evidence (the counters and their deltas) and a hint:
+//!
+//! | code | severity | when |
+//! |---|---|---|
+//! | `pfc-storm` | error | NIC pause-storm guard fired, paused time ≥ `storm_ratio` of the window on a port/priority, or a switch PFC watchdog saw a deadlock |
+//! | `pause-ratio` | warning | paused time ≥ `pause_ratio` of the window |
+//! | `ecn-without-cnp` | error | ECN-marked RoCE packets received, no CNP sent (NP disabled) |
+//! | `cnp-not-handled` | error / warning | CNPs received but ignored (RP disabled) — all of them / some |
+//! | `pause-without-ecn` | warning | pauses somewhere in the fabric, no ECN mark anywhere (ECN not configured where congestion happens) |
+//! | `nic-buffer-drops` | error | `rx_discards_phy` grew: the NIC ran out of receive buffer |
+//! | `rx-no-wqe` | warning | `out_of_buffer` grew: the application did not post receives in time |
+//! | `retransmissions` | error (lossless) / warning | out-of-sequence, NAK, timeout or duplicate counters grew |
+//! | `retry-exhausted` | error | a QP gave up (`req_transport_retries_exceeded`, `rnr_nak_retry_err`) |
+//! | `link-flap` | error | link down events |
+//! | `link-errors` | warning | CRC or PCS symbol errors grew |
+//! | `switch-drops` | warning | switch queue / no-buffer drops grew |
+//! | `firmware-mix` | warning | NICs of one kind run different firmware across hosts |
+//! | `busbw-low` | error / warning | nccl-tests busbw below `busbw_error` / `busbw_warn` of the expected |
+//! | `busbw-ok`, `single-node` | info | busbw as expected; a one-node run does not test the network |
+//! | `nccl-wrong-results` | error | nccl-tests validation found wrong values |
+//! | `drift-*` | see `drift` | one snapshot against the intended config |
+
+use crate::drift::{check_drift, Intent};
+use crate::metrics::{self, MetricSet};
+use crate::snapshot::{Netdev, RdmaPort, Snapshot};
+use crate::util::thousands;
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Info,
+    Warning,
+    Error,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Finding {
+    pub code: &'static str,
+    pub severity: Severity,
+    pub node: String,
+    /// Port, port/priority, RDMA device... what the finding is about within the node.
+    pub subject: String,
+    pub message: String,
+    pub evidence: Vec<String>,
+    pub hint: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Thresholds {
+    /// Paused share of the window that is worth a warning.
+    pub pause_ratio: f64,
+    /// Paused share of the window that is a storm.
+    pub storm_ratio: f64,
+    /// busbw below this share of the expected: warning.
+    pub busbw_warn: f64,
+    /// busbw below this share of the expected: error.
+    pub busbw_error: f64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds { pause_ratio: 0.05, storm_ratio: 0.5, busbw_warn: 0.8, busbw_error: 0.5 }
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    pub thresholds: Thresholds,
+    pub intent: Option<Intent>,
+    /// Expected network bandwidth of one GPU node in Gb/s (overrides the intent and the
+    /// speeds found in the snapshots).
+    pub node_net_gbps: Option<f64>,
+    /// Priority the switch-side RoCE counters belong to (Cumulus).
+    pub roce_priority: u8,
+}
+
+/// One counter series' change over a host's window.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Rate {
+    pub series: String,
+    pub delta: f64,
+    pub per_second: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HostWindow {
+    pub node: String,
+    pub snapshots: usize,
+    pub from: String,
+    pub to: String,
+    pub interval_s: f64,
+    /// Counters that went down between the snapshots (reset), not used.
+    pub resets: Vec<String>,
+    pub rates: Vec<Rate>,
+    /// `rocelab_link_utilization_ratio` per port and direction over the window.
+    pub utilization: Vec<Rate>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Diagnosis {
+    pub rocelab_version: String,
+    pub snapshots: usize,
+    pub hosts: Vec<String>,
+    pub windows: Vec<HostWindow>,
+    pub findings: Vec<Finding>,
+    /// "Is it the network?" when nccl-tests results were given.
+    pub verdict: Option<String>,
+    pub notes: Vec<String>,
+}
+
+impl Diagnosis {
+    pub fn count(&self, s: Severity) -> usize {
+        self.findings.iter().filter(|f| f.severity == s).count()
+    }
+    pub fn has_errors(&self) -> bool {
+        self.count(Severity::Error) > 0
+    }
+}
+
+/// Counter deltas of one host's window, by source.
+struct Window<'a> {
+    first: &'a Snapshot,
+    last: &'a Snapshot,
+    interval_s: f64,
+    resets: BTreeSet<String>,
+}
+
+impl<'a> Window<'a> {
+    fn d(&mut self, what: String, a: Option<u64>, b: Option<u64>) -> Option<u64> {
+        let (a, b) = (a?, b?);
+        if b < a {
+            self.resets.insert(what);
+            return None;
+        }
+        Some(b - a)
+    }
+
+    fn eth(&mut self, nd: &str, name: &str) -> Option<u64> {
+        let get = |s: &Snapshot| s.netdevs.get(nd).and_then(|n| n.ethtool.as_ref()).and_then(|e| e.get(name));
+        let (a, b) = (get(self.first), get(self.last));
+        self.d(format!("{nd} {name}"), a, b)
+    }
+
+    fn sys(&mut self, nd: &str, f: fn(&Netdev) -> Option<u64>, label: &str) -> Option<u64> {
+        let (a, b) = (self.first.netdevs.get(nd).and_then(f), self.last.netdevs.get(nd).and_then(f));
+        self.d(format!("{nd} {label}"), a, b)
+    }
+
+    fn rdma(&mut self, key: &str, name: &str) -> Option<u64> {
+        let get = |s: &Snapshot| s.rdma_ports.get(key).and_then(|p| p.get(name));
+        let (a, b) = (get(self.first), get(self.last));
+        self.d(format!("{key} {name}"), a, b)
+    }
+}
+
+fn f(
+    code: &'static str,
+    severity: Severity,
+    node: &str,
+    subject: String,
+    message: String,
+    evidence: Vec<String>,
+    hint: &str,
+) -> Finding {
+    Finding { code, severity, node: node.to_string(), subject, message, evidence, hint: hint.to_string() }
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+const RETRANS: &[&str] =
+    &["out_of_sequence", "packet_seq_err", "implied_nak_seq_err", "local_ack_timeout_err", "duplicate_request"];
+const NETWORK_CODES: &[&str] = &[
+    "pfc-storm",
+    "pause-ratio",
+    "ecn-without-cnp",
+    "cnp-not-handled",
+    "pause-without-ecn",
+    "nic-buffer-drops",
+    "retransmissions",
+    "retry-exhausted",
+    "link-flap",
+    "link-errors",
+    "switch-drops",
+];
+
+/// Runs every rule over the snapshots.
+pub fn diagnose(mut snaps: Vec<Snapshot>, opts: &Options) -> Diagnosis {
+    snaps.sort_by(|a, b| (&a.host, a.taken_at_unix_ms, &a.origin).cmp(&(&b.host, b.taken_at_unix_ms, &b.origin)));
+    let mut by_host: BTreeMap<String, Vec<&Snapshot>> = BTreeMap::new();
+    for s in &snaps {
+        by_host.entry(s.host.clone()).or_default().push(s);
+    }
+    let mut dx = Diagnosis {
+        rocelab_version: env!("CARGO_PKG_VERSION").into(),
+        snapshots: snaps.len(),
+        hosts: by_host.keys().cloned().collect(),
+        ..Default::default()
+    };
+    let mut fabric_pauses: Vec<(u64, String)> = Vec::new();
+    let mut fabric_ecn: Option<u64> = None;
+    for (host, list) in &by_host {
+        let last = *list.last().expect("groups are non-empty");
+        for n in &last.notes {
+            dx.notes.push(format!("{host}: {n}"));
+        }
+        if let Some(intent) = &opts.intent {
+            dx.findings.extend(check_drift(last, intent));
+        }
+        if list.len() < 2 {
+            continue;
+        }
+        let first = list[0];
+        let interval_s = (last.taken_at_unix_ms.saturating_sub(first.taken_at_unix_ms)) as f64 / 1000.0;
+        if interval_s <= 0.0 {
+            dx.notes.push(format!("{host}: {} snapshots with the same timestamp; no rates", list.len()));
+            continue;
+        }
+        let mut w = Window { first, last, interval_s, resets: BTreeSet::new() };
+        host_rules(&mut w, host, opts, &mut dx.findings, &mut fabric_pauses, &mut fabric_ecn);
+        let (rates, utilization) = rates(first, last, interval_s, opts.roce_priority);
+        dx.windows.push(HostWindow {
+            node: host.clone(),
+            snapshots: list.len(),
+            from: crate::util::iso8601_utc(first.taken_at_unix_ms),
+            to: crate::util::iso8601_utc(last.taken_at_unix_ms),
+            interval_s,
+            resets: w.resets.iter().cloned().collect(),
+            rates,
+            utilization,
+        });
+    }
+    let total_pauses: u64 = fabric_pauses.iter().map(|(v, _)| *v).sum();
+    if total_pauses > 0 && fabric_ecn == Some(0) {
+        fabric_pauses.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut ev: Vec<String> =
+            fabric_pauses.iter().take(5).map(|(v, s)| format!("{s}: +{} pause frames", thousands(*v))).collect();
+        ev.push("ECN-marked packets: +0 on every host and switch counter in the dumps".into());
+        dx.findings.push(f("pause-without-ecn", Severity::Warning, "fabric", "all".into(), format!("{} PFC pause frames and no ECN mark anywhere: congestion is handled by PFC alone", thousands(total_pauses)), ev, "configure ECN (WRED with ecn) on the RoCE queue of every switch where congestion happens, and enable the NIC NP/RP; DCQCN should act before PFC does"));
+    }
+    firmware_mix(&by_host, &mut dx.findings);
+    nccl_rules(&snaps, &by_host, opts, &mut dx);
+    dx.findings.sort_by(|a, b| {
+        b.severity.cmp(&a.severity).then(a.code.cmp(b.code)).then(a.node.cmp(&b.node)).then(a.subject.cmp(&b.subject))
+    });
+    dx
+}
+
+fn lossless(nd: Option<&Netdev>, host: &str, opts: &Options) -> bool {
+    if let Some(p) = nd.and_then(|n| n.pfc_priorities()) {
+        return !p.is_empty();
+    }
+    opts.intent.as_ref().and_then(|i| i.for_host(host).pfc_priorities.as_ref()).is_some_and(|p| !p.is_empty())
+}
+
+fn host_rules(
+    w: &mut Window,
+    host: &str,
+    opts: &Options,
+    out: &mut Vec<Finding>,
+    fabric_pauses: &mut Vec<(u64, String)>,
+    fabric_ecn: &mut Option<u64>,
+) {
+    let th = &opts.thresholds;
+    let secs = w.interval_s;
+    let window = format!("over {secs:.1} s");
+    let netdevs: Vec<String> = w.last.netdevs.keys().filter(|k| w.first.netdevs.contains_key(*k)).cloned().collect();
+    for nd in &netdevs {
+        // PFC per priority and direction.
+        for p in 0u8..8 {
+            for dir in ["rx", "tx"] {
+                let frames = w.eth(nd, &format!("{dir}_prio{p}_pause"));
+                let dur_us = w.eth(nd, &format!("{dir}_prio{p}_pause_duration"));
+                if let Some(fr) = frames.filter(|v| *v > 0) {
+                    fabric_pauses.push((fr, format!("{host} {nd} priority {p} {dir}")));
+                }
+                let Some(dur) = dur_us else { continue };
+                let ratio = dur as f64 / (secs * 1e6);
+                let meaning = if dir == "rx" {
+                    "the switch paused this NIC (fabric congestion toward its destinations)"
+                } else {
+                    "this NIC paused the switch (the host cannot absorb what it receives)"
+                };
+                let ev = vec![
+                    format!("{dir}_prio{p}_pause_duration +{} µs {window}", thousands(dur)),
+                    format!("{dir}_prio{p}_pause +{}", frames.map(thousands).unwrap_or_else(|| "?".into())),
+                ];
+                if ratio >= th.storm_ratio {
+                    out.push(f("pfc-storm", Severity::Error, host, format!("{nd} priority {p} {dir}"), format!("paused {} of the window: {meaning}", pct(ratio.min(1.0))), ev, "a port paused most of the time is a PFC storm: look for a stalled receiver (hung GPU job, NIC out of buffer) or a deadlock; check the PFC watchdog"));
+                } else if ratio >= th.pause_ratio {
+                    out.push(f("pause-ratio", Severity::Warning, host, format!("{nd} priority {p} {dir}"), format!("paused {} of the window (threshold {}): {meaning}", pct(ratio), pct(th.pause_ratio)), ev, "sustained pausing means DCQCN is not keeping queues below the PFC threshold: check ECN marking (Kmin/Kmax) and the NP/RP enables"));
+                }
+            }
+        }
+        if let Some(v) = w.eth(nd, "tx_pause_storm_error_events").filter(|v| *v > 0) {
+            out.push(f("pfc-storm", Severity::Error, host, nd.clone(), format!("the NIC's pause-storm guard fired {v} time(s) and stopped sending pauses"), vec![format!("tx_pause_storm_error_events +{v} {window}")], "the host stopped draining its receive queue for longer than the storm timeout: check the host (driver, PCIe, hung process)"));
+        } else if let Some(v) = w.eth(nd, "tx_pause_storm_warning_events").filter(|v| *v > 0) {
+            out.push(f(
+                "pfc-storm",
+                Severity::Warning,
+                host,
+                nd.clone(),
+                format!("the NIC sent pauses continuously long enough to warn {v} time(s)"),
+                vec![format!("tx_pause_storm_warning_events +{v} {window}")],
+                "a receiver close to a pause storm: check the host's receive path",
+            ));
+        }
+        if let Some(v) = w.eth(nd, "rx_discards_phy").filter(|v| *v > 0) {
+            let mut ev = vec![format!("rx_discards_phy +{} {window}", thousands(v))];
+            if let Some(t) = w.eth(nd, "rx_buffer_passed_thres_phy") {
+                ev.push(format!("rx_buffer_passed_thres_phy +{}", thousands(t)));
+            }
+            out.push(f("nic-buffer-drops", Severity::Error, host, nd.clone(), format!("the NIC dropped {} received packets: out of receive buffer", thousands(v)), ev, "the NIC buffer filled without PFC holding the sender back: check that PFC is enabled on the RoCE priority and that the NIC's buffer split (mlnx_qos --buffer_size) gives it room"));
+        }
+        let eth_no_wqe = w.eth(nd, "rx_out_of_buffer");
+        let has_hw_oob = w
+            .last
+            .rdma_ports
+            .values()
+            .any(|p| p.netdev.as_deref() == Some(nd.as_str()) && p.counters.contains_key("out_of_buffer"));
+        if let Some(v) = eth_no_wqe.filter(|v| *v > 0 && !has_hw_oob) {
+            out.push(f("rx-no-wqe", Severity::Warning, host, nd.clone(), format!("{} packets arrived with no receive buffer posted", thousands(v)), vec![format!("rx_out_of_buffer +{} {window}", thousands(v))], "the host posts receive buffers too slowly (CPU, interrupt affinity, application); this is not a network fault"));
+        }
+        let flaps = w
+            .eth(nd, "link_down_events_phy")
+            .or_else(|| w.sys(nd, |n| n.sysfs.carrier_down_count, "carrier_down_count"));
+        if let Some(v) = flaps.filter(|v| *v > 0) {
+            out.push(f("link-flap", Severity::Error, host, nd.clone(), format!("the link went down {v} time(s) {window}"), vec![format!("link down events +{v}")], "reseat or replace the cable/transceiver; check `ethtool -m` optics levels and the switch port's error counters"));
+        }
+        let crc = w
+            .eth(nd, "rx_crc_errors_phy")
+            .or_else(|| w.sys(nd, |n| n.sysfs.statistics.get("rx_crc_errors").copied(), "statistics/rx_crc_errors"));
+        let sym = w.eth(nd, "rx_pcs_symbol_err_phy");
+        if crc.unwrap_or(0) > 0 || sym.unwrap_or(0) > 0 {
+            let mut ev = Vec::new();
+            if let Some(c) = crc {
+                ev.push(format!("rx_crc_errors +{} {window}", thousands(c)));
+            }
+            if let Some(s) = sym {
+                ev.push(format!("rx_pcs_symbol_err_phy +{}", thousands(s)));
+            }
+            out.push(f("link-errors", Severity::Warning, host, nd.clone(), format!("physical-layer errors: {} CRC, {} symbol", thousands(crc.unwrap_or(0)), thousands(sym.unwrap_or(0))), ev, "every CRC error is a lost packet; in a lossless class that means a retransmission. Check optics, cable and FEC mode"));
+        }
+    }
+    let ports: Vec<String> =
+        w.last.rdma_ports.keys().filter(|k| w.first.rdma_ports.contains_key(*k)).cloned().collect();
+    for key in &ports {
+        let port: &RdmaPort = &w.last.rdma_ports[key];
+        let nd = w.last.netdev_of(port);
+        let subject = match &port.netdev {
+            Some(n) => format!("{key} ({n})"),
+            None => key.clone(),
+        };
+        let ecn = w.rdma(key, "np_ecn_marked_roce_packets");
+        if let Some(e) = ecn {
+            *fabric_ecn = Some(fabric_ecn.unwrap_or(0) + e);
+        }
+        let cnp = w.rdma(key, "np_cnp_sent");
+        if let (Some(e), Some(0)) = (ecn, cnp) {
+            if e > 0 {
+                let mut ev =
+                    vec![format!("np_ecn_marked_roce_packets +{} {window}", thousands(e)), "np_cnp_sent +0".into()];
+                if let Some(n) = nd {
+                    if !n.sysfs.ecn_np_enabled.is_empty() {
+                        let on: Vec<String> =
+                            n.sysfs.ecn_np_enabled.iter().filter(|(_, e)| **e).map(|(p, _)| p.to_string()).collect();
+                        ev.push(format!("ecn/roce_np/enable: on for priorities [{}]", on.join(",")));
+                    }
+                }
+                out.push(f("ecn-without-cnp", Severity::Error, host, subject.clone(), format!("{} ECN-marked RoCE packets received and no CNP sent: the notification point is disabled", thousands(e)), ev, "enable the NP on the RoCE priority: echo 1 > /sys/class/net/<netdev>/ecn/roce_np/enable/<prio>; without CNPs the senders never slow down and PFC takes over"));
+            }
+        }
+        let handled = w.rdma(key, "rp_cnp_handled");
+        let ignored = w.rdma(key, "rp_cnp_ignored");
+        if let Some(ig) = ignored.filter(|v| *v > 0) {
+            let h = handled.unwrap_or(0);
+            let sev = if h == 0 { Severity::Error } else { Severity::Warning };
+            let mut ev = vec![
+                format!("rp_cnp_ignored +{} {window}", thousands(ig)),
+                format!("rp_cnp_handled +{}", thousands(h)),
+            ];
+            if let Some(n) = nd {
+                if !n.sysfs.ecn_rp_enabled.is_empty() {
+                    let on: Vec<String> =
+                        n.sysfs.ecn_rp_enabled.iter().filter(|(_, e)| **e).map(|(p, _)| p.to_string()).collect();
+                    ev.push(format!("ecn/roce_rp/enable: on for priorities [{}]", on.join(",")));
+                }
+            }
+            let msg = if h == 0 {
+                format!("{} CNPs received and none handled: the reaction point is disabled", thousands(ig))
+            } else {
+                format!("{} of {} CNPs received were ignored", thousands(ig), thousands(ig + h))
+            };
+            out.push(f("cnp-not-handled", sev, host, subject.clone(), msg, ev, "enable the RP on the RoCE priority: echo 1 > /sys/class/net/<netdev>/ecn/roce_rp/enable/<prio>; a sender that ignores CNPs keeps congesting the fabric"));
+        }
+        let mut parts = Vec::new();
+        let mut total = 0u64;
+        for c in RETRANS {
+            if let Some(v) = w.rdma(key, c) {
+                if v > 0 {
+                    parts.push(format!("{c} +{}", thousands(v)));
+                    total += v;
+                }
+            }
+        }
+        if total > 0 {
+            let ll = lossless(nd, host, opts);
+            let sev = if ll { Severity::Error } else { Severity::Warning };
+            let msg = if ll {
+                format!(
+                    "{} retransmission / out-of-sequence events: packets are lost in a class that should be lossless",
+                    thousands(total)
+                )
+            } else {
+                format!(
+                    "{} retransmission / out-of-sequence events (no PFC on this port: a lossy RoCE class)",
+                    thousands(total)
+                )
+            };
+            parts.push(window.clone());
+            out.push(f("retransmissions", sev, host, subject.clone(), msg, parts, "find where packets are lost: switch queue drops (show queue counters), headroom too small for the cable length, CRC errors, or ECMP reordering (out_of_sequence without drops)"));
+        }
+        let fatal: u64 =
+            ["req_transport_retries_exceeded", "rnr_nak_retry_err"].iter().filter_map(|c| w.rdma(key, c)).sum();
+        if fatal > 0 {
+            out.push(f(
+                "retry-exhausted",
+                Severity::Error,
+                host,
+                subject.clone(),
+                format!("{fatal} queue pair(s) exhausted their retries and failed"),
+                vec![format!("req_transport_retries_exceeded + rnr_nak_retry_err +{fatal} {window}")],
+                "the job saw a fatal transport error; look for link flaps or a receiver that stopped posting buffers",
+            ));
+        }
+        if let Some(v) = w.rdma(key, "out_of_buffer").filter(|v| *v > 0) {
+            out.push(f(
+                "rx-no-wqe",
+                Severity::Warning,
+                host,
+                subject.clone(),
+                format!("{} packets arrived with no receive WQE posted", thousands(v)),
+                vec![format!("out_of_buffer +{} {window}", thousands(v))],
+                "the application posts receive buffers too slowly (RNR); this is a host issue, not a network one",
+            ));
+        }
+    }
+    // Switch data carried in this host's snapshots.
+    for (sw, data) in &w.last.switches {
+        let Some(prev) = w.first.switches.get(sw) else { continue };
+        if let (Some(a), Some(b)) = (&prev.pfc, &data.pfc) {
+            for (dir, ta, tb) in [("rx", &a.rx, &b.rx), ("tx", &a.tx, &b.tx)] {
+                for (port, vb) in tb {
+                    let Some(va) = ta.get(port) else { continue };
+                    for p in 0..8 {
+                        if let Some(d) = w.d(format!("{sw} {port} PFC{p} {dir}"), va[p], vb[p]).filter(|d| *d > 0) {
+                            fabric_pauses.push((d, format!("{sw} {port} priority {p} {dir}")));
+                        }
+                    }
+                }
+            }
+        }
+        let prev_q: BTreeMap<(&str, &str), Option<u64>> =
+            prev.queues.iter().map(|q| ((q.port.as_str(), q.queue.as_str()), q.drop_packets)).collect();
+        for q in &data.queues {
+            let Some(a) = prev_q.get(&(q.port.as_str(), q.queue.as_str())) else { continue };
+            if let Some(d) =
+                w.d(format!("{sw} {} {} Drop/pkts", q.port, q.queue), *a, q.drop_packets).filter(|d| *d > 0)
+            {
+                out.push(f("switch-drops", Severity::Warning, sw, format!("{} {}", q.port, q.queue), format!("{} packets dropped on egress queue {}", thousands(d), q.queue), vec![format!("show queue counters Drop/pkts +{} {window}", thousands(d))], "drops on the RoCE queue mean PFC did not hold the sender back (headroom, PFC not enabled on that priority); on other queues they are ordinary congestion"));
+            }
+        }
+        for (port, rc) in &data.roce {
+            let Some(rp) = prev.roce.get(port) else { continue };
+            for dir in ["rx", "tx"] {
+                let sfx = format!("{dir}-pfc-stats/pause-packets");
+                if let (Some(a), Some(b)) = (rp.sum_suffix(&sfx), rc.sum_suffix(&sfx)) {
+                    if b > a {
+                        fabric_pauses.push(((b - a) as u64, format!("{sw} {port} {dir}")));
+                    }
+                }
+            }
+            if let (Some(a), Some(b)) = (rp.sum_suffix("ecn-marked-packets"), rc.sum_suffix("ecn-marked-packets")) {
+                *fabric_ecn = Some(fabric_ecn.unwrap_or(0) + (b - a).max(0.0) as u64);
+            }
+            if let (Some(a), Some(b)) = (rp.sum_suffix("no-buffer-discard"), rc.sum_suffix("no-buffer-discard")) {
+                if b > a {
+                    let d = (b - a) as u64;
+                    out.push(f(
+                        "switch-drops",
+                        Severity::Warning,
+                        sw,
+                        port.clone(),
+                        format!("{} RoCE packets discarded for lack of buffer", thousands(d)),
+                        vec![format!("no-buffer-discard +{} {window}", thousands(d))],
+                        "a lossless RoCE class should not discard: check PFC and headroom on this port",
+                    ));
+                }
+            }
+        }
+        for (port, wd) in &data.pfc_watchdog {
+            let before = prev.pfc_watchdog.get(port).map(|p| p.deadlock_count()).unwrap_or(0);
+            let grew = wd.deadlock_count().saturating_sub(before);
+            if wd.deadlocked() || grew > 0 {
+                out.push(f("pfc-storm", Severity::Error, sw, port.clone(), format!("the PFC watchdog reports {} (deadlock count +{grew})", if wd.deadlocked() { "DEADLOCK" } else { "recovered storms" }), vec![format!("nv show interface {port} qos pfc-watchdog: deadlock-count {}", wd.deadlock_count())], "a storm reached the switch: find the port that keeps sending pauses (a stalled host) and the cyclic buffer dependency, if any"));
+            }
+        }
+    }
+}
+
+fn rates(first: &Snapshot, last: &Snapshot, secs: f64, roce_priority: u8) -> (Vec<Rate>, Vec<Rate>) {
+    let a: MetricSet = metrics::from_snapshot(first, roce_priority);
+    let b: MetricSet = metrics::from_snapshot(last, roce_priority);
+    let mut out = Vec::new();
+    for s in b.iter() {
+        if !metrics::is_counter(s.name) {
+            continue;
+        }
+        let series = s.series();
+        let Some(prev) = a.get(&series) else { continue };
+        let delta = s.value - prev;
+        if delta > 0.0 {
+            out.push(Rate { series, delta, per_second: delta / secs });
+        }
+    }
+    let mut util = Vec::new();
+    for (name, nd) in &last.netdevs {
+        let Some(gbps) = nd.speed_gbps() else { continue };
+        let Some(prev) = first.netdevs.get(name) else { continue };
+        for dir in ["rx", "tx"] {
+            let get = |n: &Netdev| -> Option<u64> {
+                n.ethtool
+                    .as_ref()
+                    .and_then(|e| e.get(&format!("{dir}_bytes_phy")))
+                    .or_else(|| n.sysfs.statistics.get(&format!("{dir}_bytes")).copied())
+            };
+            let (Some(x), Some(y)) = (get(prev), get(nd)) else { continue };
+            if y < x {
+                continue;
+            }
+            let ratio = (y - x) as f64 * 8.0 / secs / (gbps * 1e9);
+            util.push(Rate {
+                series: format!(
+                    "{}{{node=\"{}\",port=\"{name}\",direction=\"{dir}\"}}",
+                    metrics::LINK_UTILIZATION_RATIO,
+                    last.host
+                ),
+                delta: (y - x) as f64,
+                per_second: ratio,
+            });
+        }
+    }
+    (out, util)
+}
+
+fn firmware_mix(by_host: &BTreeMap<String, Vec<&Snapshot>>, out: &mut Vec<Finding>) {
+    // (driver, board id) -> firmware -> hosts
+    let mut groups: BTreeMap<(String, String), BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    for (host, list) in by_host {
+        let last = list.last().expect("non-empty");
+        for nd in last.netdevs.values() {
+            let Some(d) = &nd.driver else { continue };
+            if d.firmware().is_empty() {
+                continue;
+            }
+            groups
+                .entry((d.driver.clone(), d.board_id().unwrap_or("").to_string()))
+                .or_default()
+                .entry(d.firmware().to_string())
+                .or_default()
+                .insert(host.clone());
+        }
+    }
+    for ((driver, board), versions) in groups {
+        if versions.len() < 2 {
+            continue;
+        }
+        let ev: Vec<String> = versions
+            .iter()
+            .map(|(fw, hosts)| format!("{fw}: {}", hosts.iter().cloned().collect::<Vec<_>>().join(", ")))
+            .collect();
+        let kind = if board.is_empty() { driver.clone() } else { format!("{driver} {board}") };
+        out.push(f("firmware-mix", Severity::Warning, "fabric", kind.clone(), format!("{} firmware versions across {kind} NICs", versions.len()), ev, "run one firmware per NIC model: DCQCN defaults and bug fixes change between releases, so mixed firmware means mixed congestion behaviour"));
+    }
+}
+
+fn nccl_rules(snaps: &[Snapshot], by_host: &BTreeMap<String, Vec<&Snapshot>>, opts: &Options, dx: &mut Diagnosis) {
+    let mut seen: Vec<&crate::parse::nccl::NcclRun> = Vec::new();
+    for s in snaps {
+        for r in &s.nccl {
+            if !seen.contains(&r) {
+                seen.push(r);
+            }
+        }
+    }
+    let network_findings: Vec<String> = {
+        let mut v: Vec<String> = dx
+            .findings
+            .iter()
+            .filter(|f| f.severity >= Severity::Warning && NETWORK_CODES.contains(&f.code))
+            .map(|f| format!("{} on {} {}", f.code, f.node, f.subject))
+            .collect();
+        v.dedup();
+        v
+    };
+    let mut verdicts = Vec::new();
+    for run in seen {
+        let op = run.op.clone().unwrap_or_else(|| "collective".into());
+        let group = metrics::nccl_group(run);
+        let subject = format!("{op} {group}");
+        let wrong = run.wrong_rows();
+        if wrong > 0 || run.out_of_bounds.unwrap_or(0) > 0 {
+            dx.findings.push(f(
+                "nccl-wrong-results",
+                Severity::Error,
+                "fabric",
+                subject.clone(),
+                format!("{wrong} result rows failed validation"),
+                vec![format!("out of bounds values: {}", run.out_of_bounds.unwrap_or(0))],
+                "wrong results are a correctness problem (GPU, NCCL version mix, memory), not a performance one",
+            ));
+        }
+        let Some(peak) = run.peak_busbw_gbytes_per_s() else { continue };
+        let size = run.largest().map(|r| r.size_bytes).unwrap_or(0);
+        let hosts = run.hosts();
+        if hosts.len() == 1 {
+            dx.findings.push(f(
+                "single-node",
+                Severity::Info,
+                &hosts[0],
+                subject.clone(),
+                format!("single-node run: busbw {peak:.1} GB/s measures NVLink/PCIe, not the network"),
+                vec![],
+                "run across at least two nodes (better: the job's real size) to test the fabric",
+            ));
+            continue;
+        }
+        // Expected network bandwidth per node: flag, then fabric, then the NIC speeds seen.
+        let (node_gbps, source) = if let Some(g) = opts.node_net_gbps {
+            (Some(g), "--line-rate-gbps".to_string())
+        } else if let Some(g) =
+            opts.intent.as_ref().and_then(|i| hosts.iter().filter_map(|h| i.node_net_gbps(h)).reduce(f64::min))
+        {
+            (
+                Some(g),
+                format!(
+                    "fabric line rate × NICs per node ({})",
+                    opts.intent.as_ref().map(|i| i.source.as_str()).unwrap_or("")
+                ),
+            )
+        } else {
+            let from_snaps: Option<f64> = hosts
+                .iter()
+                .filter_map(|h| {
+                    let last = by_host.get(h)?.last()?;
+                    let sum: f64 =
+                        last.rdma_ports.values().filter_map(|p| last.netdev_of(p)).filter_map(|n| n.speed_gbps()).sum();
+                    (sum > 0.0).then_some(sum)
+                })
+                .reduce(f64::min);
+            (from_snaps, "sum of the RoCE NIC speeds in the snapshots".to_string())
+        };
+        let Some(node_gbps) = node_gbps else {
+            dx.findings.push(f(
+                "busbw-unknown",
+                Severity::Info,
+                "fabric",
+                subject.clone(),
+                format!("busbw {peak:.1} GB/s at {} B; no line rate known to compare with", thousands(size)),
+                vec![],
+                "pass --fabric FILE or --line-rate-gbps (per GPU node, all NICs), or include the hosts' snapshots",
+            ));
+            continue;
+        };
+        let expected = node_gbps / 8.0;
+        let eff = peak / expected;
+        let mut ev = vec![
+            format!(
+                "measured busbw {peak:.2} GB/s at {} B ({} ranks on {} hosts)",
+                thousands(size),
+                run.ranks.len(),
+                hosts.len()
+            ),
+            format!("expected ≈ {expected:.1} GB/s: {node_gbps:.0} Gb/s per node from {source}"),
+        ];
+        if hosts.len() == 2 {
+            ev.push(
+                "two-node runs can beat the multi-node figure; do not use them as the reference for a large job".into(),
+            );
+        }
+        let (sev, verdict) = if eff < opts.thresholds.busbw_warn {
+            let sev = if eff < opts.thresholds.busbw_error { Severity::Error } else { Severity::Warning };
+            let v = if network_findings.is_empty() {
+                format!("{op}: busbw is {} of the expected, but the network counters are clean in these snapshots: look at the hosts first (GPU clocks, PCIe/NUMA placement of the NICs, NCCL_IB_HCA / NET/Socket fallback, CPU affinity)", pct(eff))
+            } else {
+                format!("{op}: busbw is {} of the expected and the counters show network trouble in the same dumps ({}): likely the network", pct(eff), network_findings.join("; "))
+            };
+            (sev, v)
+        } else {
+            (Severity::Info, format!("{op}: busbw is {} of the expected: the network delivers its line rate", pct(eff)))
+        };
+        let code = if sev == Severity::Info { "busbw-ok" } else { "busbw-low" };
+        dx.findings.push(f(
+            code,
+            sev,
+            "fabric",
+            subject,
+            format!("busbw {peak:.1} GB/s is {} of the expected {expected:.1} GB/s", pct(eff)),
+            ev,
+            if sev == Severity::Info {
+                ""
+            } else {
+                "compare with `rocelab plan` for this job; see the verdict for where to look"
+            },
+        ));
+        verdicts.push(verdict);
+    }
+    if !verdicts.is_empty() {
+        dx.verdict = Some(verdicts.join("\n"));
+    }
+}

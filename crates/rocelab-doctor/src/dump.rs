@@ -1,0 +1,438 @@
+//! The dump: what `collect` writes and `doctor` reads, one directory per snapshot.
+//!
+//! ```text
+//! <snapshot>/meta.json                      {"format":"rocelab-snapshot/1","host":"gpu01",
+//!                                            "taken_at_unix_ms":1796204467000, "notes":[..]}
+//! <snapshot>/netdev/<if>/ethtool-S.txt      `ethtool -S <if>` as printed
+//! <snapshot>/netdev/<if>/ethtool-i.txt      `ethtool -i <if>`
+//! <snapshot>/netdev/<if>/mlnx_qos.txt       `mlnx_qos -i <if>`
+//! <snapshot>/netdev/<if>/sysfs/...          qos/trust, ecn/roce_{np,rp}/..., mtu, speed,
+//!                                           carrier_down_count, statistics/* (sysfs layout)
+//! <snapshot>/rdma/<dev>/<port>/hw_counters/<name>   one integer per file (sysfs layout)
+//! <snapshot>/rdma/<dev>/<port>/netdev       the port's netdev name
+//! <snapshot>/rdma-statistic.txt             `rdma statistic show` (fills missing hw_counters)
+//! <snapshot>/switch/<name>/pfc-counters.txt          SONiC `show pfc counters`
+//! <snapshot>/switch/<name>/queue-counters.txt        SONiC `show queue counters`
+//! <snapshot>/switch/<name>/pg-watermark-*.txt        SONiC `show priority-group watermark ..`
+//! <snapshot>/switch/<name>/roce-counters/<swp>.txt   Cumulus `nv show interface <swp> qos roce counters`
+//! <snapshot>/switch/<name>/pfc-watchdog/<swp>.txt    Cumulus `nv show interface <swp> qos pfc-watchdog`
+//! <snapshot>/nccl/<test>.txt                nccl-tests output (op from `Collective test
+//!                                           starting:` or the file name, e.g. all_reduce_perf.txt)
+//! ```
+//! Every file is optional except `meta.json`; a dump made by hand from the same commands
+//! is as good as one `collect` made. A collection of snapshots is a directory of such
+//! directories, or a `.tar.gz` of either.
+
+use crate::parse::{self, ParseError};
+use crate::snapshot::{Netdev, RdmaPort, Snapshot, SwitchData};
+use crate::DoctorError;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub const FORMAT: &str = "rocelab-snapshot/1";
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Meta {
+    #[serde(default)]
+    pub format: Option<String>,
+    pub host: String,
+    pub taken_at_unix_ms: u64,
+    #[serde(default)]
+    pub rocelab_version: Option<String>,
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+/// Raw texts of one snapshot before parsing: what `collect` gathered or a dump holds.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RawSnapshot {
+    pub meta: Meta,
+    pub netdevs: BTreeMap<String, RawNetdev>,
+    /// (device, port) -> port data.
+    pub rdma_ports: BTreeMap<(String, u32), RawRdmaPort>,
+    pub rdma_statistic: Option<String>,
+    pub switches: BTreeMap<String, RawSwitch>,
+    /// (file name, text).
+    pub nccl: Vec<(String, String)>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RawNetdev {
+    pub ethtool_s: Option<String>,
+    pub ethtool_i: Option<String>,
+    pub mlnx_qos: Option<String>,
+    /// Already typed: sysfs files are read (and their errors located) by `parse::sysfs`.
+    pub sysfs: parse::sysfs::HostSysfs,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RawRdmaPort {
+    pub netdev: Option<String>,
+    pub counters: parse::rdma::Counters,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RawSwitch {
+    pub pfc_counters: Option<String>,
+    pub queue_counters: Option<String>,
+    /// (file name, text) of each watermark table.
+    pub pg_watermarks: Vec<(String, String)>,
+    pub roce_counters: BTreeMap<String, String>,
+    pub pfc_watchdog: BTreeMap<String, String>,
+}
+
+/// How to treat a source that does not parse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strictness {
+    /// Fail with the located error (doctor: bad input, exit 2).
+    Strict,
+    /// Note it in `Snapshot::notes` and go on (exporter: one bad source must not blank the page).
+    Lenient,
+}
+
+impl RawSnapshot {
+    /// Parses every text; `base` names files in errors (`<base>/netdev/eth0/ethtool-S.txt:3`).
+    pub fn to_snapshot(&self, base: &Path, mode: Strictness) -> Result<Snapshot, ParseError> {
+        let mut notes = self.meta.notes.clone();
+        let mut handle = |res: Result<(), ParseError>| -> Result<(), ParseError> {
+            match (res, mode) {
+                (Ok(()), _) => Ok(()),
+                (Err(e), Strictness::Strict) => Err(e),
+                (Err(e), Strictness::Lenient) => {
+                    notes.push(format!("skipped: {e}"));
+                    Ok(())
+                }
+            }
+        };
+        let mut snap = Snapshot {
+            host: self.meta.host.clone(),
+            taken_at_unix_ms: self.meta.taken_at_unix_ms,
+            origin: base.display().to_string(),
+            ..Default::default()
+        };
+        for (name, raw) in &self.netdevs {
+            let dir = base.join("netdev").join(name);
+            let mut nd = Netdev { name: name.clone(), sysfs: raw.sysfs.clone(), ..Default::default() };
+            if let Some(t) = &raw.ethtool_s {
+                handle(
+                    parse::ethtool::parse_stats(t)
+                        .map(|v| nd.ethtool = Some(v))
+                        .map_err(|e| e.in_file(&dir.join("ethtool-S.txt"))),
+                )?;
+            }
+            if let Some(t) = &raw.ethtool_i {
+                handle(
+                    parse::ethtool::parse_driver_info(t)
+                        .map(|v| nd.driver = Some(v))
+                        .map_err(|e| e.in_file(&dir.join("ethtool-i.txt"))),
+                )?;
+            }
+            if let Some(t) = &raw.mlnx_qos {
+                handle(
+                    parse::mlnx_qos::parse(t)
+                        .map(|v| nd.mlnx_qos = Some(v))
+                        .map_err(|e| e.in_file(&dir.join("mlnx_qos.txt"))),
+                )?;
+            }
+            snap.netdevs.insert(name.clone(), nd);
+        }
+        for ((dev, port), raw) in &self.rdma_ports {
+            let p = RdmaPort {
+                device: dev.clone(),
+                port: *port,
+                netdev: raw.netdev.clone(),
+                counters: raw.counters.clone(),
+            };
+            snap.rdma_ports.insert(p.key(), p);
+        }
+        if let Some(t) = &self.rdma_statistic {
+            let mut parsed = None;
+            handle(
+                parse::rdma::parse_statistic_show(t)
+                    .map(|v| parsed = Some(v))
+                    .map_err(|e| e.in_file(&base.join("rdma-statistic.txt"))),
+            )?;
+            for ps in parsed.unwrap_or_default() {
+                let key = format!("{}/{}", ps.device, ps.port);
+                let entry = snap.rdma_ports.entry(key).or_insert_with(|| RdmaPort {
+                    device: ps.device.clone(),
+                    port: ps.port,
+                    ..Default::default()
+                });
+                // hw_counters files win: they are read directly, the tool may be older.
+                for (k, v) in ps.counters {
+                    entry.counters.entry(k).or_insert(v);
+                }
+            }
+        }
+        for (name, raw) in &self.switches {
+            let dir = base.join("switch").join(name);
+            let mut sw = SwitchData::default();
+            if let Some(t) = &raw.pfc_counters {
+                handle(
+                    parse::sonic::parse_pfc_counters(t)
+                        .map(|v| sw.pfc = Some(v))
+                        .map_err(|e| e.in_file(&dir.join("pfc-counters.txt"))),
+                )?;
+            }
+            if let Some(t) = &raw.queue_counters {
+                handle(
+                    parse::sonic::parse_queue_counters(t)
+                        .map(|v| sw.queues = v)
+                        .map_err(|e| e.in_file(&dir.join("queue-counters.txt"))),
+                )?;
+            }
+            for (file, t) in &raw.pg_watermarks {
+                handle(
+                    parse::sonic::parse_pg_watermark(t)
+                        .map(|mut v| {
+                            if file.contains("headroom") {
+                                v.pool = "headroom".into();
+                            }
+                            sw.pg_watermarks.push(v)
+                        })
+                        .map_err(|e| e.in_file(&dir.join(file))),
+                )?;
+            }
+            for (port, t) in &raw.roce_counters {
+                handle(
+                    parse::cumulus::parse_roce_counters(t)
+                        .map(|v| drop(sw.roce.insert(port.clone(), v)))
+                        .map_err(|e| e.in_file(&dir.join("roce-counters").join(format!("{port}.txt")))),
+                )?;
+            }
+            for (port, t) in &raw.pfc_watchdog {
+                handle(
+                    parse::cumulus::parse_pfc_watchdog(t)
+                        .map(|v| drop(sw.pfc_watchdog.insert(port.clone(), v)))
+                        .map_err(|e| e.in_file(&dir.join("pfc-watchdog").join(format!("{port}.txt")))),
+                )?;
+            }
+            snap.switches.insert(name.clone(), sw);
+        }
+        for (file, t) in &self.nccl {
+            let hint = Path::new(file).file_stem().map(|s| s.to_string_lossy().into_owned());
+            handle(
+                parse::nccl::parse(t, hint.as_deref())
+                    .map(|v| snap.nccl.extend(v))
+                    .map_err(|e| e.in_file(&base.join("nccl").join(file))),
+            )?;
+        }
+        snap.notes = notes;
+        Ok(snap)
+    }
+}
+
+fn read_text(p: &Path) -> Result<Option<String>, DoctorError> {
+    match crate::util::read_small(p) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(DoctorError::io(p, e)),
+    }
+}
+
+fn subdirs(p: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(p)
+        .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_dir()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn files(p: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(p)
+        .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_file()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn name_of(p: &Path) -> String {
+    p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+fn stem_of(p: &Path) -> String {
+    p.file_stem().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+pub fn parse_meta(text: &str) -> Result<Meta, ParseError> {
+    let m: Meta = serde_json::from_str(text).map_err(|e| ParseError::new("meta.json", e.line(), e.to_string()))?;
+    if m.host.trim().is_empty() {
+        return Err(ParseError::new("meta.json", 0, "empty `host`"));
+    }
+    if let Some(f) = &m.format {
+        if f != FORMAT {
+            return Err(ParseError::new(
+                "meta.json",
+                0,
+                format!("unknown format `{f}` (this rocelab reads `{FORMAT}`)"),
+            ));
+        }
+    }
+    Ok(m)
+}
+
+/// Reads one snapshot directory into raw texts.
+pub fn read_raw(dir: &Path) -> Result<RawSnapshot, DoctorError> {
+    let meta_path = dir.join("meta.json");
+    let Some(meta_text) = read_text(&meta_path)? else {
+        return Err(DoctorError::Invalid(format!(
+            "{} is not a rocelab dump: no meta.json (see docs/collect.md for the layout)",
+            dir.display()
+        )));
+    };
+    let meta = parse_meta(&meta_text).map_err(|e| e.in_file(&meta_path))?;
+    let mut raw = RawSnapshot { meta, ..Default::default() };
+    for nd in subdirs(&dir.join("netdev")) {
+        let sysfs = parse::sysfs::read_netdev_dir(&nd.join("sysfs"))?;
+        raw.netdevs.insert(
+            name_of(&nd),
+            RawNetdev {
+                ethtool_s: read_text(&nd.join("ethtool-S.txt"))?,
+                ethtool_i: read_text(&nd.join("ethtool-i.txt"))?,
+                mlnx_qos: read_text(&nd.join("mlnx_qos.txt"))?,
+                sysfs,
+            },
+        );
+    }
+    for dev in subdirs(&dir.join("rdma")) {
+        for port_dir in subdirs(&dev) {
+            let Ok(port) = name_of(&port_dir).parse::<u32>() else { continue };
+            let hw = port_dir.join("hw_counters");
+            let counters = if hw.is_dir() { parse::rdma::read_hw_counters(&hw)? } else { Default::default() };
+            let netdev = read_text(&port_dir.join("netdev"))?.map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
+            raw.rdma_ports.insert((name_of(&dev), port), RawRdmaPort { netdev, counters });
+        }
+    }
+    raw.rdma_statistic = read_text(&dir.join("rdma-statistic.txt"))?;
+    for sw in subdirs(&dir.join("switch")) {
+        let mut rs = RawSwitch {
+            pfc_counters: read_text(&sw.join("pfc-counters.txt"))?,
+            queue_counters: read_text(&sw.join("queue-counters.txt"))?,
+            ..Default::default()
+        };
+        for f in files(&sw) {
+            let n = name_of(&f);
+            if n.starts_with("pg-watermark") {
+                if let Some(t) = read_text(&f)? {
+                    rs.pg_watermarks.push((n, t));
+                }
+            }
+        }
+        for (sub, map) in [("roce-counters", &mut rs.roce_counters), ("pfc-watchdog", &mut rs.pfc_watchdog)] {
+            for f in files(&sw.join(sub)) {
+                if let Some(t) = read_text(&f)? {
+                    map.insert(stem_of(&f), t);
+                }
+            }
+        }
+        raw.switches.insert(name_of(&sw), rs);
+    }
+    for f in files(&dir.join("nccl")) {
+        if let Some(t) = read_text(&f)? {
+            raw.nccl.push((name_of(&f), t));
+        }
+    }
+    Ok(raw)
+}
+
+/// Writes raw texts in the dump layout into `dir` (which must not exist yet: the caller
+/// writes to a temporary name and renames, so a dump is never seen half-written).
+pub fn write_raw(dir: &Path, raw: &RawSnapshot) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    for (name, nd) in &raw.netdevs {
+        let d = dir.join("netdev").join(name);
+        std::fs::create_dir_all(&d)?;
+        for (file, t) in
+            [("ethtool-S.txt", &nd.ethtool_s), ("ethtool-i.txt", &nd.ethtool_i), ("mlnx_qos.txt", &nd.mlnx_qos)]
+        {
+            if let Some(t) = t {
+                std::fs::write(d.join(file), t)?;
+            }
+        }
+        parse::sysfs::write_netdev_dir(&d.join("sysfs"), &nd.sysfs)?;
+    }
+    for ((dev, port), p) in &raw.rdma_ports {
+        let d = dir.join("rdma").join(dev).join(port.to_string());
+        let hw = d.join("hw_counters");
+        std::fs::create_dir_all(&hw)?;
+        for (k, v) in &p.counters {
+            std::fs::write(hw.join(k), format!("{v}\n"))?;
+        }
+        if let Some(n) = &p.netdev {
+            std::fs::write(d.join("netdev"), format!("{n}\n"))?;
+        }
+    }
+    if let Some(t) = &raw.rdma_statistic {
+        std::fs::write(dir.join("rdma-statistic.txt"), t)?;
+    }
+    // meta.json last: a dump without it is not a dump, so a crash before this point leaves
+    // nothing that reads as whole.
+    let meta = serde_json::to_string_pretty(&raw.meta).map_err(std::io::Error::other)?;
+    crate::util::write_atomic(&dir.join("meta.json"), format!("{meta}\n").as_bytes())
+}
+
+/// Reads one snapshot directory and parses it strictly.
+pub fn read_snapshot(dir: &Path) -> Result<Snapshot, DoctorError> {
+    Ok(read_raw(dir)?.to_snapshot(dir, Strictness::Strict)?)
+}
+
+/// Loads every snapshot a command-line argument names: a snapshot directory, a directory of
+/// snapshot directories, or a `.tar.gz` of either (unpacked with the system `tar`).
+pub fn load_dump(path: &Path) -> Result<Vec<Snapshot>, DoctorError> {
+    let name = name_of(path);
+    if path.is_file() && (name.ends_with(".tar.gz") || name.ends_with(".tgz")) {
+        return load_tarball(path);
+    }
+    if !path.is_dir() {
+        return Err(DoctorError::Invalid(format!("{}: not a dump directory or .tar.gz", path.display())));
+    }
+    if path.join("meta.json").is_file() {
+        return Ok(vec![read_snapshot(path)?]);
+    }
+    let mut out = Vec::new();
+    for d in subdirs(path) {
+        if d.join("meta.json").is_file() {
+            out.push(read_snapshot(&d)?);
+        }
+    }
+    if out.is_empty() {
+        return Err(DoctorError::Invalid(format!(
+            "{}: no snapshot found (a snapshot directory holds meta.json; see docs/collect.md)",
+            path.display()
+        )));
+    }
+    Ok(out)
+}
+
+fn load_tarball(path: &Path) -> Result<Vec<Snapshot>, DoctorError> {
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let tmp = std::env::temp_dir().join(format!(
+        "rocelab-doctor-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&tmp).map_err(|e| DoctorError::io(&tmp, e))?;
+    let result = (|| {
+        let tar = crate::tools::find_in_path("tar").ok_or_else(|| {
+            DoctorError::Invalid("reading a .tar.gz needs the `tar` program; unpack it and pass the directory".into())
+        })?;
+        let args = vec![
+            "-xzf".to_string(),
+            path.display().to_string(),
+            "-C".to_string(),
+            tmp.display().to_string(),
+            "--no-same-owner".to_string(),
+        ];
+        crate::tools::run(&tar, &args, std::time::Duration::from_secs(120))
+            .map_err(|e| DoctorError::Invalid(format!("{}: cannot unpack: {e}", path.display())))?;
+        let mut snaps = load_dump(&tmp)?;
+        for s in &mut snaps {
+            s.origin = s.origin.replace(&tmp.display().to_string(), &path.display().to_string());
+        }
+        Ok(snaps)
+    })();
+    let _ = std::fs::remove_dir_all(&tmp);
+    result
+}

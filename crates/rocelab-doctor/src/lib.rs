@@ -1,0 +1,73 @@
+//! rocelab's doctor: the production fabric, read from its real counters.
+//!
+//! Read this first. Everything flows through one pipeline:
+//!
+//! ```text
+//!  live host (sysfs + ethtool/mlnx_qos/rdma)      a dump directory (or .tar.gz)
+//!        │  collect::collect_snapshot                  │  dump::load_dumps
+//!        ▼                                             ▼
+//!   raw text ──parse::*──► Snapshot (typed counters and QoS state, one host, one instant)
+//!                              │
+//!        ┌─────────────────────┼─────────────────────────────┐
+//!        ▼                     ▼                             ▼
+//!  metrics::from_snapshot   diagnose::diagnose           drift::check_drift
+//!  (metrics.md names)       (two snapshots → rates,      (one snapshot vs the
+//!        │                   findings with evidence)      intended config)
+//!        ▼                     └──────────────┬──────────────┘
+//!  exporter (/metrics)                        ▼
+//!                                    report (human text, JSON)
+//! ```
+//!
+//! * `parse`     — one module per real format (`ethtool -S`/`-i`, RDMA `hw_counters` and
+//!   `rdma statistic show`, `mlnx_qos -i`, host sysfs QoS/ECN/DCQCN files, nccl-tests, SONiC
+//!   `show pfc counters` / `show queue counters` / `show priority-group watermark`, Cumulus
+//!   `nv show interface .. qos roce counters`). Every parser is total: malformed input is a
+//!   [`ParseError`] carrying its line number, never a panic (`tests/fuzz.rs` checks that).
+//! * `snapshot`  — the typed result of one collection; `dump` reads and writes its on-disk
+//!   layout (documented in `docs/collect.md`), which is just the raw tool outputs and sysfs
+//!   files, so a dump made by hand with `ethtool -S eth0 > ...` works too.
+//! * `metrics`   — the shared metric schema (`reference/metrics.md` names) and the
+//!   Prometheus text writer.
+//! * `collect`   — discovery of RDMA devices and their netdevs under a sysfs root, tool runs
+//!   with a timeout (argument vectors, never a shell).
+//! * `diagnose`  — rates between snapshots and the findings rules; `drift` — the intended
+//!   configuration ([`drift::Intent`]) and what differs from it; `nccl` expectations live in
+//!   `diagnose` too ("is it the network?").
+//! * `exporter`  — a small std::net HTTP/1.1 server for `/metrics`, bounded in connections,
+//!   request size and collection time.
+//!
+//! Output paths never iterate a `HashMap`: everything is kept in `BTreeMap`s or sorted
+//! vectors, so the same dumps give byte-identical reports.
+
+pub mod collect;
+pub mod diagnose;
+pub mod drift;
+pub mod dump;
+pub mod exporter;
+pub mod intent;
+pub mod metrics;
+pub mod parse;
+pub mod report;
+pub mod snapshot;
+pub mod tools;
+pub mod util;
+
+pub use parse::ParseError;
+pub use snapshot::Snapshot;
+
+/// Anything that stops the doctor from reading its input.
+#[derive(Debug, thiserror::Error)]
+pub enum DoctorError {
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+    #[error("cannot read {path}: {error}")]
+    Io { path: String, error: std::io::Error },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl DoctorError {
+    pub fn io(path: &std::path::Path, error: std::io::Error) -> Self {
+        DoctorError::Io { path: path.display().to_string(), error }
+    }
+}

@@ -1,0 +1,166 @@
+//! `ethtool -S <netdev>` (statistics) and `ethtool -i <netdev>` (driver information).
+//!
+//! `-S` prints `NIC statistics:` and then one `     name: value` line per counter; on mlx5
+//! the per-priority PFC counters (`rx_prio3_pause`, `tx_prio3_pause_duration`, ...) exist
+//! only for priorities with PFC enabled, so a missing counter means "not counted", not zero.
+
+use super::{excerpt, parse_count, ParseError};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+const SRC_S: &str = "ethtool -S";
+const SRC_I: &str = "ethtool -i";
+
+/// Counters of one netdev, by their driver names.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct EthtoolStats {
+    pub counters: BTreeMap<String, u64>,
+}
+
+impl EthtoolStats {
+    pub fn get(&self, name: &str) -> Option<u64> {
+        self.counters.get(name).copied()
+    }
+
+    /// Priorities (0-7) for which the driver reports per-priority pause counters.
+    pub fn pause_priorities(&self) -> Vec<u8> {
+        (0u8..8)
+            .filter(|p| {
+                self.counters.contains_key(&format!("rx_prio{p}_pause"))
+                    || self.counters.contains_key(&format!("tx_prio{p}_pause"))
+            })
+            .collect()
+    }
+}
+
+pub fn parse_stats(text: &str) -> Result<EthtoolStats, ParseError> {
+    let mut counters = BTreeMap::new();
+    let mut seen_header = false;
+    for (i, raw) in text.lines().enumerate() {
+        let n = i + 1;
+        let line = raw.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if !seen_header {
+            if line == "NIC statistics:" {
+                seen_header = true;
+                continue;
+            }
+            return Err(ParseError::new(SRC_S, n, format!("expected `NIC statistics:`, found `{}`", excerpt(line))));
+        }
+        // Counter names never contain ": ", values never contain ':'; split on the last colon.
+        let Some((name, value)) = line.rsplit_once(':') else {
+            return Err(ParseError::new(SRC_S, n, format!("expected `name: value`, found `{}`", excerpt(line))));
+        };
+        let name = name.trim();
+        if name.is_empty() || name.contains(char::is_whitespace) {
+            return Err(ParseError::new(SRC_S, n, format!("bad counter name in `{}`", excerpt(line))));
+        }
+        let Some(v) = parse_count(value) else {
+            return Err(ParseError::new(
+                SRC_S,
+                n,
+                format!("counter `{name}` has a non-numeric value `{}`", excerpt(value.trim())),
+            ));
+        };
+        counters.insert(name.to_string(), v);
+    }
+    if !seen_header {
+        return Err(ParseError::new(SRC_S, 0, "empty output (no `NIC statistics:` header)"));
+    }
+    Ok(EthtoolStats { counters })
+}
+
+/// `ethtool -i`: driver name and version, firmware version, PCI address.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct DriverInfo {
+    pub driver: String,
+    pub version: String,
+    /// As printed, e.g. `28.39.1002 (MT_0000000834)`.
+    pub firmware_version: String,
+    pub bus_info: String,
+}
+
+impl DriverInfo {
+    /// The firmware release without the board id: `28.39.1002`.
+    pub fn firmware(&self) -> &str {
+        self.firmware_version.split_whitespace().next().unwrap_or("")
+    }
+
+    /// The board id (PSID) in parentheses, if printed: `MT_0000000834`. Firmware versions are
+    /// only comparable between boards of one kind.
+    pub fn board_id(&self) -> Option<&str> {
+        let s = self.firmware_version.split_once('(')?.1;
+        Some(s.split_once(')').map(|(a, _)| a).unwrap_or(s).trim())
+    }
+}
+
+pub fn parse_driver_info(text: &str) -> Result<DriverInfo, ParseError> {
+    let mut info = DriverInfo::default();
+    let mut have_driver = false;
+    for (i, raw) in text.lines().enumerate() {
+        let n = i + 1;
+        let line = raw.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let Some((key, value)) = line.split_once(':') else {
+            return Err(ParseError::new(SRC_I, n, format!("expected `key: value`, found `{}`", excerpt(line))));
+        };
+        let value = value.trim().to_string();
+        match key.trim() {
+            "driver" => {
+                if value.is_empty() {
+                    return Err(ParseError::new(SRC_I, n, "empty driver name"));
+                }
+                info.driver = value;
+                have_driver = true;
+            }
+            "version" => info.version = value,
+            "firmware-version" => info.firmware_version = value,
+            "bus-info" => info.bus_info = value,
+            // expansion-rom-version, supports-statistics, ...: not needed.
+            _ => {}
+        }
+    }
+    if !have_driver {
+        return Err(ParseError::new(SRC_I, 0, "no `driver:` line"));
+    }
+    Ok(info)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_keep_every_counter() {
+        let s = parse_stats("NIC statistics:\n     rx_prio3_pause: 41927\n     tx_prio3_pause: 1,290\n").unwrap();
+        assert_eq!(s.get("rx_prio3_pause"), Some(41927));
+        assert_eq!(s.get("tx_prio3_pause"), Some(1290));
+        assert_eq!(s.pause_priorities(), vec![3]);
+    }
+
+    #[test]
+    fn stats_errors_carry_line_numbers() {
+        let e = parse_stats("NIC statistics:\n  a: 1\n  b: x\n").unwrap_err();
+        assert_eq!(e.line, 3);
+        let e = parse_stats("garbage\n").unwrap_err();
+        assert_eq!(e.line, 1);
+        let e = parse_stats("NIC statistics:\n  no colon here\n").unwrap_err();
+        assert_eq!(e.line, 2);
+        assert_eq!(parse_stats("").unwrap_err().line, 0);
+    }
+
+    #[test]
+    fn driver_info_board_id() {
+        let d = parse_driver_info(
+            "driver: mlx5_core\nversion: 24.04\nfirmware-version: 28.39.1002 (MT_0000000834)\nbus-info: 0000:17:00.0\n",
+        )
+        .unwrap();
+        assert_eq!(d.firmware(), "28.39.1002");
+        assert_eq!(d.board_id(), Some("MT_0000000834"));
+        assert!(parse_driver_info("version: 1\n").is_err());
+    }
+}

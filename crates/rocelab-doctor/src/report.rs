@@ -1,0 +1,1 @@
+//! Human and JSON renderings of a diagnosis.

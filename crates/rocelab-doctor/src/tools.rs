@@ -1,0 +1,132 @@
+//! Running the host's tools (`ethtool`, `mlnx_qos`, `rdma`, `tar`): argument vectors, never a
+//! shell; a timeout that kills a hung tool; output capped at [`MAX_TEXT_BYTES`].
+
+use crate::util::MAX_TEXT_BYTES;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    #[error("cannot start {0}: {1}")]
+    Spawn(String, std::io::Error),
+    #[error("{0} timed out after {1:?} and was killed")]
+    Timeout(String, Duration),
+    #[error("{0} exited with {1}: {2}")]
+    Failed(String, String, String),
+    #[error("{0} printed more than {MAX_TEXT_BYTES} bytes")]
+    TooLarge(String),
+}
+
+/// The tools `collect` and the exporter use, resolved once; `None` = not installed.
+#[derive(Clone, Debug, Default)]
+pub struct Tools {
+    pub ethtool: Option<PathBuf>,
+    pub mlnx_qos: Option<PathBuf>,
+    pub rdma: Option<PathBuf>,
+}
+
+impl Tools {
+    /// Looks the tools up in `PATH` (and the sbin directories, where they usually live).
+    pub fn discover() -> Self {
+        Tools { ethtool: find_in_path("ethtool"), mlnx_qos: find_in_path("mlnx_qos"), rdma: find_in_path("rdma") }
+    }
+
+    /// No tools: sysfs only (tests, or `--no-tools`).
+    pub fn none() -> Self {
+        Tools::default()
+    }
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+}
+
+pub fn find_in_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
+    for extra in ["/usr/sbin", "/sbin", "/usr/bin", "/bin"] {
+        let e = PathBuf::from(extra);
+        if !dirs.contains(&e) {
+            dirs.push(e);
+        }
+    }
+    dirs.into_iter().map(|d| d.join(name)).find(|p| is_executable(p))
+}
+
+/// Runs `program args...` with no shell, no stdin, and a deadline. Returns stdout.
+pub fn run(program: &Path, args: &[String], timeout: Duration) -> Result<String, ToolError> {
+    let label = format!(
+        "{} {}",
+        program.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        args.join(" ")
+    );
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env("LC_ALL", "C")
+        .spawn()
+        .map_err(|e| ToolError::Spawn(label.clone(), e))?;
+    // Drain both pipes on threads so a chatty tool cannot block on a full pipe.
+    let mut out = child.stdout.take().expect("stdout is piped");
+    let mut err = child.stderr.take().expect("stderr is piped");
+    let out_t = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let r = (&mut out).take(MAX_TEXT_BYTES + 1).read_to_end(&mut buf);
+        // Keep draining past the cap so the child can exit.
+        let _ = std::io::copy(&mut out, &mut std::io::sink());
+        r.map(|_| buf)
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = (&mut err).take(64 * 1024).read_to_end(&mut buf);
+        let _ = std::io::copy(&mut err, &mut std::io::sink());
+        buf
+    });
+    let start = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) if start.elapsed() >= timeout => {
+                let _ = child.kill();
+                let _ = child.wait();
+                // The reader threads end when the pipes close; a grandchild holding them open
+                // must not hold us past the deadline, so they are not joined here.
+                drop((out_t, err_t));
+                return Err(ToolError::Timeout(label, timeout));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => return Err(ToolError::Spawn(label, e)),
+        }
+    };
+    let stdout = out_t.join().ok().and_then(|r| r.ok()).unwrap_or_default();
+    let stderr = err_t.join().unwrap_or_default();
+    if stdout.len() as u64 > MAX_TEXT_BYTES {
+        return Err(ToolError::TooLarge(label));
+    }
+    if !status.success() {
+        let msg = String::from_utf8_lossy(&stderr).lines().next().unwrap_or("").trim().to_string();
+        return Err(ToolError::Failed(label, status.to_string(), msg));
+    }
+    Ok(String::from_utf8_lossy(&stdout).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_and_times_out() {
+        let sh = find_in_path("sh").expect("sh");
+        let out = run(&sh, &["-c".into(), "echo hi".into()], Duration::from_secs(5)).unwrap();
+        assert_eq!(out, "hi\n");
+        let e = run(&sh, &["-c".into(), "sleep 5".into()], Duration::from_millis(100)).unwrap_err();
+        assert!(matches!(e, ToolError::Timeout(..)), "{e}");
+        let e = run(&sh, &["-c".into(), "echo no >&2; exit 3".into()], Duration::from_secs(5)).unwrap_err();
+        assert!(e.to_string().contains("no"), "{e}");
+    }
+}

@@ -1,0 +1,102 @@
+//! Small helpers: bounded file reads, UTC timestamps without a date crate, atomic writes.
+
+use std::io::Read;
+use std::path::Path;
+
+/// The most a sysfs file, counter file or captured tool output may hold; larger is not a
+/// counter and is refused rather than read into memory.
+pub const MAX_TEXT_BYTES: u64 = 8 << 20;
+
+/// Reads a text file of at most [`MAX_TEXT_BYTES`]; invalid UTF-8 is replaced, not fatal
+/// (the parser then reports the line).
+pub fn read_small(path: &Path) -> std::io::Result<String> {
+    let f = std::fs::File::open(path)?;
+    let mut buf = Vec::new();
+    f.take(MAX_TEXT_BYTES + 1).read_to_end(&mut buf)?;
+    if buf.len() as u64 > MAX_TEXT_BYTES {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "file too large for a counter dump"));
+    }
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// `2026-12-02T09:41:07Z` from Unix milliseconds (proleptic Gregorian, UTC).
+pub fn iso8601_utc(unix_ms: u64) -> String {
+    let secs = unix_ms / 1000;
+    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
+    let rem = secs % 86_400;
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, (rem / 60) % 60, rem % 60)
+}
+
+/// The same instant in the compact form used in directory names: `20261202T094107Z`.
+pub fn compact_utc(unix_ms: u64) -> String {
+    iso8601_utc(unix_ms).replace(['-', ':'], "")
+}
+
+/// Howard Hinnant's days-to-civil algorithm.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+pub fn now_unix_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// Writes a file through a temporary name and a rename.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = std::path::PathBuf::from(tmp);
+    let res = (|| {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if res.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    res
+}
+
+/// Formats a count with thousands separators for human reports: 1290418 -> "1,290,418".
+pub fn thousands(v: u64) -> String {
+    let s = v.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_formatting() {
+        assert_eq!(iso8601_utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(iso8601_utc(951_782_400_000), "2000-02-29T00:00:00Z");
+        assert_eq!(iso8601_utc(1_796_204_467_000), "2026-12-02T09:41:07Z");
+        assert_eq!(compact_utc(1_796_204_467_000), "20261202T094107Z");
+    }
+
+    #[test]
+    fn thousands_separators() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_290_418), "1,290,418");
+    }
+}
