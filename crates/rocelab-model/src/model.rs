@@ -861,7 +861,7 @@ fn resolve_nic(
     let dp = format!("{path}.dcqcn");
     let time = |v: Option<f64>, dflt: f64, f: &str, errs: &mut Vec<Diagnostic>| -> SimTime {
         let v = v.unwrap_or(dflt);
-        if !(v.is_finite() && v >= 0.0 && v < 1e9) {
+        if !(v.is_finite() && (0.0..1e9).contains(&v)) {
             errs.push(Diagnostic::new(
                 format!("{dp}.{f}"),
                 format!("{f} must be a non-negative time in µs, got {v}"),
@@ -878,7 +878,7 @@ fn resolve_nic(
     let cnp_delay = time(d.cnp_delay_us, base.cnp_delay_us, "cnp_delay_us", errs);
     let rate = |v: Option<f64>, dflt: f64, f: &str, errs: &mut Vec<Diagnostic>| -> BitsPerSec {
         let v = v.unwrap_or(dflt);
-        if !(v.is_finite() && v >= 0.0 && v <= 10_000_000.0) {
+        if !(v.is_finite() && (0.0..=10_000_000.0).contains(&v)) {
             errs.push(Diagnostic::new(
                 format!("{dp}.{f}"),
                 format!("{f} must be a rate in Mb/s, got {v}"),

@@ -70,51 +70,70 @@ impl Routing {
         let mut dist = vec![UNREACHABLE; cells];
         let mut interned: HashMap<Box<[PortId]>, u32> = HashMap::new();
         let mut ecmp_groups: Vec<Box<[PortId]>> = Vec::new();
+        // Switch-to-switch adjacency in CSR form: (port, peer switch) per switch row. Hosts
+        // never transit, so the BFS below skips their ports (half of a leaf's) for free.
+        let switches: Vec<u32> = (0..n as u32).filter(|&i| switch_row[i as usize] != NONE).collect();
+        let mut adj_start = Vec::with_capacity(switches.len() + 1);
+        let mut adj: Vec<(PortId, u32)> = Vec::new();
+        for &s in &switches {
+            adj_start.push(adj.len());
+            for p in nodes[s as usize].ports() {
+                let v = ports[ports[p.idx()].peer.idx()].node;
+                if !nodes[v.idx()].is_host() {
+                    adj.push((p, v.0));
+                }
+            }
+        }
+        adj_start.push(adj.len());
+        let row_adj = |row: usize| &adj[adj_start[row]..adj_start[row + 1]];
+        // Per switch, the last next-hop set it interned: a leaf's uplinks or a spine's core
+        // ports are the same toward most groups, so most cells skip the hash lookup.
+        let mut last: Vec<u32> = vec![NONE; switches.len()];
         let mut d = vec![UNREACHABLE; n];
         let mut q = VecDeque::new();
         let mut hops: Vec<PortId> = Vec::new();
         for (g, att) in groups.iter().enumerate() {
-            d.iter_mut().for_each(|x| *x = UNREACHABLE);
+            for &s in &switches {
+                d[s as usize] = UNREACHABLE;
+            }
             for &s in att {
                 d[s.idx()] = 0;
-                q.push_back(s);
+                q.push_back(s.0);
             }
             while let Some(u) = q.pop_front() {
-                for p in nodes[u.idx()].ports() {
-                    let v = ports[ports[p.idx()].peer.idx()].node;
-                    if nodes[v.idx()].is_host() || d[v.idx()] != UNREACHABLE {
-                        continue;
+                let du = d[u as usize];
+                for &(_, v) in row_adj(switch_row[u as usize] as usize) {
+                    if d[v as usize] == UNREACHABLE {
+                        d[v as usize] = du + 1;
+                        q.push_back(v);
                     }
-                    d[v.idx()] = d[u.idx()] + 1;
-                    q.push_back(v);
                 }
             }
-            for (i, nd) in nodes.iter().enumerate() {
-                let row = switch_row[i];
-                if row == NONE {
-                    continue;
-                }
-                let cell = row as usize * ng + g;
-                dist[cell] = d[i];
-                if d[i] == 0 || d[i] == UNREACHABLE {
+            for (row, &s) in switches.iter().enumerate() {
+                let ds = d[s as usize];
+                let cell = row * ng + g;
+                dist[cell] = ds;
+                if ds == 0 || ds == UNREACHABLE {
                     continue;
                 }
                 hops.clear();
-                for p in nd.ports() {
-                    let v = ports[ports[p.idx()].peer.idx()].node;
-                    if !nodes[v.idx()].is_host() && d[v.idx()] == d[i] - 1 {
-                        hops.push(p);
-                    }
-                }
-                let id = match interned.get(hops.as_slice()) {
-                    Some(&id) => id,
-                    None => {
-                        let id = ecmp_groups.len() as u32;
-                        let b: Box<[PortId]> = hops.clone().into_boxed_slice();
-                        ecmp_groups.push(b.clone());
-                        interned.insert(b, id);
-                        id
-                    }
+                hops.extend(row_adj(row).iter().filter(|(_, v)| d[*v as usize] == ds - 1).map(|(p, _)| *p));
+                let prev = last[row];
+                let id = if prev != NONE && *hops == *ecmp_groups[prev as usize] {
+                    prev
+                } else {
+                    let id = match interned.get(hops.as_slice()) {
+                        Some(&id) => id,
+                        None => {
+                            let id = ecmp_groups.len() as u32;
+                            let b: Box<[PortId]> = hops.clone().into_boxed_slice();
+                            ecmp_groups.push(b.clone());
+                            interned.insert(b, id);
+                            id
+                        }
+                    };
+                    last[row] = id;
+                    id
                 };
                 next_hop[cell] = id;
             }

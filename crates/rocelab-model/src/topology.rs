@@ -233,7 +233,7 @@ fn leaf_spine(c: &LeafSpineConfig, errs: &mut Vec<Diagnostic>) -> Option<Graph> 
     positive(c.spines, &format!("{p}.spines"), "spines", errs);
     positive(c.hosts_per_leaf, &format!("{p}.hosts_per_leaf"), "hosts_per_leaf", errs);
     let uplinks = c.uplinks_per_leaf.unwrap_or(c.spines);
-    if c.spines > 0 && (uplinks == 0 || uplinks % c.spines != 0) {
+    if c.spines > 0 && (uplinks == 0 || !uplinks.is_multiple_of(c.spines)) {
         errs.push(Diagnostic::new(
             format!("{p}.uplinks_per_leaf"),
             format!("{uplinks} uplinks per leaf cannot be spread evenly over {} spines", c.spines),
@@ -271,7 +271,7 @@ fn leaf_spine(c: &LeafSpineConfig, errs: &mut Vec<Diagnostic>) -> Option<Graph> 
 fn fat_tree(c: &FatTreeConfig, errs: &mut Vec<Diagnostic>) -> Option<Graph> {
     let p = "topology.fat_tree";
     let e0 = errs.len();
-    if c.k < 2 || c.k % 2 != 0 {
+    if c.k < 2 || !c.k.is_multiple_of(2) {
         errs.push(Diagnostic::new(
             format!("{p}.k"),
             format!("a k-ary fat tree needs an even k >= 2, got {}", c.k),
@@ -322,7 +322,7 @@ fn rail_optimized(c: &RailOptimizedConfig, errs: &mut Vec<Diagnostic>) -> Option
     positive(c.gpu_nodes, &format!("{p}.gpu_nodes"), "gpu_nodes", errs);
     positive(c.rails, &format!("{p}.rails"), "rails", errs);
     positive(c.nodes_per_su, &format!("{p}.nodes_per_su"), "nodes_per_su", errs);
-    if c.nodes_per_su > 0 && c.gpu_nodes % c.nodes_per_su != 0 {
+    if c.nodes_per_su > 0 && !c.gpu_nodes.is_multiple_of(c.nodes_per_su) {
         errs.push(Diagnostic::new(
             format!("{p}.nodes_per_su"),
             format!("{} GPU nodes do not divide into scalable units of {}", c.gpu_nodes, c.nodes_per_su),
@@ -332,9 +332,9 @@ fn rail_optimized(c: &RailOptimizedConfig, errs: &mut Vec<Diagnostic>) -> Option
             ),
         ));
     }
-    let sus = if c.nodes_per_su > 0 { c.gpu_nodes / c.nodes_per_su } else { 0 };
+    let sus = c.gpu_nodes.checked_div(c.nodes_per_su).unwrap_or(0);
     let sus_per_pod = c.sus_per_pod.unwrap_or(sus.max(1));
-    if sus_per_pod == 0 || (sus > 0 && sus % sus_per_pod != 0) {
+    if sus_per_pod == 0 || (sus > 0 && !sus.is_multiple_of(sus_per_pod)) {
         errs.push(Diagnostic::new(
             format!("{p}.sus_per_pod"),
             format!("{sus} scalable units do not divide into pods of {sus_per_pod}"),
