@@ -106,6 +106,15 @@ impl SourceMap {
         }
     }
 
+    /// The innermost key path whose value spans byte `offset` (a parse error's position).
+    pub fn path_at(&self, offset: usize) -> Option<&str> {
+        self.spans
+            .iter()
+            .filter(|(_, s)| s.start <= offset && offset < s.end.max(s.start + 1))
+            .min_by_key(|(p, s)| (s.end - s.start, std::cmp::Reverse(p.len())))
+            .map(|(p, _)| p.as_str())
+    }
+
     pub fn contains(&self, path: &str) -> bool {
         self.spans.contains_key(path)
     }

@@ -74,11 +74,19 @@ pub fn load_file(path: &Path) -> Result<Model, LoadError> {
     let file = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|error| LoadError::Io { file: file.clone(), error })?;
     let text = String::from_utf8(bytes).map_err(|e| {
-        LoadError::Invalid(vec![Diagnostic::new(
-            "",
-            format!("{file} is not UTF-8 text ({e})"),
-            "save the fabric file as UTF-8",
-        )])
+        // Point at the first byte that is not UTF-8.
+        let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let valid = std::str::from_utf8(valid).unwrap_or_default();
+        let location = SourceMap::new(&file, valid).locate_offset(valid, valid.len());
+        LoadError::Invalid(vec![Diagnostic {
+            path: String::new(),
+            message: format!(
+                "the file is not UTF-8 text: byte 0x{:02x} cannot start a character",
+                e.as_bytes()[valid.len()]
+            ),
+            hint: "save the fabric file as UTF-8 (or remove the stray byte)".into(),
+            location: Some(location),
+        }])
     })?;
     load_str(&file, &text)
 }
@@ -104,22 +112,46 @@ pub fn parse_config(file: &str, text: &str, map: &SourceMap) -> Result<Config, L
             column: 1,
         }));
         let message = e.message().trim().to_string();
-        let hint = hint_for(&message);
-        LoadError::Invalid(vec![Diagnostic { path: String::new(), message, hint, location }])
+        // Name the key whose value is wrong; a syntax error has no key (the map is empty).
+        let path = e.span().and_then(|s| map.path_at(s.start)).unwrap_or_default().to_string();
+        let hint = hint_for(&message, &path);
+        let syntax = toml::from_str::<toml::Table>(text).is_err();
+        let message = if syntax { format!("TOML syntax error: {message}") } else { message };
+        LoadError::Invalid(vec![Diagnostic { path, message, hint, location }])
     })
 }
 
-fn hint_for(message: &str) -> String {
-    if message.starts_with("unknown field") {
+fn hint_for(message: &str, path: &str) -> String {
+    let quoted = |m: &str| m.split('`').nth(1).map(str::to_string);
+    if message == "missing field `topology`" {
+        "add a topology table: [topology.leaf_spine], [topology.fat_tree], [topology.rail_optimized] or \
+         [topology.explicit]; `rocelab init` writes a commented starter file"
+            .into()
+    } else if message.starts_with("unknown field") {
         "remove the key or fix its spelling; docs/fabric-file.md lists every key".into()
     } else if message.starts_with("missing field") {
-        "add the required key; docs/fabric-file.md lists every key with its unit".into()
+        match (quoted(message), path.is_empty()) {
+            (Some(k), false) => format!("add `{k} = ...` to `{path}`; docs/fabric-file.md gives its unit and meaning"),
+            _ => "add the required key; docs/fabric-file.md lists every key with its unit".into(),
+        }
     } else if message.starts_with("invalid type") {
         "check the value's type: numbers unquoted, names quoted, lists in [ ]".into()
     } else if message.starts_with("unknown variant") {
         "use one of the values listed".into()
+    } else if message.starts_with("invalid value") && message.contains("expected u") {
+        let max = match message.rsplit("expected ").next().unwrap_or("") {
+            "u8" => "255 (DSCP values are 0-63, priorities 0-7)",
+            "u16" => "65535",
+            "u32" => "4294967295",
+            _ => "18446744073709551615",
+        };
+        format!("use a whole number from 0 to {max}; counts and sizes cannot be negative")
+    } else if message.starts_with("duplicate key") {
+        "a key may appear once per table: delete one of them".into()
+    } else if message.contains("defined") || message.contains("duplicate") {
+        "a table may be declared once; merge the two declarations".into()
     } else {
-        "see docs/fabric-file.md".into()
+        "fix the TOML syntax here: `key = value`, `[table]`, `[[array.of.tables]]`, strings in \"quotes\"".into()
     }
 }
 

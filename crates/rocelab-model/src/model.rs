@@ -412,6 +412,19 @@ impl Model {
                 ));
             }
         }
+        let cells = crate::routing::table_cells(&nodes, &ports);
+        if cells > crate::routing::MAX_TABLE_CELLS {
+            errs.push(Diagnostic::new(
+                "topology",
+                format!(
+                    "routing tables would need {cells} cells (switches x destination leaves), more than \
+                     rocelab's limit of {}",
+                    crate::routing::MAX_TABLE_CELLS
+                ),
+                "check the counts; a 100k-GPU rail-optimized fabric needs about 15 million",
+            ));
+            return Err(errs);
+        }
         let rails = collect_rails(&nodes, &ports);
         let routing = Routing::compute(&nodes, &ports);
         if let Err(d) = routing.check_connected(&nodes) {
@@ -573,7 +586,7 @@ fn resolve_switch_models(config: &Config, graph: Option<&Graph>, errs: &mut Vec<
                 if !out.iter().any(|s| &s.name == m) && reported.insert(m.clone()) {
                     let names: Vec<String> = out.iter().map(|s| s.name.clone()).collect();
                     errs.push(Diagnostic::new(
-                        "topology",
+                        model_ref_path(&config.topology, m),
                         format!("switch model `{m}` (used by `{}`) is neither a preset nor declared", n.name),
                         format!("declare [switch_models.{m}] with `preset = ...`, or use one of: {}", names.join(", ")),
                     ));
@@ -607,7 +620,7 @@ fn resolve_switch_models(config: &Config, graph: Option<&Graph>, errs: &mut Vec<
                 if config.switch_models.contains_key(&mname) {
                     format!("switch_models.{mname}.ports")
                 } else {
-                    "topology".to_string()
+                    model_ref_path(&config.topology, &mname)
                 },
                 format!("switch `{node}` needs {deg} ports but model `{mname}` has {ports}"),
                 format!("use a larger model, or declare [switch_models.{mname}] with `ports = {deg}`"),
@@ -615,6 +628,43 @@ fn resolve_switch_models(config: &Config, graph: Option<&Graph>, errs: &mut Vec<
         }
     }
     out
+}
+
+/// The key that names switch model `name` (for diagnostics), or the topology table if none does
+/// (the default preset).
+fn model_ref_path(t: &TopologyConfig, name: &str) -> String {
+    let is = |m: &Option<String>| m.as_deref() == Some(name);
+    if let Some(c) = &t.leaf_spine {
+        for (k, m) in [("leaf_model", &c.leaf_model), ("spine_model", &c.spine_model)] {
+            if is(m) {
+                return format!("topology.leaf_spine.{k}");
+            }
+        }
+    }
+    if let Some(c) = &t.fat_tree {
+        if is(&c.switch_model) {
+            return "topology.fat_tree.switch_model".into();
+        }
+    }
+    if let Some(c) = &t.rail_optimized {
+        for (k, m) in [("leaf_model", &c.leaf_model), ("spine_model", &c.spine_model), ("core_model", &c.core_model)] {
+            if is(m) {
+                return format!("topology.rail_optimized.{k}");
+            }
+        }
+    }
+    if let Some(c) = &t.explicit {
+        if let Some(i) = c.node.iter().position(|n| is(&n.model)) {
+            return format!("topology.explicit.node[{i}].model");
+        }
+    }
+    let kinds = [
+        ("leaf_spine", t.leaf_spine.is_some()),
+        ("fat_tree", t.fat_tree.is_some()),
+        ("rail_optimized", t.rail_optimized.is_some()),
+        ("explicit", t.explicit.is_some()),
+    ];
+    kinds.iter().find(|k| k.1).map(|k| format!("topology.{}", k.0)).unwrap_or_else(|| "topology".into())
 }
 
 fn check_priority(v: u8, path: String, errs: &mut Vec<Diagnostic>) {
@@ -948,7 +998,7 @@ fn resolve_nic(
     let cnp_priority = hq.cnp_priority.unwrap_or(cnp.priority);
     check_priority(cnp_priority, format!("{hp}.cnp_priority"), errs);
     let rx_buffer_bytes = c.rx_buffer_bytes.unwrap_or(2 * 1024 * 1024);
-    let rx_xoff_bytes = c.rx_xoff_bytes.unwrap_or(rx_buffer_bytes * 85 / 100);
+    let rx_xoff_bytes = c.rx_xoff_bytes.unwrap_or((rx_buffer_bytes as u128 * 85 / 100) as u64);
     if rx_xoff_bytes > rx_buffer_bytes {
         errs.push(Diagnostic::new(
             format!("{path}.rx_xoff_bytes"),

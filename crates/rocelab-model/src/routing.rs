@@ -14,6 +14,24 @@ use std::collections::{HashMap, VecDeque};
 pub const UNREACHABLE: u16 = u16::MAX;
 const NONE: u32 = u32::MAX;
 
+/// Largest `switches × destination groups` table the loader builds (6 bytes a cell: ~1.2 GB).
+/// A 24,576-GPU rail-optimized fabric needs ~0.8 million cells, a 100k-GPU one ~15 million.
+pub const MAX_TABLE_CELLS: u64 = 200_000_000;
+
+/// Cells the routing tables of this graph would take (switches × destination groups), computed
+/// before `Routing::compute` so a huge input is refused instead of exhausting memory.
+pub fn table_cells(nodes: &[Node], ports: &[Port]) -> u64 {
+    let switches = nodes.iter().filter(|n| !n.is_host()).count() as u64;
+    let mut sets: std::collections::HashSet<Vec<NodeId>> = Default::default();
+    for nd in nodes.iter().filter(|n| n.is_host()) {
+        let mut att: Vec<NodeId> = nd.ports().map(|p| ports[ports[p.idx()].peer.idx()].node).collect();
+        att.sort();
+        att.dedup();
+        sets.insert(att);
+    }
+    switches * sets.len() as u64
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct Routing {
     /// Per node: its destination group (hosts) or `u32::MAX` (switches).
@@ -102,6 +120,9 @@ impl Routing {
             }
             while let Some(u) = q.pop_front() {
                 let du = d[u as usize];
+                if du >= UNREACHABLE - 1 {
+                    continue; // a 65k-switch chain: farther switches count as unreachable
+                }
                 for &(_, v) in row_adj(switch_row[u as usize] as usize) {
                     if d[v as usize] == UNREACHABLE {
                         d[v as usize] = du + 1;

@@ -199,6 +199,22 @@ fn too_big(count: u64, path: &str, errs: &mut Vec<Diagnostic>) -> bool {
     }
 }
 
+/// Refuses link counts too large to hold (e.g. `links_per_leaf_spine = 1000000000`).
+const MAX_LINKS: u128 = 8_000_000;
+
+fn too_many_links(count: u128, path: &str, errs: &mut Vec<Diagnostic>) -> bool {
+    if count > MAX_LINKS {
+        errs.push(Diagnostic::new(
+            path,
+            format!("this topology would have {count} links, more than rocelab's limit of {MAX_LINKS}"),
+            "check the per-leaf link counts; a 100k-GPU fabric has about 300k links",
+        ));
+        true
+    } else {
+        false
+    }
+}
+
 pub fn build(t: &TopologyConfig, errs: &mut Vec<Diagnostic>) -> Option<Graph> {
     let present = [t.leaf_spine.is_some(), t.fat_tree.is_some(), t.rail_optimized.is_some(), t.explicit.is_some()];
     let n = present.iter().filter(|p| **p).count();
@@ -243,7 +259,8 @@ fn leaf_spine(c: &LeafSpineConfig, errs: &mut Vec<Diagnostic>) -> Option<Graph> 
     let host = spec(&c.host_link, &format!("{p}.host_link"), errs);
     let fab = spec(&c.fabric_link, &format!("{p}.fabric_link"), errs);
     let total = c.leaves as u64 * (1 + c.hosts_per_leaf as u64) + c.spines as u64;
-    if errs.len() > e0 || too_big(total, p, errs) {
+    let links = c.leaves as u128 * (uplinks as u128 + c.hosts_per_leaf as u128);
+    if errs.len() > e0 || too_big(total, p, errs) || too_many_links(links, p, errs) {
         return None;
     }
     let (host, fab) = (host?, fab?);
@@ -367,6 +384,12 @@ fn rail_optimized(c: &RailOptimizedConfig, errs: &mut Vec<Diagnostic>) -> Option
     // Spine downlinks: one bundle of `lps` links from each leaf of the pod.
     let spine_down = sus_per_pod as u64 * c.rails as u64 * lps as u64;
     let spine_up = if pods > 1 { ((spine_down as f64 / oversub).ceil() as u64).max(1) } else { 0 };
+    let links = c.gpu_nodes as u128 * c.rails as u128
+        + sus as u128 * c.rails as u128 * spines as u128 * lps as u128
+        + pods as u128 * spines as u128 * spine_up as u128;
+    if too_many_links(links, p, errs) {
+        return None;
+    }
     let cores_n = if pods > 1 { c.core_switches.unwrap_or(spine_up as u32) } else { 0 };
     if pods > 1 {
         if cores_n == 0 || spine_up % cores_n as u64 != 0 {
@@ -419,6 +442,9 @@ fn rail_optimized(c: &RailOptimizedConfig, errs: &mut Vec<Diagnostic>) -> Option
     Some(g)
 }
 
+/// Rails per GPU node an explicit topology may number (8 is the common build).
+const MAX_RAILS: u32 = 1024;
+
 fn explicit(c: &ExplicitConfig, errs: &mut Vec<Diagnostic>) -> Option<Graph> {
     let p = "topology.explicit";
     let e0 = errs.len();
@@ -451,6 +477,13 @@ fn explicit(c: &ExplicitConfig, errs: &mut Vec<Diagnostic>) -> Option<Graph> {
                 let idx = *gpu_nodes.entry(gn.clone()).or_insert(next);
                 g.nodes[id as usize].gpu_node = Some(idx);
                 g.nodes[id as usize].gpu_node_name = Some(gn.clone());
+            }
+            if let Some(r) = n.rail.filter(|r| *r >= MAX_RAILS) {
+                errs.push(Diagnostic::new(
+                    format!("{np}.rail"),
+                    format!("rail {r} is too large: rails are numbered 0, 1, 2 ... by NIC index"),
+                    format!("use the NIC's index in its GPU node (below {MAX_RAILS})"),
+                ));
             }
             g.nodes[id as usize].rail = n.rail;
         } else if n.gpu_node.is_some() || n.rail.is_some() {
@@ -587,7 +620,7 @@ mod tests {
 
     #[test]
     fn edit_distance_finds_typos() {
-        let names = vec!["leaf1".to_string(), "spine1".to_string()];
+        let names = ["leaf1".to_string(), "spine1".to_string()];
         assert_eq!(closest("lef1", names.iter()), Some(&names[0]));
         assert_eq!(closest("zzzzzz", names.iter()), None);
     }
