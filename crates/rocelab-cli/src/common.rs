@@ -60,3 +60,67 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
         Failure { status: EXIT_BAD_INPUT, message: format!("error: cannot write {}: {e}", path.display()) }
     })
 }
+
+/// Turns diagnostics from a verb (key paths into the fabric file) into a located failure.
+pub fn located(path: &Path, diags: Vec<rocelab_model::Diagnostic>) -> Failure {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let map = rocelab_model::SourceMap::new(&file, &text);
+    let msgs: Vec<String> = diags
+        .into_iter()
+        .map(|mut d| {
+            d.location = Some(map.locate(&text, &d.path));
+            d.to_string()
+        })
+        .collect();
+    Failure::bad_input(msgs.join("\n"))
+}
+
+/// A one-line progress display on stderr, shown only on a terminal and only for runs that
+/// last longer than a second; it never writes to stdout, so machine-readable output stays clean.
+pub struct ProgressLine {
+    start: std::time::Instant,
+    enabled: bool,
+    shown: bool,
+}
+
+impl ProgressLine {
+    pub fn new(quiet: bool) -> Self {
+        use std::io::IsTerminal;
+        ProgressLine {
+            start: std::time::Instant::now(),
+            enabled: !quiet && std::io::stderr().is_terminal(),
+            shown: false,
+        }
+    }
+    pub fn elapsed(&self) -> std::time::Duration {
+        self.start.elapsed()
+    }
+    /// `done` in [0, 1] (None if unknown), plus a free-form status.
+    pub fn update(&mut self, done: Option<f64>, status: &str) {
+        if !self.enabled {
+            return;
+        }
+        let el = self.start.elapsed().as_secs_f64();
+        if el < 1.0 {
+            return;
+        }
+        let bar = match done {
+            Some(f) => {
+                let f = f.clamp(0.0, 1.0);
+                let filled = (f * 30.0) as usize;
+                let eta = if f > 0.0 { el / f - el } else { 0.0 };
+                format!("[{}{}] {:>5.1}% ETA {:>4.0}s ", "#".repeat(filled), "-".repeat(30 - filled), f * 100.0, eta)
+            }
+            None => String::new(),
+        };
+        eprint!("\r{bar}{status}\x1b[K");
+        self.shown = true;
+    }
+    pub fn finish(&mut self) {
+        if self.shown {
+            eprint!("\r\x1b[K");
+            self.shown = false;
+        }
+    }
+}

@@ -1006,7 +1006,7 @@ fn resolve_nic(
             "the NIC must pause before its buffer is full",
         ));
     }
-    let rto = c.retransmit_timeout_us.unwrap_or(100.0);
+    let rto = c.retransmit_timeout_us.unwrap_or(1000.0);
     if !(rto.is_finite() && rto > 0.0) {
         errs.push(Diagnostic::new(
             format!("{path}.retransmit_timeout_us"),

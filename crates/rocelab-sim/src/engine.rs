@@ -1,0 +1,1658 @@
+//! The packet-level engine: ports, switch MMU, schedulers, NICs, and the event loop.
+//!
+//! Components are plain structs in typed vectors; handlers are methods on `Sim` that receive
+//! packets and wake up on time. The data path of one hop:
+//!
+//! ```text
+//! NIC/switch egress port ──serialize──► wire (FIFO of (arrival, pkt)) ──► peer ingress
+//!   ▲ scheduler: strict, then DWRR; skips PFC-paused priorities    │
+//!   └──────────── egress queue ◄── MMU admission ◄── ECMP route ◄───┘
+//! ```
+//!
+//! Switch MMU (the HPCC ns-3 reference model, generalized): per (ingress port, priority group)
+//! the first `reserve` bytes are private, the rest count against one shared pool per switch;
+//! a lossless priority pauses its upstream when it holds headroom bytes or its shared use
+//! reaches the dynamic threshold α·(buffer − Σheadroom − Σreserve − shared_used) (or a static
+//! XOFF), resumes when the headroom is empty and shared use + resume offset ≤ threshold, and
+//! drops (`reason = headroom`) only when headroom is exhausted. Lossy priorities drop
+//! (`reason = buffer`) above their own α share of the free pool. ECN is marked at dequeue on
+//! the egress queue length (RED between Kmin and Kmax, ECT packets only).
+
+use crate::dcqcn::{RateState, Todo};
+use crate::event::{Ev, EventQueue};
+use crate::packet::*;
+use crate::rng::{mix64, Rng};
+use crate::stats::*;
+use crate::traffic::FlowSpec;
+use rocelab_model::config::{CongestionControl, FaultKind, HashField, SchedulerKind, WatchdogAction};
+use rocelab_model::presets::{self, HeadroomInputs};
+use rocelab_model::{BitsPerSec, Dcqcn, Diagnostic, Model, NodeId, PortId, Role, SimTime};
+use std::collections::VecDeque;
+
+const NONE: u32 = u32::MAX;
+/// RoCEv2's UDP destination port.
+pub const ROCE_UDP_PORT: u16 = 4791;
+
+/// Settings of one run (from `[simulation]` and the command line).
+#[derive(Clone, Debug)]
+pub struct SimOptions {
+    pub seed: u64,
+    /// Stop at this simulated time even if flows remain.
+    pub duration: Option<SimTime>,
+    pub sample_interval: Option<SimTime>,
+    /// The receiver ACKs every N in-order packets (and always the last one).
+    pub ack_interval: u32,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions { seed: 1, duration: None, sample_interval: None, ack_interval: 4 }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Ecn {
+    kmin: u64,
+    kmax: u64,
+    pmax: f64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct ClassProps {
+    prio: u8,
+    queue: u8,
+    lossless: bool,
+}
+
+pub(crate) struct Port {
+    pub node: u32,
+    pub peer: u32,
+    sw: u32,
+    nic: u32,
+    pub speed: BitsPerSec,
+    ps_per_byte: u64,
+    pub delay: SimTime,
+    pub up: bool,
+    busy: bool,
+    queues: [VecDeque<u32>; 8],
+    pub qbytes: [u64; 8],
+    deficit: [i64; 8],
+    rr: u8,
+    fresh: bool,
+    paused_until: [SimTime; 8],
+    pub paused_since: [SimTime; 8],
+    pause_gen: [u32; 8],
+    /// PFC watchdog: pauses on this priority are ignored until then.
+    wd_until: [SimTime; 8],
+    wd_drop: [bool; 8],
+    wire: VecDeque<(SimTime, u32)>,
+    // Ingress accounting for packets received on this port (switch ports).
+    ing: [u64; 8],
+    hdrm: [u64; 8],
+    xoff: [bool; 8],
+    refresh_gen: [u32; 8],
+    headroom: u64,
+    ecn: [Option<Ecn>; 8],
+    pub st: PortStats,
+}
+
+pub(crate) struct Switch {
+    pub node: u32,
+    buffer: u64,
+    shared_used: u64,
+    total_hdrm: u64,
+    total_rsrv: u64,
+    reserve: u64,
+    resume_offset: u64,
+    alpha_lossless: f64,
+    alpha_lossy: f64,
+    static_xoff: Option<(u64, u64)>,
+    pub used: u64,
+    pub peak_used: u64,
+    seed: u64,
+    rng: Rng,
+}
+
+pub(crate) struct Nic {
+    pub node: u32,
+    port: u32,
+    profile: usize,
+    active: Vec<u32>,
+    rr: usize,
+    cnp_q: VecDeque<u32>,
+    ack_q: VecDeque<u32>,
+    wake_at: SimTime,
+    wake_gen: u32,
+    stalled: bool,
+    rx_q: VecDeque<u32>,
+    rx_bytes: u64,
+    rx_xoff: [bool; 8],
+    pub st: NicStats,
+}
+
+pub(crate) struct Qp {
+    pub flow: u32,
+    src_nic: u32,
+    dst_nic: u32,
+    pub src: u32,
+    pub dst: u32,
+    pub size: u64,
+    npkts: u32,
+    mtu: u32,
+    class: u8,
+    pcp: u8,
+    hash: u32,
+    ect: bool,
+    // sender
+    snd_nxt: u32,
+    snd_una: u32,
+    next_send: SimTime,
+    rto_gen: u32,
+    rto_armed: bool,
+    last_progress: SimTime,
+    cc: Option<RateState>,
+    pub sender_done: Option<SimTime>,
+    // receiver
+    rcv_nxt: u32,
+    nak_for: u32,
+    last_cnp: Option<SimTime>,
+    since_ack: u32,
+    pub finish: Option<SimTime>,
+    pub st: QpStats,
+}
+
+/// A fault with a resolved target.
+#[derive(Clone, Debug)]
+pub struct Fault {
+    pub kind: FaultKind,
+    pub at: SimTime,
+    /// Links: both port ids; hosts: the host's NIC index.
+    pub ports: Option<(u32, u32)>,
+    pub nic: Option<u32>,
+}
+
+/// Progress reported to the caller during a run.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    pub now: SimTime,
+    pub end: Option<SimTime>,
+    pub events: u64,
+    pub qps_done: usize,
+    pub qps_total: usize,
+}
+
+pub struct Sim<'m> {
+    pub(crate) m: &'m Model,
+    pub(crate) opts: SimOptions,
+    pub(crate) now: SimTime,
+    q: EventQueue,
+    pub(crate) pkts: Slab,
+    pub(crate) ports: Vec<Port>,
+    pub(crate) switches: Vec<Switch>,
+    pub(crate) nics: Vec<Nic>,
+    pub(crate) qps: Vec<Qp>,
+    pub(crate) flows: Vec<FlowSpec>,
+    pub(crate) faults: Vec<Fault>,
+    node_nic: Vec<u32>,
+    classes: Vec<ClassProps>,
+    strict_queues: Vec<u8>,
+    dwrr_queues: Vec<u8>,
+    quantum: [i64; 8],
+    queue_prio_mask: [u8; 8],
+    dcqcn: Vec<Dcqcn>,
+    qps_left: usize,
+    pub(crate) events: u64,
+    pub(crate) stats: GlobalStats,
+    pub(crate) series: Vec<SampleRow>,
+    pub(crate) stopped_at_duration: bool,
+    pub(crate) hash_fields: u8,
+}
+
+#[inline]
+fn ser_time(p: &Port, bytes: u32) -> SimTime {
+    if p.ps_per_byte != 0 {
+        SimTime(bytes as u64 * p.ps_per_byte)
+    } else {
+        p.speed.serialize(bytes as u64)
+    }
+}
+
+impl<'m> Sim<'m> {
+    /// Builds the engine state for `flows` on model `m`.
+    pub fn new(
+        m: &'m Model,
+        flows: Vec<FlowSpec>,
+        faults: Vec<Fault>,
+        opts: SimOptions,
+    ) -> Result<Sim<'m>, Vec<Diagnostic>> {
+        let qos = &m.qos;
+        let classes: Vec<ClassProps> = qos
+            .classes
+            .iter()
+            .map(|c| ClassProps { prio: c.priority, queue: c.queue, lossless: qos.pfc_enabled(c.priority) })
+            .collect();
+        // Queue properties: the first class mapped to a queue decides strict/weight; a queue is
+        // paused when any priority mapped to it is paused.
+        let mut strict = [None::<(bool, u32, u8)>; 8];
+        let mut queue_prio_mask = [0u8; 8];
+        for c in &qos.classes {
+            let q = c.queue as usize;
+            queue_prio_mask[q] |= 1 << c.priority;
+            if strict[q].is_none() {
+                strict[q] = Some((c.scheduler == SchedulerKind::Strict, c.weight.max(1), c.priority));
+            }
+        }
+        let mut strict_queues: Vec<(u8, u8)> = Vec::new();
+        let mut dwrr_queues = Vec::new();
+        let mut quantum = [0i64; 8];
+        for (q, s) in strict.iter().enumerate() {
+            match s {
+                Some((true, _, prio)) => strict_queues.push((*prio, q as u8)),
+                Some((false, w, _)) => {
+                    dwrr_queues.push(q as u8);
+                    quantum[q] = *w as i64 * 256;
+                }
+                None => {}
+            }
+        }
+        // Strict queues: higher priority first.
+        strict_queues.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        let strict_queues = strict_queues.into_iter().map(|x| x.1).collect();
+
+        let mut node_sw = vec![NONE; m.nodes.len()];
+        let mut node_nic = vec![NONE; m.nodes.len()];
+        let mut switches = Vec::new();
+        let mut nics = Vec::new();
+        let per_switch_seed = m.config.routing.per_switch_seed;
+        let lossless_prios = (0..8u8).filter(|p| qos.pfc_enabled(*p)).count() as u64;
+        let used_prios = {
+            let mut mask = 0u8;
+            for c in &classes {
+                mask |= 1 << c.prio;
+            }
+            mask.count_ones() as u64
+        };
+        for (i, n) in m.nodes.iter().enumerate() {
+            match &n.role {
+                Role::Switch { model } => {
+                    let sp = &m.switch_models[*model].params;
+                    node_sw[i] = switches.len() as u32;
+                    let seed = if per_switch_seed {
+                        mix64(m.config.routing.ecmp_seed ^ mix64(i as u64 + 1))
+                    } else {
+                        mix64(m.config.routing.ecmp_seed)
+                    };
+                    switches.push(Switch {
+                        node: i as u32,
+                        buffer: sp.buffer_bytes,
+                        shared_used: 0,
+                        total_hdrm: 0,
+                        total_rsrv: sp.reserve_bytes * n.num_ports as u64 * used_prios,
+                        reserve: sp.reserve_bytes,
+                        resume_offset: sp.resume_offset_bytes,
+                        alpha_lossless: sp.ingress_lossless_alpha,
+                        alpha_lossy: sp.ingress_lossy_alpha,
+                        static_xoff: qos
+                            .pfc
+                            .xoff_bytes
+                            .map(|x| (x, qos.pfc.xon_bytes.unwrap_or(x.saturating_sub(sp.resume_offset_bytes)))),
+                        used: 0,
+                        peak_used: 0,
+                        seed,
+                        rng: Rng::new(opts.seed, 0x5357_0000 + i as u64),
+                    });
+                }
+                Role::Host { nic, .. } => {
+                    node_nic[i] = nics.len() as u32;
+                    nics.push(Nic {
+                        node: i as u32,
+                        port: n.first_port,
+                        profile: *nic,
+                        active: Vec::new(),
+                        rr: 0,
+                        cnp_q: VecDeque::new(),
+                        ack_q: VecDeque::new(),
+                        wake_at: SimTime::MAX,
+                        wake_gen: 0,
+                        stalled: false,
+                        rx_q: VecDeque::new(),
+                        rx_bytes: 0,
+                        rx_xoff: [false; 8],
+                        st: NicStats::default(),
+                    });
+                }
+            }
+        }
+        let mut ports = Vec::with_capacity(m.ports.len());
+        for (pi, p) in m.ports.iter().enumerate() {
+            let node = p.node.idx();
+            let ps_per_byte = if 8_000_000_000_000u64 % p.speed.0 == 0 { 8_000_000_000_000u64 / p.speed.0 } else { 0 };
+            let mut ecn = [None; 8];
+            for c in &qos.classes {
+                if ecn[c.queue as usize].is_none() {
+                    if let Some(e) = c.ecn_for_speed(p.speed.gbps()) {
+                        ecn[c.queue as usize] = Some(Ecn { kmin: e.kmin_bytes, kmax: e.kmax_bytes, pmax: e.pmax });
+                    }
+                }
+            }
+            let headroom = match (node_sw[node], qos.pfc.headroom_bytes) {
+                (NONE, _) => 0,
+                (_, Some(h)) => h,
+                (s, None) => {
+                    let sp = &m.switch_models[match m.nodes[node].role {
+                        Role::Switch { model } => model,
+                        _ => unreachable!(),
+                    }]
+                    .params;
+                    let _ = s;
+                    let lossless_mtu = m.nics.iter().map(|n| n.mtu as u64).max().unwrap_or(4096) + DATA_OVERHEAD as u64;
+                    presets::headroom(HeadroomInputs {
+                        speed_gbps: p.speed.gbps(),
+                        cable_m: p.length_m,
+                        port_mtu: p.mtu as u64,
+                        lossless_mtu,
+                        cell_bytes: sp.cell_bytes as u64,
+                        pipeline_latency_bytes: sp.pipeline_latency_bytes,
+                        mac_phy_delay_bytes: sp.mac_phy_delay_bytes,
+                        gearbox_delay_bytes: sp.gearbox_delay_bytes,
+                        peer_response_quanta: qos
+                            .pfc
+                            .peer_response_quanta
+                            .unwrap_or_else(|| presets::peer_response_quanta(p.speed.gbps())),
+                        small_packet_percentage: 100,
+                    })
+                    .size_bytes
+                }
+            };
+            if node_sw[node] != NONE {
+                switches[node_sw[node] as usize].total_hdrm += headroom * lossless_prios;
+            }
+            ports.push(Port {
+                node: node as u32,
+                peer: p.peer.0,
+                sw: node_sw[node],
+                nic: node_nic[node],
+                speed: p.speed,
+                ps_per_byte,
+                delay: p.delay,
+                up: true,
+                busy: false,
+                queues: Default::default(),
+                qbytes: [0; 8],
+                deficit: [0; 8],
+                rr: 0,
+                fresh: true,
+                paused_until: [SimTime::ZERO; 8],
+                paused_since: [SimTime::MAX; 8],
+                pause_gen: [0; 8],
+                wd_until: [SimTime::ZERO; 8],
+                wd_drop: [false; 8],
+                wire: VecDeque::new(),
+                ing: [0; 8],
+                hdrm: [0; 8],
+                xoff: [false; 8],
+                refresh_gen: [0; 8],
+                headroom,
+                ecn,
+                st: PortStats::default(),
+            });
+            let _ = pi;
+        }
+        let mut hash_fields = 0u8;
+        for f in &m.config.routing.ecmp_hash_fields {
+            hash_fields |= 1
+                << match f {
+                    HashField::SrcIp => 0,
+                    HashField::DstIp => 1,
+                    HashField::Protocol => 2,
+                    HashField::SrcPort => 3,
+                    HashField::DstPort => 4,
+                };
+        }
+        let dcqcn: Vec<Dcqcn> = m.nics.iter().map(|n| n.dcqcn.clone()).collect();
+        let mut sim = Sim {
+            m,
+            now: SimTime::ZERO,
+            q: EventQueue::with_capacity(ports.len() * 2 + 1024),
+            pkts: Slab::with_capacity(4096),
+            ports,
+            switches,
+            nics,
+            qps: Vec::new(),
+            flows: Vec::new(),
+            faults,
+            node_nic,
+            classes,
+            strict_queues,
+            dwrr_queues,
+            quantum,
+            queue_prio_mask,
+            dcqcn,
+            qps_left: 0,
+            events: 0,
+            stats: GlobalStats::default(),
+            series: Vec::new(),
+            stopped_at_duration: false,
+            hash_fields,
+            opts,
+        };
+        sim.add_flows(flows);
+        for (i, f) in sim.faults.iter().enumerate() {
+            sim.q.push(f.at, Ev::Fault { idx: i as u32 });
+        }
+        if let Some(iv) = sim.opts.sample_interval {
+            sim.q.push(iv, Ev::Sample);
+        }
+        let wd = &m.qos.watchdog;
+        if wd.enabled && m.qos.pfc_mask != 0 {
+            sim.q.push(wd.poll, Ev::WatchdogPoll);
+        }
+        Ok(sim)
+    }
+
+    fn add_flows(&mut self, flows: Vec<FlowSpec>) {
+        let mut rng = Rng::new(self.opts.seed, 0x5150_0000);
+        for (fi, f) in flows.iter().enumerate() {
+            let src_nic = self.node_nic[f.src.idx()];
+            let dst_nic = self.node_nic[f.dst.idx()];
+            let prof = self.m.nic_of(f.src);
+            let class = &self.m.qos.classes[f.class];
+            // The NIC stamps the class's DSCP and maps it to a priority with its own table.
+            let dscp = if f.class == self.m.qos.rdma_class() {
+                prof.qos.roce_dscp
+            } else {
+                class.dscp.first().copied().unwrap_or(0)
+            };
+            let pcp = prof.qos.dscp_to_priority[dscp as usize];
+            let switch_class = match self.m.qos.trust {
+                rocelab_model::config::Trust::Dscp => self.m.qos.dscp_to_class[dscp as usize],
+                rocelab_model::config::Trust::Pcp => self.m.qos.priority_to_class[pcp as usize],
+            };
+            let cc_on = prof.congestion_control == CongestionControl::Dcqcn && prof.qos.ecn_rp_mask & (1 << pcp) != 0;
+            let line = self.m.host_speed(f.src).0 as f64;
+            let per = f.size_bytes / f.qps as u64;
+            for k in 0..f.qps {
+                let size = if k == 0 { per + f.size_bytes % f.qps as u64 } else { per };
+                if size == 0 {
+                    continue;
+                }
+                let sport = 49152 + (rng.below(16384) as u32);
+                let mtu = prof.mtu;
+                let npkts = size.div_ceil(mtu as u64).min(u32::MAX as u64 - 1) as u32;
+                let hash = self.flow_hash(f.src.0, f.dst.0, sport);
+                let qp = Qp {
+                    flow: fi as u32,
+                    src_nic,
+                    dst_nic,
+                    src: f.src.0,
+                    dst: f.dst.0,
+                    size,
+                    npkts,
+                    mtu,
+                    class: switch_class,
+                    pcp,
+                    hash,
+                    ect: cc_on || prof.qos.ecn_np_mask & (1 << pcp) != 0,
+                    snd_nxt: 0,
+                    snd_una: 0,
+                    next_send: f.start,
+                    rto_gen: 0,
+                    rto_armed: false,
+                    last_progress: f.start,
+                    cc: if cc_on { Some(RateState::new(line, &self.dcqcn[prof_index(self.m, f.src)])) } else { None },
+                    sender_done: None,
+                    rcv_nxt: 0,
+                    nak_for: NONE,
+                    last_cnp: None,
+                    since_ack: 0,
+                    finish: None,
+                    st: QpStats::default(),
+                };
+                let id = self.qps.len() as u32;
+                self.qps.push(qp);
+                self.q.push(f.start, Ev::QpStart { qp: id });
+                self.qps_left += 1;
+            }
+        }
+        self.flows = flows;
+    }
+
+    fn flow_hash(&self, src: u32, dst: u32, sport: u32) -> u32 {
+        let f = self.hash_fields;
+        let mut h = 0x1234_5678_9abc_def0u64;
+        if f & 1 != 0 {
+            h = mix64(h ^ src as u64);
+        }
+        if f & 2 != 0 {
+            h = mix64(h ^ ((dst as u64) << 20));
+        }
+        if f & 4 != 0 {
+            h = mix64(h ^ 17);
+        }
+        if f & 8 != 0 {
+            h = mix64(h ^ ((sport as u64) << 40));
+        }
+        if f & 16 != 0 {
+            h = mix64(h ^ ROCE_UDP_PORT as u64);
+        }
+        (h >> 32) as u32
+    }
+
+    pub fn now(&self) -> SimTime {
+        self.now
+    }
+
+    /// Runs to completion (every QP acknowledged) or to the duration limit.
+    pub fn run(&mut self, progress: &mut dyn FnMut(Progress)) {
+        let end = self.opts.duration;
+        let total = self.qps.len();
+        let mut next_report = 0u64;
+        while let Some(t) = self.q.peek_time() {
+            if let Some(e) = end {
+                if t > e {
+                    self.now = e;
+                    self.stopped_at_duration = true;
+                    break;
+                }
+            }
+            let (t, ev) = self.q.pop().expect("peeked");
+            self.now = t;
+            self.events += 1;
+            self.dispatch(ev);
+            if self.qps_left == 0 && total > 0 && self.pkts.live() == 0 {
+                break;
+            }
+            if self.events >= next_report {
+                next_report = self.events + 200_000;
+                progress(Progress {
+                    now: self.now,
+                    end,
+                    events: self.events,
+                    qps_done: total - self.qps_left,
+                    qps_total: total,
+                });
+            }
+        }
+        self.finish_accounting();
+        progress(Progress {
+            now: self.now,
+            end,
+            events: self.events,
+            qps_done: total - self.qps_left,
+            qps_total: total,
+        });
+    }
+
+    fn done(&self) -> bool {
+        self.qps_left == 0 && self.pkts.live() == 0
+    }
+
+    #[inline]
+    fn dispatch(&mut self, ev: Ev) {
+        match ev {
+            Ev::TxDone { port } => self.on_tx_done(port),
+            Ev::WireArrive { port } => self.on_wire_arrive(port),
+            Ev::PfcArrive { from, prio, quanta } => self.on_pfc(from, prio, quanta),
+            Ev::PauseExpire { port, prio, gen } => self.on_pause_expire(port, prio, gen),
+            Ev::PauseRefresh { port, prio, gen } => self.on_pause_refresh(port, prio, gen),
+            Ev::NicWake { host, gen } => {
+                let n = &mut self.nics[host as usize];
+                if n.wake_gen == gen {
+                    n.wake_at = SimTime::MAX;
+                    self.nic_try_send(host);
+                }
+            }
+            Ev::QpStart { qp } => {
+                let nic = self.qps[qp as usize].src_nic;
+                self.nics[nic as usize].active.push(qp);
+                self.nic_try_send(nic);
+            }
+            Ev::RateIncrease { qp, gen } => self.on_rate_increase(qp, gen),
+            Ev::RateReduce { qp } => self.on_rate_reduce(qp),
+            Ev::Rto { qp, gen } => self.on_rto(qp, gen),
+            Ev::CnpSend { qp } => self.send_cnp(qp),
+            Ev::Sample => self.on_sample(),
+            Ev::WatchdogPoll => self.on_watchdog(),
+            Ev::Fault { idx } => self.on_fault(idx as usize),
+        }
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // Ports and wires
+
+    #[inline]
+    fn is_paused(&self, port: u32, prio: u8) -> bool {
+        let p = &self.ports[port as usize];
+        p.paused_until[prio as usize] > self.now && p.wd_until[prio as usize] <= self.now
+    }
+
+    fn put_on_wire(&mut self, port: u32, pkt: u32) {
+        let now = self.now;
+        let p = &mut self.ports[port as usize];
+        let bytes = self.pkts.get(pkt).wire_bytes;
+        let ser = ser_time(p, bytes);
+        p.busy = true;
+        p.st.tx_bytes += bytes as u64;
+        p.st.tx_packets += 1;
+        let arrive = now + ser + p.delay;
+        p.wire.push_back((arrive, pkt));
+        let first = p.wire.len() == 1;
+        self.q.push(now + ser, Ev::TxDone { port });
+        if first {
+            self.q.push(arrive, Ev::WireArrive { port });
+        }
+        if self.pkts.get(pkt).kind == Kind::Data {
+            self.stats.data_hops += 1;
+        }
+        self.stats.packet_hops += 1;
+    }
+
+    fn on_tx_done(&mut self, port: u32) {
+        let p = &mut self.ports[port as usize];
+        p.busy = false;
+        if p.sw != NONE {
+            self.switch_try_tx(port);
+        } else {
+            let nic = p.nic;
+            self.nic_try_send(nic);
+        }
+    }
+
+    fn on_wire_arrive(&mut self, port: u32) {
+        let p = &mut self.ports[port as usize];
+        let Some((t, pkt)) = p.wire.pop_front() else { return };
+        debug_assert_eq!(t, self.now);
+        if let Some(&(next, _)) = p.wire.front() {
+            self.q.push(next, Ev::WireArrive { port });
+        }
+        let peer = p.peer;
+        let dst = &self.ports[peer as usize];
+        if dst.sw != NONE {
+            self.switch_arrive(dst.sw, peer, pkt);
+        } else {
+            let nic = dst.nic;
+            self.host_arrive(nic, pkt);
+        }
+    }
+
+    fn drop_pkt(&mut self, port: u32, queue: u8, pkt: u32, reason: DropReason) {
+        let p = self.pkts.get(pkt);
+        if p.kind == Kind::Data {
+            self.stats.data_dropped += 1;
+        }
+        self.stats.dropped += 1;
+        self.ports[port as usize].st.drops[queue as usize][reason as usize] += 1;
+        self.pkts.free(pkt);
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // Switch
+
+    fn pfc_threshold(&self, sw: u32, in_port: u32, prio: u8) -> u64 {
+        let s = &self.switches[sw as usize];
+        if let Some((xoff, _)) = s.static_xoff {
+            return xoff;
+        }
+        let _ = (in_port, prio);
+        let free = s.buffer.saturating_sub(s.total_hdrm + s.total_rsrv + s.shared_used);
+        (free as f64 * s.alpha_lossless) as u64
+    }
+
+    #[inline]
+    fn shared_of(&self, sw: u32, port: u32, prio: u8) -> u64 {
+        let r = self.switches[sw as usize].reserve;
+        self.ports[port as usize].ing[prio as usize].saturating_sub(r)
+    }
+
+    fn switch_arrive(&mut self, sw: u32, in_port: u32, pkt: u32) {
+        let node = self.switches[sw as usize].node;
+        let (class, dst, hash, size) = {
+            let p = self.pkts.get(pkt);
+            (p.class, p.dst, p.hash, p.wire_bytes as u64)
+        };
+        let cp = self.classes[class as usize];
+        let (prio, queue) = (cp.prio, cp.queue);
+        // Route.
+        let out = {
+            let r = &self.m.routing;
+            let cands: &[PortId] = if r.is_attachment(NodeId(node), NodeId(dst)) {
+                &r.host_facing[dst as usize]
+            } else {
+                r.egress(NodeId(node), NodeId(dst))
+            };
+            let seed = self.switches[sw as usize].seed;
+            let h = mix64(hash as u64 ^ seed);
+            let n = cands.len() as u64;
+            let mut choice = NONE;
+            if n > 0 {
+                let first = (h % n) as usize;
+                for k in 0..cands.len() {
+                    let c = cands[(first + k) % cands.len()];
+                    let cp = &self.ports[c.idx()];
+                    if cp.up && cp.node == node {
+                        choice = c.0;
+                        break;
+                    }
+                }
+            }
+            choice
+        };
+        if out == NONE {
+            self.drop_pkt(in_port, queue, pkt, DropReason::LinkDown);
+            return;
+        }
+        if self.ports[out as usize].wd_drop[prio as usize]
+            && self.ports[out as usize].wd_until[prio as usize] > self.now
+        {
+            self.drop_pkt(out, queue, pkt, DropReason::Watchdog);
+            return;
+        }
+        // Admission.
+        let s = &self.switches[sw as usize];
+        if cp.lossless {
+            let thr = self.pfc_threshold(sw, in_port, prio);
+            let ip = &self.ports[in_port as usize];
+            if ip.hdrm[prio as usize] + size > ip.headroom && self.shared_of(sw, in_port, prio) + size > thr {
+                self.drop_pkt(in_port, queue, pkt, DropReason::Headroom);
+                return;
+            }
+        } else {
+            let free = s.buffer.saturating_sub(s.total_hdrm + s.total_rsrv + s.shared_used);
+            let limit = (free as f64 * s.alpha_lossy) as u64;
+            if self.shared_of(sw, in_port, prio) + size > limit.max(s.reserve) || s.used + size > s.buffer {
+                self.drop_pkt(in_port, queue, pkt, DropReason::Buffer);
+                return;
+            }
+        }
+        // Ingress accounting.
+        let thr = if cp.lossless { self.pfc_threshold(sw, in_port, prio) } else { u64::MAX };
+        let s = &mut self.switches[sw as usize];
+        let ip = &mut self.ports[in_port as usize];
+        let new = ip.ing[prio as usize] + size;
+        if new <= s.reserve {
+            ip.ing[prio as usize] = new;
+        } else if cp.lossless && new - s.reserve > thr {
+            ip.hdrm[prio as usize] += size;
+        } else {
+            ip.ing[prio as usize] = new;
+            s.shared_used += size.min(new - s.reserve);
+        }
+        s.used += size;
+        s.peak_used = s.peak_used.max(s.used);
+        {
+            let p = self.pkts.get_mut(pkt);
+            p.in_port = in_port;
+            p.in_prio = prio;
+            p.enq_time = self.now;
+        }
+        let op = &mut self.ports[out as usize];
+        op.queues[queue as usize].push_back(pkt);
+        op.qbytes[queue as usize] += size;
+        if op.qbytes[queue as usize] > op.st.qpeak[queue as usize] {
+            op.st.qpeak[queue as usize] = op.qbytes[queue as usize];
+        }
+        if cp.lossless {
+            self.check_pause(sw, in_port, prio);
+        }
+        self.switch_try_tx(out);
+    }
+
+    fn check_pause(&mut self, sw: u32, in_port: u32, prio: u8) {
+        let ip = &self.ports[in_port as usize];
+        if ip.xoff[prio as usize] {
+            return;
+        }
+        let thr = self.pfc_threshold(sw, in_port, prio);
+        if ip.hdrm[prio as usize] > 0 || self.shared_of(sw, in_port, prio) >= thr {
+            let ip = &mut self.ports[in_port as usize];
+            ip.xoff[prio as usize] = true;
+            ip.refresh_gen[prio as usize] = ip.refresh_gen[prio as usize].wrapping_add(1);
+            let gen = ip.refresh_gen[prio as usize];
+            self.send_pause(in_port, prio, gen);
+        }
+    }
+
+    fn pause_quanta(&self) -> u16 {
+        self.m.qos.pfc.pause_quanta.unwrap_or(u16::MAX)
+    }
+
+    /// Sends XOFF out of `port` (toward its peer) and schedules the refresh.
+    fn send_pause(&mut self, port: u32, prio: u8, gen: u32) {
+        let quanta = self.pause_quanta();
+        self.send_pfc(port, prio, quanta);
+        let p = &self.ports[port as usize];
+        let dur = p.speed.serialize(quanta as u64 * 64);
+        self.q.push(self.now + SimTime(dur.0 / 2).max(SimTime(1)), Ev::PauseRefresh { port, prio, gen });
+    }
+
+    fn send_pfc(&mut self, port: u32, prio: u8, quanta: u16) {
+        let p = &mut self.ports[port as usize];
+        p.st.pfc_tx[prio as usize] += 1;
+        if !p.up {
+            return;
+        }
+        let t = self.now + ser_time(p, PFC_WIRE) + p.delay;
+        self.q.push(t, Ev::PfcArrive { from: port, prio, quanta });
+    }
+
+    fn check_resume(&mut self, sw: u32, in_port: u32, prio: u8) {
+        let ip = &self.ports[in_port as usize];
+        if !ip.xoff[prio as usize] || ip.hdrm[prio as usize] > 0 {
+            return;
+        }
+        let shared = self.shared_of(sw, in_port, prio);
+        let s = &self.switches[sw as usize];
+        let resume = match s.static_xoff {
+            Some((_, xon)) => shared <= xon,
+            None => shared == 0 || shared + s.resume_offset <= self.pfc_threshold(sw, in_port, prio),
+        };
+        if resume {
+            let ip = &mut self.ports[in_port as usize];
+            ip.xoff[prio as usize] = false;
+            ip.refresh_gen[prio as usize] = ip.refresh_gen[prio as usize].wrapping_add(1);
+            self.send_pfc(in_port, prio, 0);
+        }
+    }
+
+    fn on_pause_refresh(&mut self, port: u32, prio: u8, gen: u32) {
+        let p = &self.ports[port as usize];
+        if p.refresh_gen[prio as usize] != gen {
+            return;
+        }
+        let still = if p.sw != NONE { p.xoff[prio as usize] } else { self.nics[p.nic as usize].rx_xoff[prio as usize] };
+        if still {
+            self.send_pause(port, prio, gen);
+        }
+    }
+
+    fn on_pfc(&mut self, from: u32, prio: u8, quanta: u16) {
+        let target = self.ports[from as usize].peer;
+        let now = self.now;
+        let t = &mut self.ports[target as usize];
+        t.st.pfc_rx[prio as usize] += 1;
+        if t.nic != NONE {
+            // A NIC honours pauses only on priorities it has PFC enabled for.
+            let prof = self.m.nic_of(NodeId(t.node));
+            if prof.qos.pfc_mask & (1 << prio) == 0 {
+                return;
+            }
+        }
+        let pi = prio as usize;
+        let was_paused = t.paused_until[pi] > now;
+        if quanta > 0 {
+            let dur = t.speed.serialize(quanta as u64 * 64);
+            t.paused_until[pi] = now + dur;
+            if !was_paused {
+                t.paused_since[pi] = now;
+            }
+            t.pause_gen[pi] = t.pause_gen[pi].wrapping_add(1);
+            let gen = t.pause_gen[pi];
+            self.q.push(now + dur, Ev::PauseExpire { port: target, prio, gen });
+        } else if was_paused {
+            t.st.paused_ps[pi] += (now - t.paused_since[pi]).0;
+            t.paused_since[pi] = SimTime::MAX;
+            t.paused_until[pi] = now;
+            t.pause_gen[pi] = t.pause_gen[pi].wrapping_add(1);
+            self.kick(target);
+        }
+    }
+
+    fn on_pause_expire(&mut self, port: u32, prio: u8, gen: u32) {
+        let now = self.now;
+        let t = &mut self.ports[port as usize];
+        let pi = prio as usize;
+        if t.pause_gen[pi] != gen || t.paused_until[pi] > now {
+            return;
+        }
+        if t.paused_since[pi] != SimTime::MAX {
+            t.st.paused_ps[pi] += (now - t.paused_since[pi]).0;
+            t.paused_since[pi] = SimTime::MAX;
+        }
+        self.kick(port);
+    }
+
+    fn kick(&mut self, port: u32) {
+        let p = &self.ports[port as usize];
+        if p.sw != NONE {
+            self.switch_try_tx(port);
+        } else {
+            let nic = p.nic;
+            self.nic_try_send(nic);
+        }
+    }
+
+    fn queue_eligible(&self, port: u32, q: usize) -> bool {
+        let p = &self.ports[port as usize];
+        if p.queues[q].is_empty() {
+            return false;
+        }
+        let mask = self.queue_prio_mask[q];
+        let mut m = mask;
+        while m != 0 {
+            let prio = m.trailing_zeros() as u8;
+            if self.is_paused(port, prio) {
+                return false;
+            }
+            m &= m - 1;
+        }
+        true
+    }
+
+    fn pick_queue(&mut self, port: u32) -> Option<usize> {
+        for i in 0..self.strict_queues.len() {
+            let q = self.strict_queues[i] as usize;
+            if self.queue_eligible(port, q) {
+                return Some(q);
+            }
+        }
+        let n = self.dwrr_queues.len();
+        if n == 0 || !(0..n).any(|i| self.queue_eligible(port, self.dwrr_queues[i] as usize)) {
+            return None;
+        }
+        loop {
+            let rr = self.ports[port as usize].rr as usize % n;
+            let q = self.dwrr_queues[rr] as usize;
+            if !self.queue_eligible(port, q) {
+                let p = &mut self.ports[port as usize];
+                if p.queues[q].is_empty() {
+                    p.deficit[q] = 0;
+                }
+                p.rr = ((rr + 1) % n) as u8;
+                p.fresh = true;
+                continue;
+            }
+            let head = self.pkts.get(*self.ports[port as usize].queues[q].front().expect("eligible")).wire_bytes as i64;
+            let quantum = self.quantum[q];
+            let p = &mut self.ports[port as usize];
+            if p.fresh {
+                p.deficit[q] += quantum;
+                p.fresh = false;
+            }
+            if p.deficit[q] >= head {
+                p.deficit[q] -= head;
+                return Some(q);
+            }
+            p.rr = ((rr + 1) % n) as u8;
+            p.fresh = true;
+        }
+    }
+
+    fn switch_try_tx(&mut self, port: u32) {
+        {
+            let p = &self.ports[port as usize];
+            if p.busy || !p.up {
+                return;
+            }
+        }
+        let Some(q) = self.pick_queue(port) else { return };
+        let now = self.now;
+        let sw = self.ports[port as usize].sw;
+        let pkt = self.ports[port as usize].queues[q].pop_front().expect("picked");
+        let (size, in_port, in_prio, ecn, enq) = {
+            let p = self.pkts.get(pkt);
+            (p.wire_bytes as u64, p.in_port, p.in_prio, p.ecn, p.enq_time)
+        };
+        // ECN/RED at dequeue on the egress queue length (HPCC ns-3 marks at dequeue).
+        let port_ref = &mut self.ports[port as usize];
+        let qlen = port_ref.qbytes[q];
+        port_ref.qbytes[q] -= size;
+        if ecn == ECT0 {
+            if let Some(e) = port_ref.ecn[q] {
+                let mark = if qlen > e.kmax {
+                    true
+                } else if qlen > e.kmin {
+                    let p = e.pmax * (qlen - e.kmin) as f64 / (e.kmax - e.kmin).max(1) as f64;
+                    self.switches[sw as usize].rng.unit() < p
+                } else {
+                    false
+                };
+                if mark {
+                    self.pkts.get_mut(pkt).ecn = CE;
+                    self.ports[port as usize].st.ecn_marked[q] += 1;
+                }
+            }
+        }
+        let delay = (now - enq).0;
+        self.stats.qdelay.record(delay);
+        let st = &mut self.ports[port as usize].st;
+        if delay > st.qdelay_max[q] {
+            st.qdelay_max[q] = delay;
+        }
+        // Release the buffer at this switch.
+        self.release(sw, in_port, in_prio, size);
+        self.put_on_wire(port, pkt);
+    }
+
+    fn release(&mut self, sw: u32, in_port: u32, prio: u8, size: u64) {
+        let s = &mut self.switches[sw as usize];
+        let ip = &mut self.ports[in_port as usize];
+        let pi = prio as usize;
+        let from_hdrm = ip.hdrm[pi].min(size);
+        let from_shared = (size - from_hdrm).min(ip.ing[pi].saturating_sub(s.reserve));
+        ip.hdrm[pi] -= from_hdrm;
+        ip.ing[pi] -= size - from_hdrm;
+        s.shared_used -= from_shared;
+        s.used -= size;
+        if self.classes.iter().any(|c| c.prio == prio && c.lossless) {
+            self.check_resume(sw, in_port, prio);
+        }
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // NIC
+
+    fn nic_try_send(&mut self, nic: u32) {
+        let now = self.now;
+        let port = self.nics[nic as usize].port;
+        {
+            let p = &self.ports[port as usize];
+            if p.busy || !p.up {
+                return;
+            }
+        }
+        // Control packets first: CNPs (strict), then ACK/NAKs.
+        for which in 0..2 {
+            let head = {
+                let n = &self.nics[nic as usize];
+                if which == 0 {
+                    n.cnp_q.front().copied()
+                } else {
+                    n.ack_q.front().copied()
+                }
+            };
+            if let Some(pkt) = head {
+                if !self.is_paused(port, self.pkts.get(pkt).pcp) {
+                    let n = &mut self.nics[nic as usize];
+                    if which == 0 {
+                        n.cnp_q.pop_front();
+                    } else {
+                        n.ack_q.pop_front();
+                    }
+                    self.put_on_wire(port, pkt);
+                    return;
+                }
+            }
+        }
+        let n_active = self.nics[nic as usize].active.len();
+        let mut earliest = SimTime::MAX;
+        let start = self.nics[nic as usize].rr;
+        for i in 0..n_active {
+            let idx = (start + i) % n_active;
+            let qi = self.nics[nic as usize].active[idx];
+            let (pcp, has_data, next) = {
+                let q = &self.qps[qi as usize];
+                (q.pcp, q.snd_nxt < q.npkts, q.next_send)
+            };
+            if !has_data || self.is_paused(port, pcp) {
+                continue;
+            }
+            if next > now {
+                earliest = earliest.min(next);
+                continue;
+            }
+            self.nics[nic as usize].rr = (idx + 1) % n_active;
+            self.send_data(nic, qi);
+            return;
+        }
+        if earliest != SimTime::MAX {
+            let n = &mut self.nics[nic as usize];
+            if earliest < n.wake_at {
+                n.wake_at = earliest;
+                n.wake_gen = n.wake_gen.wrapping_add(1);
+                let gen = n.wake_gen;
+                self.q.push(earliest, Ev::NicWake { host: nic, gen });
+            }
+        }
+    }
+
+    fn send_data(&mut self, nic: u32, qi: u32) {
+        let now = self.now;
+        let port = self.nics[nic as usize].port;
+        let prof = self.nics[nic as usize].profile;
+        let q = &mut self.qps[qi as usize];
+        let psn = q.snd_nxt;
+        let payload = if psn + 1 == q.npkts { (q.size - psn as u64 * q.mtu as u64) as u32 } else { q.mtu };
+        let wire = payload + DATA_OVERHEAD;
+        if psn < q.st.max_sent_psn_plus1 {
+            q.st.retransmitted_packets += 1;
+            self.stats.retransmitted += 1;
+        } else {
+            q.st.max_sent_psn_plus1 = psn + 1;
+        }
+        q.snd_nxt += 1;
+        let pkt = Packet {
+            qp: qi,
+            psn,
+            wire_bytes: wire,
+            payload,
+            kind: Kind::Data,
+            class: q.class,
+            pcp: q.pcp,
+            ecn: if q.ect { ECT0 } else { NOT_ECT },
+            src: q.src,
+            dst: q.dst,
+            hash: q.hash,
+            in_port: NONE,
+            in_prio: 0,
+            enq_time: now,
+        };
+        // Pace by the QP's current rate (DCQCN), never faster than the port.
+        let gap = match &mut q.cc {
+            Some(cc) => {
+                cc.on_sent(wire as u64, &self.dcqcn[prof]);
+                if cc.rc < cc.line {
+                    SimTime((wire as f64 * 8.0 * 1e12 / cc.rc).ceil() as u64)
+                } else {
+                    SimTime::ZERO
+                }
+            }
+            None => SimTime::ZERO,
+        };
+        q.next_send = now + gap;
+        let arm = !q.rto_armed;
+        if arm {
+            q.rto_armed = true;
+            q.rto_gen = q.rto_gen.wrapping_add(1);
+            q.last_progress = now;
+        }
+        let (gen, rto) = (q.rto_gen, self.m.nics[prof].retransmit_timeout);
+        if arm {
+            self.q.push(now + rto, Ev::Rto { qp: qi, gen });
+        }
+        self.stats.data_sent += 1;
+        self.stats.sent += 1;
+        let id = self.pkts.alloc(pkt);
+        self.put_on_wire(port, id);
+    }
+
+    fn host_arrive(&mut self, nic: u32, pkt: u32) {
+        let n = &mut self.nics[nic as usize];
+        if n.stalled && self.pkts.get(pkt).kind == Kind::Data {
+            let size = self.pkts.get(pkt).wire_bytes as u64;
+            let prof = &self.m.nics[n.profile];
+            if n.rx_bytes + size > prof.rx_buffer_bytes {
+                n.st.rx_discards += 1;
+                let port = n.port;
+                self.drop_pkt(port, self.classes[self.pkts.get(pkt).class as usize].queue, pkt, DropReason::Buffer);
+                return;
+            }
+            n.rx_bytes += size;
+            n.rx_q.push_back(pkt);
+            let prio = self.pkts.get(pkt).pcp;
+            if n.rx_bytes >= prof.rx_xoff_bytes && !n.rx_xoff[prio as usize] && prof.qos.pfc_mask & (1 << prio) != 0 {
+                n.rx_xoff[prio as usize] = true;
+                let port = n.port;
+                let p = &mut self.ports[port as usize];
+                p.refresh_gen[prio as usize] = p.refresh_gen[prio as usize].wrapping_add(1);
+                let gen = p.refresh_gen[prio as usize];
+                self.send_pause(port, prio, gen);
+            }
+            return;
+        }
+        self.host_receive(nic, pkt);
+    }
+
+    fn host_receive(&mut self, nic: u32, pkt: u32) {
+        let now = self.now;
+        let p = *self.pkts.get(pkt);
+        self.pkts.free(pkt);
+        self.stats.delivered += 1;
+        let qi = p.qp;
+        match p.kind {
+            Kind::Data => {
+                self.stats.data_delivered += 1;
+                let prof_i = self.nics[nic as usize].profile;
+                let prof = &self.m.nics[prof_i];
+                // Notification point: CE-marked packet -> CNP, at most one per interval per QP.
+                if p.ecn == CE {
+                    self.nics[nic as usize].st.ecn_marked_rx += 1;
+                    if prof.qos.ecn_np_mask & (1 << p.pcp) != 0 {
+                        let q = &mut self.qps[qi as usize];
+                        let iv = self.dcqcn[prof_i].cnp_interval;
+                        if q.last_cnp.is_none_or(|t| now >= t + iv) {
+                            q.last_cnp = Some(now);
+                            let delay = self.dcqcn[prof_i].cnp_delay;
+                            if delay == SimTime::ZERO {
+                                self.send_cnp(qi);
+                            } else {
+                                self.q.push(now + delay, Ev::CnpSend { qp: qi });
+                            }
+                        }
+                    }
+                }
+                let ack_iv = self.opts.ack_interval.max(1);
+                let q = &mut self.qps[qi as usize];
+                if p.psn == q.rcv_nxt {
+                    q.rcv_nxt += 1;
+                    q.nak_for = NONE;
+                    q.st.bytes_delivered += p.payload as u64;
+                    q.since_ack += 1;
+                    let last = q.rcv_nxt == q.npkts;
+                    if last && q.finish.is_none() {
+                        q.finish = Some(now);
+                    }
+                    if last || q.since_ack >= ack_iv {
+                        q.since_ack = 0;
+                        let psn = q.rcv_nxt - 1;
+                        self.send_ctrl(qi, Kind::Ack, psn);
+                    }
+                } else if p.psn > q.rcv_nxt {
+                    q.st.out_of_sequence += 1;
+                    if q.nak_for != q.rcv_nxt {
+                        q.nak_for = q.rcv_nxt;
+                        let psn = q.rcv_nxt;
+                        self.send_ctrl(qi, Kind::Nak, psn);
+                    }
+                } else {
+                    q.st.duplicate += 1;
+                    let psn = q.rcv_nxt - 1;
+                    self.send_ctrl(qi, Kind::Ack, psn);
+                }
+            }
+            Kind::Ack | Kind::Nak => {
+                let q = &mut self.qps[qi as usize];
+                let new_una = if p.kind == Kind::Ack { p.psn + 1 } else { p.psn };
+                if new_una > q.snd_una {
+                    q.snd_una = new_una;
+                    q.last_progress = now;
+                }
+                if p.kind == Kind::Nak {
+                    q.st.naks += 1;
+                    if q.snd_nxt > p.psn {
+                        q.snd_nxt = p.psn;
+                    }
+                }
+                if q.snd_una >= q.npkts && q.sender_done.is_none() {
+                    q.sender_done = Some(now);
+                    q.rto_gen = q.rto_gen.wrapping_add(1);
+                    self.qps_left -= 1;
+                    let src_nic = q.src_nic;
+                    let list = &mut self.nics[src_nic as usize].active;
+                    if let Some(pos) = list.iter().position(|x| *x == qi) {
+                        list.remove(pos);
+                    }
+                }
+                self.nic_try_send(nic);
+            }
+            Kind::Cnp => {
+                self.nics[nic as usize].st.cnp_received += 1;
+                let prof = self.nics[nic as usize].profile;
+                let q = &mut self.qps[qi as usize];
+                q.st.cnps += 1;
+                if let Some(cc) = &mut q.cc {
+                    let todo = cc.on_cnp(now, &self.dcqcn[prof]);
+                    let gen = cc.inc_gen;
+                    self.apply_todo(qi, todo, gen);
+                }
+            }
+        }
+    }
+
+    fn apply_todo(&mut self, qp: u32, todo: Todo, gen: u32) {
+        match todo {
+            Todo::Nothing => {}
+            Todo::ArmIncrease(t) => self.q.push(t, Ev::RateIncrease { qp, gen }),
+            Todo::ArmReduce(t) => self.q.push(t, Ev::RateReduce { qp }),
+        }
+    }
+
+    fn on_rate_increase(&mut self, qi: u32, gen: u32) {
+        let now = self.now;
+        let prof = self.nics[self.qps[qi as usize].src_nic as usize].profile;
+        let q = &mut self.qps[qi as usize];
+        if q.sender_done.is_some() {
+            return;
+        }
+        if let Some(cc) = &mut q.cc {
+            if cc.inc_gen != gen {
+                return;
+            }
+            let todo = cc.on_increase_timer(now, &self.dcqcn[prof]);
+            let g = cc.inc_gen;
+            self.apply_todo(qi, todo, g);
+        }
+    }
+
+    fn on_rate_reduce(&mut self, qi: u32) {
+        let now = self.now;
+        let prof = self.nics[self.qps[qi as usize].src_nic as usize].profile;
+        let q = &mut self.qps[qi as usize];
+        if let Some(cc) = &mut q.cc {
+            let todo = cc.on_reduce_check(now, &self.dcqcn[prof]);
+            let g = cc.inc_gen;
+            // A cut stretches the gap of the packet already scheduled.
+            self.apply_todo(qi, todo, g);
+        }
+    }
+
+    fn on_rto(&mut self, qi: u32, gen: u32) {
+        let now = self.now;
+        let prof = self.nics[self.qps[qi as usize].src_nic as usize].profile;
+        let rto = self.m.nics[prof].retransmit_timeout;
+        let q = &mut self.qps[qi as usize];
+        if q.rto_gen != gen || q.sender_done.is_some() {
+            return;
+        }
+        if q.snd_una >= q.snd_nxt && q.snd_nxt >= q.npkts {
+            q.rto_armed = false;
+            return;
+        }
+        if q.snd_una >= q.snd_nxt {
+            // Nothing outstanding (paced or paused): wait.
+            q.last_progress = now;
+        }
+        if now >= q.last_progress + rto {
+            q.st.timeouts += 1;
+            q.snd_nxt = q.snd_una;
+            q.last_progress = now;
+            self.q.push(now + rto, Ev::Rto { qp: qi, gen });
+            let nic = q.src_nic;
+            self.nic_try_send(nic);
+        } else {
+            let at = q.last_progress + rto;
+            self.q.push(at, Ev::Rto { qp: qi, gen });
+        }
+    }
+
+    fn send_ctrl(&mut self, qi: u32, kind: Kind, psn: u32) {
+        let q = &self.qps[qi as usize];
+        let nic = q.dst_nic;
+        let pkt = Packet {
+            qp: qi,
+            psn,
+            wire_bytes: ACK_WIRE,
+            payload: 0,
+            kind,
+            class: q.class,
+            pcp: q.pcp,
+            ecn: NOT_ECT,
+            src: q.dst,
+            dst: q.src,
+            hash: q.hash,
+            in_port: NONE,
+            in_prio: 0,
+            enq_time: self.now,
+        };
+        self.stats.sent += 1;
+        let id = self.pkts.alloc(pkt);
+        self.nics[nic as usize].ack_q.push_back(id);
+        self.nic_try_send(nic);
+    }
+
+    fn send_cnp(&mut self, qi: u32) {
+        let q = &self.qps[qi as usize];
+        let nic = q.dst_nic;
+        let prof = &self.m.nics[self.nics[nic as usize].profile];
+        let cnp_class = match self.m.qos.trust {
+            rocelab_model::config::Trust::Dscp => self.m.qos.dscp_to_class[prof.qos.cnp_dscp as usize],
+            rocelab_model::config::Trust::Pcp => self.m.qos.priority_to_class[prof.qos.cnp_priority as usize],
+        };
+        let pkt = Packet {
+            qp: qi,
+            psn: 0,
+            wire_bytes: CNP_WIRE,
+            payload: 0,
+            kind: Kind::Cnp,
+            class: cnp_class,
+            pcp: prof.qos.cnp_priority,
+            ecn: NOT_ECT,
+            src: q.dst,
+            dst: q.src,
+            hash: q.hash,
+            in_port: NONE,
+            in_prio: 0,
+            enq_time: self.now,
+        };
+        self.stats.sent += 1;
+        self.nics[nic as usize].st.cnp_sent += 1;
+        let id = self.pkts.alloc(pkt);
+        self.nics[nic as usize].cnp_q.push_back(id);
+        self.nic_try_send(nic);
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // Periodic work, faults, watchdog
+
+    fn on_sample(&mut self) {
+        let now = self.now;
+        for s in &self.switches {
+            self.series.push(SampleRow { time: now, node: s.node, port: NONE, bytes: s.used });
+        }
+        for (i, p) in self.ports.iter().enumerate() {
+            let b: u64 = p.qbytes.iter().sum();
+            if b > 0 && p.sw != NONE && self.series.len() < MAX_SERIES_ROWS {
+                self.series.push(SampleRow { time: now, node: p.node, port: i as u32, bytes: b });
+            }
+        }
+        if !self.done() {
+            if let Some(iv) = self.opts.sample_interval {
+                self.q.push(now + iv, Ev::Sample);
+            }
+        }
+    }
+
+    fn on_watchdog(&mut self) {
+        let now = self.now;
+        let wd = self.m.qos.watchdog.clone();
+        for port in 0..self.ports.len() as u32 {
+            for prio in 0..8u8 {
+                if !self.m.qos.pfc_enabled(prio) {
+                    continue;
+                }
+                let p = &self.ports[port as usize];
+                let pi = prio as usize;
+                if p.sw == NONE || p.wd_until[pi] > now {
+                    continue;
+                }
+                let paused = p.paused_until[pi] > now && p.paused_since[pi] != SimTime::MAX;
+                let has_queued = (0..8).any(|q| self.queue_prio_mask[q] & (1 << prio) != 0 && !p.queues[q].is_empty());
+                if paused && has_queued && now.0 >= p.paused_since[pi].0 + wd.detection.0 {
+                    self.ports[port as usize].st.storms[pi] += 1;
+                    self.stats.storms += 1;
+                    match wd.action {
+                        WatchdogAction::Alert => {}
+                        WatchdogAction::Forward | WatchdogAction::Drop => {
+                            let drop = wd.action == WatchdogAction::Drop;
+                            let p = &mut self.ports[port as usize];
+                            p.wd_until[pi] = now + wd.restoration;
+                            p.wd_drop[pi] = drop;
+                            if drop {
+                                self.flush_queues(port, Some(prio), DropReason::Watchdog);
+                            } else {
+                                self.kick(port);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if !self.done() {
+            self.q.push(now + wd.poll, Ev::WatchdogPoll);
+        }
+    }
+
+    /// Drops queued packets of a port (all, or those of one priority), releasing the buffer.
+    fn flush_queues(&mut self, port: u32, prio: Option<u8>, reason: DropReason) {
+        let sw = self.ports[port as usize].sw;
+        for q in 0..8 {
+            if let Some(pr) = prio {
+                if self.queue_prio_mask[q] & (1 << pr) == 0 {
+                    continue;
+                }
+            }
+            while let Some(pkt) = self.ports[port as usize].queues[q].pop_front() {
+                let (size, in_port, in_prio) = {
+                    let p = self.pkts.get(pkt);
+                    (p.wire_bytes as u64, p.in_port, p.in_prio)
+                };
+                self.ports[port as usize].qbytes[q] -= size;
+                if sw != NONE {
+                    self.release(sw, in_port, in_prio, size);
+                }
+                self.drop_pkt(port, q as u8, pkt, reason);
+            }
+        }
+    }
+
+    fn on_fault(&mut self, idx: usize) {
+        let f = self.faults[idx].clone();
+        match f.kind {
+            FaultKind::LinkDown | FaultKind::LinkUp => {
+                let (a, b) = f.ports.expect("link fault has ports");
+                let up = f.kind == FaultKind::LinkUp;
+                for p in [a, b] {
+                    let port = &mut self.ports[p as usize];
+                    if port.up == up {
+                        continue;
+                    }
+                    port.up = up;
+                    port.st.link_state_changes += 1;
+                    if !up {
+                        // Packets on the cable are lost; queued packets are flushed.
+                        while let Some((_, pkt)) = self.ports[p as usize].wire.pop_front() {
+                            let q = self.classes[self.pkts.get(pkt).class as usize].queue;
+                            self.drop_pkt(p, q, pkt, DropReason::LinkDown);
+                        }
+                        self.flush_queues(p, None, DropReason::LinkDown);
+                        // NIC-side queued control packets stay queued until the link returns.
+                    } else {
+                        self.kick(p);
+                    }
+                }
+            }
+            FaultKind::HostStall => {
+                if let Some(n) = f.nic {
+                    self.nics[n as usize].stalled = true;
+                }
+            }
+            FaultKind::HostResume => {
+                if let Some(n) = f.nic {
+                    self.nics[n as usize].stalled = false;
+                    while let Some(pkt) = self.nics[n as usize].rx_q.pop_front() {
+                        self.host_receive(n, pkt);
+                    }
+                    self.nics[n as usize].rx_bytes = 0;
+                    let port = self.nics[n as usize].port;
+                    for prio in 0..8u8 {
+                        if self.nics[n as usize].rx_xoff[prio as usize] {
+                            self.nics[n as usize].rx_xoff[prio as usize] = false;
+                            let p = &mut self.ports[port as usize];
+                            p.refresh_gen[prio as usize] = p.refresh_gen[prio as usize].wrapping_add(1);
+                            self.send_pfc(port, prio, 0);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Closes open pause intervals at the end of the run.
+    fn finish_accounting(&mut self) {
+        let now = self.now;
+        for p in &mut self.ports {
+            for pi in 0..8 {
+                if p.paused_since[pi] != SimTime::MAX {
+                    let until = p.paused_until[pi].min(now);
+                    p.st.paused_ps[pi] += until.saturating_sub(p.paused_since[pi]).0;
+                    p.paused_since[pi] = SimTime::MAX;
+                }
+            }
+        }
+    }
+
+    /// Packets currently in queues, on wires, or buffered at NICs.
+    pub fn in_flight(&self) -> u64 {
+        self.pkts.live() as u64
+    }
+
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    pub fn stats(&self) -> &GlobalStats {
+        &self.stats
+    }
+}
+
+fn prof_index(m: &Model, host: NodeId) -> usize {
+    match m.node(host).role {
+        Role::Host { nic, .. } => nic,
+        Role::Switch { .. } => 0,
+    }
+}
+
+/// Resolves `[[fault]]` tables against the model.
+pub fn resolve_faults(m: &Model) -> Result<Vec<Fault>, Vec<Diagnostic>> {
+    let mut out = Vec::new();
+    let mut errs = Vec::new();
+    let mut nic_idx = vec![NONE; m.nodes.len()];
+    for (k, h) in m.hosts().enumerate() {
+        nic_idx[h.idx()] = k as u32;
+    }
+    for (i, f) in m.config.fault.iter().enumerate() {
+        let p = format!("fault[{i}]");
+        if !(f.at_us.is_finite() && f.at_us >= 0.0) {
+            errs.push(Diagnostic::new(
+                format!("{p}.at_us"),
+                format!("fault time {} µs is not valid", f.at_us),
+                "use a time >= 0",
+            ));
+            continue;
+        }
+        let at = SimTime::from_secs_f64(f.at_us * 1e-6);
+        let Some(a) = m.node_by_name(&f.a) else {
+            errs.push(Diagnostic::new(
+                format!("{p}.a"),
+                format!("no node named `{}`", f.a),
+                "use a node name from the fabric",
+            ));
+            continue;
+        };
+        match f.kind {
+            FaultKind::LinkDown | FaultKind::LinkUp => {
+                let Some(bn) = &f.b else {
+                    errs.push(Diagnostic::new(format!("{p}.b"), "a link fault needs both ends", "add `b = \"NODE\"`"));
+                    continue;
+                };
+                let Some(b) = m.node_by_name(bn) else {
+                    errs.push(Diagnostic::new(
+                        format!("{p}.b"),
+                        format!("no node named `{bn}`"),
+                        "use a node name from the fabric",
+                    ));
+                    continue;
+                };
+                match m.node(a).ports().find(|pp| m.port(m.port(*pp).peer).node == b) {
+                    Some(pa) => out.push(Fault { kind: f.kind, at, ports: Some((pa.0, m.port(pa).peer.0)), nic: None }),
+                    None => errs.push(Diagnostic::new(
+                        format!("{p}.b"),
+                        format!("`{}` and `{bn}` are not linked", f.a),
+                        "name the two ends of an existing link",
+                    )),
+                }
+            }
+            FaultKind::HostStall | FaultKind::HostResume => {
+                if !m.node(a).is_host() {
+                    errs.push(Diagnostic::new(
+                        format!("{p}.a"),
+                        format!("`{}` is a switch", f.a),
+                        "host faults take a host",
+                    ));
+                    continue;
+                }
+                out.push(Fault { kind: f.kind, at, ports: None, nic: Some(nic_idx[a.idx()]) });
+            }
+        }
+    }
+    if errs.is_empty() {
+        Ok(out)
+    } else {
+        Err(errs)
+    }
+}
+
+impl Sim<'_> {
+    pub fn opts_sample_interval(&self) -> Option<SimTime> {
+        self.opts.sample_interval
+    }
+}

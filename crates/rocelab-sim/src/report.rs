@@ -1,0 +1,412 @@
+//! Run results in the shared metric schema: a serializable `RunReport`, and pure functions
+//! from it to bytes (JSON, CSV, Prometheus text, a terminal summary).
+//!
+//! Only deterministic values go in: no wall-clock times, maps ordered (`BTreeMap`), so the same
+//! input and seed give byte-identical files.
+
+use crate::engine::Sim;
+use crate::stats::DROP_REASONS;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Metric {
+    pub name: &'static str,
+    pub labels: BTreeMap<&'static str, String>,
+    pub value: f64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Totals {
+    pub packets_sent: u64,
+    pub packets_delivered: u64,
+    pub packets_dropped: u64,
+    pub packets_in_flight: u64,
+    pub data_packets_sent: u64,
+    pub data_packets_delivered: u64,
+    pub data_packets_dropped: u64,
+    pub retransmitted_packets: u64,
+    pub drops_by_reason: BTreeMap<&'static str, u64>,
+    pub pfc_pause_frames: u64,
+    pub pfc_storm_events: u64,
+    pub ecn_marked_packets: u64,
+    pub cnp_sent: u64,
+    pub cnp_received: u64,
+    pub packet_hops: u64,
+    pub data_packet_hops: u64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct FlowResult {
+    pub flow: usize,
+    pub src: String,
+    pub dst: String,
+    pub size_bytes: u64,
+    pub delivered_bytes: u64,
+    pub start_seconds: f64,
+    /// Receiver got the last byte; `None` if the run stopped first.
+    pub fct_seconds: Option<f64>,
+    /// Goodput: delivered payload over the flow's active time.
+    pub throughput_gbps: f64,
+    pub retransmitted_packets: u64,
+    pub cnp_received: u64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Quantiles {
+    pub p50_seconds: f64,
+    pub p99_seconds: f64,
+    pub max_seconds: f64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SwitchResult {
+    pub node: String,
+    pub buffer_bytes: u64,
+    pub buffer_peak_bytes: u64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct RunReport {
+    pub rocelab_version: &'static str,
+    pub engine: &'static str,
+    pub fabric: String,
+    pub fabric_hash: String,
+    pub seed: u64,
+    pub simulated_seconds: f64,
+    pub stopped_at_duration: bool,
+    pub events: u64,
+    pub totals: Totals,
+    pub queue_delay: Quantiles,
+    pub flows_completed: usize,
+    pub flow_completion: Option<Quantiles>,
+    /// Jain's fairness index over the flows' throughputs.
+    pub jain_fairness: f64,
+    pub switches: Vec<SwitchResult>,
+    pub flows: Vec<FlowResult>,
+    pub metrics: Vec<Metric>,
+}
+
+fn secs(ps: u64) -> f64 {
+    ps as f64 * 1e-12
+}
+
+pub fn jain(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        return 1.0;
+    }
+    let s: f64 = xs.iter().sum();
+    let s2: f64 = xs.iter().map(|x| x * x).sum();
+    if s2 == 0.0 {
+        1.0
+    } else {
+        s * s / (xs.len() as f64 * s2)
+    }
+}
+
+impl RunReport {
+    pub fn from_sim(sim: &Sim) -> RunReport {
+        let m = sim.m;
+        let now = sim.now;
+        let mut metrics = Vec::new();
+        let mut totals = Totals {
+            packets_sent: sim.stats.sent,
+            packets_delivered: sim.stats.delivered,
+            packets_dropped: sim.stats.dropped,
+            packets_in_flight: sim.in_flight(),
+            data_packets_sent: sim.stats.data_sent,
+            data_packets_delivered: sim.stats.data_delivered,
+            data_packets_dropped: sim.stats.data_dropped,
+            retransmitted_packets: sim.stats.retransmitted,
+            drops_by_reason: DROP_REASONS.iter().map(|(_, n)| (*n, 0)).collect(),
+            pfc_pause_frames: 0,
+            pfc_storm_events: sim.stats.storms,
+            ecn_marked_packets: 0,
+            cnp_sent: 0,
+            cnp_received: 0,
+            packet_hops: sim.stats.packet_hops,
+            data_packet_hops: sim.stats.data_hops,
+        };
+        let mut push = |name: &'static str, labels: &[(&'static str, String)], value: f64| {
+            if value != 0.0 {
+                metrics.push(Metric { name, labels: labels.iter().cloned().collect(), value });
+            }
+        };
+        for (pi, p) in sim.ports.iter().enumerate() {
+            let node = m.nodes[p.node as usize].name.clone();
+            let port = {
+                let full = m.port_name(rocelab_model::PortId(pi as u32));
+                full.rsplit(':').next().unwrap_or("").to_string()
+            };
+            let base = [("node", node.clone()), ("port", port.clone())];
+            for prio in 0..8 {
+                let lp = |dir: &str| {
+                    vec![
+                        ("node", node.clone()),
+                        ("port", port.clone()),
+                        ("priority", prio.to_string()),
+                        ("direction", dir.to_string()),
+                    ]
+                };
+                totals.pfc_pause_frames += p.st.pfc_tx[prio];
+                push("rocelab_pfc_pause_frames_total", &lp("tx"), p.st.pfc_tx[prio] as f64);
+                push("rocelab_pfc_pause_frames_total", &lp("rx"), p.st.pfc_rx[prio] as f64);
+                push("rocelab_pfc_paused_seconds_total", &lp("rx"), secs(p.st.paused_ps[prio]));
+                let lq = [("node", node.clone()), ("port", port.clone()), ("priority", prio.to_string())];
+                push("rocelab_pfc_storm_events_total", &lq, p.st.storms[prio] as f64);
+            }
+            for q in 0..8 {
+                let lq = [("node", node.clone()), ("port", port.clone()), ("queue", q.to_string())];
+                totals.ecn_marked_packets += p.st.ecn_marked[q];
+                push("rocelab_ecn_marked_packets_total", &lq, p.st.ecn_marked[q] as f64);
+                push("rocelab_buffer_occupancy_peak_bytes", &lq, p.st.qpeak[q] as f64);
+                push("rocelab_queue_delay_max_seconds", &lq, secs(p.st.qdelay_max[q]));
+                for (r, rname) in DROP_REASONS {
+                    let v = p.st.drops[q][r as usize];
+                    *totals.drops_by_reason.get_mut(rname).expect("all reasons") += v;
+                    let mut l = lq.to_vec();
+                    l.push(("reason", rname.to_string()));
+                    push("rocelab_drops_total", &l, v as f64);
+                }
+            }
+            let mut l = base.to_vec();
+            l.push(("direction", "tx".into()));
+            let util =
+                if now.0 > 0 { p.st.tx_bytes as f64 * 8.0 / (p.speed.0 as f64 * now.as_secs_f64()) } else { 0.0 };
+            push("rocelab_link_utilization_ratio", &l, util);
+            push("rocelab_tx_bytes_total", &l, p.st.tx_bytes as f64);
+            push("rocelab_link_state_changes_total", &base, p.st.link_state_changes as f64);
+        }
+        for n in &sim.nics {
+            let l = [("node", m.nodes[n.node as usize].name.clone())];
+            totals.cnp_sent += n.st.cnp_sent;
+            totals.cnp_received += n.st.cnp_received;
+            push("rocelab_cnp_sent_total", &l, n.st.cnp_sent as f64);
+            push("rocelab_cnp_received_total", &l, n.st.cnp_received as f64);
+            push("rocelab_ecn_marked_packets_total", &l, n.st.ecn_marked_rx as f64);
+        }
+        // Per flow: aggregate its QPs.
+        let mut flows: Vec<FlowResult> = sim
+            .flows
+            .iter()
+            .enumerate()
+            .map(|(i, f)| FlowResult {
+                flow: i,
+                src: m.node(f.src).name.clone(),
+                dst: m.node(f.dst).name.clone(),
+                size_bytes: f.size_bytes,
+                delivered_bytes: 0,
+                start_seconds: f.start.as_secs_f64(),
+                fct_seconds: None,
+                throughput_gbps: 0.0,
+                retransmitted_packets: 0,
+                cnp_received: 0,
+            })
+            .collect();
+        let mut finish: Vec<Option<u64>> = vec![Some(0); flows.len()];
+        for q in &sim.qps {
+            let f = &mut flows[q.flow as usize];
+            f.delivered_bytes += q.st.bytes_delivered;
+            f.retransmitted_packets += q.st.retransmitted_packets;
+            f.cnp_received += q.st.cnps;
+            let fin = &mut finish[q.flow as usize];
+            *fin = match (*fin, q.finish) {
+                (Some(a), Some(b)) => Some(a.max(b.0)),
+                _ => None,
+            };
+            let ql = [("flow", q.flow.to_string()), ("qp", format!("{}", q.flow))];
+            let _ = ql;
+        }
+        for (i, f) in flows.iter_mut().enumerate() {
+            let start = sim.flows[i].start.0;
+            let end = finish[i].unwrap_or(now.0).max(start);
+            f.fct_seconds = finish[i].map(|e| secs(e.saturating_sub(start)));
+            f.throughput_gbps =
+                if end > start { f.delivered_bytes as f64 * 8.0 / secs(end - start) / 1e9 } else { 0.0 };
+            let l = [("flow", i.to_string())];
+            if let Some(fct) = f.fct_seconds {
+                push("rocelab_flow_completion_seconds", &l, fct);
+            }
+            push("rocelab_retransmitted_packets_total", &l, f.retransmitted_packets as f64);
+        }
+        let mut fcts: Vec<f64> = flows.iter().filter_map(|f| f.fct_seconds).collect();
+        fcts.sort_by(f64::total_cmp);
+        let flow_completion = if fcts.is_empty() {
+            None
+        } else {
+            let q = |x: f64| fcts[((x * fcts.len() as f64).ceil() as usize).clamp(1, fcts.len()) - 1];
+            Some(Quantiles { p50_seconds: q(0.5), p99_seconds: q(0.99), max_seconds: *fcts.last().expect("non-empty") })
+        };
+        let tputs: Vec<f64> = flows.iter().map(|f| f.throughput_gbps).collect();
+        let h = &sim.stats.qdelay;
+        RunReport {
+            rocelab_version: env!("CARGO_PKG_VERSION"),
+            engine: "packet",
+            fabric: m.name.clone(),
+            fabric_hash: format!("{:016x}", m.fabric_hash),
+            seed: sim.opts.seed,
+            simulated_seconds: now.as_secs_f64(),
+            stopped_at_duration: sim.stopped_at_duration,
+            events: sim.events,
+            totals,
+            queue_delay: Quantiles {
+                p50_seconds: secs(h.quantile(0.5)),
+                p99_seconds: secs(h.quantile(0.99)),
+                max_seconds: secs(h.max()),
+            },
+            flows_completed: fcts.len(),
+            flow_completion,
+            jain_fairness: jain(&tputs),
+            switches: sim
+                .switches
+                .iter()
+                .map(|s| SwitchResult {
+                    node: m.nodes[s.node as usize].name.clone(),
+                    buffer_bytes: m
+                        .switch_model_of(rocelab_model::NodeId(s.node))
+                        .map(|x| x.params.buffer_bytes)
+                        .unwrap_or(0),
+                    buffer_peak_bytes: s.peak_used,
+                })
+                .collect(),
+            flows,
+            metrics,
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("report serializes");
+        s.push('\n');
+        s
+    }
+
+    /// One row per flow.
+    pub fn flows_csv(&self) -> String {
+        let mut o = String::from(
+            "flow,src,dst,size_bytes,delivered_bytes,start_seconds,fct_seconds,throughput_gbps,retransmitted_packets,cnp_received\n",
+        );
+        for f in &self.flows {
+            let _ = writeln!(
+                o,
+                "{},{},{},{},{},{:.12},{},{:.6},{},{}",
+                f.flow,
+                f.src,
+                f.dst,
+                f.size_bytes,
+                f.delivered_bytes,
+                f.start_seconds,
+                f.fct_seconds.map(|x| format!("{x:.12}")).unwrap_or_default(),
+                f.throughput_gbps,
+                f.retransmitted_packets,
+                f.cnp_received
+            );
+        }
+        o
+    }
+
+    /// The metrics in Prometheus text exposition format (one sample per line).
+    pub fn prometheus(&self) -> String {
+        let mut o = String::new();
+        let mut last = "";
+        for mt in &self.metrics {
+            if mt.name != last {
+                let kind = if mt.name.ends_with("_total") { "counter" } else { "gauge" };
+                let _ = writeln!(o, "# TYPE {} {}", mt.name, kind);
+                last = mt.name;
+            }
+            let labels: Vec<String> = mt
+                .labels
+                .iter()
+                .map(|(k, v)| format!("{k}=\"{}\"", v.replace('\\', "\\\\").replace('"', "\\\"")))
+                .collect();
+            let _ = writeln!(o, "{}{{{}}} {}", mt.name, labels.join(","), mt.value);
+        }
+        o
+    }
+
+    /// A terminal summary.
+    pub fn render_text(&self) -> String {
+        let t = &self.totals;
+        let mut o = String::new();
+        let _ = writeln!(
+            o,
+            "simulated {:.3} µs of `{}` (seed {}, fabric {}), {} events{}",
+            self.simulated_seconds * 1e6,
+            self.fabric,
+            self.seed,
+            self.fabric_hash,
+            self.events,
+            if self.stopped_at_duration { ", stopped at the duration limit" } else { "" }
+        );
+        let _ = writeln!(
+            o,
+            "  flows: {} of {} completed{}",
+            self.flows_completed,
+            self.flows.len(),
+            match &self.flow_completion {
+                Some(q) => format!(
+                    "; FCT p50 {:.2} µs, p99 {:.2} µs, max {:.2} µs",
+                    q.p50_seconds * 1e6,
+                    q.p99_seconds * 1e6,
+                    q.max_seconds * 1e6
+                ),
+                None => String::new(),
+            }
+        );
+        if !self.flows.is_empty() {
+            let mean = self.flows.iter().map(|f| f.throughput_gbps).sum::<f64>() / self.flows.len() as f64;
+            let _ =
+                writeln!(o, "  throughput per flow: mean {:.2} Gb/s, Jain fairness {:.3}", mean, self.jain_fairness);
+        }
+        let _ = writeln!(
+            o,
+            "  packets: {} sent, {} delivered, {} dropped, {} in flight (data: {} sent, {} delivered, {} retransmitted)",
+            t.packets_sent,
+            t.packets_delivered,
+            t.packets_dropped,
+            t.packets_in_flight,
+            t.data_packets_sent,
+            t.data_packets_delivered,
+            t.retransmitted_packets
+        );
+        let drops: Vec<String> =
+            t.drops_by_reason.iter().filter(|(_, v)| **v > 0).map(|(k, v)| format!("{k} {v}")).collect();
+        if !drops.is_empty() {
+            let _ = writeln!(o, "  drops by reason: {}", drops.join(", "));
+        }
+        let _ = writeln!(
+            o,
+            "  PFC: {} pause frames, {} storm events; ECN: {} marked; CNP: {} sent, {} received",
+            t.pfc_pause_frames, t.pfc_storm_events, t.ecn_marked_packets, t.cnp_sent, t.cnp_received
+        );
+        let _ = writeln!(
+            o,
+            "  queueing delay: p50 {:.2} µs, p99 {:.2} µs, max {:.2} µs",
+            self.queue_delay.p50_seconds * 1e6,
+            self.queue_delay.p99_seconds * 1e6,
+            self.queue_delay.max_seconds * 1e6
+        );
+        if let Some(s) = self.switches.iter().max_by_key(|s| s.buffer_peak_bytes) {
+            let _ = writeln!(
+                o,
+                "  deepest buffer: {} peaked at {} KB of {} KB",
+                s.node,
+                s.buffer_peak_bytes / 1000,
+                s.buffer_bytes / 1000
+            );
+        }
+        o
+    }
+}
+
+/// Sampled time series: `time_seconds,node,port,bytes` (port empty = whole switch buffer).
+pub fn series_csv(sim: &Sim) -> String {
+    let mut o = String::from("time_seconds,node,port,buffer_bytes\n");
+    for r in &sim.series {
+        let node = &sim.m.nodes[r.node as usize].name;
+        let port = if r.port == u32::MAX { String::new() } else { sim.m.port_name(rocelab_model::PortId(r.port)) };
+        let _ = writeln!(o, "{:.12},{},{},{}", r.time.as_secs_f64(), node, port, r.bytes);
+    }
+    o
+}

@@ -1,0 +1,178 @@
+//! Counters the engine writes on the hot path: preallocated, plain integers, no names.
+//! Names from the metric schema (`../shared/reference/metrics.md`) are attached at report time.
+
+use rocelab_model::SimTime;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum DropReason {
+    Buffer = 0,
+    Headroom = 1,
+    LinkDown = 2,
+    Wred = 3,
+    Watchdog = 4,
+}
+
+pub const DROP_REASONS: [(DropReason, &str); 5] = [
+    (DropReason::Buffer, "buffer"),
+    (DropReason::Headroom, "headroom"),
+    (DropReason::LinkDown, "link_down"),
+    (DropReason::Wred, "wred"),
+    (DropReason::Watchdog, "watchdog"),
+];
+
+#[derive(Clone, Debug, Default)]
+pub struct PortStats {
+    pub tx_bytes: u64,
+    pub tx_packets: u64,
+    pub pfc_tx: [u64; 8],
+    pub pfc_rx: [u64; 8],
+    /// Picoseconds this port's priority was paused by its peer.
+    pub paused_ps: [u64; 8],
+    pub ecn_marked: [u64; 8],
+    /// [queue][reason]
+    pub drops: [[u64; 5]; 8],
+    pub storms: [u64; 8],
+    pub qpeak: [u64; 8],
+    pub qdelay_max: [u64; 8],
+    pub link_state_changes: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct NicStats {
+    pub cnp_sent: u64,
+    pub cnp_received: u64,
+    pub ecn_marked_rx: u64,
+    pub rx_discards: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct QpStats {
+    pub bytes_delivered: u64,
+    pub retransmitted_packets: u64,
+    pub max_sent_psn_plus1: u32,
+    pub out_of_sequence: u64,
+    pub duplicate: u64,
+    pub naks: u64,
+    pub timeouts: u64,
+    pub cnps: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct GlobalStats {
+    /// Every packet created by a NIC (data, ACK, NAK, CNP).
+    pub sent: u64,
+    pub delivered: u64,
+    pub dropped: u64,
+    pub data_sent: u64,
+    pub data_delivered: u64,
+    pub data_dropped: u64,
+    pub retransmitted: u64,
+    /// Packets put on a wire, counted per link crossed.
+    pub packet_hops: u64,
+    pub data_hops: u64,
+    pub storms: u64,
+    pub qdelay: Histogram,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct SampleRow {
+    pub time: SimTime,
+    pub node: u32,
+    /// `u32::MAX`: the switch's whole buffer.
+    pub port: u32,
+    pub bytes: u64,
+}
+
+/// Sampled rows are capped so a long run cannot exhaust memory.
+pub const MAX_SERIES_ROWS: usize = 2_000_000;
+
+/// Log-linear histogram: 8 sub-buckets per power of two (≤ 12.5 % relative error).
+#[derive(Clone, Debug)]
+pub struct Histogram {
+    buckets: Vec<u64>,
+    count: u64,
+    max: u64,
+}
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram { buckets: vec![0; 8 + 61 * 8], count: 0, max: 0 }
+    }
+}
+
+impl Histogram {
+    #[inline]
+    fn index(v: u64) -> usize {
+        if v < 8 {
+            return v as usize;
+        }
+        let e = 63 - v.leading_zeros() as usize; // >= 3
+        let sub = ((v >> (e - 3)) & 7) as usize;
+        8 + (e - 3) * 8 + sub
+    }
+    fn upper(i: usize) -> u64 {
+        if i < 8 {
+            return i as u64;
+        }
+        let e = (i - 8) / 8 + 3;
+        let sub = ((i - 8) % 8) as u64;
+        ((8 + sub + 1) << (e - 3)) - 1
+    }
+    #[inline]
+    pub fn record(&mut self, v: u64) {
+        self.buckets[Self::index(v)] += 1;
+        self.count += 1;
+        self.max = self.max.max(v);
+    }
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+    pub fn max(&self) -> u64 {
+        self.max
+    }
+    /// The value below which a fraction `q` of samples fall (bucket upper bound, capped at max).
+    pub fn quantile(&self, q: f64) -> u64 {
+        if self.count == 0 {
+            return 0;
+        }
+        let target = ((q * self.count as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (i, &c) in self.buckets.iter().enumerate() {
+            seen += c;
+            if seen >= target {
+                return Self::upper(i).min(self.max);
+            }
+        }
+        self.max
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_quantiles_are_within_a_bucket() {
+        let mut h = Histogram::default();
+        for v in 1..=100_000u64 {
+            h.record(v * 1000);
+        }
+        let p50 = h.quantile(0.5) as f64;
+        let p99 = h.quantile(0.99) as f64;
+        assert!((p50 / 50_000_000.0 - 1.0).abs() < 0.13, "{p50}");
+        assert!((p99 / 99_000_000.0 - 1.0).abs() < 0.13, "{p99}");
+        assert_eq!(h.max(), 100_000_000);
+        assert_eq!(h.quantile(1.0), 100_000_000);
+    }
+
+    #[test]
+    fn bucket_bounds_contain_values() {
+        for v in [0u64, 1, 7, 8, 9, 15, 16, 17, 1000, 123_456_789, u64::MAX / 2] {
+            let i = Histogram::index(v);
+            assert!(Histogram::upper(i) >= v, "{v}");
+            if i > 0 {
+                assert!(Histogram::upper(i - 1) < v, "{v}");
+            }
+        }
+    }
+}
