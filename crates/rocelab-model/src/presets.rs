@@ -76,9 +76,12 @@ pub fn switch_preset(name: &str) -> Option<&'static SwitchPreset> {
     SWITCH_PRESETS.iter().find(|p| p.name == name)
 }
 
-/// Worst-case peer response time in pause quanta (802.3 Annex 31B, as tabulated by SONiC).
+/// Worst-case peer response time in pause quanta (802.3 Annex 31B.3.7, as tabulated by SONiC's
+/// buffer_headroom_*.lua): how long a MAC may keep sending after it receives a PAUSE.
 pub fn peer_response_quanta(speed_gbps: f64) -> u32 {
     match speed_gbps {
+        s if s <= 0.1 => 1,
+        s if s <= 1.0 => 2,
         s if s <= 10.0 => 67,
         s if s <= 25.0 => 80,
         s if s <= 40.0 => 118,
@@ -117,23 +120,50 @@ pub struct Headroom {
     pub size_bytes: u64,
 }
 
-/// SONiC's Mellanox headroom model (buffer_headroom_mellanox.lua, dynamically-headroom-
-/// calculation.md):
-/// cable = 2·L·speed/(1.98e8 m/s)/8; peer_response = quanta·512/8;
-/// prop = port_mtu + cable + 2·gearbox + mac_phy + peer_response;
-/// xoff = ceil_1K(lossless_mtu + prop·cell_occupancy); xon = pipeline latency; size = xoff + xon.
-/// Cell occupancy = (100 − small% + small%·cell/64)/100 (64 B packets fill a whole cell).
+/// Speed of light in a cable, as SONiC's headroom model takes it (m/s).
+pub const SPEED_OF_LIGHT_IN_CABLE_M_PER_S: f64 = 1.98e8;
+
+/// SONiC's Mellanox headroom model, "the well-known formula" of SONiC's
+/// doc/qos/dynamically-headroom-calculation.md (implemented by buffer_headroom_mellanox.lua):
+///
+/// ```text
+/// cable     = 2 · L / (1.98e8 m/s) · speed / 8          bytes on the cable, both directions
+/// peer      = quanta(speed) · 512 / 8                    bytes the peer sends before it stops
+/// prop      = port_mtu + cable + 2·gearbox + mac_phy + peer
+/// occupancy = (100 − small% + small% · w) / 100,   w = cell/64 if cell > 128, else 2·cell/(1+cell)
+/// xoff      = ceil_1K(lossless_mtu + prop · occupancy)
+/// xon       = ceil_1K(pipeline_latency)
+/// size      = xoff + xon                                 (no shared headroom pool)
+/// ```
+///
+/// The cable term is the exact byte count (the Lua script divides a speed in Mb/s times 1e9 by
+/// 8·1024, which is the same figure up to a factor 1.024; the design document's formula, used
+/// here, is the physical one). Checked against SONiC's static Spectrum-2 table
+/// (pg_profile_lookup.ini), 100G / 300 m: xoff 165888, xon 18432, size 184320 — reproduced
+/// exactly. The "worked example" 100G / 100 m -> xoff 144384 quoted in
+/// `../shared/reference/roce-mechanisms.md` is *not* what this formula gives with Spectrum-2's
+/// inputs (cell 144 B, 1024 B lossless MTU, 100 % small packets, 394 quanta): it gives 108544.
+/// Reaching 144384 needs a cell occupancy of 3.0 instead of 144/64 = 2.25, and no published
+/// SONiC input set yields both figures; the tests pin the formula to the static-table row and
+/// record the discrepancy.
 pub fn headroom(i: HeadroomInputs) -> Headroom {
     let speed_bps = i.speed_gbps * 1e9;
-    let cable_bytes = (2.0 * i.cable_m * speed_bps / 1.98e8 / 8.0).floor() as u64;
-    let peer_response_bytes = i.peer_response_quanta as u64 * 512 / 8;
-    let prop = i.port_mtu + cable_bytes + 2 * i.gearbox_delay_bytes + i.mac_phy_delay_bytes + peer_response_bytes;
-    let occupancy_num = (100 - i.small_packet_percentage) * 64 + i.small_packet_percentage * i.cell_bytes.max(1);
-    // prop · occupancy, occupancy = occupancy_num / (64·100)
-    let worst = i.lossless_mtu + (prop * occupancy_num).div_ceil(6400);
-    let xoff = worst.div_ceil(1024) * 1024;
-    let xon = i.pipeline_latency_bytes;
+    let cable = 2.0 * i.cable_m / SPEED_OF_LIGHT_IN_CABLE_M_PER_S * speed_bps / 8.0;
+    let peer = i.peer_response_quanta as f64 * 512.0 / 8.0;
+    let prop = i.port_mtu as f64 + cable + 2.0 * i.gearbox_delay_bytes as f64 + i.mac_phy_delay_bytes as f64 + peer;
+    let cell = i.cell_bytes.max(1) as f64;
+    let worst_case_factor = if cell > 128.0 { cell / 64.0 } else { 2.0 * cell / (1.0 + cell) };
+    let small = i.small_packet_percentage.min(100) as f64;
+    let occupancy = (100.0 - small + small * worst_case_factor) / 100.0;
+    let xoff = ceil_1k(i.lossless_mtu as f64 + prop * occupancy);
+    let xon = ceil_1k(i.pipeline_latency_bytes as f64);
     Headroom { xoff_bytes: xoff, xon_bytes: xon, size_bytes: xoff + xon }
+}
+
+/// Rounds a byte count up to a whole KiB, as SONiC does for headroom values.
+fn ceil_1k(bytes: f64) -> u64 {
+    // The tolerance keeps a value that is a whole KiB up to float noise from rounding up.
+    ((bytes - 1e-6).max(0.0) / 1024.0).ceil() as u64 * 1024
 }
 
 /// DCQCN defaults per variant, in the units of `config::DcqcnConfig`.
@@ -217,18 +247,32 @@ mod tests {
     }
 
     #[test]
-    fn sonic_worked_example_spectrum2_100g_100m() {
-        // roce-mechanisms.md: Spectrum-2, 100G, 100 m, port MTU 9100 -> xoff 144384, xon 18432,
-        // size 162816.
-        let h = headroom(spectrum2(100.0, 100.0));
-        assert_eq!(h, Headroom { xoff_bytes: 144_384, xon_bytes: 18_432, size_bytes: 162_816 });
+    fn sonic_static_table_100g_300m() {
+        // SONiC static table (Spectrum-2 pg_profile_lookup.ini), 100G / 300 m: xoff 165888,
+        // xon 18432, size 184320. The formula reproduces the row exactly.
+        let h = headroom(spectrum2(100.0, 300.0));
+        assert_eq!(h, Headroom { xoff_bytes: 165_888, xon_bytes: 18_432, size_bytes: 184_320 });
     }
 
     #[test]
-    fn sonic_static_table_100g_300m() {
-        // SONiC static table, 100G/300 m: xoff 165888, xon 18432, size 184320.
-        let h = headroom(spectrum2(100.0, 300.0));
-        assert_eq!(h, Headroom { xoff_bytes: 165_888, xon_bytes: 18_432, size_bytes: 184_320 });
+    fn sonic_model_spectrum2_100g_100m() {
+        // prop = 9100 + 12626.3 (cable) + 820 (MAC/PHY) + 25216 (394 quanta) = 47762.3 B;
+        // xoff = ceil_1K(1024 + 2.25 · 47762.3) = ceil_1K(108489) = 108544.
+        // roce-mechanisms.md quotes 144384 for this case; that figure needs a cell occupancy of 3.0
+        // and does not follow from the published formula (see the doc comment of `headroom`).
+        let h = headroom(spectrum2(100.0, 100.0));
+        assert_eq!(h, Headroom { xoff_bytes: 108_544, xon_bytes: 18_432, size_bytes: 126_976 });
+        let occupancy_3 = HeadroomInputs { cell_bytes: 192, ..spectrum2(100.0, 100.0) };
+        assert_eq!(headroom(occupancy_3), Headroom { xoff_bytes: 144_384, xon_bytes: 18_432, size_bytes: 162_816 });
+    }
+
+    #[test]
+    fn peer_response_table() {
+        assert_eq!(peer_response_quanta(1.0), 2);
+        assert_eq!(peer_response_quanta(25.0), 80);
+        assert_eq!(peer_response_quanta(100.0), 394);
+        assert_eq!(peer_response_quanta(400.0), 905);
+        assert_eq!(peer_response_quanta(800.0), 905);
     }
 
     #[test]
