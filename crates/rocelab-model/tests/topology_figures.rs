@@ -208,8 +208,9 @@ fn multi_pod_rail_optimized_with_1_to_7_core_tier() {
     assert_eq!(tier(&s, "leaf").oversubscription, Some(1.0));
     assert_eq!(tier(&s, "spine").oversubscription, Some(7.0));
     assert_eq!(m.pod_oversubscription, Some(7.0));
-    assert_eq!(tier(&s, "core").ports, 8 * 2 * 4); // each core: one link to every spine
-                                                   // A pod-to-pod cut crosses one pod's core uplinks: 4 spines x 8 x 400G = 12.8 Tb/s.
+    // Each core: one link to every spine of every pod.
+    assert_eq!(tier(&s, "core").ports, 8 * 2 * 4);
+    // A pod-to-pod cut crosses one pod's core uplinks: 4 spines x 8 x 400G = 12.8 Tb/s.
     assert!(approx(s.bisection_gbps, 12_800.0));
     assert!(approx(s.bisection_ratio, 1.0 / 7.0));
     assert_eq!(s.diameter_hops, 6);
