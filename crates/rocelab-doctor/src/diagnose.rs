@@ -91,6 +91,8 @@ pub struct Options {
     pub node_net_gbps: Option<f64>,
     /// Priority the switch-side RoCE counters belong to (Cumulus).
     pub roce_priority: u8,
+    /// nccl-tests results given on their own (not inside a dump).
+    pub extra_nccl: Vec<crate::parse::nccl::NcclRun>,
 }
 
 /// One counter series' change over a host's window.
@@ -606,11 +608,9 @@ fn firmware_mix(by_host: &BTreeMap<String, Vec<&Snapshot>>, out: &mut Vec<Findin
 
 fn nccl_rules(snaps: &[Snapshot], by_host: &BTreeMap<String, Vec<&Snapshot>>, opts: &Options, dx: &mut Diagnosis) {
     let mut seen: Vec<&crate::parse::nccl::NcclRun> = Vec::new();
-    for s in snaps {
-        for r in &s.nccl {
-            if !seen.contains(&r) {
-                seen.push(r);
-            }
+    for r in snaps.iter().flat_map(|s| &s.nccl).chain(&opts.extra_nccl) {
+        if !seen.contains(&r) {
+            seen.push(r);
         }
     }
     let network_findings: Vec<String> = {

@@ -1,1 +1,98 @@
-//! Human and JSON renderings of a diagnosis.
+//! Renderings of a [`Diagnosis`]: pure functions from the result to text, so the CLI only
+//! chooses one and writes it.
+
+use crate::diagnose::{Diagnosis, Severity};
+use std::fmt::Write;
+
+/// How many rate lines the human report shows per host (JSON has them all).
+const RATE_LINES: usize = 20;
+
+pub fn human(dx: &Diagnosis) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "rocelab doctor {}: {} snapshot(s) from {} node(s) ({})",
+        dx.rocelab_version,
+        dx.snapshots,
+        dx.hosts.len(),
+        dx.hosts.join(", ")
+    );
+    for w in &dx.windows {
+        let _ = writeln!(s, "  {}: {} snapshots, {} → {} ({:.1} s)", w.node, w.snapshots, w.from, w.to, w.interval_s);
+    }
+    if dx.windows.is_empty() {
+        let _ = writeln!(
+            s,
+            "  one snapshot per node: drift and firmware only (give two snapshots of a node for rates and diagnoses)"
+        );
+    }
+    s.push('\n');
+    if dx.findings.is_empty() {
+        let _ = writeln!(s, "no findings");
+    }
+    for f in &dx.findings {
+        let _ = writeln!(s, "{}[{}] {} {}: {}", f.severity.as_str(), f.code, f.node, f.subject, f.message);
+        for e in &f.evidence {
+            let _ = writeln!(s, "    {e}");
+        }
+        if !f.hint.is_empty() {
+            let _ = writeln!(s, "  hint: {}", f.hint);
+        }
+    }
+    if let Some(v) = &dx.verdict {
+        let _ = writeln!(s, "\nis it the network?");
+        for l in v.lines() {
+            let _ = writeln!(s, "  {l}");
+        }
+    }
+    for w in &dx.windows {
+        if w.rates.is_empty() && w.utilization.is_empty() {
+            continue;
+        }
+        let _ = writeln!(s, "\nrates on {} (non-zero, per second over {:.1} s):", w.node, w.interval_s);
+        for r in w.rates.iter().take(RATE_LINES) {
+            let _ =
+                writeln!(s, "  {}  +{}  {}/s", r.series, crate::metrics::format_value(r.delta), fmt_rate(r.per_second));
+        }
+        if w.rates.len() > RATE_LINES {
+            let _ = writeln!(s, "  ... {} more (see --json)", w.rates.len() - RATE_LINES);
+        }
+        for u in &w.utilization {
+            let _ = writeln!(s, "  {}  {:.1}%", u.series, u.per_second * 100.0);
+        }
+        if !w.resets.is_empty() {
+            let _ = writeln!(s, "  counters reset between snapshots (ignored): {}", w.resets.join(", "));
+        }
+    }
+    if !dx.notes.is_empty() {
+        let _ = writeln!(s, "\nnotes:");
+        for n in &dx.notes {
+            let _ = writeln!(s, "  {n}");
+        }
+    }
+    let _ = writeln!(
+        s,
+        "\nresult: {} error(s), {} warning(s), {} info",
+        dx.count(Severity::Error),
+        dx.count(Severity::Warning),
+        dx.count(Severity::Info)
+    );
+    s
+}
+
+fn fmt_rate(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.4}")
+    }
+}
+
+/// Pretty JSON with a trailing newline; field order is the struct order, maps are sorted.
+pub fn json(dx: &Diagnosis) -> String {
+    let mut s = serde_json::to_string_pretty(dx).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+    s.push('\n');
+    s
+}

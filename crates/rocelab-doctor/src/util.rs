@@ -100,3 +100,37 @@ mod tests {
         assert_eq!(thousands(1_290_418), "1,290,418");
     }
 }
+
+/// `10s`, `500ms`, `2m`, `1h`, or plain seconds (`10`, `0.5`).
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let s = s.trim();
+    let (num, mult) = if let Some(n) = s.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = s.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = s.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (s, 1.0)
+    };
+    match num.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 && v * mult < 1e9 => Ok(std::time::Duration::from_secs_f64(v * mult)),
+        _ => Err(format!("`{s}` is not a duration (examples: 10s, 500ms, 2m)")),
+    }
+}
+
+#[cfg(test)]
+mod duration_tests {
+    #[test]
+    fn durations() {
+        use std::time::Duration;
+        assert_eq!(super::parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(super::parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(super::parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(super::parse_duration("3"), Ok(Duration::from_secs(3)));
+        assert!(super::parse_duration("-1s").is_err());
+        assert!(super::parse_duration("ten").is_err());
+    }
+}

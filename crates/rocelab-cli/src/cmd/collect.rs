@@ -1,15 +1,86 @@
-//! `rocelab collect` (in progress: this module is replaced when its issue lands).
+//! `rocelab collect`: snapshot this host's RDMA NIC counters and QoS state into a dump that
+//! `rocelab doctor` reads (layout: docs/collect.md).
 
 use crate::common::{Failure, VerbResult};
+use rocelab_doctor::collect::{self, CollectOptions};
+use rocelab_doctor::tools::Tools;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
 
 #[derive(clap::Args)]
 pub struct Args {
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    rest: Vec<String>,
+    /// Output: a directory (one sub-directory per snapshot) or a file ending in `.tar.gz`.
+    #[arg(long, default_value = "rocelab-dump")]
+    out: PathBuf,
+    /// Time between snapshots (`10s`, `500ms`, `1m`).
+    #[arg(long, default_value = "10s", value_parser = rocelab_doctor::util::parse_duration)]
+    interval: Duration,
+    /// Number of snapshots; two or more give the doctor rates.
+    #[arg(long, default_value_t = 2)]
+    count: u32,
+    /// Root of the sysfs tree to read (a fake tree in tests).
+    #[arg(long, default_value = "/sys")]
+    sysfs_root: PathBuf,
+    /// Node name to record (default: this host's name); use the fabric file's name.
+    #[arg(long)]
+    node: Option<String>,
+    /// Deadline for each run of ethtool, mlnx_qos or rdma.
+    #[arg(long, default_value = "5s", value_parser = rocelab_doctor::util::parse_duration)]
+    tool_timeout: Duration,
+    /// Read sysfs only; do not run ethtool, mlnx_qos or rdma.
+    #[arg(long)]
+    no_tools: bool,
 }
 
-pub fn run(_a: Args) -> VerbResult {
-    Err(Failure::bad_input(
-        "error: `rocelab collect` is not available in this build yet",
-    ))
+pub fn run(a: Args) -> VerbResult {
+    if a.count == 0 {
+        return Err(Failure::bad_input("error: --count must be at least 1"));
+    }
+    let ports = collect::discover(&a.sysfs_root);
+    if ports.is_empty() {
+        println!(
+            "no RDMA devices under {}: nothing to collect on this host",
+            a.sysfs_root.join("class/infiniband").display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let opts = CollectOptions {
+        sysfs_root: a.sysfs_root.clone(),
+        host: a.node.clone(),
+        tools: if a.no_tools { Tools::none() } else { Tools::discover() },
+        tool_timeout: a.tool_timeout,
+    };
+    let name = a.out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tarball = name.ends_with(".tar.gz") || name.ends_with(".tgz");
+    // A tarball is assembled in a scratch directory next to it, then packed and renamed.
+    let dir = if tarball { a.out.with_file_name(format!(".{name}.d")) } else { a.out.clone() };
+    if tarball {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let devices: Vec<String> = ports.iter().map(|p| format!("{}/{}", p.device, p.port)).collect();
+    eprintln!("collecting {} snapshot(s) of {} RDMA port(s): {}", a.count, ports.len(), devices.join(", "));
+    let mut written = Vec::new();
+    for i in 0..a.count {
+        if i > 0 {
+            std::thread::sleep(a.interval);
+        }
+        let raw = collect::collect_raw(&opts, &ports);
+        let path = collect::write_snapshot(&dir, &raw)
+            .map_err(|e| Failure::bad_input(format!("error: cannot write a snapshot under {}: {e}", dir.display())))?;
+        eprintln!("  [{}/{}] {}", i + 1, a.count, path.display());
+        if i == 0 {
+            for n in &raw.meta.notes {
+                eprintln!("  note: {n}");
+            }
+        }
+        written.push(path);
+    }
+    if tarball {
+        let res = collect::pack_tar_gz(&dir, &a.out);
+        let _ = std::fs::remove_dir_all(&dir);
+        res.map_err(|e| Failure::bad_input(format!("error: {e}")))?;
+    }
+    println!("wrote {} snapshot(s) to {}; next: rocelab doctor {}", written.len(), a.out.display(), a.out.display());
+    Ok(ExitCode::SUCCESS)
 }

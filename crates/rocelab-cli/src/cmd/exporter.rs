@@ -1,15 +1,69 @@
-//! `rocelab exporter` (in progress: this module is replaced when its issue lands).
+//! `rocelab exporter`: serve live RDMA counters as Prometheus metrics on `/metrics`.
 
 use crate::common::{Failure, VerbResult};
+use rocelab_doctor::collect::CollectOptions;
+use rocelab_doctor::exporter::{Exporter, ExporterConfig};
+use rocelab_doctor::tools::Tools;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
 
 #[derive(clap::Args)]
 pub struct Args {
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    rest: Vec<String>,
+    /// Address to listen on; loopback unless you say otherwise (there is no authentication).
+    #[arg(long, default_value = rocelab_doctor::exporter::DEFAULT_LISTEN)]
+    listen: SocketAddr,
+    /// Root of the sysfs tree to read (a fake tree in tests).
+    #[arg(long, default_value = "/sys")]
+    sysfs_root: PathBuf,
+    /// `node` label (default: this host's name); use the fabric file's name.
+    #[arg(long)]
+    node: Option<String>,
+    /// Deadline for one scrape's collection; a slower one answers 503.
+    #[arg(long, default_value = "10s", value_parser = rocelab_doctor::util::parse_duration)]
+    scrape_timeout: Duration,
+    /// Deadline for each run of ethtool, mlnx_qos or rdma.
+    #[arg(long, default_value = "5s", value_parser = rocelab_doctor::util::parse_duration)]
+    tool_timeout: Duration,
+    /// Connections served at once; more get 503.
+    #[arg(long, default_value_t = 16)]
+    max_connections: usize,
+    /// Read sysfs only; do not run ethtool, mlnx_qos or rdma.
+    #[arg(long)]
+    no_tools: bool,
+    /// Priority of switch-side RoCE counters.
+    #[arg(long, default_value_t = 3)]
+    roce_priority: u8,
 }
 
-pub fn run(_a: Args) -> VerbResult {
-    Err(Failure::bad_input(
-        "error: `rocelab exporter` is not available in this build yet",
-    ))
+pub fn run(a: Args) -> VerbResult {
+    if a.max_connections == 0 {
+        return Err(Failure::bad_input("error: --max-connections must be at least 1"));
+    }
+    if a.scrape_timeout.is_zero() {
+        return Err(Failure::bad_input("error: --scrape-timeout must be positive"));
+    }
+    let cfg = ExporterConfig {
+        listen: a.listen,
+        collect: CollectOptions {
+            sysfs_root: a.sysfs_root,
+            host: a.node,
+            tools: if a.no_tools { Tools::none() } else { Tools::discover() },
+            tool_timeout: a.tool_timeout.min(a.scrape_timeout),
+        },
+        max_connections: a.max_connections,
+        scrape_timeout: a.scrape_timeout,
+        roce_priority: a.roce_priority.min(7),
+        ..ExporterConfig::default()
+    };
+    let exporter =
+        Exporter::bind(cfg).map_err(|e| Failure::bad_input(format!("error: cannot listen on {}: {e}", a.listen)))?;
+    let addr = exporter.local_addr().map_err(|e| Failure::bad_input(format!("error: {e}")))?;
+    if !addr.ip().is_loopback() {
+        eprintln!("warning: serving on {addr}, reachable from the network; the exporter has no authentication");
+    }
+    eprintln!("serving http://{addr}/metrics (Ctrl-C to stop)");
+    exporter.serve().map_err(|e| Failure::bad_input(format!("error: {e}")))?;
+    Ok(ExitCode::SUCCESS)
 }
