@@ -146,6 +146,8 @@ fn hint_for(message: &str, path: &str) -> String {
             _ => "18446744073709551615",
         };
         format!("use a whole number from 0 to {max}; counts and sizes cannot be negative")
+    } else if message.contains("number too large") {
+        "TOML integers stop at 9223372036854775807; use a smaller value".into()
     } else if message.starts_with("duplicate key") {
         "a key may appear once per table: delete one of them".into()
     } else if message.contains("defined") || message.contains("duplicate") {

@@ -196,7 +196,8 @@ impl Routing {
             // A group is reachable from another if any of the other's attachment switches has
             // a finite distance.
             for (h, other) in self.groups.iter().enumerate() {
-                if h == g {
+                // A host with no link has no attachment switch: the loader reports it already.
+                if h == g || att.is_empty() || other.is_empty() {
                     continue;
                 }
                 let reachable =
