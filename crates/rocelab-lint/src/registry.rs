@@ -1,0 +1,345 @@
+//! The rule table. Codes are stable: a code is never reused for another check, so a
+//! `[[lint.disable]]` entry keeps meaning the same thing. `docs/lint/CODE.md` is generated from
+//! these entries (`cargo test -p rocelab-lint` fails when the pages are stale; run it with
+//! `ROCELAB_BLESS=1` to rewrite them).
+
+use crate::Severity::{self, Error, Warning};
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RuleInfo {
+    pub code: &'static str,
+    pub severity: Severity,
+    pub title: &'static str,
+    /// What the rule checks, precisely.
+    pub checks: &'static str,
+    /// Why it matters in a RoCE fabric.
+    pub why: &'static str,
+    /// How to fix it.
+    pub fix: &'static str,
+    /// Where thresholds come from.
+    pub source: &'static str,
+}
+
+pub fn rule(code: &str) -> Option<&'static RuleInfo> {
+    RULES.iter().find(|r| r.code.eq_ignore_ascii_case(code))
+}
+
+const MECH: &str = "`../shared/reference/roce-mechanisms.md` (QoS conventions seen in the field)";
+
+pub static RULES: &[RuleInfo] = &[
+    RuleInfo {
+        code: "PFC001",
+        severity: Warning,
+        title: "PFC enabled on more than two priorities",
+        checks: "The switch PFC priorities (`qos.pfc.priorities`, or the priorities of the lossless classes) number more than two.",
+        why: "PFC is a hop-by-hop local protection; every lossless priority can spread pauses (head-of-line blocking, congestion trees) across the fabric and needs its own headroom on every port. RoCE needs one lossless priority, sometimes two (RoCE plus lossless storage). More turns a local protection into a fabric-wide hazard and eats buffer.",
+        fix: "Keep PFC on the RoCE priority only (e.g. `priorities = [3]`), or on 3 and 4 when a second lossless class is deliberate.",
+        source: "NVIDIA, Cumulus and Cisco AI/ML blueprints enable PFC on one priority (3); SONiC's default is 3 and 4. See roce-mechanisms.md.",
+    },
+    RuleInfo {
+        code: "PFC002",
+        severity: Error,
+        title: "PFC enabled on the default or TCP class",
+        checks: "A PFC-enabled priority belongs to the default class (the class DSCPs fall into when unmapped) or to a class that carries `tcp`, `storage`, `management` or `other` traffic but no RDMA.",
+        why: "TCP recovers from loss by itself; making it lossless only lets a single slow receiver pause every link toward it, and the default class catches everything unclassified, so a pause storm there stops the whole fabric including the control plane.",
+        fix: "Remove that priority from `qos.pfc.priorities` or set `lossless = false` on the class.",
+        source: MECH,
+    },
+    RuleInfo {
+        code: "QOS001",
+        severity: Warning,
+        title: "RoCE class is not lossless",
+        checks: "The class that carries RDMA has no PFC on its priority.",
+        why: "RoCEv2 on ConnectX/Thor NICs recovers from a drop with go-back-N: one lost packet retransmits a whole window, so even 0.1 % loss costs a large share of throughput. Unless the NICs are explicitly run lossy (selective repeat, resilient RoCE), the RoCE priority must be lossless.",
+        fix: "Set `lossless = true` on the RoCE class (and keep ECN on it), or disable this rule with the reason if the fabric is lossy on purpose.",
+        source: MECH,
+    },
+    RuleInfo {
+        code: "QOS002",
+        severity: Error,
+        title: "Lossless RoCE class without ECN",
+        checks: "The RDMA class is lossless but has no ECN/WRED marking (`ecn` and `ecn_per_speed` both absent).",
+        why: "Without ECN, DCQCN never learns about congestion: the only brake is PFC, so every incast becomes pause frames that spread upstream (congestion spreading, victim flows, deadlock risk).",
+        fix: "Add `ecn = { kmin_bytes = 150000, kmax_bytes = 1500000, pmax = 0.1 }` (Cumulus RoCE defaults) or thresholds sized for the port speed.",
+        source: "Cumulus `nv set qos roce` defaults: Kmin 150 000 B, Kmax 1 500 000 B; roce-mechanisms.md.",
+    },
+    RuleInfo {
+        code: "CNP001",
+        severity: Error,
+        title: "No dedicated CNP class",
+        checks: "The class named by `qos.cnp_class` is the RDMA class, the default class, or a class that carries data (`rdma`, `tcp`, `storage`, `management`).",
+        why: "A CNP tells a sender to slow down; if it queues behind the very data that is congested, it arrives late and DCQCN reacts to a congestion that has already caused pauses.",
+        fix: "Declare a class for CNPs (DSCP 48 -> priority 6, `scheduler = \"strict\"`, `carries = [\"cnp\"]`) and name it in `qos.cnp_class`.",
+        source: "NVIDIA NIC default CNP DSCP 48 / priority 6; Cumulus TC6 strict; Cisco priority queue. roce-mechanisms.md.",
+    },
+    RuleInfo {
+        code: "CNP002",
+        severity: Warning,
+        title: "CNP class is not strict priority",
+        checks: "The CNP class is scheduled by DWRR instead of strict priority.",
+        why: "Under DWRR a CNP waits its turn behind the other classes' quanta; the feedback loop of DCQCN lengthens exactly when the fabric is busiest.",
+        fix: "Set `scheduler = \"strict\"` on the CNP class (CNPs are tiny: strict priority cannot starve anyone).",
+        source: MECH,
+    },
+    RuleInfo {
+        code: "CNP003",
+        severity: Error,
+        title: "CNP class shares an egress queue with data",
+        checks: "The CNP class's egress queue is also the queue of another class.",
+        why: "Sharing a queue puts CNPs behind data packets no matter how the class is scheduled.",
+        fix: "Give the CNP class its own `queue` (default: its priority), e.g. 6.",
+        source: MECH,
+    },
+    RuleInfo {
+        code: "ISO001",
+        severity: Error,
+        title: "RDMA shares a class or queue with other traffic",
+        checks: "A class that carries `rdma` also carries `tcp`, `storage`, `management` or `other`, or shares its egress queue with a class that does.",
+        why: "TCP fills queues up to its own loss signal, so RDMA in the same queue sees latency and ECN marks it did not cause, and a lossless queue shared with TCP makes TCP lossless too (see PFC002).",
+        fix: "Put RDMA in its own class and queue (DSCP 26 -> priority 3) and everything else in others.",
+        source: MECH,
+    },
+    RuleInfo {
+        code: "HOST001",
+        severity: Error,
+        title: "Host and switch trust modes differ",
+        checks: "A NIC profile's `qos.trust` differs from the switch's `qos.trust`.",
+        why: "If the NIC classifies by PCP and the switch by DSCP (or the reverse), the priority the NIC pauses and the priority the switch pauses are decided by different fields: PFC frames name a priority the other side never used.",
+        fix: "Use the same trust mode on both sides; DSCP trust is the norm for routed RoCEv2.",
+        source: MECH,
+    },
+    RuleInfo {
+        code: "HOST002",
+        severity: Error,
+        title: "Host and switch DSCP->priority maps differ",
+        checks: "For a DSCP value that a switch class lists, the NIC profile's `dscp_to_priority` gives a different priority than the switch class.",
+        why: "The NIC pauses and counts by its own mapping; if the switch puts the same packets on another priority, PFC from the switch pauses the wrong NIC queue and the RoCE queue never stops.",
+        fix: "Make the NIC map match the switch classes (or leave `dscp_to_priority` out: it defaults to the switch's).",
+        source: MECH,
+    },
+    RuleInfo {
+        code: "HOST003",
+        severity: Error,
+        title: "Host and switch PFC priorities differ",
+        checks: "A NIC profile's `pfc_priorities` is not the switch's set of PFC priorities.",
+        why: "A switch pausing a priority the NIC does not honour drops on the NIC side; a NIC sending pauses on a priority the switch treats as lossy makes nothing lossless.",
+        fix: "Enable PFC on exactly the same priorities on NICs (`mlnx_qos --pfc`) and switches.",
+        source: MECH,
+    },
+    RuleInfo {
+        code: "HOST004",
+        severity: Error,
+        title: "RoCE MTU does not fit the port MTU",
+        checks: "A NIC's RoCE MTU plus 78 B of headers (Ethernet, IPv4, UDP, BTH, RETH, ICRC, FCS) exceeds the MTU of a port of the fabric.",
+        why: "A RoCE packet larger than a port's MTU is dropped silently at that port; the QP retries and fails.",
+        fix: "Raise the port MTU (jumbo 9216 is usual) or lower the NIC's RoCE MTU (4096 -> 2048 or 1024).",
+        source: "RoCEv2 framing (InfiniBand Architecture Annex A17); jumbo-frame practice.",
+    },
+    RuleInfo {
+        code: "HOST005",
+        severity: Error,
+        title: "ECN notification or reaction point off on the RoCE priority",
+        checks: "The switch marks ECN on the RoCE class, but a NIC profile has its notification point (`ecn_np_priorities`) or reaction point (`ecn_rp_priorities`) off for the RoCE priority.",
+        why: "Without the NP the receiving NIC never turns a CE mark into a CNP; without the RP the sender ignores CNPs. Either way DCQCN is off and PFC becomes the only brake.",
+        fix: "Enable ECN NP and RP on the RoCE priority (`/sys/class/net/IF/ecn/roce_np/enable/3`, `roce_rp/enable/3`).",
+        source: "NVIDIA DCQCN documentation (NP/RP per priority); roce-mechanisms.md.",
+    },
+    RuleInfo {
+        code: "HOST006",
+        severity: Error,
+        title: "NIC marks RoCE or CNP traffic into the wrong switch class",
+        checks: "The NIC's `roce_dscp` is not classified into the RDMA class by the switch, its `cnp_dscp` is not classified into the CNP class, or its `cnp_priority` is not the CNP class's priority.",
+        why: "A mismatch here lands RoCE data in the lossy default class (drops, go-back-N) or CNPs in a data queue (late feedback).",
+        fix: "Align the NIC (`roce_dscp`, `cnp_dscp`, `cnp_priority`) with the switch classes, e.g. 26 / 48 / 6.",
+        source: "NVIDIA NIC defaults: RoCE DSCP 26, CNP DSCP 48 priority 6; Broadcom Thor2 CNP priority 7. roce-mechanisms.md.",
+    },
+    RuleInfo {
+        code: "ECN001",
+        severity: Warning,
+        title: "ECN Kmin equals Kmax",
+        checks: "A class's ECN thresholds have Kmin = Kmax (the loader already rejects Kmin > Kmax).",
+        why: "With Kmin = Kmax marking jumps from 0 to 100 % at one queue depth: every flow is cut at once and the queue oscillates. DCQCN is designed around a probabilistic ramp between Kmin and Kmax.",
+        fix: "Spread the thresholds, e.g. Kmax = 10 x Kmin (150 KB / 1.5 MB at 100G).",
+        source: "DCQCN (Zhu et al., SIGCOMM 2015): RED-like marking between Kmin and Kmax.",
+    },
+    RuleInfo {
+        code: "ECN002",
+        severity: Warning,
+        title: "ECN Pmax is 0",
+        checks: "A class's ECN `pmax` is 0.",
+        why: "With Pmax = 0 nothing is marked between Kmin and Kmax; marking starts only when the queue passes Kmax, usually after PFC has already paused the upstream port.",
+        fix: "Use a marking probability in (0, 1]: 0.01-0.2 is common (SONiC 5 %, HPCC ns-3 0.2).",
+        source: "DCQCN paper; SONiC and HPCC defaults in roce-mechanisms.md.",
+    },
+    RuleInfo {
+        code: "ECN003",
+        severity: Warning,
+        title: "Kmax above what the dynamic threshold can give the queue",
+        checks: "Kmax is above the largest length the egress queue can reach under the switch's dynamic threshold: alpha x S / (1 + alpha), with S the shared pool (buffer - headroom - reserves) and alpha the egress alpha of the class's pool (lossless or lossy).",
+        why: "A queue that can never reach Kmax never marks at Pmax and beyond; the upper part of the ramp is configuration fiction, and often Kmin is unreachable too.",
+        fix: "Lower Kmax below the limit, or raise the egress alpha of the pool.",
+        source: "Choudhury-Hahne dynamic threshold: a single congested queue settles at alpha B / (1 + alpha). roce-mechanisms.md.",
+    },
+    RuleInfo {
+        code: "ECN004",
+        severity: Warning,
+        title: "Kmin below a few packets",
+        checks: "Kmin is below 3 full RoCE packets (NIC RoCE MTU + 78 B headers, largest NIC).",
+        why: "A queue of one or two packets is normal burstiness at line rate; marking there cuts rates of flows that are not congested and costs throughput.",
+        fix: "Raise Kmin to at least a few packets; at 100G and above, tens to hundreds of KB.",
+        source: "DCQCN paper (Kmin 5 KB with 1 KB packets at 40G); Cumulus 150 KB; Cisco 150 KB.",
+    },
+    RuleInfo {
+        code: "ECN005",
+        severity: Warning,
+        title: "ECN thresholds do not scale with port speed",
+        checks: "Switch ports of speeds at least 2x apart (e.g. 100G and 400G) carry the class, and the class uses the same Kmin and Kmax on both (no `ecn_per_speed` entry that differs).",
+        why: "A threshold in bytes is a delay that depends on speed: 150 KB is 12 us at 100G but 3 us at 400G. Copied thresholds mark too early on fast ports or too late on slow ones.",
+        fix: "Add `ecn_per_speed.\"400\" = { ... }` with thresholds scaled by the speed ratio (HPCC ns-3 scales Kmin/Kmax linearly with bandwidth).",
+        source: "HPCC ns-3 run.py: Kmin = 100 KB x bw/25G, Kmax = 400 KB x bw/25G. roce-mechanisms.md.",
+    },
+    RuleInfo {
+        code: "ECN006",
+        severity: Warning,
+        title: "ECN marks too late to act before PFC",
+        checks: "Kmax (or Kmin) is above the ingress XOFF point: the static `qos.pfc.xoff_bytes` if set, else the dynamic threshold of the ingress lossless pool alpha x S / (1 + alpha).",
+        why: "ECN should slow senders before PFC stops the link; if the queue must grow past the pause point before marking is complete, PFC fires first on every incast.",
+        fix: "Lower Kmax below the XOFF point, or raise XOFF (larger alpha of the ingress lossless pool).",
+        source: "DCQCN design: ECN acts before PFC; SONiC/ns-3 MMU model in roce-mechanisms.md.",
+    },
+    RuleInfo {
+        code: "HDR001",
+        severity: Error,
+        title: "PFC headroom below what the cable and peer need",
+        checks: "For every switch port and lossless priority, the configured `qos.pfc.headroom_bytes` is compared with the XOFF headroom the SONiC Mellanox model computes from the port speed, cable length, port MTU, RoCE MTU and the peer response time (802.3 Annex 31B pause quanta). Reported when configured < computed.",
+        why: "After a PAUSE leaves, the bytes already on the cable, the bytes the peer sends while the PAUSE travels, and what the peer's MAC sends before it stops all land in headroom. Too little headroom means drops on a lossless priority: exactly what PFC exists to prevent, and on long cables it happens on the first incast.",
+        fix: "Raise `headroom_bytes` to at least the computed value, or leave it out so rocelab sizes it per port.",
+        source: "SONiC dynamically-headroom-calculation.md and buffer_headroom_mellanox.lua; 802.3 Annex 31B. Formula in `rocelab_model::presets::headroom`.",
+    },
+    RuleInfo {
+        code: "HDR002",
+        severity: Error,
+        title: "Headroom and reserves exceed the switch buffer",
+        checks: "On a switch, the sum over ports and lossless priorities of the headroom in force plus the private reserves (`reserve_bytes` per port and per used priority group and queue) exceeds `buffer_bytes`.",
+        why: "The configuration cannot be programmed; a switch that accepts it anyway over-commits memory that PFC counts on.",
+        fix: "Fewer lossless priorities, shorter cables, smaller reserves, or a switch with a larger buffer.",
+        source: "SONiC buffer pool calculation (pool = buffer - headroom - reserves).",
+    },
+    RuleInfo {
+        code: "HDR003",
+        severity: Warning,
+        title: "Headroom and reserves take most of the switch buffer",
+        checks: "Headroom plus reserves take more than half of a switch's buffer.",
+        why: "The shared pool is what absorbs bursts and what ECN thresholds and dynamic PFC thresholds are fractions of; with less than half left, the switch pauses early and often.",
+        fix: "As for HDR002: fewer lossless priorities, shorter cables, or a larger buffer.",
+        source: "SONiC buffer pool calculation; 50 % is rocelab's threshold.",
+    },
+    RuleInfo {
+        code: "WDG001",
+        severity: Warning,
+        title: "PFC watchdog disabled",
+        checks: "PFC is enabled on some priority and `qos.pfc_watchdog.enabled` is false.",
+        why: "A NIC or switch that stops draining (firmware hang, deadlock) pauses its neighbours forever; the pause spreads. The watchdog detects a queue paused for the detection time and drops or forwards to break the storm.",
+        fix: "Enable it: `[qos.pfc_watchdog] enabled = true` (SONiC defaults 200 ms detection and restoration).",
+        source: "SONiC pfcwd defaults; Cumulus, Juniper and Cisco recommend it for RoCE. roce-mechanisms.md.",
+    },
+    RuleInfo {
+        code: "NIC001",
+        severity: Warning,
+        title: "DCQCN parameters differ across NICs",
+        checks: "NIC profiles used by hosts of one fabric differ in DCQCN variant or knobs (g, timers, byte counter, rate steps, minimum rate, CNP interval).",
+        why: "Flows with different reaction and recovery rules do not converge to a fair share: the more aggressive profile takes the bandwidth and the gentler one keeps backing off.",
+        fix: "Use one DCQCN configuration fleet-wide (`mlxconfig`/`mlnx_qos` in your provisioning).",
+        source: "DCQCN fairness analysis (Zhu et al. 2015).",
+    },
+    RuleInfo {
+        code: "NIC002",
+        severity: Warning,
+        title: "NIC firmware versions differ",
+        checks: "NIC profiles used by hosts of one fabric declare different `firmware` versions.",
+        why: "Congestion-control behaviour and defaults change between firmware releases; a mixed fleet behaves like NIC001 even with identical knobs, and is a classic cause of one slow rank in a collective.",
+        fix: "Upgrade the fleet to one firmware version.",
+        source: "Field practice (fleet-wide firmware baselines).",
+    },
+    RuleInfo {
+        code: "NIC003",
+        severity: Warning,
+        title: "Lossless RoCE without congestion control",
+        checks: "A NIC profile used by hosts has `congestion_control = \"none\"` while the fabric has a lossless priority.",
+        why: "With PFC but no rate control, every incast is handled by pauses alone: congestion spreading, victim flows and deadlock risk.",
+        fix: "Enable DCQCN (`congestion_control = \"dcqcn\"`).",
+        source: MECH,
+    },
+    RuleInfo {
+        code: "TOP001",
+        severity: Warning,
+        title: "Oversubscribed GPU-to-GPU tier",
+        checks: "A switch tier has more capacity toward the hosts than toward the tier above (down:up > 1:1); the ratio of the worst switch is reported.",
+        why: "Collective traffic (all-reduce, all-to-all) is uniform and sustained: an oversubscribed tier is a permanent bottleneck for it, not an occasional one, and it turns into PFC and ECN at the uplinks.",
+        fix: "Add uplinks until down:up is 1:1 on tiers that carry GPU-to-GPU traffic, or disable this rule with a reason (e.g. a deliberate 1:7 pod-to-core tier).",
+        source: "Rail-optimized designs (NVIDIA SuperPOD, Meta Llama 3) are 1:1 within a pod.",
+    },
+    RuleInfo {
+        code: "TOP002",
+        severity: Warning,
+        title: "Asymmetric rail cabling",
+        checks: "A leaf serves NICs of more than one rail, or two NICs of one GPU node sit on the same rail.",
+        why: "Rail-optimized collectives assume NIC i of every node reaches NIC i of every other node through one rail leaf; a miscabled NIC sends its rail's traffic through the spines (longer, contended paths) and slows the whole ring.",
+        fix: "Recable so that NIC i of every node attaches to the rail-i leaf.",
+        source: "NVIDIA DGX SuperPOD rail-optimized reference architecture.",
+    },
+    RuleInfo {
+        code: "TOP003",
+        severity: Warning,
+        title: "ECMP hash does not include the UDP source port",
+        checks: "`routing.ecmp_hash_fields` lacks `src-port`.",
+        why: "RoCEv2 uses UDP destination port 4791 for everything; its entropy is the UDP source port, which NICs vary per QP. Without it all QPs between two NICs take one path and ECMP collisions pile up.",
+        fix: "Hash on the 5-tuple: `ecmp_hash_fields = [\"src-ip\", \"dst-ip\", \"protocol\", \"src-port\", \"dst-port\"]`.",
+        source: "RoCEv2 (IBTA Annex A17): UDP source port as flow entropy.",
+    },
+    RuleInfo {
+        code: "DLK001",
+        severity: Error,
+        title: "Cyclic buffer dependency on the lossless priority",
+        checks: "The channel dependency graph of the lossless priority has a cycle: its nodes are directed switch-to-switch links, and an edge a->b means a lossless flow can enter a switch on a and leave on b under the routing the model computes (all ECMP next hops toward every host). Cycles are found with a depth-first search and reported with the switches and ports on them.",
+        why: "A cycle of paused links can pause itself forever: every buffer on the cycle waits for the next one to drain (PFC deadlock). No amount of headroom helps; only the watchdog breaks it, by dropping.",
+        fix: "Use a topology and routing without cyclic dependencies (up/down routing in a Clos), or take the priority of the traffic that closes the cycle out of PFC.",
+        source: "Hu et al., 'Deadlocks in Datacenter Networks: Why Do They Form, and How to Avoid Them' (HotNets 2016); Dally & Seitz channel dependency graphs.",
+    },
+    RuleInfo {
+        code: "DLK002",
+        severity: Warning,
+        title: "Cyclic buffer dependency after a single link failure",
+        checks: "For every switch-to-switch link, shortest-path routing is recomputed with that link removed and the channel dependency graph is searched for a cycle. Reported with the number of failures that create one and examples.",
+        why: "Failures create the non-minimal (down-up) routes that close cycles in an otherwise deadlock-free Clos; a fabric that deadlocks only after a cable fault fails on the worst day.",
+        fix: "Keep routing up/down under failures (e.g. BGP with valley-free policies), add redundancy so failures do not force bounce paths, and keep the PFC watchdog on.",
+        source: "Hu et al. (HotNets 2016): deadlocks from routing loops and bounce paths after failures.",
+    },
+    RuleInfo {
+        code: "LNT001",
+        severity: Warning,
+        title: "Unknown rule code in lint.disable",
+        checks: "A `[[lint.disable]]` entry names a code that is not a rocelab lint rule.",
+        why: "A typo in a disable entry silently disables nothing; the finding it meant to silence comes back, or worse, a later rule with that code would be disabled by accident.",
+        fix: "Fix the code (see docs/lint.md) or remove the entry.",
+        source: "rocelab.",
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_unique_and_well_formed() {
+        for (i, r) in RULES.iter().enumerate() {
+            assert!(RULES[..i].iter().all(|o| o.code != r.code), "duplicate {}", r.code);
+            let letters = r.code.trim_end_matches(|c: char| c.is_ascii_digit());
+            assert!(letters.len() >= 3 && letters.chars().all(|c| c.is_ascii_uppercase()), "{}", r.code);
+            assert_eq!(r.code.len() - letters.len(), 3, "{}", r.code);
+            assert!(!r.title.ends_with('.'), "{}", r.code);
+        }
+        assert!(rule("pfc001").is_some());
+        assert!(rule("XYZ999").is_none());
+    }
+}

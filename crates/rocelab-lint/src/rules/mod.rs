@@ -1,0 +1,74 @@
+//! The checks, grouped by what they read. Each `check` emits findings for several codes; the
+//! registry holds their severity and title.
+
+use crate::{Ctx, Findings};
+use rocelab_model::config::TrafficKind;
+use rocelab_model::{NicProfile, Role, TrafficClass};
+
+mod buffer;
+mod ecn;
+mod fleet;
+mod host;
+mod qos;
+mod topo;
+
+pub fn run_all(cx: &Ctx, out: &mut Findings) {
+    qos::check(cx, out);
+    host::check(cx, out);
+    ecn::check(cx, out);
+    buffer::check(cx, out);
+    fleet::check(cx, out);
+    topo::check(cx, out);
+}
+
+/// Key path of class `i`.
+pub(crate) fn class_path(i: usize) -> String {
+    format!("qos.class[{i}]")
+}
+
+/// Traffic that must not share a queue with RDMA.
+pub(crate) fn carries_non_rdma_data(c: &TrafficClass) -> bool {
+    c.carries
+        .iter()
+        .any(|k| matches!(k, TrafficKind::Tcp | TrafficKind::Storage | TrafficKind::Management | TrafficKind::Other))
+}
+
+pub(crate) fn kinds(c: &TrafficClass) -> String {
+    if c.carries.is_empty() {
+        return "nothing declared".to_string();
+    }
+    let names: Vec<&str> = c
+        .carries
+        .iter()
+        .map(|k| match k {
+            TrafficKind::Rdma => "rdma",
+            TrafficKind::Cnp => "cnp",
+            TrafficKind::Tcp => "tcp",
+            TrafficKind::Storage => "storage",
+            TrafficKind::Management => "management",
+            TrafficKind::Other => "other",
+        })
+        .collect();
+    names.join(", ")
+}
+
+/// NIC profiles that at least one host uses, in profile order.
+pub(crate) fn used_nics<'a>(cx: &Ctx<'a>) -> Vec<&'a NicProfile> {
+    let m = cx.model;
+    let mut used = vec![false; m.nics.len()];
+    for n in &m.nodes {
+        if let Role::Host { nic, .. } = n.role {
+            used[nic] = true;
+        }
+    }
+    m.nics.iter().zip(used).filter(|(_, u)| *u).map(|(n, _)| n).collect()
+}
+
+pub(crate) fn priorities(mask: u8) -> String {
+    let ps: Vec<String> = (0..8).filter(|p| mask & (1 << p) != 0).map(|p| p.to_string()).collect();
+    if ps.is_empty() {
+        "none".to_string()
+    } else {
+        format!("[{}]", ps.join(", "))
+    }
+}

@@ -1,0 +1,511 @@
+//! Every rule: a fabric that triggers it and one that does not. `BASE` is clean under every
+//! rule (`base_is_clean`); each test changes one thing.
+
+use rocelab_lint::{lint, Finding, Options};
+
+const BASE: &str = r#"
+[topology.leaf_spine]
+leaves = 2
+spines = 2
+hosts_per_leaf = 2
+host_link = { speed_gbps = 100, length_m = 3 }
+fabric_link = { speed_gbps = 100, length_m = 30 }
+
+[qos]
+trust = "dscp"
+cnp_class = "cnp"
+
+[[qos.class]]
+name = "roce"
+dscp = [26]
+priority = 3
+lossless = true
+scheduler = "dwrr"
+weight = 50
+carries = ["rdma"]
+ecn = { kmin_bytes = 150000, kmax_bytes = 1500000, pmax = 0.1 }
+
+[[qos.class]]
+name = "cnp"
+dscp = [48]
+priority = 6
+scheduler = "strict"
+carries = ["cnp"]
+
+[[qos.class]]
+name = "default"
+dscp = [0, 8, 10]
+priority = 0
+scheduler = "dwrr"
+weight = 50
+carries = ["tcp", "storage", "management"]
+
+[nic]
+mtu = 4096
+firmware = "28.39.2048"
+
+[nic.qos]
+trust = "dscp"
+"#;
+
+fn run(text: &str) -> Vec<Finding> {
+    let model = rocelab_model::load_str("t.toml", text).unwrap_or_else(|e| panic!("fixture must load:\n{e}"));
+    lint(&model, "t.toml", text, &Options::default()).findings
+}
+
+/// Asserts `code` is found and returns its first finding.
+#[track_caller]
+fn fires(text: &str, code: &str) -> Finding {
+    let fs = run(text);
+    fs.iter().find(|f| f.code == code).cloned().unwrap_or_else(|| {
+        panic!("{code} not found; got {:?}", fs.iter().map(|f| (f.code, &f.message)).collect::<Vec<_>>())
+    })
+}
+
+#[track_caller]
+fn quiet(text: &str, code: &str) {
+    let fs = run(text);
+    assert!(
+        !fs.iter().any(|f| f.code == code),
+        "{code} fired: {:?}",
+        fs.iter().filter(|f| f.code == code).map(|f| &f.message).collect::<Vec<_>>()
+    );
+}
+
+fn edit(from: &str, to: &str) -> String {
+    assert!(BASE.contains(from), "fixture lacks {from:?}");
+    BASE.replacen(from, to, 1)
+}
+
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines().position(|l| l.contains(needle)).expect("needle") + 1
+}
+
+#[test]
+fn base_is_clean() {
+    assert_eq!(run(BASE), vec![]);
+}
+
+#[test]
+fn pfc001_more_than_two_priorities() {
+    let t = format!("{BASE}\n[qos.pfc]\npriorities = [3, 4, 5]\n");
+    let t = t.replace("[nic.qos]\ntrust = \"dscp\"", "[nic.qos]\ntrust = \"dscp\"\npfc_priorities = [3, 4, 5]");
+    let f = fires(&t, "PFC001");
+    assert!(f.message.contains("3 priorities"), "{}", f.message);
+    assert_eq!(f.line, t.lines().position(|l| l.starts_with("priorities = [3, 4, 5]")).unwrap() + 1);
+    let two = format!("{BASE}\n[qos.pfc]\npriorities = [3, 4]\n")
+        .replace("[nic.qos]\ntrust = \"dscp\"", "[nic.qos]\ntrust = \"dscp\"\npfc_priorities = [3, 4]");
+    quiet(&two, "PFC001");
+}
+
+#[test]
+fn pfc002_pfc_on_default_class() {
+    let t = format!("{BASE}\n[qos.pfc]\npriorities = [0, 3]\n");
+    let f = fires(&t, "PFC002");
+    assert!(f.message.contains("priority 0") && f.message.contains("`default`"), "{}", f.message);
+    quiet(&format!("{BASE}\n[qos.pfc]\npriorities = [3]\n"), "PFC002");
+    // A lossless storage class that is not the default class is allowed.
+    let storage = BASE.replace(
+        "[[qos.class]]\nname = \"default\"",
+        "[[qos.class]]\nname = \"storage\"\ndscp = [24]\npriority = 4\nlossless = true\ncarries = [\"rdma\"]\n\n[[qos.class]]\nname = \"default\"",
+    );
+    quiet(&storage, "PFC002");
+}
+
+#[test]
+fn qos001_roce_not_lossless() {
+    let t = edit("lossless = true\n", "lossless = false\n");
+    let f = fires(&t, "QOS001");
+    assert_eq!(f.line, line_of(&t, "lossless = false"));
+    quiet(BASE, "QOS001");
+}
+
+#[test]
+fn qos002_lossless_without_ecn() {
+    let t = edit("ecn = { kmin_bytes = 150000, kmax_bytes = 1500000, pmax = 0.1 }\n", "");
+    fires(&t, "QOS002");
+    quiet(BASE, "QOS002");
+}
+
+#[test]
+fn cnp001_no_dedicated_cnp_class() {
+    let t = edit("cnp_class = \"cnp\"", "cnp_class = \"roce\"");
+    let f = fires(&t, "CNP001");
+    assert!(f.message.contains("RoCE data class"), "{}", f.message);
+    assert_eq!(f.line, line_of(&t, "cnp_class"));
+    fires(&edit("cnp_class = \"cnp\"", "cnp_class = \"default\""), "CNP001");
+    quiet(BASE, "CNP001");
+}
+
+#[test]
+fn cnp002_cnp_not_strict() {
+    let t = edit("scheduler = \"strict\"", "scheduler = \"dwrr\"\nweight = 10");
+    fires(&t, "CNP002");
+    quiet(BASE, "CNP002");
+}
+
+#[test]
+fn cnp003_cnp_shares_a_queue() {
+    let t = edit("priority = 6\n", "priority = 6\nqueue = 3\n");
+    let f = fires(&t, "CNP003");
+    assert!(f.message.contains("queue 3") && f.message.contains("`roce`"), "{}", f.message);
+    quiet(&edit("priority = 6\n", "priority = 6\nqueue = 6\n"), "CNP003");
+}
+
+#[test]
+fn iso001_rdma_with_tcp() {
+    let t = edit("carries = [\"rdma\"]", "carries = [\"rdma\", \"tcp\"]");
+    fires(&t, "ISO001");
+    let shared_queue = edit("priority = 0\n", "priority = 0\nqueue = 3\n");
+    let f = fires(&shared_queue, "ISO001");
+    assert!(f.message.contains("shares egress queue 3"), "{}", f.message);
+    quiet(BASE, "ISO001");
+}
+
+#[test]
+fn host001_trust_mismatch() {
+    let t = edit("[nic.qos]\ntrust = \"dscp\"", "[nic.qos]\ntrust = \"pcp\"");
+    let f = fires(&t, "HOST001");
+    assert_eq!(f.line, line_of(&t, "trust = \"pcp\""));
+    quiet(BASE, "HOST001");
+}
+
+#[test]
+fn host002_dscp_map_mismatch() {
+    let t = edit("[nic.qos]\ntrust = \"dscp\"", "[nic.qos]\ntrust = \"dscp\"\ndscp_to_priority = { \"26\" = 4 }");
+    let f = fires(&t, "HOST002");
+    assert!(f.message.contains("DSCP 26 to priority 4"), "{}", f.message);
+    quiet(
+        &edit("[nic.qos]\ntrust = \"dscp\"", "[nic.qos]\ntrust = \"dscp\"\ndscp_to_priority = { \"26\" = 3 }"),
+        "HOST002",
+    );
+}
+
+#[test]
+fn host003_pfc_priorities_mismatch() {
+    let t = edit("[nic.qos]\ntrust = \"dscp\"", "[nic.qos]\ntrust = \"dscp\"\npfc_priorities = [3, 4]");
+    let f = fires(&t, "HOST003");
+    assert!(f.message.contains("[3, 4]") && f.message.contains("[3]"), "{}", f.message);
+    quiet(&edit("[nic.qos]\ntrust = \"dscp\"", "[nic.qos]\ntrust = \"dscp\"\npfc_priorities = [3]"), "HOST003");
+}
+
+#[test]
+fn host004_roce_mtu_above_port_mtu() {
+    let t = edit(
+        "host_link = { speed_gbps = 100, length_m = 3 }",
+        "host_link = { speed_gbps = 100, length_m = 3, mtu = 4100 }",
+    );
+    let f = fires(&t, "HOST004");
+    assert!(f.message.contains("4174 B") && f.message.contains("MTU 4100"), "{}", f.message);
+    quiet(
+        &edit(
+            "host_link = { speed_gbps = 100, length_m = 3 }",
+            "host_link = { speed_gbps = 100, length_m = 3, mtu = 4200 }",
+        ),
+        "HOST004",
+    );
+}
+
+#[test]
+fn host005_ecn_np_rp_off() {
+    let t = edit("[nic.qos]\ntrust = \"dscp\"", "[nic.qos]\ntrust = \"dscp\"\necn_np_priorities = []");
+    let f = fires(&t, "HOST005");
+    assert!(f.message.contains("notification point"), "{}", f.message);
+    let rp = edit("[nic.qos]\ntrust = \"dscp\"", "[nic.qos]\ntrust = \"dscp\"\necn_rp_priorities = [4]");
+    assert!(fires(&rp, "HOST005").message.contains("reaction point"));
+    quiet(&edit("[nic.qos]\ntrust = \"dscp\"", "[nic.qos]\ntrust = \"dscp\"\necn_np_priorities = [3]"), "HOST005");
+}
+
+#[test]
+fn host006_wrong_marks() {
+    let t = edit("[nic.qos]\ntrust = \"dscp\"", "[nic.qos]\ntrust = \"dscp\"\nroce_dscp = 24");
+    let f = fires(&t, "HOST006");
+    assert!(f.message.contains("DSCP 24") && f.message.contains("`default`"), "{}", f.message);
+    fires(&edit("[nic.qos]\ntrust = \"dscp\"", "[nic.qos]\ntrust = \"dscp\"\ncnp_priority = 7"), "HOST006");
+    fires(&edit("[nic.qos]\ntrust = \"dscp\"", "[nic.qos]\ntrust = \"dscp\"\ncnp_dscp = 26"), "HOST006");
+    quiet(
+        &edit(
+            "[nic.qos]\ntrust = \"dscp\"",
+            "[nic.qos]\ntrust = \"dscp\"\nroce_dscp = 26\ncnp_dscp = 48\ncnp_priority = 6",
+        ),
+        "HOST006",
+    );
+}
+
+#[test]
+fn ecn001_kmin_equals_kmax() {
+    let t = edit("kmax_bytes = 1500000", "kmax_bytes = 150000");
+    let f = fires(&t, "ECN001");
+    assert_eq!((f.line, f.path.as_str()), (line_of(&t, "ecn = {"), "qos.class[0].ecn.kmin_bytes"));
+    quiet(BASE, "ECN001");
+}
+
+#[test]
+fn ecn002_pmax_zero() {
+    fires(&edit("pmax = 0.1", "pmax = 0.0"), "ECN002");
+    quiet(&edit("pmax = 0.1", "pmax = 1.0"), "ECN002");
+}
+
+#[test]
+fn ecn003_kmax_beyond_dynamic_threshold() {
+    let small =
+        "\n[switch_models.small]\npreset = \"spectrum\"\nbuffer_bytes = 16000000\negress_lossless_alpha = 0.125\n";
+    let t = format!(
+        "{}{small}",
+        edit(
+            "fabric_link = { speed_gbps = 100, length_m = 30 }",
+            "fabric_link = { speed_gbps = 100, length_m = 30 }\nleaf_model = \"small\"\nspine_model = \"small\""
+        )
+    );
+    let t = t.replace("kmax_bytes = 1500000", "kmax_bytes = 3000000");
+    let f = fires(&t, "ECN003");
+    assert!(f.message.contains("alpha 0.125"), "{}", f.message);
+    quiet(&t.replace("kmax_bytes = 3000000", "kmax_bytes = 1000000"), "ECN003");
+}
+
+#[test]
+fn ecn004_kmin_below_a_few_packets() {
+    let f = fires(&edit("kmin_bytes = 150000", "kmin_bytes = 8000"), "ECN004");
+    assert!(f.message.contains("12522 B"), "{}", f.message);
+    quiet(&edit("kmin_bytes = 150000", "kmin_bytes = 20000"), "ECN004");
+}
+
+#[test]
+fn ecn005_thresholds_do_not_scale() {
+    let t = edit("fabric_link = { speed_gbps = 100,", "fabric_link = { speed_gbps = 400,");
+    let f = fires(&t, "ECN005");
+    assert!(f.message.contains("100G") && f.message.contains("400G"), "{}", f.message);
+    let scaled = t.replace(
+        "ecn = { kmin_bytes = 150000, kmax_bytes = 1500000, pmax = 0.1 }",
+        "ecn = { kmin_bytes = 150000, kmax_bytes = 1500000, pmax = 0.1 }\necn_per_speed.\"400\" = { kmin_bytes = 600000, kmax_bytes = 6000000, pmax = 0.1 }",
+    );
+    quiet(&scaled, "ECN005");
+    quiet(BASE, "ECN005");
+}
+
+#[test]
+fn ecn006_marking_after_xoff() {
+    let t = format!("{BASE}\n[qos.pfc]\nxoff_bytes = 1000000\nxon_bytes = 500000\n");
+    let f = fires(&t, "ECN006");
+    assert!(f.message.contains("Kmax 1500000 B"), "{}", f.message);
+    quiet(&format!("{BASE}\n[qos.pfc]\nxoff_bytes = 2000000\nxon_bytes = 500000\n"), "ECN006");
+}
+
+#[test]
+fn hdr001_headroom_too_small() {
+    let t = format!("{BASE}\n[qos.pfc]\nheadroom_bytes = 20000\n");
+    let f = fires(&t, "HDR001");
+    assert_eq!(f.line, line_of(&t, "headroom_bytes"));
+    assert!(f.message.contains("short on 12 of 12 switch ports"), "{}", f.message);
+    quiet(&format!("{BASE}\n[qos.pfc]\nheadroom_bytes = 200000\n"), "HDR001");
+}
+
+#[test]
+fn hdr001_uses_the_sonic_model_per_port() {
+    // 100G, 300 m fabric links, port MTU 9100, 1024 B lossless MTU, Spectrum-2: the SONiC static
+    // table row (xoff 165888). 165000 is short on the fabric-facing ports only.
+    let t = BASE
+        .replace("fabric_link = { speed_gbps = 100, length_m = 30 }", "fabric_link = { speed_gbps = 100, length_m = 300, mtu = 9100 }\nleaf_model = \"spectrum-2\"\nspine_model = \"spectrum-2\"")
+        .replace("host_link = { speed_gbps = 100, length_m = 3 }", "host_link = { speed_gbps = 100, length_m = 3, mtu = 9100 }")
+        .replace("mtu = 4096\n", "mtu = 1024\n");
+    let f = fires(&format!("{t}\n[qos.pfc]\nheadroom_bytes = 165000\n"), "HDR001");
+    assert!(
+        f.message.contains("short on 8 of 12") && f.message.contains("needs XOFF headroom 165888 B"),
+        "{}",
+        f.message
+    );
+    quiet(&format!("{t}\n[qos.pfc]\nheadroom_bytes = 165888\n"), "HDR001");
+}
+
+#[test]
+fn hdr002_hdr003_buffer_overcommitted() {
+    let model = |buffer: u64| {
+        format!(
+            "{}\n[switch_models.tiny]\npreset = \"spectrum-3\"\nbuffer_bytes = {buffer}\n",
+            edit(
+                "fabric_link = { speed_gbps = 100, length_m = 30 }",
+                "fabric_link = { speed_gbps = 100, length_m = 30 }\nleaf_model = \"tiny\"\nspine_model = \"tiny\""
+            )
+        )
+    };
+    let f = fires(&model(400_000), "HDR002");
+    assert!(f.path.ends_with("buffer_bytes"), "{}", f.path);
+    quiet(&model(400_000), "HDR003");
+    fires(&model(1_000_000), "HDR003");
+    quiet(&model(1_000_000), "HDR002");
+    quiet(&model(64_000_000), "HDR003");
+}
+
+#[test]
+fn wdg001_watchdog_off() {
+    let t = format!("{BASE}\n[qos.pfc_watchdog]\nenabled = false\n");
+    fires(&t, "WDG001");
+    quiet(&format!("{BASE}\n[qos.pfc_watchdog]\nenabled = true\n"), "WDG001");
+}
+
+const SECOND_PROFILE: &str = "\n[nic_profiles.old]\nmtu = 4096\nfirmware = \"28.39.2048\"\n\n[[nic_assign]]\nhosts = [\"host0\"]\nprofile = \"old\"\n";
+
+#[test]
+fn nic001_dcqcn_differs() {
+    let t = format!("{BASE}{SECOND_PROFILE}[nic_profiles.old.dcqcn]\nrate_ai_mbps = 40\n");
+    let f = fires(&t, "NIC001");
+    assert!(f.message.contains("rate_ai"), "{}", f.message);
+    quiet(&format!("{BASE}{SECOND_PROFILE}"), "NIC001");
+}
+
+#[test]
+fn nic002_firmware_differs() {
+    let t = format!("{BASE}{}", SECOND_PROFILE.replace("28.39.2048", "22.36.1010"));
+    let f = fires(&t, "NIC002");
+    assert!(f.message.contains("22.36.1010") && f.message.contains("28.39.2048"), "{}", f.message);
+    quiet(&format!("{BASE}{SECOND_PROFILE}"), "NIC002");
+}
+
+#[test]
+fn nic003_no_congestion_control() {
+    fires(&edit("[nic]\n", "[nic]\ncongestion_control = \"none\"\n"), "NIC003");
+    quiet(&edit("[nic]\n", "[nic]\ncongestion_control = \"dcqcn\"\n"), "NIC003");
+}
+
+#[test]
+fn top001_oversubscribed() {
+    let t = edit("hosts_per_leaf = 2", "hosts_per_leaf = 4");
+    let f = fires(&t, "TOP001");
+    assert!(f.message.contains("2.00:1"), "{}", f.message);
+    quiet(BASE, "TOP001");
+}
+
+fn rails(cabling: &[(&str, &str, &str, u32)]) -> String {
+    let mut t = String::from("[topology.explicit]\n");
+    for s in ["rail0", "rail1", "spine"] {
+        t += &format!("[[topology.explicit.node]]\nname = \"{s}\"\nkind = \"switch\"\n");
+    }
+    for (host, node, _, rail) in cabling {
+        t += &format!(
+            "[[topology.explicit.node]]\nname = \"{host}\"\nkind = \"host\"\ngpu_node = \"{node}\"\nrail = {rail}\n"
+        );
+    }
+    for (host, _, leaf, _) in cabling {
+        t += &format!("[[topology.explicit.link]]\na = \"{host}\"\nb = \"{leaf}\"\nspeed_gbps = 400\n");
+    }
+    for leaf in ["rail0", "rail1"] {
+        for _ in 0..2 {
+            t += &format!("[[topology.explicit.link]]\na = \"{leaf}\"\nb = \"spine\"\nspeed_gbps = 400\n");
+        }
+    }
+    t
+}
+
+#[test]
+fn top002_asymmetric_rails() {
+    let good = [
+        ("n0-nic0", "n0", "rail0", 0),
+        ("n0-nic1", "n0", "rail1", 1),
+        ("n1-nic0", "n1", "rail0", 0),
+        ("n1-nic1", "n1", "rail1", 1),
+    ];
+    quiet(&rails(&good), "TOP002");
+    let mut swapped = good;
+    swapped[3] = ("n1-nic1", "n1", "rail0", 1);
+    let t = rails(&swapped);
+    let f = fires(&t, "TOP002");
+    assert!(f.message.contains("`n1-nic1` is on rail 1") && f.message.contains("rail0"), "{}", f.message);
+    let mut same_rail = good;
+    same_rail[1] = ("n0-nic1", "n0", "rail1", 0);
+    let f = run(&rails(&same_rail));
+    assert!(f.iter().any(|f| f.code == "TOP002" && f.message.contains("both on rail 0")), "{f:?}");
+}
+
+#[test]
+fn top003_hash_without_source_port() {
+    let t = format!("{BASE}\n[routing]\necmp_hash_fields = [\"src-ip\", \"dst-ip\", \"protocol\"]\n");
+    fires(&t, "TOP003");
+    quiet(&format!("{BASE}\n[routing]\necmp_hash_fields = [\"src-ip\", \"dst-ip\", \"src-port\"]\n"), "TOP003");
+}
+
+/// A ring of switches (each with one host) plus optional extra switch links.
+fn ring(n: usize, extra: &[(usize, usize)]) -> String {
+    let mut t = String::from("[topology.explicit]\n");
+    for i in 0..n {
+        t += &format!("[[topology.explicit.node]]\nname = \"sw{i}\"\nkind = \"switch\"\n");
+        t += &format!("[[topology.explicit.node]]\nname = \"h{i}\"\nkind = \"host\"\n");
+    }
+    for i in 0..n {
+        t += &format!("[[topology.explicit.link]]\na = \"h{i}\"\nb = \"sw{i}\"\nspeed_gbps = 100\n");
+    }
+    for i in 0..n {
+        t += &format!("[[topology.explicit.link]]\na = \"sw{i}\"\nb = \"sw{}\"\nspeed_gbps = 100\n", (i + 1) % n);
+    }
+    for (a, b) in extra {
+        t += &format!("[[topology.explicit.link]]\na = \"sw{a}\"\nb = \"sw{b}\"\nspeed_gbps = 100\n");
+    }
+    t
+}
+
+#[test]
+fn dlk001_planted_cycle_in_a_ring() {
+    let t = ring(4, &[]);
+    let f = fires(&t, "DLK001");
+    for s in ["sw0", "sw1", "sw2", "sw3"] {
+        assert!(f.message.contains(s), "{}", f.message);
+    }
+    assert!(f.message.contains("over 4 links"), "{}", f.message);
+    assert!(f.path.starts_with("topology.explicit.link["), "{}", f.path);
+    // A ring of three has no two-switch-hop routes, hence no dependency at all.
+    quiet(&ring(3, &[]), "DLK001");
+    // Without a lossless priority there is nothing to deadlock.
+    quiet(&format!("{}\n[qos.pfc]\npriorities = []\n", ring(4, &[])), "DLK001");
+}
+
+#[test]
+fn dlk002_cycle_only_after_a_failure() {
+    // The diagonal sw0-sw2 makes every route minimal without a cycle; losing it turns the
+    // fabric into the 4-ring.
+    let t = ring(4, &[(0, 2)]);
+    quiet(&t, "DLK001");
+    let f = fires(&t, "DLK002");
+    assert!(f.message.starts_with("1 of 5 single-link failures"), "{}", f.message);
+    assert!(
+        f.message.contains("sw0:swp2 -- sw2:swp3") || f.message.contains("sw0:swp") && f.message.contains("sw2:swp"),
+        "{}",
+        f.message
+    );
+    assert_eq!(f.path, "topology.explicit.link[8]");
+}
+
+#[test]
+fn lnt001_unknown_code_in_disable() {
+    let t = format!("{BASE}\n[[lint.disable]]\ncode = \"PFC999\"\nreason = \"typo\"\n");
+    let f = fires(&t, "LNT001");
+    assert_eq!(f.line, line_of(&t, "PFC999"));
+    quiet(&format!("{BASE}\n[[lint.disable]]\ncode = \"PFC001\"\nreason = \"ok\"\n"), "LNT001");
+}
+
+#[test]
+fn disable_in_file_and_on_the_command_line() {
+    let t = format!(
+        "{}\n[[lint.disable]]\ncode = \"top001\"\nreason = \"enterprise pod, 2:1 by design\"\n",
+        edit("hosts_per_leaf = 2", "hosts_per_leaf = 4")
+    );
+    let model = rocelab_model::load_str("t.toml", &t).unwrap();
+    let r = lint(&model, "t.toml", &t, &Options::default());
+    assert!(r.findings.is_empty(), "{:?}", r.findings);
+    assert_eq!(r.suppressed.len(), 1);
+    assert_eq!((r.suppressed[0].finding.code, r.suppressed[0].source), ("TOP001", "file"));
+    assert_eq!(r.suppressed[0].reason, "enterprise pod, 2:1 by design");
+
+    let t = edit("hosts_per_leaf = 2", "hosts_per_leaf = 4");
+    let model = rocelab_model::load_str("t.toml", &t).unwrap();
+    let opts = Options { disable: vec![("TOP001".into(), "lab".into())] };
+    let r = lint(&model, "t.toml", &t, &opts);
+    assert!(r.findings.is_empty());
+    assert_eq!(r.suppressed[0].source, "command line");
+}
+
+#[test]
+fn every_registered_rule_is_exercised_here() {
+    let src = include_str!("rules.rs");
+    for r in rocelab_lint::RULES {
+        assert!(src.contains(&format!("\"{}\"", r.code)), "no test triggers {}", r.code);
+    }
+}
