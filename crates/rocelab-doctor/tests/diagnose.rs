@@ -1,0 +1,231 @@
+//! Each rule on a two-snapshot fixture that triggers it and on a near miss that must not.
+//! The fixtures are under tests/fixtures/dumps/ (written by tests/fixtures/make_dumps.py).
+
+use rocelab_doctor::diagnose::{diagnose, Diagnosis, Options, Severity};
+use rocelab_doctor::drift::{IntendedHost, Intent};
+use rocelab_doctor::dump::load_dump;
+use std::path::PathBuf;
+
+fn run_with(scenario: &str, opts: &Options) -> Diagnosis {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dumps").join(scenario);
+    let snaps = load_dump(&p).unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    diagnose(snaps, opts)
+}
+
+fn run(scenario: &str) -> Diagnosis {
+    run_with(scenario, &Options { roce_priority: 3, ..Options::default() })
+}
+
+fn codes(d: &Diagnosis) -> Vec<(&'static str, Severity)> {
+    d.findings.iter().map(|f| (f.code, f.severity)).collect()
+}
+
+fn has(d: &Diagnosis, code: &str, sev: Severity) -> bool {
+    d.findings.iter().any(|f| f.code == code && f.severity == sev)
+}
+
+#[test]
+fn healthy_minute_has_no_findings_and_has_rates() {
+    let d = run("healthy");
+    assert!(d.findings.is_empty(), "{:#?}", d.findings);
+    assert_eq!(d.windows.len(), 1);
+    let w = &d.windows[0];
+    assert_eq!(w.interval_s, 60.0);
+    let cnp = w
+        .rates
+        .iter()
+        .find(|r| r.series == "rocelab_cnp_sent_total{node=\"gpu01\",port=\"ens3np0\"}")
+        .expect("cnp rate");
+    assert_eq!(cnp.delta, 290.0);
+    assert!((cnp.per_second - 290.0 / 60.0).abs() < 1e-9);
+    let util = w.utilization.iter().find(|u| u.series.contains("direction=\"rx\"")).expect("utilization");
+    // 4.93e9 bytes in 60 s on 400 Gb/s.
+    assert!((util.per_second - 4.93e9 * 8.0 / 60.0 / 400e9).abs() < 1e-9, "{}", util.per_second);
+}
+
+#[test]
+fn pfc_storm() {
+    let d = run("pfc-storm");
+    assert!(has(&d, "pfc-storm", Severity::Error), "{:?}", codes(&d));
+    let f = d.findings.iter().find(|f| f.code == "pfc-storm").unwrap();
+    assert_eq!(f.subject, "ens3np0 priority 3 rx");
+    assert!(f.message.contains("75.0%"), "{}", f.message);
+    assert!(f.evidence[0].contains("45,000,000 µs"), "{:?}", f.evidence);
+    let d = run("pfc-storm-guard");
+    assert!(
+        d.findings.iter().any(|f| f.code == "pfc-storm" && f.subject == "ens3np0" && f.severity == Severity::Error),
+        "{:?}",
+        codes(&d)
+    );
+}
+
+#[test]
+fn pause_ratio() {
+    let d = run("pause-ratio");
+    assert_eq!(codes(&d), vec![("pause-ratio", Severity::Warning)]);
+    let d = run("pause-ratio-ok");
+    assert!(d.findings.is_empty(), "{:?}", codes(&d));
+}
+
+#[test]
+fn ecn_marks_without_cnps() {
+    let d = run("ecn-without-cnp");
+    assert!(has(&d, "ecn-without-cnp", Severity::Error), "{:?}", codes(&d));
+    let f = d.findings.iter().find(|f| f.code == "ecn-without-cnp").unwrap();
+    assert!(f.evidence.iter().any(|e| e.contains("ecn/roce_np/enable: on for priorities []")), "{:?}", f.evidence);
+    assert!(run("ecn-without-cnp-ok").findings.is_empty());
+}
+
+#[test]
+fn cnps_not_handled() {
+    let d = run("cnp-not-handled");
+    assert!(has(&d, "cnp-not-handled", Severity::Error), "{:?}", codes(&d));
+    assert!(run("cnp-not-handled-ok").findings.is_empty());
+}
+
+#[test]
+fn pauses_without_ecn() {
+    let d = run("pause-without-ecn");
+    assert_eq!(codes(&d), vec![("pause-without-ecn", Severity::Warning)]);
+    let f = &d.findings[0];
+    assert!(f.message.starts_with("101,000 PFC pause frames"), "{}", f.message);
+    assert!(f.evidence[0].starts_with("gpu01 ens3np0 priority 3 rx: +60,000"), "{:?}", f.evidence);
+    assert!(run("pause-without-ecn-ok").findings.is_empty());
+}
+
+#[test]
+fn nic_out_of_buffer() {
+    let d = run("nic-buffer-drops");
+    assert_eq!(codes(&d), vec![("nic-buffer-drops", Severity::Error)]);
+    assert!(d.findings[0].evidence.iter().any(|e| e.contains("rx_buffer_passed_thres_phy +310")));
+    assert!(run("nic-buffer-drops-ok").findings.is_empty());
+}
+
+#[test]
+fn retransmissions_in_a_lossless_class() {
+    let d = run("retransmissions");
+    assert_eq!(codes(&d), vec![("retransmissions", Severity::Error)]);
+    let f = &d.findings[0];
+    assert!(f.message.starts_with("2,309 retransmission"), "{}", f.message);
+    assert!(f.evidence.contains(&"out_of_sequence +2,210".to_string()), "{:?}", f.evidence);
+    assert!(run("retransmissions-ok").findings.is_empty());
+}
+
+#[test]
+fn link_flaps_and_crc_errors() {
+    let d = run("link-flap");
+    assert_eq!(codes(&d), vec![("link-flap", Severity::Error), ("link-errors", Severity::Warning)]);
+    assert!(d.findings[1].message.contains("37 CRC, 410 symbol"), "{}", d.findings[1].message);
+    assert!(run("link-flap-ok").findings.is_empty());
+}
+
+#[test]
+fn firmware_mix_across_hosts() {
+    let d = run("firmware-mix");
+    assert_eq!(codes(&d), vec![("firmware-mix", Severity::Warning)]);
+    assert_eq!(d.findings[0].evidence, vec!["28.36.1010: gpu02".to_string(), "28.39.1002: gpu01".to_string()]);
+    assert!(run("firmware-mix-ok").findings.is_empty());
+}
+
+#[test]
+fn switch_queue_drops() {
+    let d = run("switch-drops");
+    assert_eq!(codes(&d), vec![("switch-drops", Severity::Warning)]);
+    assert_eq!((d.findings[0].node.as_str(), d.findings[0].subject.as_str()), ("leaf1", "Ethernet4 UC3"));
+    let d = run("switch-drops-ok");
+    assert!(d.findings.is_empty(), "{:?}", codes(&d));
+    // The switch's pause frames are rates too.
+    let w = &d.windows[0];
+    assert!(w.rates.iter().any(|r| r.series
+        == "rocelab_pfc_pause_frames_total{node=\"leaf1\",port=\"Ethernet0\",priority=\"3\",direction=\"rx\"}"
+        && r.delta == 9_000.0));
+}
+
+#[test]
+fn busbw_against_the_line_rate() {
+    // 8 × 400 Gb/s per node = 400 GB/s expected.
+    let opts = Options { node_net_gbps: Some(3200.0), roce_priority: 3, ..Options::default() };
+    let d = run_with("busbw-low", &opts);
+    assert_eq!(codes(&d), vec![("busbw-low", Severity::Error)]);
+    let v = d.verdict.as_deref().unwrap();
+    assert!(v.contains("network counters are clean"), "{v}");
+    let d = run_with("busbw-ok", &opts);
+    assert_eq!(codes(&d), vec![("busbw-ok", Severity::Info)]);
+    assert!(d.verdict.as_deref().unwrap().contains("delivers its line rate"));
+}
+
+#[test]
+fn busbw_low_with_network_trouble_points_at_the_network() {
+    let opts = Options { node_net_gbps: Some(3200.0), roce_priority: 3, ..Options::default() };
+    let base = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dumps");
+    let mut snaps = load_dump(&base.join("busbw-low")).unwrap();
+    snaps.retain(|s| s.host == "gpu02");
+    snaps.extend(load_dump(&base.join("pfc-storm")).unwrap());
+    let nccl = load_dump(&base.join("busbw-low")).unwrap().into_iter().flat_map(|s| s.nccl).collect();
+    let d = diagnose(snaps, &Options { extra_nccl: nccl, ..opts });
+    assert!(has(&d, "busbw-low", Severity::Error), "{:?}", codes(&d));
+    assert!(d.verdict.as_deref().unwrap().contains("likely the network"), "{:?}", d.verdict);
+}
+
+#[test]
+fn busbw_expectation_from_snapshot_speeds() {
+    // No flag, no fabric: one 400 Gb/s RoCE NIC per host in the dumps -> 50 GB/s expected.
+    let d = run("busbw-ok");
+    let f = d.findings.iter().find(|f| f.code.starts_with("busbw")).unwrap();
+    assert!(f.evidence[1].contains("400 Gb/s per node from sum of the RoCE NIC speeds"), "{:?}", f.evidence);
+}
+
+fn intent() -> Intent {
+    let host = IntendedHost {
+        profile: "default".into(),
+        trust: Some("dscp".into()),
+        dscp_to_priority: [(26u8, 3u8), (48, 6)].into_iter().collect(),
+        pfc_priorities: Some([3u8].into_iter().collect()),
+        ecn_np_priorities: Some([3u8].into_iter().collect()),
+        ecn_rp_priorities: Some([3u8].into_iter().collect()),
+        cnp_dscp: Some(48),
+        cnp_priority: Some(6),
+        roce_mtu: Some(4096),
+        firmware: Some("28.39.1002".into()),
+        dcqcn: [("roce_rp/rpg_ai_rate".to_string(), 5i64), ("roce_np/min_time_between_cnps".to_string(), 4)]
+            .into_iter()
+            .collect(),
+        line_rate_gbps: Some(400.0),
+    };
+    Intent { source: "fabric.toml".into(), default: host, hosts: Default::default(), nics_per_node: Some(1) }
+}
+
+#[test]
+fn drift_from_the_intended_config() {
+    let opts = Options { intent: Some(intent()), roce_priority: 3, ..Options::default() };
+    let d = run_with("drift", &opts);
+    let got: Vec<&str> = d.findings.iter().map(|f| f.code).collect();
+    assert_eq!(
+        got,
+        vec![
+            "drift-cnp",
+            "drift-dscp-map",
+            "drift-ecn-np",
+            "drift-mtu",
+            "drift-pfc",
+            "drift-trust",
+            "drift-dcqcn",
+            "drift-firmware"
+        ]
+    );
+    let map = d.findings.iter().find(|f| f.code == "drift-dscp-map").unwrap();
+    assert_eq!(map.evidence[0], "DSCP 26 -> priority 0 (want 3)");
+    let mtu = d.findings.iter().find(|f| f.code == "drift-mtu").unwrap();
+    assert!(mtu.message.contains("RoCE MTU of 1024"), "{}", mtu.message);
+    let d = run_with("drift-ok", &opts);
+    assert!(d.findings.is_empty(), "{:?}", codes(&d));
+}
+
+#[test]
+fn output_is_deterministic() {
+    let a = rocelab_doctor::report::json(&run("pause-without-ecn"));
+    let b = rocelab_doctor::report::json(&run("pause-without-ecn"));
+    assert_eq!(a, b);
+    let h = rocelab_doctor::report::human(&run("pfc-storm"));
+    assert!(h.contains("error[pfc-storm] gpu01 ens3np0 priority 3 rx: paused 75.0% of the window"), "{h}");
+}
