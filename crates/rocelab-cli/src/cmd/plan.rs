@@ -1,15 +1,333 @@
-//! `rocelab plan` (in progress: this module is replaced when its issue lands).
+//! `rocelab plan`: which network a parallelism plan needs, computed (crate `rocelab-plan`).
+//!
+//! Flags and an optional plan file (`--input`, a `[plan]` table or a standalone file) become one
+//! `PlanSpec` (flags win); `--fabric` fills GPUs per node, NICs, link speed and host count from a
+//! fabric file. Then one of three things runs: a single estimate, `--compare` or `--search`.
+//! Errors name the flag, or the file:line:column of the key, and the fix; they exit 2.
 
-use crate::common::{Failure, VerbResult};
+use crate::common::{write_atomic, Failure, VerbResult};
+use rocelab_plan::compare::{parse_link, CompareSpec};
+use rocelab_plan::render::{render_compare, render_estimate, render_search, Format};
+use rocelab_plan::spec::{self, InferenceInput, PlanSpec, TrainingInput};
+use rocelab_plan::{compare, estimate, resolve, search, FabricFacts, PlanError, SearchSpec};
+use std::path::PathBuf;
+use std::process::ExitCode;
 
 #[derive(clap::Args)]
+#[command(after_help = "Formulas, sources and the plan file keys: docs/plan.md")]
 pub struct Args {
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    rest: Vec<String>,
+    /// Plan file: a `[plan]` table in any TOML file, or a standalone plan (flags override it).
+    #[arg(long, value_name = "FILE")]
+    input: Option<PathBuf>,
+    /// Fabric file: GPUs per node, NICs per node, NIC speed and host count come from it.
+    #[arg(long, value_name = "FILE")]
+    fabric: Option<PathBuf>,
+    /// The usage → acceptable network table across several interconnects.
+    #[arg(long, conflicts_with = "search")]
+    compare: bool,
+    /// Columns for --compare, cheapest first: presets, or preset@GBPS (e.g. roce400@800).
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    links: Vec<String>,
+    /// Nodes in the cluster usages of --compare.
+    #[arg(long, default_value_t = 8)]
+    nodes: u32,
+    /// Rank TP×PP×DP(×EP) layouts for --gpus GPUs (pinned flags such as --tp are kept).
+    #[arg(long)]
+    search: bool,
+    /// Rows to show with --search.
+    #[arg(long, default_value_t = 10)]
+    top: usize,
+    /// Print the wall time of the computation to stderr.
+    #[arg(long)]
+    timings: bool,
+    /// Output format.
+    #[arg(long, default_value = "table", value_parser = ["table", "json", "markdown"])]
+    format: String,
+    /// Write the result to FILE (atomically) instead of stdout.
+    #[arg(long, short, value_name = "FILE")]
+    output: Option<PathBuf>,
+
+    /// Model preset: llama3-8b, llama3-70b, llama3-405b, mixtral-8x7b, deepseek-v3.
+    #[arg(long, help_heading = "Model")]
+    model: Option<String>,
+    #[arg(long, help_heading = "Model")]
+    params_billions: Option<f64>,
+    #[arg(long, help_heading = "Model")]
+    layers: Option<u32>,
+    #[arg(long, help_heading = "Model")]
+    hidden: Option<u32>,
+    #[arg(long, help_heading = "Model")]
+    heads: Option<u32>,
+    #[arg(long, help_heading = "Model")]
+    kv_heads: Option<u32>,
+    #[arg(long, help_heading = "Model")]
+    experts: Option<u32>,
+    #[arg(long, help_heading = "Model")]
+    top_k: Option<u32>,
+    /// fp32, bf16, fp16, fp8, int4 (weight-only, inference).
+    #[arg(long, help_heading = "Model")]
+    precision: Option<String>,
+    /// Format of the DP gradient reduction: bf16 (default) or fp32.
+    #[arg(long, help_heading = "Model")]
+    grad_reduce: Option<String>,
+
+    /// Sequences per optimizer step.
+    #[arg(long, help_heading = "Training")]
+    global_batch: Option<u32>,
+    /// Tokens per optimizer step (instead of --global-batch).
+    #[arg(long, help_heading = "Training")]
+    global_batch_tokens: Option<u64>,
+    #[arg(long, help_heading = "Training")]
+    micro_batch: Option<u32>,
+    #[arg(long, help_heading = "Training")]
+    seq_len: Option<u32>,
+
+    /// Plan inference instead of training.
+    #[arg(long, help_heading = "Inference")]
+    inference: bool,
+    #[arg(long, help_heading = "Inference")]
+    prompt_tokens: Option<u32>,
+    #[arg(long, help_heading = "Inference")]
+    output_tokens: Option<u32>,
+    /// Sequences decoded together by one replica.
+    #[arg(long, help_heading = "Inference")]
+    batch: Option<u32>,
+    /// Prefill and decode on different nodes (the prompt's KV cache crosses the network).
+    #[arg(long, help_heading = "Inference")]
+    disaggregated: bool,
+
+    #[arg(long, help_heading = "Parallelism")]
+    tp: Option<u32>,
+    #[arg(long, help_heading = "Parallelism")]
+    pp: Option<u32>,
+    #[arg(long, help_heading = "Parallelism")]
+    dp: Option<u32>,
+    #[arg(long, help_heading = "Parallelism")]
+    ep: Option<u32>,
+    /// Context parallel size.
+    #[arg(long, help_heading = "Parallelism")]
+    cp: Option<u32>,
+    /// Sequence parallelism with TP (default: on for training when TP > 1).
+    #[arg(long, help_heading = "Parallelism")]
+    sequence_parallel: Option<bool>,
+    /// gpipe, 1f1b, interleaved.
+    #[arg(long, help_heading = "Parallelism")]
+    schedule: Option<String>,
+    #[arg(long, help_heading = "Parallelism")]
+    virtual_stages: Option<u32>,
+    /// ZeRO stage 0-3.
+    #[arg(long, help_heading = "Parallelism")]
+    zero: Option<u8>,
+    /// FSDP full shard (= ZeRO-3).
+    #[arg(long, help_heading = "Parallelism")]
+    fsdp: bool,
+    /// none, selective, full.
+    #[arg(long, help_heading = "Parallelism")]
+    recompute: Option<String>,
+
+    /// GPU preset: a100, h100, h200, b200, l40s, rtx4090.
+    #[arg(long, help_heading = "Hardware")]
+    gpu: Option<String>,
+    #[arg(long, help_heading = "Hardware")]
+    gpus: Option<u32>,
+    #[arg(long, help_heading = "Hardware")]
+    gpus_per_node: Option<u32>,
+    /// nvlink3, nvlink4, nvlink5, pcie4, pcie5.
+    #[arg(long, help_heading = "Hardware")]
+    intra_node: Option<String>,
+    #[arg(long, help_heading = "Hardware")]
+    nics_per_node: Option<u32>,
+    /// Model TFLOP/s a GPU sustains while busy (default: peak × 0.5).
+    #[arg(long, help_heading = "Hardware")]
+    sustained_tflops: Option<f64>,
+    #[arg(long, help_heading = "Hardware")]
+    compute_efficiency: Option<f64>,
+
+    /// Network between nodes: tb4, tb5, eth10-tcp, eth25-tcp, eth100-tcp, roce100..roce800,
+    /// ib-hdr, ib-ndr, ib-xdr.
+    #[arg(long, help_heading = "Interconnect")]
+    interconnect: Option<String>,
+    #[arg(long, help_heading = "Interconnect")]
+    link_gbps: Option<f64>,
+    #[arg(long, help_heading = "Interconnect")]
+    link_latency_us: Option<f64>,
+    #[arg(long, help_heading = "Interconnect")]
+    link_efficiency: Option<f64>,
+    /// Share of TP/SP collectives hidden behind compute (0-1).
+    #[arg(long, help_heading = "Interconnect")]
+    overlap_tp: Option<f64>,
+    /// Share of pipeline sends hidden behind compute (0-1).
+    #[arg(long, help_heading = "Interconnect")]
+    overlap_pp: Option<f64>,
+    /// Share of expert all-to-alls hidden behind compute (0-1).
+    #[arg(long, help_heading = "Interconnect")]
+    overlap_ep: Option<f64>,
 }
 
-pub fn run(_a: Args) -> VerbResult {
-    Err(Failure::bad_input(
-        "error: `rocelab plan` is not available in this build yet",
-    ))
+impl Args {
+    /// The flags as a plan spec: only what was given is set.
+    fn flags_spec(&self) -> PlanSpec {
+        let mut s = PlanSpec::default();
+        s.model.preset = self.model.clone();
+        s.model.params_billions = self.params_billions;
+        s.model.layers = self.layers;
+        s.model.hidden = self.hidden;
+        s.model.heads = self.heads;
+        s.model.kv_heads = self.kv_heads;
+        s.model.experts = self.experts;
+        s.model.top_k = self.top_k;
+        s.precision = self.precision.clone();
+        s.grad_reduce = self.grad_reduce.clone();
+        let inference = self.inference
+            || self.disaggregated
+            || self.prompt_tokens.is_some()
+            || self.output_tokens.is_some()
+            || self.batch.is_some();
+        if inference {
+            s.inference = Some(InferenceInput {
+                prompt_tokens: self.prompt_tokens,
+                output_tokens: self.output_tokens,
+                batch: self.batch,
+                disaggregated: self.disaggregated.then_some(true),
+            });
+        }
+        if self.global_batch.is_some()
+            || self.global_batch_tokens.is_some()
+            || self.micro_batch.is_some()
+            || self.seq_len.is_some()
+        {
+            s.training = Some(TrainingInput {
+                global_batch: self.global_batch,
+                global_batch_tokens: self.global_batch_tokens,
+                micro_batch: self.micro_batch,
+                seq_len: self.seq_len,
+            });
+        }
+        let p = &mut s.parallel;
+        p.tp = self.tp;
+        p.pp = self.pp;
+        p.dp = self.dp;
+        p.ep = self.ep;
+        p.cp = self.cp;
+        p.sequence_parallel = self.sequence_parallel;
+        p.schedule = self.schedule.clone();
+        p.virtual_stages = self.virtual_stages;
+        p.zero = self.zero;
+        p.fsdp = self.fsdp.then_some(true);
+        p.recompute = self.recompute.clone();
+        let h = &mut s.hardware;
+        h.gpu = self.gpu.clone();
+        h.gpus = self.gpus;
+        h.gpus_per_node = self.gpus_per_node;
+        h.intra_node = self.intra_node.clone();
+        h.nics_per_node = self.nics_per_node;
+        h.sustained_tflops = self.sustained_tflops;
+        h.compute_efficiency = self.compute_efficiency;
+        let i = &mut s.interconnect;
+        i.preset = self.interconnect.clone();
+        i.rate_gbps = self.link_gbps;
+        i.latency_us = self.link_latency_us;
+        i.efficiency = self.link_efficiency;
+        s.overlap.tp = self.overlap_tp;
+        s.overlap.pp = self.overlap_pp;
+        s.overlap.ep = self.overlap_ep;
+        s
+    }
+}
+
+/// Where the inputs came from, to point an error at the right flag or line.
+struct Sources {
+    flags: PlanSpec,
+    file: Option<(String, String, PlanSpec)>,
+}
+
+impl Sources {
+    fn failure(&self, e: PlanError) -> Failure {
+        let msg = if self.flags.has(&e.key) {
+            let flag = spec::flag_for(&e.key).map(str::to_string).unwrap_or_else(|| e.key.clone());
+            format!("error: {flag}: {}\n  = help: {}", e.message, e.hint)
+        } else if let Some((name, text, file_spec)) = self.file.as_ref().filter(|(_, _, f)| f.has(&e.key)) {
+            let _ = file_spec;
+            let (line, col) = spec::locate(text, &e.key).unwrap_or((1, 1));
+            format!("{name}:{line}:{col}: error: {}: {}\n  = help: {}", e.key, e.message, e.hint)
+        } else {
+            let how = spec::flag_for(&e.key).map(|f| format!(" (set it with {f})")).unwrap_or_default();
+            format!("error: {}: {}{how}\n  = help: {}", e.key, e.message, e.hint)
+        };
+        Failure::bad_input(msg)
+    }
+}
+
+fn fabric_facts(path: &std::path::Path) -> Result<FabricFacts, Failure> {
+    let model = crate::common::load_fabric(path)?;
+    let hosts: Vec<_> = model.nodes.iter().filter(|n| n.is_host()).collect();
+    let first_port = hosts.first().and_then(|h| model.ports.get(h.first_port as usize));
+    let gn = &model.gpu_node;
+    Ok(FabricFacts {
+        gpus_per_node: Some(gn.gpus).filter(|g| *g > 0),
+        nics_per_node: hosts.first().map(|h| h.num_ports).filter(|n| *n > 0),
+        nic_rate_gbps: first_port.map(|p| p.speed.gbps()),
+        intra_node: Some(gn.intra_node.clone()).filter(|s| rocelab_plan::link::LinkProfile::preset(s).is_some()),
+        intra_node_gbytes_per_s: Some(gn.intra_node_gbytes_per_s).filter(|g| *g > 0.0),
+        hosts: Some(hosts.len() as u32).filter(|h| *h > 0),
+        gpu: Some(gn.gpu.clone()).filter(|g| rocelab_plan::hardware::GpuSpec::preset(g).is_some()),
+        transport_preset: Some("roce".into()),
+    })
+}
+
+pub fn run(a: Args) -> VerbResult {
+    let format = Format::parse(&a.format).unwrap_or(Format::Table);
+    let flags = a.flags_spec();
+    let mut sources = Sources { flags: flags.clone(), file: None };
+    let mut spec = PlanSpec::default();
+    if let Some(path) = &a.input {
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Failure::bad_input(format!("error: cannot read {name}: {e}\n  = help: check the --input path"))
+        })?;
+        let file_spec = spec::parse_plan_file(&name, &text).map_err(Failure::bad_input)?;
+        spec = file_spec.clone();
+        sources.file = Some((name, text, file_spec));
+    }
+    spec = spec.overlay(&flags).map_err(|e| sources.failure(e))?;
+    if let Some(path) = &a.fabric {
+        spec = spec.with_fabric(&fabric_facts(path)?);
+    }
+
+    let started = std::time::Instant::now();
+    let out =
+        if a.compare {
+            let mut cs = CompareSpec::new(spec);
+            if !a.links.is_empty() {
+                cs.links =
+                    a.links.iter().map(|l| parse_link(l)).collect::<Result<_, _>>().map_err(|e| {
+                        Failure::bad_input(format!("error: --links: {}\n  = help: {}", e.message, e.hint))
+                    })?;
+            }
+            cs.nodes = a.nodes;
+            let t = compare(&cs).map_err(|e| match e.key.as_str() {
+                "compare.nodes" => Failure::bad_input(format!("error: --nodes: {}\n  = help: {}", e.message, e.hint)),
+                _ => sources.failure(e),
+            })?;
+            render_compare(&t, format)
+        } else if a.search {
+            let gpus = spec.hardware.gpus.ok_or_else(|| {
+                Failure::bad_input(
+                    "error: --search needs a GPU count\n  = help: pass --gpus N (or hardware.gpus in the plan file)",
+                )
+            })?;
+            let r = search(&SearchSpec { base: spec, gpus, top: a.top }).map_err(|e| sources.failure(e))?;
+            render_search(&r, format)
+        } else {
+            let scenario = resolve(&spec).map_err(|e| sources.failure(e))?;
+            render_estimate(&estimate(&scenario), format)
+        };
+    if a.timings {
+        eprintln!("plan: computed in {:.1} ms", started.elapsed().as_secs_f64() * 1e3);
+    }
+    match &a.output {
+        Some(path) => write_atomic(path, out.as_bytes())?,
+        None => print!("{out}"),
+    }
+    Ok(ExitCode::SUCCESS)
 }
