@@ -427,7 +427,10 @@ fn load_tarball(path: &Path) -> Result<Vec<Snapshot>, DoctorError> {
         ];
         crate::tools::run(&tar, &args, std::time::Duration::from_secs(120))
             .map_err(|e| DoctorError::Invalid(format!("{}: cannot unpack: {e}", path.display())))?;
-        let mut snaps = load_dump(&tmp)?;
+        // `tar -C dir .` (what collect writes) or a tarball of one top directory.
+        let top = subdirs(&tmp);
+        let root = if top.len() == 1 && !top[0].join("meta.json").is_file() { top[0].clone() } else { tmp.clone() };
+        let mut snaps = load_dump(&root)?;
         for s in &mut snaps {
             s.origin = s.origin.replace(&tmp.display().to_string(), &path.display().to_string());
         }

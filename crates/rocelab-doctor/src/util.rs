@@ -69,6 +69,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// Formats a count with thousands separators for human reports: 1290418 -> "1,290,418".
+#[allow(clippy::manual_is_multiple_of)] // is_multiple_of is newer than the workspace's rust-version
 pub fn thousands(v: u64) -> String {
     let s = v.to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);

@@ -82,8 +82,7 @@ pub fn parse_statistic_show(text: &str) -> Result<Vec<PortStatistics>, ParseErro
             return Err(ParseError::new(SRC_STAT, n, "empty device name"));
         }
         let mut counters = Counters::new();
-        loop {
-            let Some(name) = tok.next() else { break };
+        while let Some(name) = tok.next() {
             let Some(value) = tok.next() else {
                 return Err(ParseError::new(SRC_STAT, n, format!("counter `{}` has no value", excerpt(name))));
             };
