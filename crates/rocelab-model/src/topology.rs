@@ -461,7 +461,8 @@ fn explicit(c: &ExplicitConfig, errs: &mut Vec<Diagnostic>) -> Option<Graph> {
             ));
             continue;
         }
-        if by_name.insert(n.name.clone(), g.nodes.len() as u32).is_some() {
+        // Check before inserting: an overwritten entry would point past the last node.
+        if by_name.contains_key(&n.name) {
             errs.push(Diagnostic::new(
                 format!("{np}.name"),
                 format!("node `{}` is declared twice", n.name),
@@ -469,6 +470,7 @@ fn explicit(c: &ExplicitConfig, errs: &mut Vec<Diagnostic>) -> Option<Graph> {
             ));
             continue;
         }
+        by_name.insert(n.name.clone(), g.nodes.len() as u32);
         let tier = if n.kind == NodeKindConfig::Host { Tier::Host } else { Tier::Leaf };
         let id = g.node(n.name.clone(), tier, n.model.clone());
         if n.kind == NodeKindConfig::Host {

@@ -208,6 +208,12 @@ fn counts_that_do_not_divide() {
 fn duplicate_names() {
     let t = EXPLICIT.replace("name = \"leaf2\"", "name = \"leaf1\"");
     expect(&t, "10:8", &["`topology.explicit.node[2].name`", "node `leaf1` is declared twice", "unique name"]);
+    // Found by the fuzzer: a duplicate followed by more nodes once made a link end resolve past
+    // the last node (an index panic).
+    let t = "[[topology.explicit.node]]\nname = \"x\"\nkind = \"switch\"\n[[topology.explicit.node]]\nname = \"s\"\n\
+             kind = \"host\"\n[[topology.explicit.node]]\nname = \"x\"\nkind = \"host\"\n[[topology.explicit.link]]\n\
+             a = \"x\"\nb = \"s\"\nspeed_gbps = 100\n";
+    expect(t, "8:8", &["node `x` is declared twice"]);
     let t = format!("{BASE}[[qos.class]]\nname = \"a\"\npriority = 0\n[[qos.class]]\nname = \"a\"\npriority = 1\n");
     let msg = error(&t);
     assert!(msg.contains("f.toml:11:8: error: `qos.class[1].name`: class `a` is declared twice"), "{msg}");
