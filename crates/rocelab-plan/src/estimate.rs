@@ -234,6 +234,12 @@ pub(crate) fn place(s: &Scenario, size: u32, stride: u32) -> Placement {
     }
 }
 
+/// The path of a group of `size` ranks with rank stride `stride` (tp = 1, cp = tp, dp = tp·cp,
+/// pp = tp·cp·dp): node count, bottleneck bandwidth and hop latency.
+pub fn place_group(s: &Scenario, size: u32, stride: u32) -> GroupPath {
+    place(s, size, stride).path
+}
+
 struct LineSpec {
     phase: &'static str,
     dimension: &'static str,
@@ -675,7 +681,10 @@ fn training(s: &Scenario) -> Estimate {
             dense + expert
         }
     };
-    let weights = sharded(dense_params, expert_params, zero >= 3) * wbytes;
+    // ZeRO-3 gathers each layer's full parameters before using it, and prefetches the next:
+    // two unsharded layers live beside the shards.
+    let gather_buffers = if zero >= 3 { 2.0 * (dense_params + expert_params) / lp * wbytes } else { 0.0 };
+    let weights = sharded(dense_params, expert_params, zero >= 3) * wbytes + gather_buffers;
     let grads = sharded(dense_params, expert_params, zero >= 2) * gbytes;
     let optimizer = sharded(dense_params, expert_params, zero >= 1) * opt_bytes;
     let per_layer = activation_bytes_per_layer(mdl, s_c, b, t as f64, p.sequence_parallel, p.recompute, beta);

@@ -91,7 +91,8 @@ pub fn search(spec: &SearchSpec) -> Result<SearchResult, PlanError> {
             None => all,
         }
     };
-    let tps = pick(pin.tp, divisors(n).into_iter().filter(|t| mdl.heads.is_multiple_of(*t) && *t <= 2 * g.max(1)).collect());
+    let tps =
+        pick(pin.tp, divisors(n).into_iter().filter(|t| mdl.heads.is_multiple_of(*t) && *t <= 2 * g.max(1)).collect());
     let cps = if inference { vec![1] } else { pick(pin.cp, vec![1, 2, 4, 8, 16]) };
     let zeros: Vec<u8> = match (pin.zero, pin.fsdp) {
         (_, Some(true)) => vec![3],

@@ -1,12 +1,92 @@
-//! The usage → acceptable network table: its ordering comes from computed numbers.
+//! The usage → acceptable network table: its ordering comes from computed numbers, and moving a
+//! link rate moves the verdict.
 
-use rocelab_plan::compare::{parse_link, CompareSpec};
+use rocelab_plan::compare::{parse_link, CompareSpec, CompareTable};
 use rocelab_plan::render::{render_compare, Format};
-use rocelab_plan::{compare, PlanSpec};
+use rocelab_plan::{compare, PlanSpec, Verdict};
+
+fn table() -> CompareTable {
+    compare(&CompareSpec::new(PlanSpec::default())).unwrap()
+}
+
+fn row<'a>(t: &'a CompareTable, usage: &str) -> &'a rocelab_plan::compare::Row {
+    t.rows.iter().find(|r| r.usage == usage).unwrap()
+}
+
+/// Column index of the first acceptable link (usize::MAX: none).
+fn need(t: &CompareTable, usage: &str) -> usize {
+    let r = row(t, usage);
+    r.cells.iter().position(|c| c.verdict.is_acceptable()).unwrap_or(usize::MAX)
+}
 
 #[test]
-fn print_default_table() {
-    let t = compare(&CompareSpec::new(PlanSpec::default())).unwrap();
-    eprintln!("{}", render_compare(&t, Format::Table));
-    let _ = parse_link("roce400@800").unwrap();
+fn the_qualitative_ordering_emerges_from_the_numbers() {
+    let t = table();
+    let serving = need(&t, "replicated serving");
+    let rag = need(&t, "RAG");
+    let storage = need(&t, "shared storage");
+    let pp = need(&t, "multi-node pipeline parallel");
+    let tp = need(&t, "multi-node tensor parallel");
+    // Ethernet with TCP carries replicated serving, RAG and storage.
+    for (u, i) in [("serving", serving), ("RAG", rag), ("storage", storage)] {
+        assert!(t.links[i].contains("tcp"), "{u} needs {}", t.links[i]);
+    }
+    // Pipeline parallel across nodes needs more than TCP: an RDMA fabric.
+    assert!(pp > serving.max(rag).max(storage));
+    assert!(t.links[pp].starts_with("roce") || t.links[pp].starts_with("ib"), "PP needs {}", t.links[pp]);
+    // Tensor parallel across nodes needs more still.
+    assert!(tp > pp, "TP {tp} vs PP {pp}");
+    // Thunderbolt has no switches: fine for the homelab, unbuildable for every cluster usage.
+    let tb = t.links.iter().position(|l| l == "tb5").unwrap();
+    assert_eq!(need(&t, "homelab"), tb);
+    for r in t.rows.iter().filter(|r| r.usage != "homelab") {
+        assert_eq!(r.cells[tb].verdict, Verdict::Unbuildable, "{}", r.usage);
+    }
+}
+
+#[test]
+fn every_cell_shows_its_deciding_figure() {
+    let t = table();
+    for r in &t.rows {
+        assert_eq!(r.cells.len(), t.links.len());
+        for c in &r.cells {
+            assert!(
+                c.figure.contains('%') || c.figure.contains("hosts") || c.figure.contains("GB"),
+                "{}: {}",
+                r.usage,
+                c.figure
+            );
+        }
+    }
+    let text = render_compare(&t, Format::Table);
+    assert!(text.contains("acceptable network"));
+    let md = render_compare(&t, Format::Markdown);
+    assert!(md.contains("| usage |"));
+}
+
+#[test]
+fn raising_a_link_rate_moves_the_pipeline_verdict() {
+    let mut spec = CompareSpec::new(PlanSpec::default());
+    spec.links = vec![parse_link("eth100-tcp").unwrap(), parse_link("eth100-tcp@800").unwrap()];
+    let t = compare(&spec).unwrap();
+    let r = row(&t, "multi-node pipeline parallel");
+    assert!(r.cells[1].verdict < r.cells[0].verdict, "{:?}", r.cells);
+    assert!(r.cells[1].share < r.cells[0].share / 4.0);
+    assert_eq!(r.acceptable.as_deref(), Some("eth100-tcp@800G"));
+}
+
+#[test]
+fn compare_json_is_deterministic() {
+    let a = render_compare(&table(), Format::Json);
+    let b = render_compare(&table(), Format::Json);
+    assert_eq!(a, b);
+    let v: serde_json::Value = serde_json::from_str(&a).unwrap();
+    assert_eq!(v["rows"].as_array().unwrap().len(), 6);
+}
+
+#[test]
+fn bad_columns_are_rejected() {
+    assert!(parse_link("roce999").unwrap_err().hint.contains("roce400"));
+    assert!(parse_link("nvlink4").is_err());
+    assert!(parse_link("roce400@fast").is_err());
 }
