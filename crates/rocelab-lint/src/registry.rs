@@ -24,6 +24,23 @@ pub fn rule(code: &str) -> Option<&'static RuleInfo> {
     RULES.iter().find(|r| r.code.eq_ignore_ascii_case(code))
 }
 
+/// The text of `docs/lint/CODE.md` (also what `rocelab lint --explain CODE` prints).
+pub fn page(r: &RuleInfo) -> String {
+    format!(
+        "# {code}: {title}\n\nSeverity: **{sev}**\n\n## What it checks\n\n{checks}\n\n## Why it matters\n\n{why}\n\n\
+         ## How to fix\n\n{fix}\n\n## Source of the threshold\n\n{source}\n\n## Disabling\n\n\
+         In the fabric file, with the reason:\n\n```toml\n[[lint.disable]]\ncode = \"{code}\"\nreason = \"...\"\n```\n\n\
+         or for one run: `rocelab lint --disable {code}=\"reason\" FILE`.\n",
+        code = r.code,
+        title = r.title,
+        sev = r.severity,
+        checks = r.checks,
+        why = r.why,
+        fix = r.fix,
+        source = r.source,
+    )
+}
+
 const MECH: &str = "`../shared/reference/roce-mechanisms.md` (QoS conventions seen in the field)";
 
 pub static RULES: &[RuleInfo] = &[
@@ -329,6 +346,25 @@ pub static RULES: &[RuleInfo] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `docs/lint/CODE.md` must be what `page` renders; `ROCELAB_BLESS=1` rewrites them.
+    #[test]
+    fn docs_pages_are_current() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/lint");
+        let bless = std::env::var_os("ROCELAB_BLESS").is_some();
+        if bless {
+            std::fs::create_dir_all(&dir).unwrap();
+        }
+        for r in RULES {
+            let path = dir.join(format!("{}.md", r.code));
+            let want = page(r);
+            if bless {
+                std::fs::write(&path, &want).unwrap();
+            }
+            let have = std::fs::read_to_string(&path).unwrap_or_default();
+            assert!(have == want, "{} is stale: run `ROCELAB_BLESS=1 cargo test -p rocelab-lint`", path.display());
+        }
+    }
 
     #[test]
     fn codes_are_unique_and_well_formed() {

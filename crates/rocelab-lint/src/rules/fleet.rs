@@ -9,28 +9,14 @@ use rocelab_model::Dcqcn;
 fn dcqcn_diff(a: &Dcqcn, b: &Dcqcn) -> Vec<String> {
     let mut d = Vec::new();
     macro_rules! cmp {
-        ($($f:ident),*) => {$(
+        ($fmt:literal: $($f:ident),*) => {$(
             if a.$f != b.$f {
-                d.push(format!("{} {:?} vs {:?}", stringify!($f), a.$f, b.$f));
+                d.push(format!(concat!("{} ", $fmt, " vs ", $fmt), stringify!($f), a.$f, b.$f));
             }
         )*};
     }
-    cmp!(
-        variant,
-        g,
-        alpha_timer,
-        increase_timer,
-        byte_counter_bytes,
-        fast_recovery_steps,
-        rate_ai,
-        rate_hai,
-        min_rate,
-        rate_reduce_period,
-        initial_alpha,
-        clamp_target_rate,
-        cnp_interval,
-        cnp_delay
-    );
+    cmp!("{:?}": variant, g, byte_counter_bytes, fast_recovery_steps, initial_alpha, clamp_target_rate);
+    cmp!("{}": alpha_timer, increase_timer, rate_reduce_period, cnp_interval, cnp_delay, rate_ai, rate_hai, min_rate);
     d
 }
 
