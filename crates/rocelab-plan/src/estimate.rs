@@ -277,7 +277,12 @@ fn line(s: &Scenario, l: LineSpec) -> CommLine {
         nccl_seconds_each: nc.seconds,
         nccl_choice: format!(
             "{}/{}",
-            if nc.algorithm == crate::collective::Algorithm::Ring { "ring" } else { "tree" },
+            match (l.collective, nc.algorithm) {
+                // NCCL runs these as point-to-point sends over the ring's channels.
+                (Collective::AllToAll | Collective::SendRecv, _) => "p2p",
+                (_, crate::collective::Algorithm::Ring) => "ring",
+                (_, crate::collective::Algorithm::Tree) => "tree",
+            },
             nc.protocol.name()
         ),
         total_seconds: total,

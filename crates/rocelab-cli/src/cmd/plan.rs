@@ -258,18 +258,40 @@ impl Sources {
     }
 }
 
+/// What the planner takes from a fabric file. A host node is one NIC endpoint; NICs that name
+/// the same `gpu_node` sit in one server (rail-optimized fabrics), otherwise each host is a
+/// server whose ports are its NICs.
 fn fabric_facts(path: &std::path::Path) -> Result<FabricFacts, Failure> {
+    use rocelab_model::Role;
     let model = crate::common::load_fabric(path)?;
     let hosts: Vec<_> = model.nodes.iter().filter(|n| n.is_host()).collect();
+    let mut servers: Vec<u32> = Vec::new();
+    let mut ungrouped = 0u32;
+    for h in &hosts {
+        match h.role {
+            Role::Host { gpu_node: Some(g), .. } => {
+                if !servers.contains(&g) {
+                    servers.push(g);
+                }
+            }
+            _ => ungrouped += 1,
+        }
+    }
+    let (server_count, nics_per_server) = if !servers.is_empty() {
+        let nics = (hosts.len() as u32 - ungrouped) / servers.len() as u32;
+        (servers.len() as u32 + ungrouped, nics)
+    } else {
+        (hosts.len() as u32, hosts.first().map(|h| h.num_ports).unwrap_or(1))
+    };
     let first_port = hosts.first().and_then(|h| model.ports.get(h.first_port as usize));
     let gn = &model.gpu_node;
     Ok(FabricFacts {
         gpus_per_node: Some(gn.gpus).filter(|g| *g > 0),
-        nics_per_node: hosts.first().map(|h| h.num_ports).filter(|n| *n > 0),
+        nics_per_node: Some(nics_per_server).filter(|n| *n > 0),
         nic_rate_gbps: first_port.map(|p| p.speed.gbps()),
         intra_node: Some(gn.intra_node.clone()).filter(|s| rocelab_plan::link::LinkProfile::preset(s).is_some()),
         intra_node_gbytes_per_s: Some(gn.intra_node_gbytes_per_s).filter(|g| *g > 0.0),
-        hosts: Some(hosts.len() as u32).filter(|h| *h > 0),
+        hosts: Some(server_count).filter(|h| *h > 0),
         gpu: Some(gn.gpu.clone()).filter(|g| rocelab_plan::hardware::GpuSpec::preset(g).is_some()),
         transport_preset: Some("roce".into()),
     })
