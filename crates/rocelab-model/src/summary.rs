@@ -160,24 +160,33 @@ fn diameter(m: &Model) -> u32 {
 
 /// Number of equal-cost shortest paths from host `a` to host `b`.
 pub fn ecmp_paths(m: &Model, a: NodeId, b: NodeId) -> u64 {
-    let mut memo: BTreeMap<NodeId, u64> = BTreeMap::new();
-    fn count(m: &Model, s: NodeId, b: NodeId, memo: &mut BTreeMap<NodeId, u64>) -> u64 {
-        if let Some(&c) = memo.get(&s) {
-            return c;
+    // Every next hop is one hop closer to `b`, so counting switches in increasing distance
+    // finds each one's successors already counted: no recursion, whatever the path length.
+    let peer = |p: crate::model::PortId| m.port(m.port(p).peer).node;
+    let mut order: Vec<NodeId> = Vec::new();
+    let mut seen: std::collections::BTreeSet<NodeId> = Default::default();
+    let mut stack: Vec<NodeId> = m.node(a).ports().map(peer).collect();
+    while let Some(s) = stack.pop() {
+        if seen.insert(s) {
+            order.push(s);
+            stack.extend(m.routing.egress(s, b).iter().map(|&p| peer(p)));
         }
+    }
+    order.sort_by_key(|&s| m.routing.distance(s, b));
+    let mut count: BTreeMap<NodeId, u64> = BTreeMap::new();
+    for s in order {
         let c = if m.routing.is_attachment(s, b) {
-            m.node(s).ports().filter(|p| m.port(m.port(*p).peer).node == b).count() as u64
+            m.node(s).ports().filter(|p| peer(*p) == b).count() as u64
         } else {
             m.routing
                 .egress(s, b)
                 .iter()
-                .map(|p| count(m, m.port(m.port(*p).peer).node, b, memo))
-                .fold(0u64, |x, y| x.saturating_add(y))
+                .map(|&p| count.get(&peer(p)).copied().unwrap_or(0))
+                .fold(0, u64::saturating_add)
         };
-        memo.insert(s, c);
-        c
+        count.insert(s, c);
     }
-    m.node(a).ports().map(|p| count(m, m.port(m.port(p).peer).node, b, &mut memo)).fold(0, u64::saturating_add)
+    m.node(a).ports().map(|p| count.get(&peer(p)).copied().unwrap_or(0)).fold(0, u64::saturating_add)
 }
 
 fn path_classes(m: &Model) -> Vec<PathClass> {

@@ -316,3 +316,25 @@ fn llama3_24k_gpu_fabric_builds_and_summarizes() {
     assert_eq!(ecmp_paths(&m, host(&m, "node0-nic0"), host(&m, "node3071-nic0")), 32 * 14 * 32);
     assert_eq!(ecmp_paths(&m, host(&m, "node0-nic0"), host(&m, "node32-nic0")), 32);
 }
+
+#[test]
+fn a_long_chain_of_switches_summarizes_without_deep_recursion() {
+    // 5,000 switches in a line, a host at each end: path counting must not recurse per hop.
+    let n = 5_000;
+    let mut t = String::new();
+    for i in 0..n {
+        t += &format!("[[topology.explicit.node]]\nname = \"s{i}\"\nkind = \"switch\"\n");
+    }
+    t += "[[topology.explicit.node]]\nname = \"h0\"\nkind = \"host\"\n";
+    t += "[[topology.explicit.node]]\nname = \"h1\"\nkind = \"host\"\n";
+    let link = |a: &str, b: &str| format!("[[topology.explicit.link]]\na = \"{a}\"\nb = \"{b}\"\nspeed_gbps = 100\n");
+    t += &link("h0", "s0");
+    t += &link("h1", &format!("s{}", n - 1));
+    for i in 1..n {
+        t += &link(&format!("s{}", i - 1), &format!("s{i}"));
+    }
+    let m = load_str("chain.toml", &t).unwrap_or_else(|e| panic!("{e}"));
+    let s = summarize(&m);
+    assert_eq!(s.diameter_hops, n as u32 + 1);
+    assert_eq!(path_to(&s, "h1"), (n as u32 + 1, 1));
+}
