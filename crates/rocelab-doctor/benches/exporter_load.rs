@@ -96,12 +96,19 @@ fn status_kb(field: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// One scrape on an open keep-alive connection; returns the body length.
-fn scrape(r: &mut BufReader<TcpStream>) -> std::io::Result<usize> {
-    r.get_mut().write_all(b"GET /metrics HTTP/1.1\r\nHost: bench\r\n\r\n")?;
+/// One scrape on an open connection; returns the body length and whether the server keeps
+/// the connection open.
+fn scrape(r: &mut BufReader<TcpStream>, keep_alive: bool) -> std::io::Result<(usize, bool)> {
+    let req: &[u8] = if keep_alive {
+        b"GET /metrics HTTP/1.1\r\nHost: bench\r\n\r\n"
+    } else {
+        b"GET /metrics HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n"
+    };
+    r.get_mut().write_all(req)?;
     let mut len = 0usize;
     let mut line = String::new();
     let mut status_ok = false;
+    let mut open = true;
     loop {
         line.clear();
         if r.read_line(&mut line)? == 0 {
@@ -113,6 +120,9 @@ fn scrape(r: &mut BufReader<TcpStream>) -> std::io::Result<usize> {
         if let Some(v) = line.strip_prefix("Content-Length: ") {
             len = v.trim().parse().unwrap_or(0);
         }
+        if line.eq_ignore_ascii_case("connection: close\r\n") {
+            open = false;
+        }
         if line == "\r\n" {
             break;
         }
@@ -122,7 +132,7 @@ fn scrape(r: &mut BufReader<TcpStream>) -> std::io::Result<usize> {
     if !status_ok {
         return Err(std::io::Error::other("non-200"));
     }
-    Ok(len)
+    Ok((len, open))
 }
 
 fn run(addr: SocketAddr, clients: usize, secs: u64, keep_alive: bool) -> (u64, u64, Vec<Duration>, usize) {
@@ -141,11 +151,14 @@ fn run(addr: SocketAddr, clients: usize, secs: u64, keep_alive: bool) -> (u64, u
                         continue;
                     };
                     let t = Instant::now();
-                    match scrape(c) {
-                        Ok(n) => {
+                    match scrape(c, keep_alive) {
+                        Ok((n, open)) => {
                             ok += 1;
                             size = n;
                             lat.push(t.elapsed());
+                            if !open {
+                                conn = None;
+                            }
                         }
                         Err(_) => {
                             err += 1;

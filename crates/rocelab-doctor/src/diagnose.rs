@@ -120,6 +120,8 @@ pub struct HostWindow {
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Diagnosis {
     pub rocelab_version: String,
+    /// The fabric file compared against and its hash, when one was given.
+    pub fabric: Option<String>,
     pub snapshots: usize,
     pub hosts: Vec<String>,
     pub windows: Vec<HostWindow>,

@@ -45,6 +45,8 @@ pub struct Intent {
     pub hosts: BTreeMap<String, IntendedHost>,
     /// RoCE NICs per GPU node (rails), for the nccl-tests expectation.
     pub nics_per_node: Option<u32>,
+    /// FNV-1a hash of the fabric file, recorded in the report.
+    pub fabric_hash: Option<u64>,
 }
 
 impl Intent {

@@ -200,6 +200,7 @@ fn accept_loop(listener: &TcpListener, state: &Arc<State>) {
         }
         let Ok(mut stream) = conn else { continue };
         let _ = stream.set_write_timeout(Some(Duration::from_secs(5)));
+        let _ = stream.set_nodelay(true);
         if state.active.fetch_add(1, Ordering::SeqCst) >= state.cfg.max_connections {
             state.active.fetch_sub(1, Ordering::SeqCst);
             let _ = respond(&mut stream, 503, "text/plain", b"too many concurrent scrapes\n", false, false);
@@ -238,10 +239,13 @@ fn respond(
         body.len(),
         if keep_alive { "keep-alive" } else { "close" }
     );
-    s.write_all(head.as_bytes())?;
+    // One write: a head and a body in two segments would meet Nagle and delayed ACKs.
+    let mut out = Vec::with_capacity(head.len() + if head_only { 0 } else { body.len() });
+    out.extend_from_slice(head.as_bytes());
     if !head_only {
-        s.write_all(body)?;
+        out.extend_from_slice(body);
     }
+    s.write_all(&out)?;
     s.flush()
 }
 
@@ -275,7 +279,7 @@ fn handle(stream: TcpStream, st: &Arc<State>) {
     let _ = stream.set_read_timeout(Some(st.cfg.idle_timeout));
     let Ok(mut w) = stream.try_clone() else { return };
     let mut r = BufReader::new(stream);
-    for _ in 0..MAX_REQUESTS_PER_CONNECTION {
+    for served in 0..MAX_REQUESTS_PER_CONNECTION {
         let head = match read_head(&mut r) {
             Ok(Some(h)) => h,
             Ok(None) => return,
@@ -292,7 +296,8 @@ fn handle(stream: TcpStream, st: &Arc<State>) {
             let l = h.to_ascii_lowercase();
             l.starts_with("connection:") && l.contains("close")
         });
-        let keep_alive = version == "HTTP/1.1" && !close_hdr;
+        // The last request a connection may carry says so, so the client does not reuse it.
+        let keep_alive = version == "HTTP/1.1" && !close_hdr && served + 1 < MAX_REQUESTS_PER_CONNECTION;
         // A request body is not expected; refuse one rather than read it.
         let has_body = head[1..].iter().any(|h| {
             let l = h.to_ascii_lowercase();

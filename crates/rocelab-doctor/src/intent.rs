@@ -106,7 +106,13 @@ pub fn from_model(model: &Model, source: &str) -> Intent {
         nics_per_node = nics_per_node.max(model.rails.len() as u32);
     }
     let default = model.nics.first().map(|n| host_intent(model, n, max_speed)).unwrap_or_default();
-    Intent { source: source.to_string(), default, hosts, nics_per_node: Some(nics_per_node) }
+    Intent {
+        source: source.to_string(),
+        default,
+        hosts,
+        nics_per_node: Some(nics_per_node),
+        fabric_hash: Some(model.fabric_hash),
+    }
 }
 
 #[cfg(test)]

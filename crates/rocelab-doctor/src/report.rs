@@ -17,6 +17,9 @@ pub fn human(dx: &Diagnosis) -> String {
         dx.hosts.len(),
         dx.hosts.join(", ")
     );
+    if let Some(f) = &dx.fabric {
+        let _ = writeln!(s, "  intended configuration: {f}");
+    }
     for w in &dx.windows {
         let _ = writeln!(s, "  {}: {} snapshots, {} → {} ({:.1} s)", w.node, w.snapshots, w.from, w.to, w.interval_s);
     }

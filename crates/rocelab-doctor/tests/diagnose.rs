@@ -192,7 +192,13 @@ fn intent() -> Intent {
             .collect(),
         line_rate_gbps: Some(400.0),
     };
-    Intent { source: "fabric.toml".into(), default: host, hosts: Default::default(), nics_per_node: Some(1) }
+    Intent {
+        source: "fabric.toml".into(),
+        default: host,
+        hosts: Default::default(),
+        nics_per_node: Some(1),
+        fabric_hash: None,
+    }
 }
 
 #[test]

@@ -1,0 +1,251 @@
+//! `rocelab collect`, `doctor` and `exporter` through the binary: exit statuses, outputs,
+//! and a collect -> doctor round trip on a fake sysfs tree.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+fn rocelab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rocelab")).args(args).output().expect("run rocelab")
+}
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../rocelab-doctor/tests/fixtures")
+}
+
+fn dump(name: &str) -> String {
+    fixtures().join("dumps").join(name).display().to_string()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("rocelab-cli-doctor-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&p);
+    std::fs::create_dir_all(&p).unwrap();
+    p
+}
+
+fn put(root: &Path, rel: &str, v: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, format!("{v}\n")).unwrap();
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+const FABRIC: &str = r#"
+[fabric]
+name = "doctor-test"
+
+[topology.leaf_spine]
+leaves = 2
+spines = 2
+hosts_per_leaf = 2
+host_link = { speed_gbps = 400, length_m = 3 }
+fabric_link = { speed_gbps = 400, length_m = 30 }
+
+[nic]
+mtu = 4096
+firmware = "28.39.1002"
+
+[nic.dcqcn]
+rate_ai_mbps = 5
+cnp_interval_us = 4
+"#;
+
+#[test]
+fn collect_on_a_host_without_rdma_devices_says_so_and_succeeds() {
+    let root = tmp("nordma");
+    let out = rocelab(&["collect", "--sysfs-root", root.to_str().unwrap(), "--out", root.join("d").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(stdout(&out).contains("no RDMA devices under"), "{}", stdout(&out));
+    assert!(!root.join("d").exists());
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn collect_then_doctor_on_a_fake_tree() {
+    let root = tmp("tree");
+    let sys = root.join("sys");
+    put(&sys, "class/infiniband/mlx5_0/ports/1/hw_counters/np_cnp_sent", "10");
+    put(&sys, "class/infiniband/mlx5_0/ports/1/hw_counters/np_ecn_marked_roce_packets", "11");
+    put(&sys, "class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/0", "ens3np0");
+    put(&sys, "class/net/ens3np0/mtu", "9000");
+    put(&sys, "class/net/ens3np0/speed", "400000");
+    let out_dir = root.join("dump");
+    let o = rocelab(&[
+        "collect",
+        "--sysfs-root",
+        sys.to_str().unwrap(),
+        "--node",
+        "gpu01",
+        "--no-tools",
+        "--count",
+        "2",
+        "--interval",
+        "50ms",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    assert!(stdout(&o).contains("wrote 2 snapshot(s)"), "{}", stdout(&o));
+    let snaps: Vec<_> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("meta.json").is_file())
+        .collect();
+    assert_eq!(snaps.len(), 2);
+    let o = rocelab(&["doctor", out_dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let text = stdout(&o);
+    assert!(text.contains("2 snapshot(s) from 1 node(s) (gpu01)"), "{text}");
+    assert!(text.contains("no findings"), "{text}");
+    // The same as a .tar.gz.
+    let tgz = root.join("dump.tar.gz");
+    let o = rocelab(&[
+        "collect",
+        "--sysfs-root",
+        sys.to_str().unwrap(),
+        "--node",
+        "gpu01",
+        "--no-tools",
+        "--count",
+        "1",
+        "--out",
+        tgz.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let o = rocelab(&["doctor", "--json", tgz.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["hosts"][0], "gpu01");
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn an_error_finding_exits_1() {
+    let o = rocelab(&["doctor", &dump("pfc-storm")]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert!(stdout(&o).contains("error[pfc-storm] gpu01 ens3np0 priority 3 rx"), "{}", stdout(&o));
+    // Warnings alone exit 0.
+    let o = rocelab(&["doctor", &dump("pause-ratio")]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    assert!(stdout(&o).contains("warning[pause-ratio]"));
+}
+
+#[test]
+fn json_report_to_a_file() {
+    let d = tmp("json");
+    let out = d.join("report.json");
+    let o = rocelab(&["doctor", "--json", "-o", out.to_str().unwrap(), &dump("ecn-without-cnp")]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert!(o.stdout.is_empty());
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(v["findings"][0]["code"], "ecn-without-cnp");
+    assert_eq!(v["findings"][0]["severity"], "error");
+    assert!(v["windows"][0]["rates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["series"] == "rocelab_ecn_marked_packets_total{node=\"gpu01\",port=\"ens3np0\"}"));
+    assert!(!d.join("report.json.tmp").exists());
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn bad_input_exits_2() {
+    let o = rocelab(&["doctor", "/nonexistent/dump"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let d = tmp("bad");
+    put(&d, "snap/meta.json", "{\"host\": \"x\", \"taken_at_unix_ms\": 1}");
+    put(&d, "snap/netdev/eth0/ethtool-S.txt", "NIC statistics:\n     rx_prio3_pause: lots");
+    let o = rocelab(&["doctor", d.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("ethtool-S.txt:2:"), "{err}");
+    let o = rocelab(&["doctor", "--pause-ratio", "3", &dump("healthy")]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn drift_against_a_fabric_file() {
+    let d = tmp("fabric");
+    let fabric = d.join("fabric.toml");
+    std::fs::write(&fabric, FABRIC).unwrap();
+    let o = rocelab(&["doctor", "--fabric", fabric.to_str().unwrap(), &dump("drift")]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let text = stdout(&o);
+    for code in [
+        "drift-trust",
+        "drift-dscp-map",
+        "drift-pfc",
+        "drift-ecn-np",
+        "drift-cnp",
+        "drift-mtu",
+        "drift-firmware",
+        "drift-dcqcn",
+    ] {
+        assert!(text.contains(&format!("[{code}] host0 ens3np0")), "{code} missing:\n{text}");
+    }
+    let o = rocelab(&["doctor", "--fabric", fabric.to_str().unwrap(), &dump("drift-ok")]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).contains("no findings"), "{}", stdout(&o));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn is_it_the_network() {
+    let o = rocelab(&["doctor", "--line-rate-gbps", "3200", &dump("busbw-low")]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let text = stdout(&o);
+    assert!(text.contains("error[busbw-low]"), "{text}");
+    assert!(text.contains("is it the network?"), "{text}");
+    // A loose nccl-tests log next to clean dumps.
+    let log = fixtures().join("parsers/nccl-all_reduce.txt");
+    let o = rocelab(&["doctor", "--line-rate-gbps", "3200", "--nccl", log.to_str().unwrap(), &dump("healthy")]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    assert!(stdout(&o).contains("info[busbw-ok]"), "{}", stdout(&o));
+}
+
+#[test]
+fn exporter_serves_metrics_on_loopback() {
+    let root = tmp("exporter");
+    put(&root, "class/infiniband/mlx5_0/ports/1/hw_counters/np_cnp_sent", "42");
+    put(&root, "class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/0", "ens3np0");
+    // Port 0 is refused by nothing; ask the OS for a free port first.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rocelab"))
+        .args([
+            "exporter",
+            "--listen",
+            &listen,
+            "--sysfs-root",
+            root.to_str().unwrap(),
+            "--node",
+            "gpu09",
+            "--no-tools",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut body = String::new();
+    for _ in 0..100 {
+        if let Ok(mut s) = std::net::TcpStream::connect(&listen) {
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            s.write_all(b"GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n").unwrap();
+            s.read_to_string(&mut body).unwrap();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(body.starts_with("HTTP/1.1 200 OK"), "{body}");
+    assert!(body.contains("rocelab_cnp_sent_total{node=\"gpu09\",port=\"ens3np0\"} 42\n"), "{body}");
+    std::fs::remove_dir_all(&root).unwrap();
+}
