@@ -208,36 +208,47 @@ pub fn find_cycle(n: usize, edges: &[(u32, u32)]) -> Option<Cycle> {
 /// switch-to-switch link failure, and looks for cycles.
 pub fn analyze(m: &Model) -> Analysis {
     let f = Fabric::new(m);
+    let r = &m.routing;
     let n = m.nodes.len();
-    let ng = m.routing.groups.len();
+    let ng = r.groups.len();
+    let base = |g: usize, s: NodeId| r.dist[r.switch_row[s.idx()] as usize * ng + g];
     let mut dist = vec![UNREACHABLE; n];
     let mut q = VecDeque::new();
     let mut scratch = Scratch::new(n);
-    // Per group: base distances and edges.
-    let mut base_dist: Vec<Vec<u16>> = Vec::with_capacity(ng);
-    let mut base_edges: Vec<Vec<(u32, u32)>> = Vec::with_capacity(ng);
-    let mut all = Vec::new();
+    // The failure-free graph, deduplicated (many destinations share a dependency).
+    let key = |&(x, y): &(u32, u32)| (x as u64) << 32 | y as u64;
+    let mut base_set: HashSet<u64> = HashSet::new();
+    let mut tmp = Vec::new();
     for g in 0..ng {
         f.base_dist(g, &mut dist);
-        let mut e = Vec::new();
-        f.group_edges(&dist, NO_LINK, &mut scratch, &mut e);
-        all.extend_from_slice(&e);
-        base_dist.push(dist.clone());
-        base_edges.push(e);
+        tmp.clear();
+        f.group_edges(&dist, NO_LINK, &mut scratch, &mut tmp);
+        base_set.extend(tmp.iter().map(key));
     }
+    let mut all: Vec<(u32, u32)> = base_set.iter().map(|&k| ((k >> 32) as u32, k as u32)).collect();
+    all.sort_unstable(); // deterministic search order, hence deterministic reports
     let mut out = Analysis { base: find_cycle(m.ports.len(), &all), ..Default::default() };
     if out.base.is_some() {
         // Already deadlock-prone without any failure: failures add nothing to report.
         return out;
     }
-    // The base graph is acyclic, so a cycle after a failure must use an edge the base graph
-    // lacks. Groups whose distances do not change only lose next hops (the dead link) and
-    // reachability, so their edges are a subset of their base edges; only groups whose
-    // distances change can add edges, and only then is the full graph rebuilt and searched.
-    let key = |&(x, y): &(u32, u32)| (x as u64) << 32 | y as u64;
-    let base_set: HashSet<u64> = all.iter().map(key).collect();
+    // Next hops per (switch, group) under the model's routing.
+    let mut next_hops = vec![0u16; r.dist.len()];
+    for &s in &f.switches {
+        let row = r.switch_row[s.idx()] as usize;
+        for g in 0..ng {
+            let d = base(g, s);
+            if d != 0 && d != UNREACHABLE {
+                next_hops[row * ng + g] = f.adj[s.idx()].iter().filter(|(_, w, _)| base(g, *w) == d - 1).count() as u16;
+            }
+        }
+    }
+    // The base graph is acyclic, so a cycle after a failure must use an edge it lacks. A
+    // failure changes the routes toward a group only if the link was a next hop of its far end;
+    // if the far end keeps another next hop no distance changes, and the group's dependencies
+    // can only shrink. Only groups whose distances change can add edges, and only when one does
+    // is the whole graph rebuilt and searched.
     let mut changed: Vec<usize> = Vec::new();
-    let mut tmp = Vec::new();
     for (li, link) in m.links.iter().enumerate() {
         let (a, b) = (m.port(link.a).node, m.port(link.b).node);
         if m.node(a).is_host() || m.node(b).is_host() {
@@ -246,14 +257,13 @@ pub fn analyze(m: &Model) -> Analysis {
         out.scenarios += 1;
         let dead = li as u32;
         changed.clear();
-        for (g, bd) in base_dist.iter().enumerate() {
-            let (da, db) = (bd[a.idx()], bd[b.idx()]);
+        for g in 0..ng {
+            let (da, db) = (base(g, a), base(g, b));
             if da == UNREACHABLE || db == UNREACHABLE || da.abs_diff(db) != 1 {
                 continue; // the link is no next hop toward g: its routes do not change
             }
-            let (far, near) = if da > db { (a, db) } else { (b, da) };
-            let detour = f.adj[far.idx()].iter().any(|&(_, w, l)| l.0 != dead && bd[w.idx()] == near);
-            if !detour {
+            let far = if da > db { a } else { b };
+            if next_hops[r.switch_row[far.idx()] as usize * ng + g] <= 1 {
                 changed.push(g);
             }
         }
@@ -271,16 +281,13 @@ pub fn analyze(m: &Model) -> Analysis {
             continue;
         }
         all.clear();
-        for (g, bd) in base_dist.iter().enumerate() {
-            let (da, db) = (bd[a.idx()], bd[b.idx()]);
-            if da == UNREACHABLE || db == UNREACHABLE || da.abs_diff(db) != 1 {
-                all.extend_from_slice(&base_edges[g]);
-            } else if changed.contains(&g) {
+        for g in 0..ng {
+            if changed.contains(&g) {
                 f.bfs(g, dead, &mut dist, &mut q);
-                f.group_edges(&dist, dead, &mut scratch, &mut all);
             } else {
-                f.group_edges(bd, dead, &mut scratch, &mut all);
+                f.base_dist(g, &mut dist);
             }
+            f.group_edges(&dist, dead, &mut scratch, &mut all);
         }
         if let Some(c) = find_cycle(m.ports.len(), &all) {
             out.failures.push((LinkId(li as u32), c));

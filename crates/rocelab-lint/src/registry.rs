@@ -228,7 +228,7 @@ pub static RULES: &[RuleInfo] = &[
         code: "HDR001",
         severity: Error,
         title: "PFC headroom below what the cable and peer need",
-        checks: "For every switch port and lossless priority, the configured `qos.pfc.headroom_bytes` is compared with the XOFF headroom the SONiC Mellanox model computes from the port speed, cable length, port MTU, RoCE MTU and the peer response time (802.3 Annex 31B pause quanta). Reported when configured < computed.",
+        checks: "For every switch port and lossless priority, the configured `qos.pfc.headroom_bytes` is compared with the XOFF headroom the SONiC Mellanox model computes for that port: cable = 2 x length / 1.98e8 m/s x speed / 8 (bytes in flight both ways); peer = pause quanta of the speed (802.3 Annex 31B: 100G 394, 200G 453, 400G 905) x 64 B; prop = port MTU + cable + 2 x gearbox + MAC/PHY delay + peer; XOFF = ceil_1K(lossless MTU + prop x cell occupancy), with occupancy = cell/64 for cells above 128 B (144/64 = 2.25 on Spectrum: a 64 B packet fills a whole cell) and the lossless MTU the largest NIC RoCE MTU; XON = pipeline latency (18 KB). Reported once, for the worst port, when configured < XOFF on any port, with the count of short ports.",
         why: "After a PAUSE leaves, the bytes already on the cable, the bytes the peer sends while the PAUSE travels, and what the peer's MAC sends before it stops all land in headroom. Too little headroom means drops on a lossless priority: exactly what PFC exists to prevent, and on long cables it happens on the first incast.",
         fix: "Raise `headroom_bytes` to at least the computed value, or leave it out so rocelab sizes it per port.",
         source: "SONiC dynamically-headroom-calculation.md and buffer_headroom_mellanox.lua; 802.3 Annex 31B. Formula in `rocelab_model::presets::headroom`.",
@@ -300,7 +300,7 @@ pub static RULES: &[RuleInfo] = &[
         code: "TOP002",
         severity: Warning,
         title: "Asymmetric rail cabling",
-        checks: "A leaf serves NICs of more than one rail, or two NICs of one GPU node sit on the same rail.",
+        checks: "A leaf serves NICs of more than one rail; a NIC named `...nic<i>` sits on a rail other than i; or two NICs of one GPU node sit on the same rail.",
         why: "Rail-optimized collectives assume NIC i of every node reaches NIC i of every other node through one rail leaf; a miscabled NIC sends its rail's traffic through the spines (longer, contended paths) and slows the whole ring.",
         fix: "Recable so that NIC i of every node attaches to the rail-i leaf.",
         source: "NVIDIA DGX SuperPOD rail-optimized reference architecture.",
@@ -363,6 +363,17 @@ mod tests {
             }
             let have = std::fs::read_to_string(&path).unwrap_or_default();
             assert!(have == want, "{} is stale: run `ROCELAB_BLESS=1 cargo test -p rocelab-lint`", path.display());
+        }
+    }
+
+    #[test]
+    fn the_overview_lists_every_rule() {
+        let overview =
+            std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/lint.md"))
+                .expect("docs/lint.md");
+        for r in RULES {
+            let row = format!("| [{code}](lint/{code}.md) | {} | {} |", r.severity, r.title, code = r.code);
+            assert!(overview.contains(&row), "docs/lint.md lacks the row {row}");
         }
     }
 

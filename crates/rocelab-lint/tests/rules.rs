@@ -410,6 +410,15 @@ fn top002_asymmetric_rails() {
     let t = rails(&swapped);
     let f = fires(&t, "TOP002");
     assert!(f.message.contains("`n1-nic1` is on rail 1") && f.message.contains("rail0"), "{}", f.message);
+    // NICs swapped inside a node: every leaf still serves one rail, but NIC 1 is on rail 0.
+    let mut crossed = good;
+    crossed[2] = ("n1-nic0", "n1", "rail1", 1);
+    crossed[3] = ("n1-nic1", "n1", "rail0", 0);
+    let f = run(&rails(&crossed));
+    assert!(
+        f.iter().any(|f| f.code == "TOP002" && f.message.contains("`n1-nic1` is NIC 1 of its node but sits on rail 0")),
+        "{f:?}"
+    );
     let mut same_rail = good;
     same_rail[1] = ("n0-nic1", "n0", "rail1", 0);
     let f = run(&rails(&same_rail));

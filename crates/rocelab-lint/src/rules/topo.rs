@@ -87,6 +87,15 @@ fn oversubscription_path(cx: &Ctx, tier: Tier) -> String {
     }
 }
 
+/// `node7-nic3` -> 3.
+fn nic_index(name: &str) -> Option<u32> {
+    let digits = name.trim_end_matches(|c: char| c.is_ascii_digit());
+    if digits.len() == name.len() || !digits.to_ascii_lowercase().ends_with("nic") {
+        return None;
+    }
+    name[digits.len()..].parse().ok()
+}
+
 fn rails(cx: &Ctx, out: &mut Findings) {
     let m = cx.model;
     let explicit = m.config.topology.explicit.as_ref();
@@ -128,6 +137,20 @@ fn rails(cx: &Ctx, out: &mut Findings) {
                 ),
                 "cable NIC i of every GPU node to the rail-i leaf",
             );
+        }
+    }
+    // NIC i on rail i: a host named `...nic<i>` (the builders' and most sites' convention) that
+    // sits on another rail is a swapped cable or a swapped declaration.
+    for n in &m.nodes {
+        if let (Some(r), Some(i)) = (n.rail(), nic_index(&n.name)) {
+            if i != r {
+                out.emit(
+                    "TOP002",
+                    node_path(&n.name),
+                    format!("`{}` is NIC {i} of its node but sits on rail {r}", n.name),
+                    format!("cable NIC {i} to the rail-{i} leaf (and declare `rail = {i}`)"),
+                );
+            }
         }
     }
     // Two NICs of one GPU node on the same rail.
