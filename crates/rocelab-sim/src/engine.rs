@@ -32,6 +32,8 @@ use std::collections::VecDeque;
 const NONE: u32 = u32::MAX;
 /// RoCEv2's UDP destination port.
 pub const ROCE_UDP_PORT: u16 = 4791;
+/// Consecutive transport timeouts before a QP gives up (the IB `retry_cnt` maximum).
+pub const RETRY_COUNT: u32 = 7;
 
 /// Settings of one run (from `[simulation]` and the command line).
 #[derive(Clone, Debug)]
@@ -149,6 +151,7 @@ pub(crate) struct Qp {
     next_send: SimTime,
     rto_gen: u32,
     rto_armed: bool,
+    timeouts_in_row: u32,
     last_progress: SimTime,
     cc: Option<RateState>,
     pub sender_done: Option<SimTime>,
@@ -206,6 +209,9 @@ pub struct Sim<'m> {
     pub(crate) series: Vec<SampleRow>,
     pub(crate) stopped_at_duration: bool,
     pub(crate) hash_fields: u8,
+    /// With links down: `reach[row * groups + g]` = switch `row` still has a live shortest path
+    /// to destination group `g` (routing reconverged over the surviving equal-cost paths).
+    reach: Option<Vec<bool>>,
 }
 
 #[inline]
@@ -434,6 +440,7 @@ impl<'m> Sim<'m> {
             series: Vec::new(),
             stopped_at_duration: false,
             hash_fields,
+            reach: None,
             opts,
         };
         sim.add_flows(flows);
@@ -498,6 +505,7 @@ impl<'m> Sim<'m> {
                     next_send: f.start,
                     rto_gen: 0,
                     rto_armed: false,
+                    timeouts_in_row: 0,
                     last_progress: f.start,
                     cc: if cc_on { Some(RateState::new(line, &self.dcqcn[prof_index(self.m, f.src)])) } else { None },
                     sender_done: None,
@@ -542,9 +550,20 @@ impl<'m> Sim<'m> {
         self.now
     }
 
-    /// Runs to completion (every QP acknowledged) or to the duration limit.
+    /// Runs to completion (every QP acknowledged) or to the duration limit, then closes the
+    /// books (open pause intervals are counted up to the end).
     pub fn run(&mut self, progress: &mut dyn FnMut(Progress)) {
-        let end = self.opts.duration;
+        self.run_inner(self.opts.duration, progress);
+        self.finish_accounting();
+    }
+
+    /// Advances the simulation to `t` (or completion) without closing the books, so a test can
+    /// look at the state mid-run and continue.
+    pub fn run_until(&mut self, t: SimTime) {
+        self.run_inner(Some(t), &mut |_| {});
+    }
+
+    fn run_inner(&mut self, end: Option<SimTime>, progress: &mut dyn FnMut(Progress)) {
         let total = self.qps.len();
         let mut next_report = 0u64;
         while let Some(t) = self.q.peek_time() {
@@ -560,6 +579,7 @@ impl<'m> Sim<'m> {
             self.events += 1;
             self.dispatch(ev);
             if self.qps_left == 0 && total > 0 && self.pkts.live() == 0 {
+                self.stopped_at_duration = false;
                 break;
             }
             if self.events >= next_report {
@@ -573,7 +593,6 @@ impl<'m> Sim<'m> {
                 });
             }
         }
-        self.finish_accounting();
         progress(Progress {
             now: self.now,
             end,
@@ -581,6 +600,25 @@ impl<'m> Sim<'m> {
             qps_done: total - self.qps_left,
             qps_total: total,
         });
+    }
+
+    /// Payload bytes delivered in order, per flow.
+    pub fn flow_delivered_bytes(&self) -> Vec<u64> {
+        let mut v = vec![0; self.flows.len()];
+        for q in &self.qps {
+            v[q.flow as usize] += q.st.bytes_delivered;
+        }
+        v
+    }
+
+    /// Bytes queued at a port's egress, all queues.
+    pub fn queued_bytes(&self, port: PortId) -> u64 {
+        self.ports[port.idx()].qbytes.iter().sum()
+    }
+
+    /// True when every QP has finished.
+    pub fn all_done(&self) -> bool {
+        self.qps_left == 0
     }
 
     fn done(&self) -> bool {
@@ -729,7 +767,7 @@ impl<'m> Sim<'m> {
                 for k in 0..cands.len() {
                     let c = cands[(first + k) % cands.len()];
                     let cp = &self.ports[c.idx()];
-                    if cp.up && cp.node == node {
+                    if cp.up && cp.node == node && self.next_hop_reaches(cp.peer, dst) {
                         choice = c.0;
                         break;
                     }
@@ -1255,6 +1293,7 @@ impl<'m> Sim<'m> {
                 if new_una > q.snd_una {
                     q.snd_una = new_una;
                     q.last_progress = now;
+                    q.timeouts_in_row = 0;
                 }
                 if p.kind == Kind::Nak {
                     q.st.naks += 1;
@@ -1343,6 +1382,19 @@ impl<'m> Sim<'m> {
         }
         if now >= q.last_progress + rto {
             q.st.timeouts += 1;
+            q.timeouts_in_row += 1;
+            if q.timeouts_in_row > RETRY_COUNT {
+                // Like an RC QP whose retry count is exhausted: the QP goes to the error state.
+                q.st.failed = true;
+                q.sender_done = Some(now);
+                self.qps_left -= 1;
+                let src_nic = q.src_nic;
+                let list = &mut self.nics[src_nic as usize].active;
+                if let Some(pos) = list.iter().position(|x| *x == qi) {
+                    list.remove(pos);
+                }
+                return;
+            }
             q.snd_nxt = q.snd_una;
             q.last_progress = now;
             self.q.push(now + rto, Ev::Rto { qp: qi, gen });
@@ -1494,6 +1546,62 @@ impl<'m> Sim<'m> {
         }
     }
 
+    /// After a failure, a next hop is usable only if its switch still reaches the destination.
+    #[inline]
+    fn next_hop_reaches(&self, peer_port: u32, dst: u32) -> bool {
+        let Some(reach) = &self.reach else { return true };
+        let r = &self.m.routing;
+        let node = self.ports[peer_port as usize].node as usize;
+        let row = r.switch_row[node];
+        if row == NONE {
+            return true;
+        }
+        reach[row as usize * r.groups.len() + r.host_group[dst as usize] as usize]
+    }
+
+    /// Recomputes which switches still reach each destination group over live links, in order
+    /// of distance (a switch reaches a group if one of its live next hops does).
+    fn reconverge(&mut self) {
+        if self.ports.iter().all(|p| p.up) {
+            self.reach = None;
+            return;
+        }
+        let r = &self.m.routing;
+        let ng = r.groups.len();
+        let rows = r.switch_row.iter().filter(|x| **x != NONE).count();
+        let max_d = r.dist.iter().filter(|d| **d != rocelab_model::routing::UNREACHABLE).max().copied().unwrap_or(0);
+        let mut reach = vec![false; rows * ng];
+        let switches: Vec<(usize, u32)> =
+            r.switch_row.iter().enumerate().filter(|(_, row)| **row != NONE).map(|(n, row)| (n, *row)).collect();
+        for d in 0..=max_d {
+            for &(node, row) in &switches {
+                for g in 0..ng {
+                    let cell = row as usize * ng + g;
+                    if r.dist[cell] != d {
+                        continue;
+                    }
+                    reach[cell] = if d == 0 {
+                        true
+                    } else {
+                        let hops = match r.next_hop[cell] {
+                            NONE => &[][..],
+                            id => &r.ecmp_groups[id as usize][..],
+                        };
+                        hops.iter().any(|p| {
+                            let port = &self.ports[p.idx()];
+                            let peer_node = self.ports[port.peer as usize].node as usize;
+                            port.up && port.node as usize == node && {
+                                let prow = r.switch_row[peer_node];
+                                prow != NONE && reach[prow as usize * ng + g]
+                            }
+                        })
+                    };
+                }
+            }
+        }
+        self.reach = Some(reach);
+    }
+
     fn on_fault(&mut self, idx: usize) {
         let f = self.faults[idx].clone();
         match f.kind {
@@ -1519,6 +1627,7 @@ impl<'m> Sim<'m> {
                         self.kick(p);
                     }
                 }
+                self.reconverge();
             }
             FaultKind::HostStall => {
                 if let Some(n) = f.nic {

@@ -55,6 +55,8 @@ pub struct QpStats {
     pub naks: u64,
     pub timeouts: u64,
     pub cnps: u64,
+    /// Retries exhausted: the QP went to the error state.
+    pub failed: bool,
 }
 
 #[derive(Clone, Debug, Default)]
