@@ -213,14 +213,27 @@ fn training_spec(base: &PlanSpec, nodes: u32, tp_nodes: u32) -> Result<PlanSpec,
     Ok(s)
 }
 
-fn cell_from_estimate(link: &LinkProfile, sc: &Scenario, what: &str) -> Cell {
+fn cell_from_estimate(link: &LinkProfile, sc: &Scenario) -> Cell {
     let e = estimate(sc);
+    let worst = e.phases.iter().fold(&e.phases[0], |a, p| if p.network_share > a.network_share { p } else { a });
     let figure = match e.verdict {
         Verdict::Unbuildable => format!("({} hosts > {})", sc.cluster.nodes(), link.max_hosts.unwrap_or(0)),
         Verdict::DoesNotFit => format!("(needs {:.0} GB/GPU)", e.memory.total_bytes / 1e9),
-        _ => format!("({:.1}% {what})", e.network_share * 100.0),
+        _ => format!("({} of {})", share_text(e.network_share), worst.name),
     };
     Cell { link: link.name.clone(), verdict: e.verdict, figure, share: e.network_share }
+}
+
+/// A share as a percentage with enough digits to tell small ones apart.
+fn share_text(x: f64) -> String {
+    let p = x * 100.0 + 0.0;
+    if p >= 1.0 {
+        format!("{p:.1}%")
+    } else if p >= 0.01 {
+        format!("{p:.2}%")
+    } else {
+        format!("{p:.4}%")
+    }
 }
 
 /// The usage → acceptable network table.
@@ -276,7 +289,7 @@ pub fn compare(spec: &CompareSpec) -> Result<CompareTable, PlanError> {
                     scenario = format!("{} inference, one replica per {} GPUs (TP{}), {} nodes, prompt {} + output {} tokens, batch {}{}",
                         sc.model.name, sc.parallel.tp, sc.parallel.tp, nodes, w.prompt_tokens, w.output_tokens, w.batch,
                         if usage == Usage::Rag { format!(", {} retrieved chunks of {} tokens, 4 round trips", RAG_CHUNKS, RAG_CHUNK_TOKENS) } else { String::new() });
-                    fixed_cell(link, nodes, share, format!("({:.2}% {what})", share * 100.0))
+                    fixed_cell(link, nodes, share, format!("({} {what})", share_text(share)))
                 }
                 Usage::Storage => {
                     let tspec = training_spec(&spec_l, nodes, 1)?;
@@ -287,7 +300,12 @@ pub fn compare(spec: &CompareSpec) -> Result<CompareTable, PlanError> {
                     let share = t / (spec.checkpoint_interval_seconds + t);
                     scenario = format!("{} training state ({} B/param = {:.0} GB) written by {} nodes through their NICs every {:.0} s, synchronously; storage assumed faster than the NICs",
                         sc.model.name, CHECKPOINT_BYTES_PER_PARAM, state / 1e9, nodes, spec.checkpoint_interval_seconds);
-                    fixed_cell(link, nodes, share, format!("(ckpt {:.0} s, {:.1}%)", t, share * 100.0))
+                    fixed_cell(
+                        link,
+                        nodes,
+                        share,
+                        format!("(ckpt {}, {})", crate::render::seconds(t), share_text(share)),
+                    )
                 }
                 Usage::Pipeline | Usage::Tensor => {
                     let tp_nodes = if usage == Usage::Tensor { 2 } else { 1 };
@@ -305,7 +323,7 @@ pub fn compare(spec: &CompareSpec) -> Result<CompareTable, PlanError> {
                         w.seq_len,
                         w.global_batch
                     );
-                    cell_from_estimate(link, &sc, "of step")
+                    cell_from_estimate(link, &sc)
                 }
                 Usage::Homelab => {
                     let mut s = spec_l.clone();
@@ -343,7 +361,7 @@ pub fn compare(spec: &CompareSpec) -> Result<CompareTable, PlanError> {
                         "{} in int4 on {} workstations with one {} each, PP{} across them, batch 1",
                         sc.model.name, sc.parallel.pp, sc.cluster.gpu.name, sc.parallel.pp
                     );
-                    cell_from_estimate(link, &sc, "of token")
+                    cell_from_estimate(link, &sc)
                 }
             };
             cells.push(cell);

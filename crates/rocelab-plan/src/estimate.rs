@@ -527,7 +527,7 @@ fn training(s: &Scenario) -> Estimate {
     let gbytes = s.grad_reduce.activation_bytes();
     let wbytes = s.precision.weight_bytes();
     let zero = p.zero.0;
-    let groups = [("DP", dense_params, dp * cp, t), ("DP-experts", expert_params, (dp / ep) * cp, t * ep)];
+    let groups = [("DP", dense_params, dp * cp, t), ("DP-experts", expert_params, (dp / ep) * cp, t * cp * ep)];
     for (dim, params, n, stride) in groups {
         if params <= 0.0 || n <= 1 {
             continue;
@@ -719,10 +719,11 @@ fn training(s: &Scenario) -> Estimate {
     }
     let assumptions = assumptions(s, &[
         format!("pipeline bubble (p−1)/(v·m) = ({}−1)/({}·{}) (SC21 §2.2)", pp, v, m),
-        format!("{} micro-batches of {} sequences per pipeline; {} layers on the busiest stage", m, b, lp),
+        format!("{} micro-batches of {} sequence(s) per pipeline; {} layers on the busiest stage", m, b, lp),
         "DP gradient reduction hides behind the last micro-batch's backward; ZeRO-2/3 per-micro-batch collectives behind all of them".into(),
         format!("model FLOPs per token 6·N_active + 6·L·s·d_attn (causal) = {:.3e}", mdl.training_flops_per_token(w.seq_len)),
-        "first stage holds activations of min(p, m) micro-batches (1F1B); optimizer step time and embedding imbalance not modelled".into(),
+        "first stage holds activations of min(p, m) micro-batches (1F1B), × (1 + (p−1)/(p·v)) when interleaved; GPipe holds all m".into(),
+        "not modelled: optimizer step time, embedding/LM-head imbalance, SM contention from overlapped collectives".into(),
     ]);
     finish(s, lines, vec![phase], memory, headline, components, assumptions)
 }
@@ -941,8 +942,11 @@ fn inference(s: &Scenario) -> Estimate {
 fn assumptions(s: &Scenario, extra: &[String]) -> Vec<String> {
     let c = &s.cluster;
     let mut a = vec![
-        format!("{} sustains {:.0} TFLOP/s of model math while busy ({} peak {:.0} dense BF16 × {} multiplier)",
-            c.gpu.name, c.sustained_tflops, s.precision.name(), c.gpu.peak_bf16_tflops, s.precision.peak_multiplier()),
+        {
+            let peak = c.gpu.peak_bf16_tflops * s.precision.peak_multiplier();
+            format!("{} sustains {:.0} TFLOP/s of model math while busy: {:.1}% of its {:.0} TFLOP/s dense {} peak",
+                c.gpu.name, c.sustained_tflops, 100.0 * c.sustained_tflops / peak, peak, s.precision.name())
+        },
         format!("{} GPUs per node over {} ({:.0} GB/s effective); network {} at {} Gb/s × {:.0}% efficiency, {} µs, {} NIC(s) per node ({:.1} GB/s per GPU)",
             c.gpus_per_node, c.intra_node.name, c.intra_node.effective_bytes_per_s() / 1e9, c.network.name, c.network.rate_gbps,
             c.network.efficiency * 100.0, c.network.latency_us, c.nics_per_node, c.nic_bytes_per_s_per_gpu() / 1e9),
@@ -1072,4 +1076,64 @@ fn share_verdict(share: f64, worst: &Phase) -> (Verdict, String) {
         _ => format!("> {:.0}%", MARGINAL_SHARE * 100.0),
     };
     (v, format!("GPUs wait on the network {:.1}% of the {} ({})", share * 100.0, worst.name, bound))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{resolve, HardwareInput, ParallelInput};
+    use crate::PlanSpec;
+
+    fn scenario(gpus: u32, tp: u32, pp: u32) -> Scenario {
+        resolve(&PlanSpec {
+            parallel: ParallelInput { tp: Some(tp), pp: Some(pp), ..Default::default() },
+            hardware: HardwareInput { gpus: Some(gpus), ..Default::default() },
+            ..Default::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn placement_follows_rank_order() {
+        let s = scenario(64, 8, 2);
+        // TP8 fills one node: NVLink.
+        let tp = place(&s, 8, 1);
+        assert_eq!((tp.path.nodes, tp.network), (1, false));
+        // DP (stride 8) puts one rank per node: one NIC each.
+        let dp = place(&s, 4, 8);
+        assert_eq!(dp.path.nodes, 4);
+        assert!((dp.path.bus_bytes_per_s - s.cluster.nic_bytes_per_s_per_gpu()).abs() < 1.0);
+        // TP16 spans two nodes with 8 ranks in each: 8 NICs, capped by NVLink.
+        let tp16 = place(&s, 16, 1);
+        assert_eq!(tp16.path.nodes, 2);
+        let eight_nics = 8.0 * s.cluster.nic_bytes_per_s_per_gpu();
+        assert_eq!(tp16.path.bus_bytes_per_s, eight_nics.min(s.cluster.intra_node.effective_bytes_per_s()));
+        // A stride of 2 on 8-GPU nodes: 4 ranks per node.
+        assert_eq!(place(&s, 8, 2).path.nodes, 2);
+    }
+
+    #[test]
+    fn bubble_and_step_add_up() {
+        let s = scenario(64, 8, 4);
+        let e = estimate(&s);
+        let p = &e.phases[0];
+        let m = match &s.workload {
+            Workload::Training(t) => t.micro_batches(s.parallel.dp) as f64,
+            _ => unreachable!(),
+        };
+        assert_eq!(p.bubble_fraction, 3.0 / m);
+        let layer: f64 = e.comm.iter().filter(|l| !l.dimension.starts_with("DP")).map(|l| l.exposed_seconds).sum();
+        let dp: f64 = e.comm.iter().filter(|l| l.dimension.starts_with("DP")).map(|l| l.exposed_seconds).sum();
+        let expect = p.compute_seconds + layer + p.bubble_fraction * (p.compute_seconds + layer) + dp;
+        assert!((p.seconds - expect).abs() < 1e-9 * expect);
+    }
+
+    #[test]
+    fn verdict_thresholds_are_ordered() {
+        assert_eq!(Verdict::from_network_share(0.01), Verdict::Good);
+        assert_eq!(Verdict::from_network_share(0.10), Verdict::Acceptable);
+        assert_eq!(Verdict::from_network_share(0.30), Verdict::Marginal);
+        assert_eq!(Verdict::from_network_share(0.60), Verdict::Poor);
+        assert!(Verdict::Good < Verdict::Poor && Verdict::Poor < Verdict::DoesNotFit);
+    }
 }

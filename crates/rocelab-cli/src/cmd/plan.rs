@@ -50,18 +50,25 @@ pub struct Args {
     /// Model preset: llama3-8b, llama3-70b, llama3-405b, mixtral-8x7b, deepseek-v3.
     #[arg(long, help_heading = "Model")]
     model: Option<String>,
+    /// Custom model: total parameters, billions (with --layers, --hidden, --heads).
     #[arg(long, help_heading = "Model")]
     params_billions: Option<f64>,
+    /// Transformer layers (overrides the preset).
     #[arg(long, help_heading = "Model")]
     layers: Option<u32>,
+    /// Hidden size (overrides the preset).
     #[arg(long, help_heading = "Model")]
     hidden: Option<u32>,
+    /// Attention heads (overrides the preset).
     #[arg(long, help_heading = "Model")]
     heads: Option<u32>,
+    /// KV heads, GQA (overrides the preset).
     #[arg(long, help_heading = "Model")]
     kv_heads: Option<u32>,
+    /// Routed experts per MoE layer (overrides the preset).
     #[arg(long, help_heading = "Model")]
     experts: Option<u32>,
+    /// Experts per token (overrides the preset).
     #[arg(long, help_heading = "Model")]
     top_k: Option<u32>,
     /// fp32, bf16, fp16, fp8, int4 (weight-only, inference).
@@ -77,16 +84,20 @@ pub struct Args {
     /// Tokens per optimizer step (instead of --global-batch).
     #[arg(long, help_heading = "Training")]
     global_batch_tokens: Option<u64>,
+    /// Sequences per micro-batch.
     #[arg(long, help_heading = "Training")]
     micro_batch: Option<u32>,
+    /// Sequence length, tokens.
     #[arg(long, help_heading = "Training")]
     seq_len: Option<u32>,
 
     /// Plan inference instead of training.
     #[arg(long, help_heading = "Inference")]
     inference: bool,
+    /// Prompt tokens per request.
     #[arg(long, help_heading = "Inference")]
     prompt_tokens: Option<u32>,
+    /// Generated tokens per request.
     #[arg(long, help_heading = "Inference")]
     output_tokens: Option<u32>,
     /// Sequences decoded together by one replica.
@@ -96,12 +107,16 @@ pub struct Args {
     #[arg(long, help_heading = "Inference")]
     disaggregated: bool,
 
+    /// Tensor parallel size.
     #[arg(long, help_heading = "Parallelism")]
     tp: Option<u32>,
+    /// Pipeline parallel size (stages).
     #[arg(long, help_heading = "Parallelism")]
     pp: Option<u32>,
+    /// Data parallel size (default: GPUs / (TP·CP·PP)).
     #[arg(long, help_heading = "Parallelism")]
     dp: Option<u32>,
+    /// Expert parallel size (MoE; carved out of DP).
     #[arg(long, help_heading = "Parallelism")]
     ep: Option<u32>,
     /// Context parallel size.
@@ -113,6 +128,7 @@ pub struct Args {
     /// gpipe, 1f1b, interleaved.
     #[arg(long, help_heading = "Parallelism")]
     schedule: Option<String>,
+    /// Model chunks per GPU for the interleaved schedule.
     #[arg(long, help_heading = "Parallelism")]
     virtual_stages: Option<u32>,
     /// ZeRO stage 0-3.
@@ -128,18 +144,22 @@ pub struct Args {
     /// GPU preset: a100, h100, h200, b200, l40s, rtx4090.
     #[arg(long, help_heading = "Hardware")]
     gpu: Option<String>,
+    /// GPUs in the job.
     #[arg(long, help_heading = "Hardware")]
     gpus: Option<u32>,
+    /// GPUs per node (default: the GPU preset's server).
     #[arg(long, help_heading = "Hardware")]
     gpus_per_node: Option<u32>,
     /// nvlink3, nvlink4, nvlink5, pcie4, pcie5.
     #[arg(long, help_heading = "Hardware")]
     intra_node: Option<String>,
+    /// NICs per node (default: one per GPU for RDMA, one per node for TCP and Thunderbolt).
     #[arg(long, help_heading = "Hardware")]
     nics_per_node: Option<u32>,
     /// Model TFLOP/s a GPU sustains while busy (default: peak × 0.5).
     #[arg(long, help_heading = "Hardware")]
     sustained_tflops: Option<f64>,
+    /// Share of peak sustained while busy (default 0.5).
     #[arg(long, help_heading = "Hardware")]
     compute_efficiency: Option<f64>,
 
@@ -147,10 +167,13 @@ pub struct Args {
     /// ib-hdr, ib-ndr, ib-xdr.
     #[arg(long, help_heading = "Interconnect")]
     interconnect: Option<String>,
+    /// Override the network link rate, Gb/s.
     #[arg(long, help_heading = "Interconnect")]
     link_gbps: Option<f64>,
+    /// Override the network one-way latency, µs.
     #[arg(long, help_heading = "Interconnect")]
     link_latency_us: Option<f64>,
+    /// Override the share of the rate a collective achieves (0-1).
     #[arg(long, help_heading = "Interconnect")]
     link_efficiency: Option<f64>,
     /// Share of TP/SP collectives hidden behind compute (0-1).
