@@ -53,8 +53,8 @@ impl Collective {
     }
 
     /// Latency steps of a ring (or pairwise exchange for all-to-all, chain for broadcast).
-    pub fn ring_steps(self, n: u32) -> u32 {
-        let n = n.max(1);
+    pub fn ring_steps(self, n: u32) -> u64 {
+        let n = n.max(1) as u64;
         match self {
             Collective::AllReduce => 2 * (n - 1),
             Collective::ReduceScatter | Collective::AllGather | Collective::AllToAll => n - 1,

@@ -164,7 +164,7 @@ fn serving_spec(base: &PlanSpec, nodes: u32, extra_prompt: u32) -> Result<(PlanS
     let mut s = base.clone();
     s.training = None;
     let mut inf = base.inference.clone().unwrap_or_default();
-    inf.prompt_tokens = Some(inf.prompt_tokens.unwrap_or(2048) + extra_prompt);
+    inf.prompt_tokens = Some(inf.prompt_tokens.unwrap_or(2048).saturating_add(extra_prompt));
     inf.disaggregated = Some(false);
     s.inference = Some(inf);
     s.parallel = Default::default();
@@ -176,8 +176,8 @@ fn serving_spec(base: &PlanSpec, nodes: u32, extra_prompt: u32) -> Result<(PlanS
         let mut try_spec = s.clone();
         try_spec.parallel.tp = Some(tp);
         try_spec.parallel.pp = Some(1);
-        try_spec.parallel.dp = Some(g / tp * nodes);
-        try_spec.hardware.gpus = Some(g * nodes);
+        try_spec.parallel.dp = Some((g / tp).saturating_mul(nodes));
+        try_spec.hardware.gpus = Some(g.saturating_mul(nodes));
         let sc = resolve(&try_spec)?;
         let fits = estimate(&sc).memory.fits;
         last = Some((try_spec, sc));
@@ -201,10 +201,10 @@ fn training_spec(base: &PlanSpec, nodes: u32, tp_nodes: u32) -> Result<PlanSpec,
     let probe =
         resolve(&PlanSpec { parallel: crate::spec::ParallelInput { tp: Some(1), ..Default::default() }, ..s.clone() })?;
     let g = probe.cluster.gpus_per_node;
-    let tp = g * tp_nodes;
+    let tp = g.saturating_mul(tp_nodes);
     s.parallel =
         crate::spec::ParallelInput { tp: Some(tp), pp: Some(nodes / tp_nodes), dp: Some(1), ..Default::default() };
-    s.hardware.gpus = Some(g * nodes);
+    s.hardware.gpus = Some(g.saturating_mul(nodes));
     if let Some(t) = &mut s.training {
         if t.global_batch.is_none() && t.global_batch_tokens.is_none() {
             t.global_batch = Some(256);
@@ -245,11 +245,11 @@ pub fn compare(spec: &CompareSpec) -> Result<CompareTable, PlanError> {
             hint: format!("e.g. --links {}", DEFAULT_LINKS.join(",")),
         });
     }
-    if spec.nodes < 2 || !spec.nodes.is_multiple_of(2) {
+    if !(2..=100_000).contains(&spec.nodes) || !spec.nodes.is_multiple_of(2) {
         return Err(PlanError {
             key: "compare.nodes".into(),
             message: format!("{} nodes", spec.nodes),
-            hint: "compare needs an even node count ≥ 2 (TP spans two nodes)".into(),
+            hint: "compare needs an even node count from 2 to 100,000 (TP spans two nodes)".into(),
         });
     }
     let mut base = spec.base.clone();

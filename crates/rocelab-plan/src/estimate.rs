@@ -871,7 +871,7 @@ fn inference(s: &Scenario) -> Estimate {
                     count: 1.0,
                     bytes_each: bytes,
                     size: 2,
-                    stride: c.gpus_per_node.max(1) * 2,
+                    stride: c.gpus_per_node.max(1).saturating_mul(2),
                     hiding: Hiding::None,
                     overlap: 0.0,
                 },
@@ -999,7 +999,7 @@ fn finish(
         Workload::Training(_) => s.cluster.nodes(),
         Workload::Inference(w) => {
             let replica_nodes = (s.parallel.tp * s.parallel.pp).div_ceil(s.cluster.gpus_per_node).max(1);
-            replica_nodes * if w.disaggregated { 2 } else { 1 }
+            replica_nodes.saturating_mul(if w.disaggregated { 2 } else { 1 })
         }
     };
     let crosses = lines.iter().any(|l| l.crosses_network);

@@ -88,8 +88,9 @@ pub struct Parallel {
 }
 
 impl Parallel {
-    pub fn gpus(&self) -> u64 {
-        self.tp as u64 * self.cp as u64 * self.pp as u64 * self.dp as u64
+    /// t·c·p·d, in u128 so that no product of four u32 overflows.
+    pub fn gpus(&self) -> u128 {
+        self.tp as u128 * self.cp as u128 * self.pp as u128 * self.dp as u128
     }
     /// Virtual stages actually in effect (1 unless the schedule is interleaved).
     pub fn v(&self) -> u32 {
@@ -127,7 +128,7 @@ impl Training {
     }
     /// Micro-batches each pipeline runs per step: global / (dp × micro-batch).
     pub fn micro_batches(&self, dp: u32) -> u32 {
-        self.global_batch / (dp.max(1) * self.micro_batch.max(1))
+        (self.global_batch as u64 / (dp.max(1) as u64 * self.micro_batch.max(1) as u64)) as u32
     }
 }
 
@@ -384,7 +385,7 @@ impl Scenario {
         }
         match &self.workload {
             Workload::Training(t) => {
-                if p.gpus() != c.gpus as u64 {
+                if p.gpus() != c.gpus as u128 {
                     return Err(err(
                         "hardware.gpus",
                         format!(
@@ -396,10 +397,13 @@ impl Scenario {
                             p.dp,
                             p.gpus()
                         ),
-                        if (c.gpus as u64).is_multiple_of(p.tp as u64 * p.cp as u64 * p.pp as u64) {
-                            format!("set dp = {}", c.gpus as u64 / (p.tp as u64 * p.cp as u64 * p.pp as u64))
+                        if (c.gpus as u128).is_multiple_of(p.tp as u128 * p.cp as u128 * p.pp as u128) {
+                            format!("set dp = {}", c.gpus as u128 / (p.tp as u128 * p.cp as u128 * p.pp as u128))
                         } else {
-                            format!("GPUs must be divisible by TP·CP·PP = {}", p.tp * p.cp * p.pp)
+                            format!(
+                                "GPUs must be divisible by TP·CP·PP = {}",
+                                p.tp as u128 * p.cp as u128 * p.pp as u128
+                            )
                         },
                     ));
                 }
@@ -417,14 +421,14 @@ impl Scenario {
                         "pick a CP that divides seq_len",
                     ));
                 }
-                if t.global_batch % (p.dp * t.micro_batch) != 0 {
+                if !(t.global_batch as u64).is_multiple_of(p.dp as u64 * t.micro_batch as u64) {
                     return Err(err(
                         "training.global_batch",
                         format!(
                             "global batch {} is not a multiple of DP {} × micro-batch {}",
                             t.global_batch, p.dp, t.micro_batch
                         ),
-                        format!("use a global batch that is a multiple of {}", p.dp * t.micro_batch),
+                        format!("use a global batch that is a multiple of {}", p.dp as u64 * t.micro_batch as u64),
                     ));
                 }
                 if p.schedule == Schedule::Interleaved && p.v() > 1 && t.micro_batches(p.dp) % p.pp != 0 {
@@ -440,7 +444,7 @@ impl Scenario {
                 }
             }
             Workload::Inference(i) => {
-                if p.gpus() > c.gpus as u64 {
+                if p.gpus() > c.gpus as u128 {
                     return Err(err(
                         "hardware.gpus",
                         format!("the layout needs {} GPUs, only {} given", p.gpus(), c.gpus),

@@ -117,10 +117,11 @@ pub fn search(spec: &SearchSpec) -> Result<SearchResult, PlanError> {
     let mut s = base.clone();
     for &tp in &tps {
         for &cp in &cps {
-            if !n.is_multiple_of(tp * cp) {
+            // Pinned sizes come from the user: guard the product.
+            let Some(tc) = tp.checked_mul(cp).filter(|tc| *tc > 0 && n.is_multiple_of(*tc)) else {
                 continue;
-            }
-            let rest = n / (tp * cp);
+            };
+            let rest = n / tc;
             let pps = pick(pin.pp, divisors(rest).into_iter().filter(|p| *p <= mdl.layers).collect());
             for &pp in &pps {
                 if !rest.is_multiple_of(pp) {
@@ -148,7 +149,7 @@ pub fn search(spec: &SearchSpec) -> Result<SearchResult, PlanError> {
                 };
                 for &ep in &eps {
                     for &mb in &mbs {
-                        if !inference && global_batch % (dp * mb) != 0 {
+                        if !inference && !(global_batch as u64).is_multiple_of(dp as u64 * mb as u64) {
                             out.evaluated += 1;
                             out.invalid += 1;
                             continue;

@@ -178,7 +178,7 @@ impl PlanSpec {
         }
         if hw.gpus.is_none() {
             if let (Some(h), Some(g)) = (f.hosts, f.gpus_per_node) {
-                hw.gpus = Some(h * g);
+                hw.gpus = Some(h.saturating_mul(g));
             }
         }
         let ic = &mut s.interconnect;
@@ -405,7 +405,17 @@ pub fn resolve(spec: &PlanSpec) -> Result<Scenario, PlanError> {
         };
         return Err(err(k, "must be at least 1", "use 1 to disable this dimension"));
     }
-    let inner = tp as u64 * pp as u64 * cp as u64;
+    let inner = tp as u64 * pp as u64;
+    let inner = match inner.checked_mul(cp as u64).filter(|i| *i <= u32::MAX as u64) {
+        Some(i) => i,
+        None => {
+            return Err(err(
+                "parallel.tp",
+                format!("TP {tp} × PP {pp} × CP {cp} exceeds any GPU count"),
+                "use realistic sizes",
+            ))
+        }
+    };
     let (gpus, dp) = match (hw.gpus, pi.dp) {
         (Some(g), Some(d)) => (g, d),
         (Some(g), None) => {
