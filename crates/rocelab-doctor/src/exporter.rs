@@ -7,8 +7,8 @@
 //! * Each scrape reads the counters afresh (sysfs, then the tools with their own timeouts).
 //!   Concurrent scrapes share one collection ("single flight"): a scrape waits for a
 //!   collection that *started after it arrived*, or starts one, so N scrapers never run N
-//!   copies of `ethtool`. A collection slower than `scrape_timeout` answers 503 and its
-//!   result serves the next scrape.
+//!   copies of `ethtool`. When the collection is slower than `scrape_timeout`, the scrape
+//!   gets the previous page with a comment giving its age, or 503 if there is none yet.
 //! * Memory is bounded by the connection cap, the head cap and one rendered page.
 //!
 //! It binds to 127.0.0.1 unless told otherwise: counters describe the fabric, and the
@@ -120,7 +120,12 @@ impl State {
             }
             let now = Instant::now();
             if now >= deadline {
-                return None;
+                // The collection is slower than the deadline: serve the last page, saying how
+                // old it is, rather than nothing; without one, 503.
+                return g.last.as_ref().map(|(started, page)| {
+                    let age = now.duration_since(*started).as_secs_f64();
+                    Arc::new(format!("# rocelab: collection still running; this page was collected {age:.1} s before this scrape\n{page}"))
+                });
             }
             g = self.done.wait_timeout(g, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
         }
@@ -203,7 +208,7 @@ fn accept_loop(listener: &TcpListener, state: &Arc<State>) {
         let _ = stream.set_nodelay(true);
         if state.active.fetch_add(1, Ordering::SeqCst) >= state.cfg.max_connections {
             state.active.fetch_sub(1, Ordering::SeqCst);
-            let _ = respond(&mut stream, 503, "text/plain", b"too many concurrent scrapes\n", false, false);
+            reject(&mut stream);
             continue;
         }
         let st = state.clone();
@@ -215,6 +220,28 @@ fn accept_loop(listener: &TcpListener, state: &Arc<State>) {
             state.active.fetch_sub(1, Ordering::SeqCst);
         }
     }
+}
+
+/// Answers 503 on the accept thread. The request is read first (briefly, bounded): closing a
+/// socket with unread input sends a reset, which can destroy the answer before the client
+/// reads it.
+fn reject(stream: &mut TcpStream) {
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(50)));
+    let mut buf = [0u8; 1024];
+    let mut seen = Vec::new();
+    while seen.len() < MAX_HEAD_BYTES as usize {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                seen.extend_from_slice(&buf[..n]);
+                if seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                    break;
+                }
+            }
+        }
+    }
+    let _ = respond(stream, 503, "text/plain", b"too many concurrent scrapes\n", false, false);
+    let _ = stream.shutdown(std::net::Shutdown::Write);
 }
 
 fn respond(

@@ -235,3 +235,14 @@ fn output_is_deterministic() {
     let h = rocelab_doctor::report::human(&run("pfc-storm"));
     assert!(h.contains("error[pfc-storm] gpu01 ens3np0 priority 3 rx: paused 75.0% of the window"), "{h}");
 }
+
+#[test]
+fn cumulus_watchdog_deadlock_and_discards() {
+    let d = run("cumulus-deadlock");
+    assert_eq!(codes(&d), vec![("pfc-storm", Severity::Error), ("switch-drops", Severity::Warning)]);
+    assert_eq!((d.findings[0].node.as_str(), d.findings[0].subject.as_str()), ("leaf2", "swp1"));
+    assert!(d.findings[0].message.contains("DEADLOCK"), "{}", d.findings[0].message);
+    assert!(d.findings[1].message.starts_with("120 RoCE packets discarded"), "{}", d.findings[1].message);
+    let d = run("cumulus-deadlock-ok");
+    assert!(d.findings.is_empty(), "{:?}", codes(&d));
+}

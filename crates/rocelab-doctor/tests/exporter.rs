@@ -211,3 +211,33 @@ fn no_rdma_devices_is_an_empty_page_with_a_note() {
     assert!(!body.lines().any(|l| !l.starts_with('#')));
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+#[test]
+fn a_slow_collection_answers_503_and_serves_the_next_scrape() {
+    let root = fake_tree("slow");
+    // An `ethtool -S ens3np0` that takes 1 s: longer than the scrape deadline, shorter than
+    // its own; the other runs fail at once.
+    let script = root.join("ethtool");
+    std::fs::write(&script, "#!/bin/sh\nif [ \"$1\" = -S ] && [ \"$2\" = ens3np0 ]; then sleep 1; printf 'NIC statistics:\\n     rx_prio3_pause: 1\\n'; else exit 95; fi\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut cfg = config(&root, Tools { ethtool: Some(script), ..Tools::none() });
+    cfg.scrape_timeout = Duration::from_millis(300);
+    let server = Exporter::bind(cfg).unwrap().spawn().unwrap();
+    let (code, _, body) = get(server.addr, "GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n");
+    assert_eq!(code, 503, "{body}");
+    assert_eq!(body, "counter collection timed out\n");
+    // Once that collection is done, a scrape still times out on its own (fresh) collection
+    // but is answered with the previous page and its age.
+    std::thread::sleep(Duration::from_millis(1600));
+    let (code, _, body) = get(server.addr, "GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n");
+    assert_eq!(code, 200, "{body}");
+    assert!(body.starts_with("# rocelab: collection still running; this page was collected "), "{body}");
+    assert_eq!(
+        value(&body, "rocelab_pfc_pause_frames_total{node=\"gpu07\",port=\"ens3np0\",priority=\"3\",direction=\"rx\"}"),
+        Some(1.0),
+        "{body}"
+    );
+    server.stop();
+    std::fs::remove_dir_all(&root).unwrap();
+}
