@@ -8,8 +8,10 @@
 //! α-β (Thakur et al. 2005; Patarasuk & Yuan 2009): a ring all-reduce takes 2(n−1) steps, each
 //! paying the hop latency α, and moves 2(n−1)/n · S through the bottleneck bandwidth B.
 //!
-//! NCCL-like (NVIDIA/nccl `src/graph/tuning.cc`, 2.19): t = latency + S / algbw, with
-//! latency = base[algo][proto] + intra-node hops × hwLat[intra] + inter-node hops × hwLat[NET],
+//! NCCL-like (NVIDIA/nccl `src/graph/tuning.cc`, 2.19 era): t = latency + S / algbw, with
+//! latency = base[algo][proto] + intra-node hops × hwLat[intra] + inter-node hops × hwLat[NET]
+//! (an all-reduce ring counts 2·nodes inter-node steps; a multi-node ring's intra-node steps cost
+//! at least the proxy's network overhead),
 //! algbw = busbw × protocol factor × (n / steps) for the ring, and
 //! algbw = 0.5 × 0.92 × busbw × protocol factor for the tree (all-reduce only). The cheapest
 //! (algorithm, protocol) pair wins, as NCCL's tuner picks.
@@ -144,8 +146,16 @@ const PROTOCOLS: [Protocol; 3] = [Protocol::Ll, Protocol::Ll128, Protocol::Simpl
 const BASE_LAT_US: [[f64; 3]; 2] = [[6.8, 14.0, 0.0], [6.6, 14.0, 8.4]];
 
 /// tuning.cc hwLat, µs: [NVLink, PCI, NET][tree, ring][LL, LL128, Simple].
-const HW_LAT_US: [[[f64; 3]; 2]; 3] =
-    [[[0.6, 1.25, 4.0], [0.6, 1.9, 3.4]], [[1.0, 1.9, 4.0], [1.0, 2.5, 5.7]], [[5.0, 8.5, 14.0], [2.7, 4.0, 14.0]]];
+#[rustfmt::skip]
+const HW_LAT_US: [[[f64; 3]; 2]; 3] = [
+    [[0.6, 1.25, 28.0], [0.6, 1.9, 3.4]],  // NVLink
+    [[1.0, 1.9, 28.0], [1.0, 2.5, 5.7]],   // PCI
+    [[5.0, 8.5, 28.0], [2.7, 4.0, 14.0]],  // NET
+];
+
+/// tuning.cc `getNetOverhead`: each step of a multi-node ring also pays the proxy thread's post
+/// overhead (1 µs on x86; three times that with Simple).
+const NET_OVERHEAD_US: f64 = 1.0;
 
 fn hw_index(c: HwClass) -> usize {
     match c {
@@ -188,7 +198,7 @@ pub fn nccl_seconds(c: Collective, bytes: f64, path: &GroupPath) -> NcclTime {
             0.0
         } else {
             match c {
-                Collective::AllReduce => 2.0 * (path.nodes as f64 - 1.0),
+                Collective::AllReduce => 2.0 * path.nodes as f64,
                 Collective::SendRecv => 1.0,
                 _ => path.nodes as f64 - 1.0,
             }
@@ -197,7 +207,11 @@ pub fn nccl_seconds(c: Collective, bytes: f64, path: &GroupPath) -> NcclTime {
         // InfiniBand-calibrated constants).
         let inter_lat = (HW_LAT_US[net][1][pi] * 1e-6).max(path.alpha_seconds);
         let intra_lat = HW_LAT_US[intra][1][pi] * 1e-6;
-        let intra_lat = if multi_node { intra_lat } else { intra_lat.max(path.alpha_seconds) };
+        let intra_lat = if multi_node {
+            intra_lat.max(NET_OVERHEAD_US * 1e-6 * if p == Protocol::Simple { 3.0 } else { 1.0 })
+        } else {
+            intra_lat.max(path.alpha_seconds)
+        };
         let lat = BASE_LAT_US[1][pi] * 1e-6 + (steps - inter_steps).max(0.0) * intra_lat + inter_steps * inter_lat;
         let algbw = path.bus_bytes_per_s * proto_bw / c.busbw_factor(n);
         let ring = NcclTime { seconds: lat + bytes / algbw, algorithm: Algorithm::Ring, protocol: p };
@@ -210,7 +224,7 @@ pub fn nccl_seconds(c: Collective, bytes: f64, path: &GroupPath) -> NcclTime {
                 Protocol::Simple => 1.0,
                 Protocol::Ll128 => {
                     if multi_node {
-                        0.915
+                        120.0 / 128.0
                     } else {
                         7.0 / 9.0
                     }
