@@ -196,3 +196,17 @@ fn cumulus_roce_counters_with_units() {
     assert_eq!(w.entries.len(), 2);
     assert_eq!(cumulus::parse_pfc_watchdog(&fixture("cumulus-pfc-watchdog-malformed.txt")).unwrap_err().line, 3);
 }
+
+#[test]
+fn nccl_several_collectives_back_to_back() {
+    let runs = nccl::parse(&fixture("nccl-suite.txt"), None).unwrap();
+    let ops: Vec<&str> = runs.iter().map(|r| r.op.as_deref().unwrap()).collect();
+    assert_eq!(ops, vec!["broadcast", "reduce_scatter", "sendrecv"]);
+    assert_eq!(runs[0].rows[0].root, Some(0));
+    assert_eq!(runs[0].rows[0].redop.as_deref(), Some("none"));
+    assert_eq!(runs[1].ranks.len(), 2);
+    assert_eq!(runs[1].peak_busbw_gbytes_per_s(), Some(24.45));
+    assert_eq!(runs[2].rows[1].in_place.as_ref().unwrap().wrong, None);
+    assert_eq!(runs[2].rows[1].out_of_place.wrong, Some(0));
+    assert_eq!(runs[2].avg_busbw_gbytes_per_s, Some(38.27));
+}
