@@ -38,8 +38,9 @@ fn json_is_valid_and_deterministic() {
     assert_eq!(a.status.code(), Some(0), "{}", stderr(&a));
     assert_eq!(a.stdout, b.stdout);
     let v: serde_json::Value = serde_json::from_slice(&a.stdout).expect("JSON");
-    assert!(v["headline"]["step_seconds"].as_f64().unwrap() > 0.0);
-    assert!(v["comm"].as_array().unwrap().iter().any(|l| l["dimension"] == "EP"));
+    assert!(v["estimate"]["headline"]["step_seconds"].as_f64().unwrap() > 0.0);
+    assert_eq!(v["scenario"]["model"]["name"], "mixtral-8x7b");
+    assert!(v["estimate"]["comm"].as_array().unwrap().iter().any(|l| l["dimension"] == "EP"));
 }
 
 #[test]

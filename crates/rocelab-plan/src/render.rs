@@ -298,6 +298,25 @@ pub fn render_estimate(e: &Estimate, f: Format) -> String {
     }
 }
 
+/// One plan with the resolved inputs it came from: JSON carries both (every preset expanded,
+/// every default filled), so a result can be reproduced and audited; text formats print the
+/// estimate, whose assumptions already list the inputs that matter.
+pub fn render_plan(s: &crate::Scenario, e: &Estimate, f: Format) -> String {
+    #[derive(Serialize)]
+    struct Plan<'a> {
+        tool: &'static str,
+        version: &'static str,
+        scenario: &'a crate::Scenario,
+        estimate: &'a Estimate,
+    }
+    match f {
+        Format::Json => {
+            json(&Plan { tool: "rocelab plan", version: env!("CARGO_PKG_VERSION"), scenario: s, estimate: e })
+        }
+        _ => estimate_text(e, f),
+    }
+}
+
 /// The usage → acceptable network table.
 pub fn render_compare(t: &CompareTable, f: Format) -> String {
     if f == Format::Json {
@@ -347,6 +366,7 @@ pub fn render_search(r: &SearchResult, f: Format) -> String {
     } else {
         o += &format!("rocelab plan --search — {}\n\n", r.title);
     }
+    let step = if r.ranked_by == "tokens/s" { "TPOT" } else { "step" };
     let mut g = Grid::new(
         &[
             "rank",
@@ -356,7 +376,7 @@ pub fn render_search(r: &SearchResult, f: Format) -> String {
             "ZeRO",
             "recompute",
             "mem/GPU",
-            "step",
+            step,
             "tokens/s",
             "MFU",
             "net wait",

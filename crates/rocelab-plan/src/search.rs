@@ -46,6 +46,8 @@ pub struct Candidate {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SearchResult {
     pub title: String,
+    /// "step time" (training) or "tokens/s" (inference).
+    pub ranked_by: String,
     pub ranked: Vec<Candidate>,
     pub evaluated: u64,
     pub valid: u64,
@@ -111,8 +113,15 @@ pub fn search(spec: &SearchSpec) -> Result<SearchResult, PlanError> {
     };
     let mbs: Vec<u32> = if inference { vec![1] } else { user_mb.map(|m| vec![m]).unwrap_or_else(|| vec![1, 2, 4]) };
 
-    let mut out =
-        SearchResult { title: String::new(), ranked: Vec::new(), evaluated: 0, valid: 0, out_of_memory: 0, invalid: 0 };
+    let mut out = SearchResult {
+        title: String::new(),
+        ranked_by: String::new(),
+        ranked: Vec::new(),
+        evaluated: 0,
+        valid: 0,
+        out_of_memory: 0,
+        invalid: 0,
+    };
     let mut all = Vec::new();
     let mut s = base.clone();
     for &tp in &tps {
@@ -227,6 +236,7 @@ pub fn search(spec: &SearchSpec) -> Result<SearchResult, PlanError> {
     });
     all.truncate(spec.top.max(1));
     out.ranked = all;
+    out.ranked_by = if inference { "tokens/s" } else { "step time" }.to_string();
     out.title = format!(
         "{} · {} · {} GPUs {} ({} per node) · {} inside nodes · {} between nodes · ranked by {}",
         mdl.name,

@@ -7,7 +7,7 @@
 
 use crate::common::{write_atomic, Failure, VerbResult};
 use rocelab_plan::compare::{parse_link, CompareSpec};
-use rocelab_plan::render::{render_compare, render_estimate, render_search, Format};
+use rocelab_plan::render::{render_compare, render_plan, render_search, Format};
 use rocelab_plan::spec::{self, InferenceInput, PlanSpec, TrainingInput};
 use rocelab_plan::{compare, estimate, resolve, search, FabricFacts, PlanError, SearchSpec};
 use std::path::PathBuf;
@@ -365,7 +365,7 @@ pub fn run(a: Args) -> VerbResult {
             render_search(&r, format)
         } else {
             let scenario = resolve(&spec).map_err(|e| sources.failure(e))?;
-            render_estimate(&estimate(&scenario), format)
+            render_plan(&scenario, &estimate(&scenario), format)
         };
     if a.timings {
         eprintln!("plan: computed in {:.1} ms", started.elapsed().as_secs_f64() * 1e3);
