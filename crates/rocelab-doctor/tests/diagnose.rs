@@ -246,3 +246,17 @@ fn cumulus_watchdog_deadlock_and_discards() {
     let d = run("cumulus-deadlock-ok");
     assert!(d.findings.is_empty(), "{:?}", codes(&d));
 }
+
+#[test]
+fn a_counter_that_went_down_is_a_reset_not_a_finding() {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dumps/retransmissions");
+    let mut snaps = load_dump(&p).unwrap();
+    snaps.sort_by_key(|s| s.taken_at_unix_ms);
+    // The driver was reloaded between the snapshots: out_of_sequence restarted from zero.
+    snaps[1].rdma_ports.get_mut("mlx5_0/1").unwrap().counters.insert("out_of_sequence".into(), 4);
+    let d = diagnose(snaps, &Options::default());
+    assert_eq!(d.windows[0].resets, vec!["mlx5_0/1 out_of_sequence".to_string()]);
+    let f = d.findings.iter().find(|f| f.code == "retransmissions").unwrap();
+    assert!(!f.evidence.iter().any(|e| e.starts_with("out_of_sequence")), "{:?}", f.evidence);
+    assert!(f.message.starts_with("99 retransmission"), "{}", f.message);
+}
