@@ -345,7 +345,7 @@ fn rail_optimized(c: &RailOptimizedConfig, errs: &mut Vec<Diagnostic>) -> Option
             format!("{} GPU nodes do not divide into scalable units of {}", c.gpu_nodes, c.nodes_per_su),
             format!(
                 "make gpu_nodes a multiple of nodes_per_su (e.g. gpu_nodes = {})",
-                c.gpu_nodes.div_ceil(c.nodes_per_su.max(1)) * c.nodes_per_su
+                (c.gpu_nodes as u64).div_ceil(c.nodes_per_su.max(1) as u64) * c.nodes_per_su as u64
             ),
         ));
     }

@@ -192,6 +192,9 @@ fn link_to_a_node_that_does_not_exist() {
 fn counts_that_do_not_divide() {
     let t = RAIL.replace("gpu_nodes = 16", "gpu_nodes = 18");
     expect(&t, "4:16", &["18 GPU nodes do not divide into scalable units of 4", "gpu_nodes = 20"]);
+    // Found by the fuzzer: the suggested multiple once overflowed u32 (a debug-build panic).
+    let t = RAIL.replace("gpu_nodes = 16", "gpu_nodes = 4294967295");
+    expect(&t, "4:16", &["4294967295 GPU nodes do not divide", "gpu_nodes = 4294967296"]);
     let t = format!("{RAIL}sus_per_pod = 3\n");
     expect(&t, "7:15", &["4 scalable units do not divide into pods of 3", "sus_per_pod"]);
     let t = format!("{RAIL}sus_per_pod = 2\npod_oversubscription = 4\ncore_switches = 3\n");
