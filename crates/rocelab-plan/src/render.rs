@@ -266,7 +266,7 @@ pub fn estimate_text(e: &Estimate, f: Format) -> String {
             );
         }
         (_, _, Some(ttft), Some(req)) => {
-            o += &format!("{bullet}per request    TTFT {} · {} per output token · {} end to end · {:.0} tokens/s (all replicas)\n", seconds(ttft), seconds(hl.step_seconds), seconds(req), hl.tokens_per_s);
+            o += &format!("{bullet}per request    TTFT {} · {} per output token · {} end to end · {:.0} output tokens/s while decoding (all replicas)\n", seconds(ttft), seconds(hl.step_seconds), seconds(req), hl.tokens_per_s);
         }
         _ => {}
     }

@@ -85,6 +85,9 @@ input_struct!(ParallelInput {
     /// FSDP full shard, the same as zero = 3.
     fsdp: bool,
     recompute: String,
+    /// Micro-batches per pipeline per step; sets the global batch to m·dp·micro_batch when it
+    /// is not given.
+    micro_batches: u32,
 });
 
 input_struct!(HardwareInput {
@@ -514,12 +517,33 @@ pub fn resolve(spec: &PlanSpec) -> Result<Scenario, PlanError> {
                 }
                 (tok / seq_len as u64).min(u32::MAX as u64) as u32
             }
+            (None, None) if pi.micro_batches.is_some() => {
+                let m = pi.micro_batches.unwrap_or(1);
+                if m == 0 {
+                    return Err(err(
+                        "parallel.micro_batches",
+                        "must be at least 1",
+                        "e.g. 4 × PP to keep the bubble small",
+                    ));
+                }
+                (m as u64 * dp as u64 * micro_batch as u64).min(u32::MAX as u64) as u32
+            }
             (None, None) => {
                 let unit = dp as u64 * micro_batch as u64;
                 let seqs = (DEFAULT_GLOBAL_BATCH_TOKENS / seq_len as u64).max(1);
                 (seqs.div_ceil(unit.max(1)) * unit).min(u32::MAX as u64) as u32
             }
         };
+        if let Some(m) = pi.micro_batches {
+            let implied = global_batch as u64 / (dp as u64 * micro_batch as u64).max(1);
+            if implied != m as u64 {
+                return Err(err(
+                    "parallel.micro_batches",
+                    format!("{m} micro-batches, but global batch {global_batch} / (DP {dp} × micro-batch {micro_batch}) gives {implied}"),
+                    "give either micro_batches or the global batch",
+                ));
+            }
+        }
         Workload::Training(Training { global_batch, micro_batch, seq_len })
     };
 
@@ -582,6 +606,7 @@ pub fn flag_for(key: &str) -> Option<&'static str> {
         "parallel.cp" => "--cp",
         "parallel.schedule" => "--schedule",
         "parallel.virtual_stages" => "--virtual-stages",
+        "parallel.micro_batches" => "--micro-batches",
         "parallel.zero" => "--zero",
         "parallel.fsdp" => "--fsdp",
         "parallel.recompute" => "--recompute",

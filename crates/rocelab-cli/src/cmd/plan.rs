@@ -128,6 +128,9 @@ pub struct Args {
     /// gpipe, 1f1b, interleaved.
     #[arg(long, help_heading = "Parallelism")]
     schedule: Option<String>,
+    /// Micro-batches per pipeline per step (sets the global batch when it is not given).
+    #[arg(long, help_heading = "Parallelism")]
+    micro_batches: Option<u32>,
     /// Model chunks per GPU for the interleaved schedule.
     #[arg(long, help_heading = "Parallelism")]
     virtual_stages: Option<u32>,
@@ -235,6 +238,7 @@ impl Args {
         p.sequence_parallel = self.sequence_parallel;
         p.schedule = self.schedule.clone();
         p.virtual_stages = self.virtual_stages;
+        p.micro_batches = self.micro_batches;
         p.zero = self.zero;
         p.fsdp = self.fsdp.then_some(true);
         p.recompute = self.recompute.clone();
