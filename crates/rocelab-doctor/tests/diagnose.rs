@@ -260,3 +260,48 @@ fn a_counter_that_went_down_is_a_reset_not_a_finding() {
     assert!(!f.evidence.iter().any(|e| e.starts_with("out_of_sequence")), "{:?}", f.evidence);
     assert!(f.message.starts_with("99 retransmission"), "{}", f.message);
 }
+
+#[test]
+fn receive_wqe_starvation_is_a_host_warning() {
+    let d = run("rx-no-wqe");
+    assert_eq!(codes(&d), vec![("rx-no-wqe", Severity::Warning)]);
+    assert!(d.findings[0].evidence[0].starts_with("out_of_buffer +5,000"), "{:?}", d.findings[0].evidence);
+    // The near miss is the healthy minute (out_of_buffer unchanged).
+    assert!(!has(&run("healthy"), "rx-no-wqe", Severity::Warning));
+}
+
+#[test]
+fn exhausted_retries() {
+    let d = run("retry-exhausted");
+    assert_eq!(codes(&d), vec![("retry-exhausted", Severity::Error)]);
+    assert!(!has(&run("healthy"), "retry-exhausted", Severity::Error));
+}
+
+fn nccl_fixture(name: &str, op: &str) -> Vec<rocelab_doctor::parse::nccl::NcclRun> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/parsers").join(name);
+    rocelab_doctor::parse::nccl::parse(&std::fs::read_to_string(p).unwrap(), Some(op)).unwrap()
+}
+
+#[test]
+fn nccl_wrong_results_and_single_node_runs() {
+    let mut runs = nccl_fixture("nccl-all_reduce.txt", "all_reduce");
+    runs[0].rows[2].in_place.as_mut().unwrap().wrong = Some(3);
+    let opts = Options { extra_nccl: runs, node_net_gbps: Some(3200.0), ..Options::default() };
+    let d = diagnose(Vec::new(), &opts);
+    assert!(has(&d, "nccl-wrong-results", Severity::Error), "{:?}", codes(&d));
+    let clean = Options {
+        extra_nccl: nccl_fixture("nccl-all_reduce.txt", "all_reduce"),
+        node_net_gbps: Some(3200.0),
+        ..Options::default()
+    };
+    assert!(!has(&diagnose(Vec::new(), &clean), "nccl-wrong-results", Severity::Error));
+    // One host: NVLink, not the network.
+    let single = Options {
+        extra_nccl: nccl_fixture("nccl-all_gather-old.txt", "all_gather_perf"),
+        node_net_gbps: Some(800.0),
+        ..Options::default()
+    };
+    let d = diagnose(Vec::new(), &single);
+    assert_eq!(codes(&d), vec![("single-node", Severity::Info)]);
+    assert_eq!(d.findings[0].node, "dgx01");
+}
