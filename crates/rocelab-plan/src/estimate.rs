@@ -7,7 +7,8 @@
 //! fill nodes in rank order. A group of n ranks with stride S has k = min(n, G/S) ranks in each
 //! node (G GPUs per node). Inside one node its bottleneck is the intra-node link; across nodes
 //! NCCL runs one ring per NIC, so the group's bus bandwidth is k × the NIC bandwidth per GPU
-//! (nccl-tests: 8 GPUs × 400G per node gives busbw ≈ 8 × 50 GB/s × efficiency).
+//! (nccl-tests: 8 GPUs × 400G per node gives busbw ≈ 8 × 50 GB/s × efficiency), or the
+//! intra-node link × k/(k−1) if that is slower (each GPU sends (k−1)/k of its bytes over it).
 //!
 //! Training step (per GPU, busiest pipeline stage):
 //!   step = C + E_layer + E_pp + bubble + E_dp
@@ -217,7 +218,11 @@ pub(crate) fn place(s: &Scenario, size: u32, stride: u32) -> Placement {
     }
     let mut bw = per_node as f64 * c.nic_bytes_per_s_per_gpu();
     if per_node > 1 {
-        bw = bw.min(intra_bw);
+        // One ring per NIC, rail-aligned: in each ring one of the k GPUs of a node sends over the
+        // network and k−1 over the intra-node link, so a GPU moves 1/k of its bytes through its
+        // NIC and (k−1)/k through NVLink/PCIe; the slower side bounds the collective.
+        let k = per_node as f64;
+        bw = bw.min(intra_bw * k / (k - 1.0));
     }
     let nics = format!("{}×{}/node", c.network.name, c.nics_per_node);
     Placement {
@@ -1107,7 +1112,8 @@ mod tests {
         let tp16 = place(&s, 16, 1);
         assert_eq!(tp16.path.nodes, 2);
         let eight_nics = 8.0 * s.cluster.nic_bytes_per_s_per_gpu();
-        assert_eq!(tp16.path.bus_bytes_per_s, eight_nics.min(s.cluster.intra_node.effective_bytes_per_s()));
+        let nvlink_side = s.cluster.intra_node.effective_bytes_per_s() * 8.0 / 7.0;
+        assert_eq!(tp16.path.bus_bytes_per_s, eight_nics.min(nvlink_side));
         // A stride of 2 on 8-GPU nodes: 4 ranks per node.
         assert_eq!(place(&s, 8, 2).path.nodes, 2);
     }
