@@ -143,4 +143,18 @@ mod tests {
         assert_eq!(h.line_rate_gbps, Some(400.0));
         assert_eq!(i.node_net_gbps("host0"), Some(400.0));
     }
+
+    #[test]
+    fn rail_optimized_gpu_nodes_get_all_their_nics() {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/rail-128gpu.toml");
+        let model = rocelab_model::load_file(&p).expect("example fabric loads");
+        let i = from_model(&model, "rail-128gpu.toml");
+        let rails = model.rails.len() as u32;
+        assert!(rails > 1);
+        assert_eq!(i.nics_per_node, Some(rails));
+        // The GPU server `node0` is known as well as its NIC endpoints `node0-nic<r>`.
+        assert!(i.hosts.contains_key("node0") && i.hosts.contains_key("node0-nic0"));
+        let per_nic = i.for_host("node0-nic0").line_rate_gbps.unwrap();
+        assert_eq!(i.node_net_gbps("node0"), Some(per_nic * rails as f64));
+    }
 }
