@@ -286,10 +286,26 @@ pub fn compare(spec: &CompareSpec) -> Result<CompareTable, PlanError> {
                         (net, e.headline.request_seconds.unwrap_or(0.0), "of request")
                     };
                     let share = net / (net + base_time);
-                    scenario = format!("{} inference, one replica per {} GPUs (TP{}), {} nodes, prompt {} + output {} tokens, batch {}{}",
+                    let rag = if usage == Usage::Rag {
+                        format!(", {RAG_CHUNKS} retrieved chunks of {RAG_CHUNK_TOKENS} tokens, 4 round trips")
+                    } else {
+                        String::new()
+                    };
+                    scenario = format!(
+                        "{} inference, one replica per {} GPUs (TP{}), {} nodes, prompt {} + output {} tokens, \
+                         batch {}{rag}",
                         sc.model.name, sc.parallel.tp, sc.parallel.tp, nodes, w.prompt_tokens, w.output_tokens, w.batch,
-                        if usage == Usage::Rag { format!(", {} retrieved chunks of {} tokens, 4 round trips", RAG_CHUNKS, RAG_CHUNK_TOKENS) } else { String::new() });
-                    fixed_cell(link, nodes, share, format!("({} {what})", share_text(share)))
+                    );
+                    if !e.memory.fits {
+                        Cell {
+                            link: link.name.clone(),
+                            verdict: Verdict::DoesNotFit,
+                            figure: format!("(needs {:.0} GB/GPU)", e.memory.total_bytes / 1e9),
+                            share,
+                        }
+                    } else {
+                        fixed_cell(link, nodes, share, format!("({} {what})", share_text(share)))
+                    }
                 }
                 Usage::Storage => {
                     let tspec = training_spec(&spec_l, nodes, 1)?;
@@ -298,8 +314,15 @@ pub fn compare(spec: &CompareSpec) -> Result<CompareTable, PlanError> {
                     let node_bw = sc.cluster.network.effective_bytes_per_s() * sc.cluster.nics_per_node as f64;
                     let t = state / nodes as f64 / node_bw;
                     let share = t / (spec.checkpoint_interval_seconds + t);
-                    scenario = format!("{} training state ({} B/param = {:.0} GB) written by {} nodes through their NICs every {:.0} s, synchronously; storage assumed faster than the NICs",
-                        sc.model.name, CHECKPOINT_BYTES_PER_PARAM, state / 1e9, nodes, spec.checkpoint_interval_seconds);
+                    scenario = format!(
+                        "{} training state ({} B/param = {:.0} GB) written by {} nodes through their NICs every \
+                         {:.0} s, synchronously; storage assumed faster than the NICs",
+                        sc.model.name,
+                        CHECKPOINT_BYTES_PER_PARAM,
+                        state / 1e9,
+                        nodes,
+                        spec.checkpoint_interval_seconds
+                    );
                     fixed_cell(
                         link,
                         nodes,
@@ -372,7 +395,9 @@ pub fn compare(spec: &CompareSpec) -> Result<CompareTable, PlanError> {
     Ok(CompareTable {
         links: spec.links.iter().map(|l| l.name.clone()).collect(),
         rows,
-        note: "NICs per node: one per GPU for RDMA links (rail-optimized, GPUDirect), one per node for TCP Ethernet and Thunderbolt; override with --nics-per-node".into(),
+        note: "NICs per node: one per GPU for RDMA links (rail-optimized, GPUDirect), one per node for TCP \
+               Ethernet and Thunderbolt; override with --nics-per-node"
+            .into(),
     })
 }
 

@@ -90,3 +90,15 @@ fn bad_columns_are_rejected() {
     assert!(parse_link("nvlink4").is_err());
     assert!(parse_link("roce400@fast").is_err());
 }
+
+#[test]
+fn a_model_too_big_for_a_node_cannot_be_served_from_one() {
+    let mut base = PlanSpec::default();
+    base.model.preset = Some("llama3-405b".into());
+    let mut spec = CompareSpec::new(base);
+    spec.links = vec![parse_link("roce400").unwrap()];
+    let t = compare(&spec).unwrap();
+    // 405B in BF16 is 810 GB of weights: more than 8 × 80 GB.
+    assert_eq!(row(&t, "replicated serving").cells[0].verdict, Verdict::DoesNotFit);
+    assert!(row(&t, "replicated serving").acceptable.is_none());
+}
