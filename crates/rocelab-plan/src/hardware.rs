@@ -46,3 +46,19 @@ impl GpuSpec {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::link::LinkProfile;
+
+    #[test]
+    fn every_gpu_preset_names_a_known_intra_node_link() {
+        for name in GpuSpec::PRESETS {
+            let g = GpuSpec::preset(name).unwrap();
+            assert!(g.peak_bf16_tflops > 0.0 && g.hbm_gbytes > 0.0 && g.hbm_tbytes_per_s > 0.0, "{name}");
+            let l = LinkProfile::preset(&g.intra_node_link).expect("intra-node preset");
+            assert!(!l.is_network(), "{name}");
+        }
+    }
+}

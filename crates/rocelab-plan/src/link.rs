@@ -139,3 +139,25 @@ impl LinkProfile {
         matches!(self.transport, Transport::Tcp | Transport::Rdma)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_is_sane() {
+        for name in LinkProfile::PRESETS {
+            let l = LinkProfile::preset(name).unwrap();
+            assert_eq!(&l.name, name);
+            assert!(l.rate_gbps > 0.0 && l.latency_us > 0.0, "{name}");
+            assert!(l.efficiency > 0.0 && l.efficiency <= 1.0, "{name}");
+            assert!(!l.source.is_empty(), "{name} needs a source");
+        }
+        // Intra-node links are not networks; Thunderbolt has no switches.
+        assert!(!LinkProfile::preset("nvlink4").unwrap().is_network());
+        assert!(LinkProfile::preset("tb5").unwrap().max_hosts.is_some());
+        assert!(LinkProfile::preset("roce400").unwrap().max_hosts.is_none());
+        // 400 Gb/s × 94% = 47 GB/s.
+        assert!((LinkProfile::preset("roce400").unwrap().effective_bytes_per_s() - 47e9).abs() < 1.0);
+    }
+}

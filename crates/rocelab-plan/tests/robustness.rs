@@ -124,3 +124,26 @@ fn search_and_compare_reject_or_survive_odd_inputs() {
         }
     }
 }
+
+#[test]
+fn every_model_and_link_preset_plans_with_defaults() {
+    use rocelab_plan::link::LinkProfile;
+    use rocelab_plan::model::ModelSpec;
+    for model in ModelSpec::PRESETS {
+        for link in LinkProfile::PRESETS.iter().filter(|l| LinkProfile::preset(l).unwrap().is_network()) {
+            for inference in [false, true] {
+                let spec = PlanSpec {
+                    model: ModelInput { preset: Some(model.to_string()), ..Default::default() },
+                    interconnect: InterconnectInput { preset: Some(link.to_string()), ..Default::default() },
+                    hardware: HardwareInput { gpus: Some(64), ..Default::default() },
+                    inference: inference.then(InferenceInput::default),
+                    ..Default::default()
+                };
+                let s = resolve(&spec).unwrap_or_else(|e| panic!("{model} over {link}: {e}"));
+                let e = estimate(&s);
+                assert!(e.headline.step_seconds.is_finite() && e.headline.step_seconds > 0.0, "{model} {link}");
+                assert!(e.network_share >= 0.0 && e.network_share <= 1.0, "{model} {link}");
+            }
+        }
+    }
+}
