@@ -894,11 +894,11 @@ fn resolve_nic(
         BitsPerSec::from_gbps_f64(s.max(0.001))
     });
     let mtu = c.mtu.unwrap_or(4096);
-    if ![256, 512, 1024, 2048, 4096].contains(&mtu) {
+    if !(256..=9000).contains(&mtu) {
         errs.push(Diagnostic::new(
             format!("{path}.mtu"),
-            format!("RoCE MTU {mtu} is not one of 256, 512, 1024, 2048, 4096"),
-            "the RoCE path MTU is a power of two; 4096 with jumbo-frame ports is usual",
+            format!("RoCE MTU {mtu} is outside 256..=9000 bytes"),
+            "real NICs use 1024, 2048 or 4096 (4096 with jumbo-frame ports is usual); other sizes are for comparing with other simulators",
         ));
     }
     let d = &c.dcqcn;

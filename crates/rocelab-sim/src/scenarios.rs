@@ -124,3 +124,60 @@ pub fn all() -> Vec<Scenario> {
         },
     ]
 }
+
+/// What one benchmark run measured.
+#[derive(Clone, Debug)]
+pub struct BenchResult {
+    pub name: &'static str,
+    pub wall_seconds: f64,
+    pub simulated_seconds: f64,
+    pub events: u64,
+    pub data_packets: u64,
+    pub packet_hops: u64,
+    pub peak_rss_bytes: Option<u64>,
+}
+
+impl BenchResult {
+    pub fn line(&self) -> String {
+        let w = self.wall_seconds.max(1e-9);
+        format!(
+            "{:<17} {:>12.0} data pkts/s {:>12.0} pkt-hops/s {:>12.0} events/s   peak RSS {:>7}   wall {:>7.3} s   ({:.0} µs simulated, {} data packets)",
+            self.name,
+            self.data_packets as f64 / w,
+            self.packet_hops as f64 / w,
+            self.events as f64 / w,
+            self.peak_rss_bytes.map(|b| format!("{} MB", b / 1_000_000)).unwrap_or_else(|| "n/a".into()),
+            self.wall_seconds,
+            self.simulated_seconds * 1e6,
+            self.data_packets
+        )
+    }
+}
+
+/// Peak resident set size of this process so far (Linux `VmHWM`).
+pub fn peak_rss_bytes() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Loads and runs one scenario, timing only the engine (not parsing or routing).
+pub fn run(s: &Scenario) -> Result<BenchResult, String> {
+    let m = rocelab_model::load_str(s.name, &s.fabric).map_err(|e| e.to_string())?;
+    let opts = crate::options_from_model(&m);
+    let mut sim = crate::build(&m, opts).map_err(|d| format!("{d:?}"))?;
+    let t0 = std::time::Instant::now();
+    sim.run(&mut |_| {});
+    let wall = t0.elapsed().as_secs_f64();
+    let st = sim.stats();
+    Ok(BenchResult {
+        name: s.name,
+        wall_seconds: wall,
+        simulated_seconds: sim.now().as_secs_f64(),
+        events: sim.events(),
+        data_packets: st.data_sent,
+        packet_hops: st.packet_hops,
+        peak_rss_bytes: peak_rss_bytes(),
+    })
+}
