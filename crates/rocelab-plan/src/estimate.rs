@@ -258,8 +258,32 @@ struct LineSpec {
     overlap: f64,
 }
 
+/// Bus bandwidth of an all-to-all over `nodes` nodes with k = n/nodes ranks in each: unlike a
+/// ring, every rank sends (n−k)/n of its buffer off-node through its own NIC share and (k−1)/n
+/// over the intra-node link, so busbw = ((n−1)/n) / max((n−k)/n / B_nic, (k−1)/n / B_intra).
+pub fn all_to_all_bus_bytes_per_s(n: u32, nodes: u32, nic_bytes_per_s: f64, intra_bytes_per_s: f64) -> f64 {
+    let n = n.max(1) as f64;
+    let k = (n / nodes.max(1) as f64).max(1.0);
+    let off_node = (n - k) / n / nic_bytes_per_s;
+    let on_node = (k - 1.0) / n / intra_bytes_per_s;
+    let worst = off_node.max(on_node);
+    if worst > 0.0 {
+        (n - 1.0) / n / worst
+    } else {
+        intra_bytes_per_s
+    }
+}
+
 fn line(s: &Scenario, l: LineSpec) -> CommLine {
-    let pl = place(s, l.size, l.stride);
+    let mut pl = place(s, l.size, l.stride);
+    if l.collective == Collective::AllToAll && pl.path.nodes > 1 {
+        pl.path.bus_bytes_per_s = all_to_all_bus_bytes_per_s(
+            pl.path.ranks,
+            pl.path.nodes,
+            s.cluster.nic_bytes_per_s_per_gpu(),
+            s.cluster.intra_node.effective_bytes_per_s(),
+        );
+    }
     let ab = alpha_beta_seconds(l.collective, l.bytes_each, &pl.path);
     let nc = nccl_seconds(l.collective, l.bytes_each, &pl.path);
     let total = l.count * nc.seconds;
@@ -487,8 +511,9 @@ fn training(s: &Scenario) -> Estimate {
     // each token sends its hidden state to top_k experts (DeepSeek-V3 §3.2, DeepEP).
     if ep > 1 {
         let tokens = b * s_c / if p.sequence_parallel { t as f64 } else { 1.0 };
-        let size = tokens * mdl.top_k as f64 * h * beta;
-        let what = format!("tokens·k·h·β = {}·{}·{}·{} B, dispatch + combine, fwd + bwd", tokens, mdl.top_k, h, beta);
+        let fanout = mdl.dispatch_fanout(place(s, ep, t * cp).path.nodes > 1);
+        let size = tokens * fanout * h * beta;
+        let what = format!("tokens·k·h·β = {}·{}·{}·{} B, dispatch + combine, fwd + bwd", tokens, fanout, h, beta);
         lines.push(line(
             s,
             LineSpec {
@@ -632,6 +657,17 @@ fn training(s: &Scenario) -> Estimate {
     let flops_per_gpu = model_flops / c.gpus as f64 * imbalance * hw_factor;
     let compute = flops_per_gpu / (c.sustained_tflops * 1e12);
 
+    // A collective can only hide behind compute that exists: if the requested overlaps would
+    // hide more than the step computes, scale them down together.
+    let hidden_fixed =
+        lines.iter().filter(|l| l.hiding == Hiding::Fixed).map(|l| l.total_seconds * l.overlap).fold(0.0, |a, b| a + b);
+    if hidden_fixed > compute {
+        let scale = compute / hidden_fixed;
+        for l in lines.iter_mut().filter(|l| l.hiding == Hiding::Fixed) {
+            l.overlap *= scale;
+            l.exposed_seconds = l.total_seconds * (1.0 - l.overlap);
+        }
+    }
     // Hide DP/ZeRO collectives behind the compute each can overlap with.
     let window = |hd: Hiding| match hd {
         Hiding::LastBackward => compute * 2.0 / 3.0 / m,
@@ -798,6 +834,7 @@ fn inference(s: &Scenario) -> Estimate {
         }
         if ep > 1 {
             let tok_gpu = tok / t as f64;
+            let fanout = mdl.dispatch_fanout(place(s, ep, t * pp).path.nodes > 1);
             lines.push(line(
                 s,
                 LineSpec {
@@ -806,10 +843,10 @@ fn inference(s: &Scenario) -> Estimate {
                     collective: Collective::AllToAll,
                     what: format!(
                         "tokens·k·h·β = {}·{}·{}·{} B, dispatch + combine per MoE layer",
-                        tok_gpu, mdl.top_k, h, beta
+                        tok_gpu, fanout, h, beta
                     ),
                     count: 2.0 * moe,
-                    bytes_each: tok_gpu * mdl.top_k as f64 * h * beta,
+                    bytes_each: tok_gpu * fanout * h * beta,
                     size: ep,
                     stride: t * pp,
                     hiding: Hiding::None,

@@ -32,6 +32,9 @@ pub struct ModelSpec {
     /// Multi-head latent attention (DeepSeek-V2/V3): elements cached per token per layer
     /// (compressed KV plus the decoupled RoPE key) instead of 2·kv_heads·head_dim.
     pub kv_latent_dim: Option<u32>,
+    /// Node-limited routing (DeepSeek-V3 §2.1.2): each token's experts span at most this many
+    /// nodes, and a token crosses the network once per destination node.
+    pub max_nodes_per_token: Option<u32>,
 }
 
 impl ModelSpec {
@@ -54,6 +57,7 @@ impl ModelSpec {
             moe_layers: 0,
             expert_ffn_hidden: 0,
             kv_latent_dim: None,
+            max_nodes_per_token: None,
         };
         Some(match name.to_ascii_lowercase().as_str() {
             // Llama 3 / 3.1 (same shapes): config.json of meta-llama/Llama-3.1-{8B,70B,405B}.
@@ -89,6 +93,7 @@ impl ModelSpec {
                 moe_layers: 58,
                 expert_ffn_hidden: 2048,
                 kv_latent_dim: Some(576),
+                max_nodes_per_token: Some(4),
             },
             _ => return None,
         })
@@ -122,6 +127,15 @@ impl ModelSpec {
     /// Width of the attention (heads × head_dim); equals `hidden` for Llama.
     pub fn attention_width(&self) -> f64 {
         self.heads as f64 * self.head_dim as f64
+    }
+
+    /// Copies of a token's hidden state an expert all-to-all sends: top_k, or with node-limited
+    /// routing and a group that spans nodes, one per destination node (at most M).
+    pub fn dispatch_fanout(&self, spans_nodes: bool) -> f64 {
+        match (self.max_nodes_per_token, spans_nodes) {
+            (Some(m), true) => self.top_k.min(m) as f64,
+            _ => self.top_k as f64,
+        }
     }
 
     /// KV cache elements per token, all layers: 2·L·n_kv·d_head (GQA, arXiv 2305.13245), or

@@ -59,6 +59,7 @@ input_struct!(
         moe_layers: u32,
         expert_ffn_hidden: u32,
         kv_latent_dim: u32,
+        max_nodes_per_token: u32,
     }
 );
 
@@ -260,6 +261,7 @@ fn resolve_model(mi: &ModelInput) -> Result<ModelSpec, PlanError> {
                 moe_layers: 0,
                 expert_ffn_hidden: 0,
                 kv_latent_dim: None,
+                max_nodes_per_token: None,
             }
         }
     };
@@ -272,6 +274,9 @@ fn resolve_model(mi: &ModelInput) -> Result<ModelSpec, PlanError> {
     set!(layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, experts, top_k, moe_layers, expert_ffn_hidden);
     if mi.head_dim.is_none() && (mi.hidden.is_some() || mi.heads.is_some()) && m.heads > 0 {
         m.head_dim = m.hidden / m.heads;
+    }
+    if mi.max_nodes_per_token.is_some() {
+        m.max_nodes_per_token = mi.max_nodes_per_token.filter(|n| *n > 0);
     }
     if mi.kv_latent_dim.is_some() {
         m.kv_latent_dim = mi.kv_latent_dim;

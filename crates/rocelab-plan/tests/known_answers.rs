@@ -2,7 +2,9 @@
 //! wrong, and the Llama 3 405B step time lands within a factor 1.5 of the published ≈6.2 s.
 
 use rocelab_plan::collective::{alpha_beta_seconds, nccl_seconds, Collective};
-use rocelab_plan::estimate::{dp_bytes_per_gpu, place_group, tp_elements_per_layer_per_microbatch, Verdict};
+use rocelab_plan::estimate::{
+    all_to_all_bus_bytes_per_s, dp_bytes_per_gpu, place_group, tp_elements_per_layer_per_microbatch, Verdict,
+};
 use rocelab_plan::spec::{HardwareInput, InferenceInput, InterconnectInput, ModelInput, ParallelInput, TrainingInput};
 use rocelab_plan::{estimate, resolve, PlanSpec};
 
@@ -221,4 +223,53 @@ fn keeping_tp_inside_the_node_beats_spanning_two_nodes() {
     let across = run(16, 4);
     assert!(inside.headline.step_seconds < across.headline.step_seconds);
     assert!(across.network_share > 5.0 * inside.network_share);
+}
+
+#[test]
+fn cross_node_all_to_all_is_bounded_by_each_gpus_own_nic() {
+    // EP 8 over 2 nodes (4 ranks each): half of every buffer leaves the node through the GPU's
+    // own NIC share, so busbw = (7/8) / ((4/8) / B_nic) = 1.75 B_nic, not 4 NICs' worth.
+    let nic = 23.5e9;
+    let b = all_to_all_bus_bytes_per_s(8, 2, nic, 369e9);
+    assert!((b / nic - 1.75).abs() < 1e-9, "{}", b / nic);
+    // Inside one node only the intra-node link counts.
+    let one = all_to_all_bus_bytes_per_s(8, 1, nic, 369e9);
+    assert!((one / 369e9 - 1.0).abs() < 1e-9);
+    // The estimate uses it for EP lines that cross nodes.
+    let mut sp = spec("mixtral-8x7b", 64, 2, 2);
+    sp.parallel.ep = Some(8);
+    sp.interconnect.preset = Some("roce200".into());
+    let e = estimate(&resolve(&sp).unwrap());
+    let ep = e.comm.iter().find(|l| l.dimension == "EP").unwrap();
+    assert_eq!(ep.group_nodes, 2);
+    assert!((ep.bus_gbytes_per_s - 1.75 * 23.5).abs() < 1e-6, "{}", ep.bus_gbytes_per_s);
+}
+
+#[test]
+fn overlap_cannot_hide_more_than_the_compute() {
+    let mut sp = spec("mixtral-8x7b", 64, 8, 1);
+    sp.parallel.ep = Some(8);
+    sp.interconnect.preset = Some("eth10-tcp".into());
+    sp.overlap.ep = Some(1.0);
+    let e = estimate(&resolve(&sp).unwrap());
+    let hidden: f64 = e.comm.iter().filter(|l| l.dimension == "EP").map(|l| l.total_seconds * l.overlap).sum();
+    assert!(hidden <= e.phases[0].compute_seconds * (1.0 + 1e-12));
+    assert!(e.network_share > 0.5, "a slow network stays visible even with full overlap requested");
+}
+
+#[test]
+fn node_limited_routing_halves_deepseek_v3_dispatch_across_nodes() {
+    // DeepSeek-V3 routes each token to experts on at most 4 nodes and sends it once per node:
+    // over the network a token costs 4 hidden states, not top_k = 8.
+    let mut sp = spec("deepseek-v3", 2048, 1, 16);
+    sp.parallel.ep = Some(64);
+    sp.parallel.recompute = Some("full".into());
+    sp.training = Some(TrainingInput { global_batch: Some(4096), seq_len: Some(4096), ..Default::default() });
+    let e = estimate(&resolve(&sp).unwrap());
+    let ep = e.comm.iter().find(|l| l.dimension == "EP").unwrap();
+    assert!(ep.crosses_network);
+    assert_eq!(ep.bytes_each, 4096.0 * 4.0 * 7168.0 * 2.0);
+    // DeepSeek reports a computation-to-communication ratio of about 1:1 for cross-node EP.
+    let ratio = ep.total_seconds / e.phases[0].compute_seconds;
+    assert!(ratio > 0.5 && ratio < 2.0, "comm/compute {ratio}");
 }
