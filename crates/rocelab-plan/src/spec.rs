@@ -631,7 +631,7 @@ pub fn flag_for(key: &str) -> Option<&'static str> {
     })
 }
 
-/// Parses a plan file: a `[plan]` table inside any TOML file (a fabric file, say), or a
+/// Parses a plan file: the `[plan]` table of a TOML file (other tables ignored), or a
 /// standalone file whose top level is the plan. Errors carry file:line:column.
 pub fn parse_plan_file(file: &str, text: &str) -> Result<PlanSpec, String> {
     let doc = toml_edit::ImDocument::parse(text.to_string()).map_err(|e| {

@@ -16,7 +16,7 @@ use std::process::ExitCode;
 #[derive(clap::Args)]
 #[command(after_help = "Formulas, sources and the plan file keys: docs/plan.md")]
 pub struct Args {
-    /// Plan file: a `[plan]` table in any TOML file, or a standalone plan (flags override it).
+    /// Plan file: its `[plan]` table, or its top level as the plan (flags override it).
     #[arg(long, value_name = "FILE")]
     input: Option<PathBuf>,
     /// Fabric file: GPUs per node, NICs per node, NIC speed and host count come from it.
