@@ -1064,7 +1064,12 @@ fn finish(
     let (verdict, verdict_reason) = if !memory.fits {
         (
             Verdict::DoesNotFit,
-            format!("needs {:.1} GB per GPU, {:.1} GB usable", memory.total_bytes / 1e9, memory.usable_bytes / 1e9),
+            format!(
+                "needs {:.1} GB per GPU, {:.1} GB usable; {}",
+                memory.total_bytes / 1e9,
+                memory.usable_bytes / 1e9,
+                memory_hint(s, &memory)
+            ),
         )
     } else {
         (verdict, verdict_reason)
@@ -1106,6 +1111,26 @@ fn finish(
         verdict,
         verdict_reason,
         assumptions,
+    }
+}
+
+/// What would shrink the largest memory term, in the order an engineer would try it.
+fn memory_hint(s: &Scenario, m: &Memory) -> String {
+    let states = m.weights_bytes + m.gradients_bytes + m.optimizer_bytes;
+    if m.kv_cache_bytes > states.max(m.activations_bytes) {
+        return "the KV cache dominates: smaller batch or context, or more TP/PP".into();
+    }
+    if m.activations_bytes > states {
+        return match s.parallel.recompute {
+            Recompute::Full => "activations dominate: more PP or CP, or a smaller micro-batch".into(),
+            _ => "activations dominate: --recompute full, more PP or CP, or a smaller micro-batch".into(),
+        };
+    }
+    match s.parallel.zero.0 {
+        z if z < 3 && matches!(s.workload, Workload::Training(_)) => {
+            format!("weights, gradients and optimizer states dominate: ZeRO-{} or more TP/PP/GPUs", (z + 1).max(1))
+        }
+        _ => "weights dominate: more TP/PP (or EP), or a GPU with more memory".into(),
     }
 }
 

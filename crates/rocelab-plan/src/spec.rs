@@ -134,6 +134,8 @@ pub struct FabricFacts {
 pub const DEFAULT_COMPUTE_EFFICIENCY: f64 = 0.5;
 pub const DEFAULT_HBM_EFFICIENCY: f64 = 0.8;
 pub const DEFAULT_MEMORY_RESERVE: f64 = 0.1;
+/// GPUs a training plan uses when neither the GPU count nor DP is given.
+pub const DEFAULT_TRAINING_GPUS: u64 = 64;
 /// Model planned when none is given.
 pub const DEFAULT_MODEL: &str = "llama3-70b";
 /// Default global batch when none is given: 4 Mi tokens.
@@ -440,7 +442,12 @@ pub fn resolve(spec: &PlanSpec) -> Result<Scenario, PlanError> {
             }
         }
         (None, Some(d)) => ((inner * d as u64).min(u32::MAX as u64) as u32, d),
-        (None, None) => (inner.min(u32::MAX as u64) as u32, 1),
+        // Training with no size given: at least DEFAULT_TRAINING_GPUS (eight 8-GPU nodes).
+        (None, None) if !inference => {
+            let dp = DEFAULT_TRAINING_GPUS.div_ceil(inner).max(1);
+            ((inner * dp).min(u32::MAX as u64) as u32, dp as u32)
+        }
+        (None, None) => (inner as u32, 1),
     };
     let schedule = match &pi.schedule {
         Some(s) => Schedule::parse(s)
