@@ -8,13 +8,18 @@
 //! α-β (Thakur et al. 2005; Patarasuk & Yuan 2009): a ring all-reduce takes 2(n−1) steps, each
 //! paying the hop latency α, and moves 2(n−1)/n · S through the bottleneck bandwidth B.
 //!
-//! NCCL-like (NVIDIA/nccl `src/graph/tuning.cc`, 2.19 era): t = latency + S / algbw, with
+//! NCCL-like (NVIDIA/nccl `src/graph/tuning.cc`, 2.19 era):
+//!
+//! ```text
+//! t       = latency + S / algbw
 //! latency = base[algo][proto] + intra-node hops × hwLat[intra] + inter-node hops × hwLat[NET]
-//! (an all-reduce ring counts 2·nodes inter-node steps; a multi-node ring's intra-node steps cost
-//! at least the proxy's network overhead),
-//! algbw = busbw × protocol factor × (n / steps) for the ring, and
-//! algbw = 0.5 × 0.92 × busbw × protocol factor for the tree (all-reduce only). The cheapest
-//! (algorithm, protocol) pair wins, as NCCL's tuner picks.
+//! algbw   = busbw × protocol factor × (n / steps)        ring
+//! algbw   = 0.5 × 0.92 × busbw × protocol factor          tree (all-reduce only)
+//! ```
+//!
+//! An all-reduce ring counts 2·nodes inter-node steps; a multi-node ring's intra-node steps cost
+//! at least the proxy's network overhead. The cheapest (algorithm, protocol) pair wins, as NCCL's
+//! tuner picks.
 
 use serde::Serialize;
 
