@@ -88,8 +88,9 @@ impl Routing {
         let mut dist = vec![UNREACHABLE; cells];
         let mut interned: HashMap<Box<[PortId]>, u32> = HashMap::new();
         let mut ecmp_groups: Vec<Box<[PortId]>> = Vec::new();
-        // Switch-to-switch adjacency in CSR form: (port, peer switch) per switch row. Hosts
-        // never transit, so the BFS below skips their ports (half of a leaf's) for free.
+        // Switch-to-switch adjacency in CSR form: (port, peer's row) per switch row. Hosts
+        // never transit, so the BFS below skips their ports (half of a leaf's) for free, and
+        // working in rows keeps the distance array small enough to stay in L1.
         let switches: Vec<u32> = (0..n as u32).filter(|&i| switch_row[i as usize] != NONE).collect();
         let mut adj_start = Vec::with_capacity(switches.len() + 1);
         let mut adj: Vec<(PortId, u32)> = Vec::new();
@@ -98,7 +99,7 @@ impl Routing {
             for p in nodes[s as usize].ports() {
                 let v = ports[ports[p.idx()].peer.idx()].node;
                 if !nodes[v.idx()].is_host() {
-                    adj.push((p, v.0));
+                    adj.push((p, switch_row[v.idx()]));
                 }
             }
         }
@@ -107,31 +108,30 @@ impl Routing {
         // Per switch, the last next-hop set it interned: a leaf's uplinks or a spine's core
         // ports are the same toward most groups, so most cells skip the hash lookup.
         let mut last: Vec<u32> = vec![NONE; switches.len()];
-        let mut d = vec![UNREACHABLE; n];
+        let mut d = vec![UNREACHABLE; switches.len()];
         let mut q = VecDeque::new();
         let mut hops: Vec<PortId> = Vec::new();
         for (g, att) in groups.iter().enumerate() {
-            for &s in &switches {
-                d[s as usize] = UNREACHABLE;
-            }
+            d.fill(UNREACHABLE);
             for &s in att {
-                d[s.idx()] = 0;
-                q.push_back(s.0);
+                let r = switch_row[s.idx()];
+                d[r as usize] = 0;
+                q.push_back(r);
             }
             while let Some(u) = q.pop_front() {
                 let du = d[u as usize];
                 if du >= UNREACHABLE - 1 {
                     continue; // a 65k-switch chain: farther switches count as unreachable
                 }
-                for &(_, v) in row_adj(switch_row[u as usize] as usize) {
+                for &(_, v) in row_adj(u as usize) {
                     if d[v as usize] == UNREACHABLE {
                         d[v as usize] = du + 1;
                         q.push_back(v);
                     }
                 }
             }
-            for (row, &s) in switches.iter().enumerate() {
-                let ds = d[s as usize];
+            for row in 0..switches.len() {
+                let ds = d[row];
                 let cell = row * ng + g;
                 dist[cell] = ds;
                 if ds == 0 || ds == UNREACHABLE {
