@@ -565,6 +565,10 @@ fn training(s: &Scenario) -> Estimate {
         let gsize = params * gbytes;
         let wsize = params * wbytes;
         let ps = format!("{:.3e} params", params);
+        // FSDP gathers and reduces layer by layer, and DDP/Megatron reduce in buckets as the
+        // backward pass frees them: one collective per layer, so the latency term counts once
+        // per layer (it is what makes a 4,096-rank ZeRO-3 ring slow).
+        let buckets = lp;
         let mut push = |coll, what: String, count: f64, size: f64, hiding| {
             lines.push(line(
                 s,
@@ -572,9 +576,9 @@ fn training(s: &Scenario) -> Estimate {
                     phase: "step",
                     dimension: dim,
                     collective: coll,
-                    what,
-                    count,
-                    bytes_each: size,
+                    what: format!("{what}, in {buckets} per-layer buckets"),
+                    count: count * buckets,
+                    bytes_each: size / buckets,
                     size: n,
                     stride,
                     hiding,
