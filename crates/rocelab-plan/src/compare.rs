@@ -62,6 +62,32 @@ impl CompareSpec {
     }
 }
 
+impl CompareSpec {
+    /// Reads `[plan.compare]` (links, nodes, checkpoint interval) from the plan, defaults for the
+    /// rest.
+    pub fn from_plan(base: PlanSpec) -> Result<CompareSpec, PlanError> {
+        let c = base.compare.clone();
+        let mut spec = CompareSpec::new(base);
+        if let Some(links) = &c.links {
+            spec.links = links.iter().map(|l| parse_link(l)).collect::<Result<_, _>>()?;
+        }
+        if let Some(n) = c.nodes {
+            spec.nodes = n;
+        }
+        if let Some(t) = c.checkpoint_interval_seconds {
+            if !(t.is_finite() && t > 0.0) {
+                return Err(PlanError {
+                    key: "compare.checkpoint_interval_seconds".into(),
+                    message: format!("must be a positive number of seconds, got {t}"),
+                    hint: "e.g. 1800 for every 30 minutes".into(),
+                });
+            }
+            spec.checkpoint_interval_seconds = t;
+        }
+        Ok(spec)
+    }
+}
+
 /// Parses a column: `roce400`, or `roce400@800` for the same link at 800 Gb/s.
 pub fn parse_link(s: &str) -> Result<LinkProfile, PlanError> {
     let (name, rate) = match s.split_once('@') {

@@ -29,6 +29,8 @@ pub struct PlanSpec {
     pub hardware: HardwareInput,
     pub interconnect: InterconnectInput,
     pub overlap: OverlapInput,
+    /// Settings of `--compare` (ignored by a single plan).
+    pub compare: CompareInput,
 }
 
 macro_rules! input_struct {
@@ -111,6 +113,15 @@ input_struct!(HardwareInput {
 input_struct!(InterconnectInput { preset: String, rate_gbps: f64, latency_us: f64, efficiency: f64, max_hosts: u32 });
 
 input_struct!(OverlapInput { tp: f64, cp: f64, ep: f64, pp: f64 });
+
+input_struct!(CompareInput {
+    /// Columns, cheapest first: presets or `preset@GBPS`.
+    links: Vec<String>,
+    /// Nodes in the cluster usages.
+    nodes: u32,
+    /// Checkpoint interval of the shared-storage usage.
+    checkpoint_interval_seconds: f64,
+});
 
 /// What a fabric file tells the planner (read by the CLI from `rocelab-model`, so this crate
 /// stays usable without it). Values only fill gaps: explicit plan keys win.
@@ -634,6 +645,9 @@ pub fn flag_for(key: &str) -> Option<&'static str> {
         "interconnect.rate_gbps" => "--link-gbps",
         "interconnect.latency_us" => "--link-latency-us",
         "interconnect.efficiency" => "--link-efficiency",
+        "compare.links" => "--links",
+        "compare.nodes" => "--nodes",
+        "compare.checkpoint_interval_seconds" => "--checkpoint-interval-seconds",
         _ => return None,
     })
 }

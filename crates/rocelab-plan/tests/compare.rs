@@ -102,3 +102,19 @@ fn a_model_too_big_for_a_node_cannot_be_served_from_one() {
     assert_eq!(row(&t, "replicated serving").cells[0].verdict, Verdict::DoesNotFit);
     assert!(row(&t, "replicated serving").acceptable.is_none());
 }
+
+#[test]
+fn compare_settings_come_from_the_plan_file() {
+    let spec = rocelab_plan::spec::parse_plan_file(
+        "c.toml",
+        "[plan.compare]\nlinks = [\"eth25-tcp\", \"roce400@800\"]\nnodes = 4\ncheckpoint_interval_seconds = 600\n",
+    )
+    .unwrap();
+    let cs = CompareSpec::from_plan(spec).unwrap();
+    assert_eq!(cs.nodes, 4);
+    assert_eq!(cs.checkpoint_interval_seconds, 600.0);
+    let t = compare(&cs).unwrap();
+    assert_eq!(t.links, vec!["eth25-tcp".to_string(), "roce400@800G".to_string()]);
+    let bad = rocelab_plan::spec::parse_plan_file("c.toml", "[plan.compare]\nlinks = [\"warp9\"]\n").unwrap();
+    assert_eq!(CompareSpec::from_plan(bad).unwrap_err().key, "compare.links");
+}

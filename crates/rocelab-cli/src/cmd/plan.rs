@@ -6,7 +6,7 @@
 //! Errors name the flag, or the file:line:column of the key, and the fix; they exit 2.
 
 use crate::common::{write_atomic, Failure, VerbResult};
-use rocelab_plan::compare::{parse_link, CompareSpec};
+use rocelab_plan::compare::CompareSpec;
 use rocelab_plan::render::{render_compare, render_plan, render_search, Format};
 use rocelab_plan::spec::{self, InferenceInput, PlanSpec, TrainingInput};
 use rocelab_plan::{compare, estimate, resolve, search, FabricFacts, PlanError, SearchSpec};
@@ -28,9 +28,12 @@ pub struct Args {
     /// Columns for --compare, cheapest first: presets, or preset@GBPS (e.g. roce400@800).
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     links: Vec<String>,
-    /// Nodes in the cluster usages of --compare.
-    #[arg(long, default_value_t = 8)]
-    nodes: u32,
+    /// Nodes in the cluster usages of --compare (default 8).
+    #[arg(long)]
+    nodes: Option<u32>,
+    /// Checkpoint interval of the shared-storage usage of --compare (default 1800).
+    #[arg(long)]
+    checkpoint_interval_seconds: Option<f64>,
     /// Rank TP×PP×DP(×EP) layouts for --gpus GPUs (pinned flags such as --tp are kept).
     #[arg(long)]
     search: bool,
@@ -258,6 +261,9 @@ impl Args {
         s.overlap.tp = self.overlap_tp;
         s.overlap.pp = self.overlap_pp;
         s.overlap.ep = self.overlap_ep;
+        s.compare.links = (!self.links.is_empty()).then(|| self.links.clone());
+        s.compare.nodes = self.nodes;
+        s.compare.checkpoint_interval_seconds = self.checkpoint_interval_seconds;
         s
     }
 }
@@ -344,33 +350,22 @@ pub fn run(a: Args) -> VerbResult {
     }
 
     let started = std::time::Instant::now();
-    let out =
-        if a.compare {
-            let mut cs = CompareSpec::new(spec);
-            if !a.links.is_empty() {
-                cs.links =
-                    a.links.iter().map(|l| parse_link(l)).collect::<Result<_, _>>().map_err(|e| {
-                        Failure::bad_input(format!("error: --links: {}\n  = help: {}", e.message, e.hint))
-                    })?;
-            }
-            cs.nodes = a.nodes;
-            let t = compare(&cs).map_err(|e| match e.key.as_str() {
-                "compare.nodes" => Failure::bad_input(format!("error: --nodes: {}\n  = help: {}", e.message, e.hint)),
-                _ => sources.failure(e),
-            })?;
-            render_compare(&t, format)
-        } else if a.search {
-            let gpus = spec.hardware.gpus.ok_or_else(|| {
-                Failure::bad_input(
-                    "error: --search needs a GPU count\n  = help: pass --gpus N (or hardware.gpus in the plan file)",
-                )
-            })?;
-            let r = search(&SearchSpec { base: spec, gpus, top: a.top }).map_err(|e| sources.failure(e))?;
-            render_search(&r, format)
-        } else {
-            let scenario = resolve(&spec).map_err(|e| sources.failure(e))?;
-            render_plan(&scenario, &estimate(&scenario), format)
-        };
+    let out = if a.compare {
+        let cs = CompareSpec::from_plan(spec).map_err(|e| sources.failure(e))?;
+        let t = compare(&cs).map_err(|e| sources.failure(e))?;
+        render_compare(&t, format)
+    } else if a.search {
+        let gpus = spec.hardware.gpus.ok_or_else(|| {
+            Failure::bad_input(
+                "error: --search needs a GPU count\n  = help: pass --gpus N (or hardware.gpus in the plan file)",
+            )
+        })?;
+        let r = search(&SearchSpec { base: spec, gpus, top: a.top }).map_err(|e| sources.failure(e))?;
+        render_search(&r, format)
+    } else {
+        let scenario = resolve(&spec).map_err(|e| sources.failure(e))?;
+        render_plan(&scenario, &estimate(&scenario), format)
+    };
     if a.timings {
         eprintln!("plan: computed in {:.1} ms", started.elapsed().as_secs_f64() * 1e3);
     }
