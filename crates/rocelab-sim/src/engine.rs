@@ -75,7 +75,11 @@ pub(crate) struct Port {
     ps_per_byte: u64,
     pub delay: SimTime,
     pub up: bool,
-    busy: bool,
+    /// The port is serializing until then.
+    busy_until: SimTime,
+    /// A TxDone event is pending: scheduled only when something waits to be sent, so an idle
+    /// port costs no event after its last packet.
+    tx_pending: bool,
     queues: [VecDeque<u32>; 8],
     pub qbytes: [u64; 8],
     deficit: [i64; 8],
@@ -83,7 +87,8 @@ pub(crate) struct Port {
     fresh: bool,
     paused_until: [SimTime; 8],
     pub paused_since: [SimTime; 8],
-    pause_gen: [u32; 8],
+    /// A PauseExpire event is pending (at most one per priority: refreshes move `paused_until`).
+    expire_pending: [bool; 8],
     /// PFC watchdog: pauses on this priority are ignored until then.
     wd_until: [SimTime; 8],
     wd_drop: [bool; 8],
@@ -92,10 +97,12 @@ pub(crate) struct Port {
     ing: [u64; 8],
     hdrm: [u64; 8],
     xoff: [bool; 8],
-    refresh_gen: [u32; 8],
+    refresh_pending: [bool; 8],
+    xoff_sent_at: [SimTime; 8],
     headroom: u64,
     ecn: [Option<Ecn>; 8],
-    pub st: PortStats,
+    /// Cold counters live behind a pointer so the hot fields stay in few cache lines.
+    pub st: Box<PortStats>,
 }
 
 pub(crate) struct Switch {
@@ -382,7 +389,8 @@ impl<'m> Sim<'m> {
                 ps_per_byte,
                 delay: p.delay,
                 up: true,
-                busy: false,
+                busy_until: SimTime::ZERO,
+                tx_pending: false,
                 queues: Default::default(),
                 qbytes: [0; 8],
                 deficit: [0; 8],
@@ -390,17 +398,18 @@ impl<'m> Sim<'m> {
                 fresh: true,
                 paused_until: [SimTime::ZERO; 8],
                 paused_since: [SimTime::MAX; 8],
-                pause_gen: [0; 8],
+                expire_pending: [false; 8],
                 wd_until: [SimTime::ZERO; 8],
                 wd_drop: [false; 8],
                 wire: VecDeque::new(),
                 ing: [0; 8],
                 hdrm: [0; 8],
                 xoff: [false; 8],
-                refresh_gen: [0; 8],
+                refresh_pending: [false; 8],
+                xoff_sent_at: [SimTime::ZERO; 8],
                 headroom,
                 ecn,
-                st: PortStats::default(),
+                st: Box::default(),
             });
             let _ = pi;
         }
@@ -631,8 +640,8 @@ impl<'m> Sim<'m> {
             Ev::TxDone { port } => self.on_tx_done(port),
             Ev::WireArrive { port } => self.on_wire_arrive(port),
             Ev::PfcArrive { from, prio, quanta } => self.on_pfc(from, prio, quanta),
-            Ev::PauseExpire { port, prio, gen } => self.on_pause_expire(port, prio, gen),
-            Ev::PauseRefresh { port, prio, gen } => self.on_pause_refresh(port, prio, gen),
+            Ev::PauseExpire { port, prio } => self.on_pause_expire(port, prio),
+            Ev::PauseRefresh { port, prio } => self.on_pause_refresh(port, prio),
             Ev::NicWake { host, gen } => {
                 let n = &mut self.nics[host as usize];
                 if n.wake_gen == gen {
@@ -669,13 +678,17 @@ impl<'m> Sim<'m> {
         let p = &mut self.ports[port as usize];
         let bytes = self.pkts.get(pkt).wire_bytes;
         let ser = ser_time(p, bytes);
-        p.busy = true;
+        p.busy_until = now + ser;
         p.st.tx_bytes += bytes as u64;
         p.st.tx_packets += 1;
         let arrive = now + ser + p.delay;
         p.wire.push_back((arrive, pkt));
         let first = p.wire.len() == 1;
-        self.q.push(now + ser, Ev::TxDone { port });
+        if p.nic != NONE {
+            // NICs nearly always have more to send.
+            p.tx_pending = true;
+            self.q.push(now + ser, Ev::TxDone { port });
+        }
         if first {
             self.q.push(arrive, Ev::WireArrive { port });
         }
@@ -687,7 +700,7 @@ impl<'m> Sim<'m> {
 
     fn on_tx_done(&mut self, port: u32) {
         let p = &mut self.ports[port as usize];
-        p.busy = false;
+        p.tx_pending = false;
         if p.sw != NONE {
             self.switch_try_tx(port);
         } else {
@@ -753,10 +766,14 @@ impl<'m> Sim<'m> {
         // Route.
         let out = {
             let r = &self.m.routing;
-            let cands: &[PortId] = if r.is_attachment(NodeId(node), NodeId(dst)) {
+            let cell = r.switch_row[node as usize] as usize * r.groups.len() + r.host_group[dst as usize] as usize;
+            let cands: &[PortId] = if r.dist[cell] == 0 {
                 &r.host_facing[dst as usize]
             } else {
-                r.egress(NodeId(node), NodeId(dst))
+                match r.next_hop[cell] {
+                    NONE => &[],
+                    id => &r.ecmp_groups[id as usize],
+                }
             };
             let seed = self.switches[sw as usize].seed;
             let h = mix64(hash as u64 ^ seed);
@@ -844,9 +861,7 @@ impl<'m> Sim<'m> {
         if ip.hdrm[prio as usize] > 0 || self.shared_of(sw, in_port, prio) >= thr {
             let ip = &mut self.ports[in_port as usize];
             ip.xoff[prio as usize] = true;
-            ip.refresh_gen[prio as usize] = ip.refresh_gen[prio as usize].wrapping_add(1);
-            let gen = ip.refresh_gen[prio as usize];
-            self.send_pause(in_port, prio, gen);
+            self.send_pause(in_port, prio);
         }
     }
 
@@ -854,13 +869,23 @@ impl<'m> Sim<'m> {
         self.m.qos.pfc.pause_quanta.unwrap_or(u16::MAX)
     }
 
-    /// Sends XOFF out of `port` (toward its peer) and schedules the refresh.
-    fn send_pause(&mut self, port: u32, prio: u8, gen: u32) {
+    /// Half the pause time: how often XOFF is re-sent while the priority stays congested.
+    fn refresh_period(&self, port: u32) -> SimTime {
+        let dur = self.ports[port as usize].speed.serialize(self.pause_quanta() as u64 * 64);
+        SimTime(dur.0 / 2).max(SimTime(1))
+    }
+
+    /// Sends XOFF out of `port` (toward its peer); keeps one refresh timer pending.
+    fn send_pause(&mut self, port: u32, prio: u8) {
         let quanta = self.pause_quanta();
         self.send_pfc(port, prio, quanta);
-        let p = &self.ports[port as usize];
-        let dur = p.speed.serialize(quanta as u64 * 64);
-        self.q.push(self.now + SimTime(dur.0 / 2).max(SimTime(1)), Ev::PauseRefresh { port, prio, gen });
+        let at = self.now + self.refresh_period(port);
+        let p = &mut self.ports[port as usize];
+        p.xoff_sent_at[prio as usize] = self.now;
+        if !p.refresh_pending[prio as usize] {
+            p.refresh_pending[prio as usize] = true;
+            self.q.push(at, Ev::PauseRefresh { port, prio });
+        }
     }
 
     fn send_pfc(&mut self, port: u32, prio: u8, quanta: u16) {
@@ -887,19 +912,24 @@ impl<'m> Sim<'m> {
         if resume {
             let ip = &mut self.ports[in_port as usize];
             ip.xoff[prio as usize] = false;
-            ip.refresh_gen[prio as usize] = ip.refresh_gen[prio as usize].wrapping_add(1);
             self.send_pfc(in_port, prio, 0);
         }
     }
 
-    fn on_pause_refresh(&mut self, port: u32, prio: u8, gen: u32) {
-        let p = &self.ports[port as usize];
-        if p.refresh_gen[prio as usize] != gen {
+    fn on_pause_refresh(&mut self, port: u32, prio: u8) {
+        let pi = prio as usize;
+        let p = &mut self.ports[port as usize];
+        p.refresh_pending[pi] = false;
+        let still = if p.sw != NONE { p.xoff[pi] } else { self.nics[p.nic as usize].rx_xoff[pi] };
+        if !still {
             return;
         }
-        let still = if p.sw != NONE { p.xoff[prio as usize] } else { self.nics[p.nic as usize].rx_xoff[prio as usize] };
-        if still {
-            self.send_pause(port, prio, gen);
+        let due = self.ports[port as usize].xoff_sent_at[pi] + self.refresh_period(port);
+        if self.now >= due {
+            self.send_pause(port, prio);
+        } else {
+            self.ports[port as usize].refresh_pending[pi] = true;
+            self.q.push(due, Ev::PauseRefresh { port, prio });
         }
     }
 
@@ -923,30 +953,35 @@ impl<'m> Sim<'m> {
             if !was_paused {
                 t.paused_since[pi] = now;
             }
-            t.pause_gen[pi] = t.pause_gen[pi].wrapping_add(1);
-            let gen = t.pause_gen[pi];
-            self.q.push(now + dur, Ev::PauseExpire { port: target, prio, gen });
+            if !t.expire_pending[pi] {
+                t.expire_pending[pi] = true;
+                self.q.push(now + dur, Ev::PauseExpire { port: target, prio });
+            }
         } else if was_paused {
             t.st.paused_ps[pi] += (now - t.paused_since[pi]).0;
             t.paused_since[pi] = SimTime::MAX;
             t.paused_until[pi] = now;
-            t.pause_gen[pi] = t.pause_gen[pi].wrapping_add(1);
             self.kick(target);
         }
     }
 
-    fn on_pause_expire(&mut self, port: u32, prio: u8, gen: u32) {
+    fn on_pause_expire(&mut self, port: u32, prio: u8) {
         let now = self.now;
         let t = &mut self.ports[port as usize];
         let pi = prio as usize;
-        if t.pause_gen[pi] != gen || t.paused_until[pi] > now {
+        t.expire_pending[pi] = false;
+        if t.paused_until[pi] > now {
+            // Refreshed since this timer was set: wait for the new expiry.
+            t.expire_pending[pi] = true;
+            let at = t.paused_until[pi];
+            self.q.push(at, Ev::PauseExpire { port, prio });
             return;
         }
         if t.paused_since[pi] != SimTime::MAX {
             t.st.paused_ps[pi] += (now - t.paused_since[pi]).0;
             t.paused_since[pi] = SimTime::MAX;
+            self.kick(port);
         }
-        self.kick(port);
     }
 
     fn kick(&mut self, port: u32) {
@@ -1015,12 +1050,25 @@ impl<'m> Sim<'m> {
         }
     }
 
-    fn switch_try_tx(&mut self, port: u32) {
-        {
-            let p = &self.ports[port as usize];
-            if p.busy || !p.up {
-                return;
+    /// True (and a TxDone is ensured) while the port is still serializing.
+    #[inline]
+    fn busy(&mut self, port: u32) -> bool {
+        let now = self.now;
+        let p = &mut self.ports[port as usize];
+        if p.busy_until > now {
+            if !p.tx_pending {
+                p.tx_pending = true;
+                let at = p.busy_until;
+                self.q.push(at, Ev::TxDone { port });
             }
+            return true;
+        }
+        false
+    }
+
+    fn switch_try_tx(&mut self, port: u32) {
+        if !self.ports[port as usize].up || self.busy(port) {
+            return;
         }
         let Some(q) = self.pick_queue(port) else { return };
         let now = self.now;
@@ -1059,6 +1107,9 @@ impl<'m> Sim<'m> {
         // Release the buffer at this switch.
         self.release(sw, in_port, in_prio, size);
         self.put_on_wire(port, pkt);
+        if self.ports[port as usize].qbytes.iter().any(|b| *b > 0) {
+            self.busy(port);
+        }
     }
 
     fn release(&mut self, sw: u32, in_port: u32, prio: u8, size: u64) {
@@ -1082,11 +1133,8 @@ impl<'m> Sim<'m> {
     fn nic_try_send(&mut self, nic: u32) {
         let now = self.now;
         let port = self.nics[nic as usize].port;
-        {
-            let p = &self.ports[port as usize];
-            if p.busy || !p.up {
-                return;
-            }
+        if !self.ports[port as usize].up || self.busy(port) {
+            return;
         }
         // Control packets first: CNPs (strict), then ACK/NAKs.
         for which in 0..2 {
@@ -1220,10 +1268,7 @@ impl<'m> Sim<'m> {
             if n.rx_bytes >= prof.rx_xoff_bytes && !n.rx_xoff[prio as usize] && prof.qos.pfc_mask & (1 << prio) != 0 {
                 n.rx_xoff[prio as usize] = true;
                 let port = n.port;
-                let p = &mut self.ports[port as usize];
-                p.refresh_gen[prio as usize] = p.refresh_gen[prio as usize].wrapping_add(1);
-                let gen = p.refresh_gen[prio as usize];
-                self.send_pause(port, prio, gen);
+                self.send_pause(port, prio);
             }
             return;
         }
@@ -1645,8 +1690,6 @@ impl<'m> Sim<'m> {
                     for prio in 0..8u8 {
                         if self.nics[n as usize].rx_xoff[prio as usize] {
                             self.nics[n as usize].rx_xoff[prio as usize] = false;
-                            let p = &mut self.ports[port as usize];
-                            p.refresh_gen[prio as usize] = p.refresh_gen[prio as usize].wrapping_add(1);
                             self.send_pfc(port, prio, 0);
                         }
                     }
