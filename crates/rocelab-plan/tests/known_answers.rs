@@ -273,3 +273,22 @@ fn node_limited_routing_halves_deepseek_v3_dispatch_across_nodes() {
     let ratio = ep.total_seconds / e.phases[0].compute_seconds;
     assert!(ratio > 0.5 && ratio < 2.0, "comm/compute {ratio}");
 }
+
+#[test]
+fn single_gpu_decode_is_bound_by_hbm_bandwidth() {
+    // Llama-3-8B, BF16, batch 1 on one H100: every token reads the 16 GB of weights once;
+    // at 80% of 3.35 TB/s that is ~6 ms per token.
+    let mut s = spec("llama3-8b", 1, 1, 1);
+    s.inference = Some(InferenceInput {
+        batch: Some(1),
+        prompt_tokens: Some(128),
+        output_tokens: Some(128),
+        ..Default::default()
+    });
+    let e = estimate(&resolve(&s).unwrap());
+    let expect = 8.03e9 * 2.0 / (3.35e12 * 0.8);
+    let tpot = e.headline.step_seconds;
+    assert!((tpot / expect - 1.0).abs() < 0.05, "TPOT {tpot} vs {expect}");
+    assert!(e.bottleneck.contains("HBM"), "{}", e.bottleneck);
+    assert!(e.comm.is_empty());
+}
