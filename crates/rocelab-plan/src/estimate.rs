@@ -146,7 +146,7 @@ pub struct Phase {
     pub name: &'static str,
     pub flops_per_gpu: f64,
     pub compute_seconds: f64,
-    /// HBM traffic time (decode is bound by it).
+    /// HBM-bound time: weight and KV reads for inference, the optimizer step for training.
     pub memory_seconds: f64,
     pub bubble_fraction: f64,
     pub bubble_seconds: f64,
@@ -705,13 +705,21 @@ fn training(s: &Scenario) -> Estimate {
         .fold(0.0, |a, b| a + b);
     let bubble_fraction = if pp > 1 { (pp as f64 - 1.0) / (v * m) } else { 0.0 };
     let bubble = bubble_fraction * (compute + layer_exposed);
-    let step = compute + layer_exposed + bubble + dp_exposed;
+    // Optimizer step: Adam is memory-bound; each parameter this GPU updates reads and writes its
+    // FP32 states, reads its gradient and writes its 16-bit weight.
+    let (opt_shard_dense, opt_shard_expert) =
+        if zero >= 1 { ((dp * cp) as f64, ((dp / ep) * cp).max(1) as f64) } else { (1.0, 1.0) };
+    let opt_state_bytes = if s.precision == crate::precision::Precision::Fp32 { 8.0 } else { 12.0 };
+    let updated_params = dense_params / opt_shard_dense + expert_params / opt_shard_expert;
+    let optimizer_seconds =
+        updated_params * (2.0 * opt_state_bytes + gbytes + wbytes) / (c.gpu.hbm_tbytes_per_s * 1e12 * c.hbm_efficiency);
+    let step = compute + layer_exposed + bubble + dp_exposed + optimizer_seconds;
     let net_wait = layer_net * (1.0 + bubble_fraction) + dp_net;
     let phase = Phase {
         name: "step",
         flops_per_gpu,
         compute_seconds: compute,
-        memory_seconds: 0.0,
+        memory_seconds: optimizer_seconds,
         bubble_fraction,
         bubble_seconds: bubble,
         exposed_comm_seconds: layer_exposed * (1.0 + bubble_fraction) + dp_exposed,
@@ -758,7 +766,8 @@ fn training(s: &Scenario) -> Estimate {
         ttft_seconds: None,
         request_seconds: None,
     };
-    let mut components = vec![("compute".to_string(), compute)];
+    let mut components =
+        vec![("compute".to_string(), compute), ("optimizer step (HBM)".to_string(), optimizer_seconds)];
     if bubble > 0.0 {
         components.push((format!("pipeline bubble ({:.1}% of ideal)", bubble_fraction * 100.0), bubble));
     }
@@ -768,7 +777,8 @@ fn training(s: &Scenario) -> Estimate {
         "DP gradient reduction hides behind the last micro-batch's backward; ZeRO-2/3 per-micro-batch collectives behind all of them".into(),
         format!("model FLOPs per token 6·N_active + 6·L·s·d_attn (causal) = {:.3e}", mdl.training_flops_per_token(w.seq_len)),
         "first stage holds activations of min(p, m) micro-batches (1F1B), × (1 + (p−1)/(p·v)) when interleaved; GPipe holds all m".into(),
-        "not modelled: optimizer step time, embedding/LM-head imbalance, SM contention from overlapped collectives".into(),
+        "optimizer step (in the HBM column): Adam reads and writes FP32 master, m and v, reads the gradient, writes the weight".into(),
+        "not modelled: embedding/LM-head imbalance, SM contention from overlapped collectives".into(),
     ]);
     finish(s, lines, vec![phase], memory, headline, components, assumptions)
 }
@@ -1196,7 +1206,9 @@ mod tests {
         assert_eq!(p.bubble_fraction, 3.0 / m);
         let layer: f64 = e.comm.iter().filter(|l| !l.dimension.starts_with("DP")).map(|l| l.exposed_seconds).sum();
         let dp: f64 = e.comm.iter().filter(|l| l.dimension.starts_with("DP")).map(|l| l.exposed_seconds).sum();
-        let expect = p.compute_seconds + layer + p.bubble_fraction * (p.compute_seconds + layer) + dp;
+        let expect =
+            p.compute_seconds + layer + p.bubble_fraction * (p.compute_seconds + layer) + dp + p.memory_seconds;
+        assert!(p.memory_seconds > 0.0, "the optimizer step takes time");
         assert!((p.seconds - expect).abs() < 1e-9 * expect);
     }
 
