@@ -279,8 +279,7 @@ impl Sources {
         let msg = if self.flags.has(&e.key) {
             let flag = spec::flag_for(&e.key).map(str::to_string).unwrap_or_else(|| e.key.clone());
             format!("error: {flag}: {}\n  = help: {}", e.message, e.hint)
-        } else if let Some((name, text, file_spec)) = self.file.as_ref().filter(|(_, _, f)| f.has(&e.key)) {
-            let _ = file_spec;
+        } else if let Some((name, text, _)) = self.file.as_ref().filter(|(_, _, f)| f.has(&e.key)) {
             let (line, col) = spec::locate(text, &e.key).unwrap_or((1, 1));
             format!("{name}:{line}:{col}: error: {}: {}\n  = help: {}", e.key, e.message, e.hint)
         } else {
