@@ -188,6 +188,9 @@ pub struct Args {
     /// Share of pipeline sends hidden behind compute (0-1).
     #[arg(long, help_heading = "Interconnect")]
     overlap_pp: Option<f64>,
+    /// Share of context-parallel K/V collectives hidden behind compute (0-1).
+    #[arg(long, help_heading = "Interconnect")]
+    overlap_cp: Option<f64>,
     /// Share of expert all-to-alls hidden behind compute (0-1).
     #[arg(long, help_heading = "Interconnect")]
     overlap_ep: Option<f64>,
@@ -261,6 +264,7 @@ impl Args {
         s.overlap.tp = self.overlap_tp;
         s.overlap.pp = self.overlap_pp;
         s.overlap.ep = self.overlap_ep;
+        s.overlap.cp = self.overlap_cp;
         s.compare.links = (!self.links.is_empty()).then(|| self.links.clone());
         s.compare.nodes = self.nodes;
         s.compare.checkpoint_interval_seconds = self.checkpoint_interval_seconds;
