@@ -66,41 +66,46 @@ struct ClassProps {
     lossless: bool,
 }
 
+/// One end of a link: its egress (queues, scheduler, wire) and its ingress accounting.
+/// `repr(C)` with the fields touched by every packet first: at fabric scale the engine is
+/// bound by cache misses on ports, so the hot state shares the first few cache lines.
+#[repr(C)]
 pub(crate) struct Port {
     pub node: u32,
     pub peer: u32,
     sw: u32,
     nic: u32,
-    pub speed: BitsPerSec,
     ps_per_byte: u64,
     pub delay: SimTime,
-    pub up: bool,
     /// The port is serializing until then.
     busy_until: SimTime,
+    pub up: bool,
     /// A TxDone event is pending: scheduled only when something waits to be sent, so an idle
     /// port costs no event after its last packet.
     tx_pending: bool,
-    queues: [VecDeque<u32>; 8],
-    pub qbytes: [u64; 8],
-    deficit: [i64; 8],
     rr: u8,
     fresh: bool,
+    // Ingress: XOFF sent upstream for this priority.
+    xoff: [bool; 8],
+    pub qbytes: [u64; 8],
     paused_until: [SimTime; 8],
-    pub paused_since: [SimTime; 8],
-    /// A PauseExpire event is pending (at most one per priority: refreshes move `paused_until`).
-    expire_pending: [bool; 8],
-    /// PFC watchdog: pauses on this priority are ignored until then.
-    wd_until: [SimTime; 8],
-    wd_drop: [bool; 8],
-    wire: VecDeque<(SimTime, u32)>,
     // Ingress accounting for packets received on this port (switch ports).
     ing: [u64; 8],
     hdrm: [u64; 8],
-    xoff: [bool; 8],
-    refresh_pending: [bool; 8],
-    xoff_sent_at: [SimTime; 8],
+    wire: VecDeque<(SimTime, u32)>,
+    queues: [VecDeque<u32>; 8],
+    deficit: [i64; 8],
+    pub speed: BitsPerSec,
     headroom: u64,
     ecn: [Option<Ecn>; 8],
+    /// PFC watchdog: pauses on this priority are ignored until then.
+    wd_until: [SimTime; 8],
+    wd_drop: [bool; 8],
+    /// A PauseExpire event is pending (at most one per priority: refreshes move `paused_until`).
+    expire_pending: [bool; 8],
+    refresh_pending: [bool; 8],
+    pub paused_since: [SimTime; 8],
+    xoff_sent_at: [SimTime; 8],
     /// Cold counters live behind a pointer so the hot fields stay in few cache lines.
     pub st: Box<PortStats>,
 }

@@ -13,13 +13,15 @@
 //! * `dcqcn`   — the reaction point's rate state machine;
 //! * `traffic` — `[[traffic]]` tables expanded into flows;
 //! * `stats`   — hot-path counters; `report` — the same counters under the shared metric names;
-//! * `scenarios` — fixed benchmark scenarios (`rocelab bench`, `benches/engine.rs`).
+//! * `scenarios` — fixed benchmark scenarios (`rocelab bench`, `benches/engine.rs`);
+//! * `outputs` — per-flow times and the optional PFC event log (other simulators' layouts).
 //!
 //! Time is integer picoseconds. Same model + same seed → byte-identical reports.
 
 pub mod dcqcn;
 pub mod engine;
 pub mod event;
+pub mod outputs;
 pub mod packet;
 pub mod report;
 pub mod rng;

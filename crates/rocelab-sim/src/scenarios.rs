@@ -130,6 +130,8 @@ pub fn all() -> Vec<Scenario> {
 pub struct BenchResult {
     pub name: &'static str,
     pub wall_seconds: f64,
+    /// CPU time of the engine thread (differs from wall time on a busy machine).
+    pub cpu_seconds: Option<f64>,
     pub simulated_seconds: f64,
     pub events: u64,
     pub data_packets: u64,
@@ -138,16 +140,22 @@ pub struct BenchResult {
 }
 
 impl BenchResult {
+    /// One line; rates are per second of the engine thread's CPU time when it is known (so a
+    /// busy machine does not distort them), else per wall second.
     pub fn line(&self) -> String {
-        let w = self.wall_seconds.max(1e-9);
+        let (t, basis) = match self.cpu_seconds {
+            Some(c) if c > 0.0 => (c, "cpu"),
+            _ => (self.wall_seconds.max(1e-9), "wall"),
+        };
         format!(
-            "{:<17} {:>12.0} data pkts/s {:>12.0} pkt-hops/s {:>12.0} events/s   peak RSS {:>7}   wall {:>7.3} s   ({:.0} µs simulated, {} data packets)",
+            "{:<17} {:>10.0} data pkts/s {:>10.0} pkt-hops/s {:>10.0} events/s ({basis})  peak RSS {:>6}  wall {:>7.3} s  cpu {:>7.3} s  ({:.0} µs simulated, {} data packets)",
             self.name,
-            self.data_packets as f64 / w,
-            self.packet_hops as f64 / w,
-            self.events as f64 / w,
+            self.data_packets as f64 / t,
+            self.packet_hops as f64 / t,
+            self.events as f64 / t,
             self.peak_rss_bytes.map(|b| format!("{} MB", b / 1_000_000)).unwrap_or_else(|| "n/a".into()),
             self.wall_seconds,
+            self.cpu_seconds.unwrap_or(f64::NAN),
             self.simulated_seconds * 1e6,
             self.data_packets
         )
@@ -162,18 +170,31 @@ pub fn peak_rss_bytes() -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// CPU time of the calling thread (Linux `/proc/thread-self/schedstat`, nanoseconds).
+pub fn thread_cpu_seconds() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = s.split_whitespace().next()?.parse().ok()?;
+    Some(ns as f64 * 1e-9)
+}
+
 /// Loads and runs one scenario, timing only the engine (not parsing or routing).
 pub fn run(s: &Scenario) -> Result<BenchResult, String> {
     let m = rocelab_model::load_str(s.name, &s.fabric).map_err(|e| e.to_string())?;
     let opts = crate::options_from_model(&m);
     let mut sim = crate::build(&m, opts).map_err(|d| format!("{d:?}"))?;
+    let c0 = thread_cpu_seconds();
     let t0 = std::time::Instant::now();
     sim.run(&mut |_| {});
     let wall = t0.elapsed().as_secs_f64();
+    let cpu = match (c0, thread_cpu_seconds()) {
+        (Some(a), Some(b)) => Some(b - a),
+        _ => None,
+    };
     let st = sim.stats();
     Ok(BenchResult {
         name: s.name,
         wall_seconds: wall,
+        cpu_seconds: cpu,
         simulated_seconds: sim.now().as_secs_f64(),
         events: sim.events(),
         data_packets: st.data_sent,
