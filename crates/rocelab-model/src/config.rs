@@ -43,6 +43,9 @@ pub struct Config {
     /// Timed faults (link down/up, a receiver that stops draining), read by the engine.
     #[serde(default)]
     pub fault: Vec<FaultConfig>,
+    /// A `rocelab plan` input carried in the fabric file; `rocelab-plan` validates it.
+    #[serde(default)]
+    pub plan: Option<toml::Table>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
