@@ -85,6 +85,9 @@ pub(crate) struct Port {
     tx_pending: bool,
     rr: u8,
     fresh: bool,
+    /// Bit q set: queue q holds packets (so the scheduler skips empty queues without
+    /// touching them).
+    nonempty: u8,
     // Ingress: XOFF sent upstream for this priority.
     xoff: [bool; 8],
     pub qbytes: [u64; 8],
@@ -401,6 +404,7 @@ impl<'m> Sim<'m> {
                 deficit: [0; 8],
                 rr: 0,
                 fresh: true,
+                nonempty: 0,
                 paused_until: [SimTime::ZERO; 8],
                 paused_since: [SimTime::MAX; 8],
                 expire_pending: [false; 8],
@@ -681,7 +685,7 @@ impl<'m> Sim<'m> {
     fn put_on_wire(&mut self, port: u32, pkt: u32) {
         let now = self.now;
         let p = &mut self.ports[port as usize];
-        let bytes = self.pkts.get(pkt).wire_bytes;
+        let bytes = self.pkts.get(pkt).wire_bytes as u32;
         let ser = ser_time(p, bytes);
         p.busy_until = now + ser;
         p.st.tx_bytes += bytes as u64;
@@ -847,6 +851,7 @@ impl<'m> Sim<'m> {
         }
         let op = &mut self.ports[out as usize];
         op.queues[queue as usize].push_back(pkt);
+        op.nonempty |= 1 << queue;
         op.qbytes[queue as usize] += size;
         if op.qbytes[queue as usize] > op.st.qpeak[queue as usize] {
             op.st.qpeak[queue as usize] = op.qbytes[queue as usize];
@@ -1001,7 +1006,7 @@ impl<'m> Sim<'m> {
 
     fn queue_eligible(&self, port: u32, q: usize) -> bool {
         let p = &self.ports[port as usize];
-        if p.queues[q].is_empty() {
+        if p.nonempty & (1 << q) == 0 {
             return false;
         }
         let mask = self.queue_prio_mask[q];
@@ -1032,7 +1037,7 @@ impl<'m> Sim<'m> {
             let q = self.dwrr_queues[rr] as usize;
             if !self.queue_eligible(port, q) {
                 let p = &mut self.ports[port as usize];
-                if p.queues[q].is_empty() {
+                if p.nonempty & (1 << q) == 0 {
                     p.deficit[q] = 0;
                 }
                 p.rr = ((rr + 1) % n) as u8;
@@ -1078,7 +1083,14 @@ impl<'m> Sim<'m> {
         let Some(q) = self.pick_queue(port) else { return };
         let now = self.now;
         let sw = self.ports[port as usize].sw;
-        let pkt = self.ports[port as usize].queues[q].pop_front().expect("picked");
+        let pkt = {
+            let p = &mut self.ports[port as usize];
+            let pkt = p.queues[q].pop_front().expect("picked");
+            if p.queues[q].is_empty() {
+                p.nonempty &= !(1 << q);
+            }
+            pkt
+        };
         let (size, in_port, in_prio, ecn, enq) = {
             let p = self.pkts.get(pkt);
             (p.wire_bytes as u64, p.in_port, p.in_prio, p.ecn, p.enq_time)
@@ -1112,7 +1124,7 @@ impl<'m> Sim<'m> {
         // Release the buffer at this switch.
         self.release(sw, in_port, in_prio, size);
         self.put_on_wire(port, pkt);
-        if self.ports[port as usize].qbytes.iter().any(|b| *b > 0) {
+        if self.ports[port as usize].nonempty != 0 {
             self.busy(port);
         }
     }
@@ -1214,13 +1226,12 @@ impl<'m> Sim<'m> {
         let pkt = Packet {
             qp: qi,
             psn,
-            wire_bytes: wire,
-            payload,
+            wire_bytes: wire as u16,
+            payload: payload as u16,
             kind: Kind::Data,
             class: q.class,
             pcp: q.pcp,
             ecn: if q.ect { ECT0 } else { NOT_ECT },
-            src: q.src,
             dst: q.dst,
             hash: q.hash,
             in_port: NONE,
@@ -1462,13 +1473,12 @@ impl<'m> Sim<'m> {
         let pkt = Packet {
             qp: qi,
             psn,
-            wire_bytes: ACK_WIRE,
+            wire_bytes: ACK_WIRE as u16,
             payload: 0,
             kind,
             class: q.class,
             pcp: q.pcp,
             ecn: NOT_ECT,
-            src: q.dst,
             dst: q.src,
             hash: q.hash,
             in_port: NONE,
@@ -1492,13 +1502,12 @@ impl<'m> Sim<'m> {
         let pkt = Packet {
             qp: qi,
             psn: 0,
-            wire_bytes: CNP_WIRE,
+            wire_bytes: CNP_WIRE as u16,
             payload: 0,
             kind: Kind::Cnp,
             class: cnp_class,
             pcp: prof.qos.cnp_priority,
             ecn: NOT_ECT,
-            src: q.dst,
             dst: q.src,
             hash: q.hash,
             in_port: NONE,
@@ -1582,6 +1591,7 @@ impl<'m> Sim<'m> {
                     continue;
                 }
             }
+            self.ports[port as usize].nonempty &= !(1 << q);
             while let Some(pkt) = self.ports[port as usize].queues[q].pop_front() {
                 let (size, in_port, in_prio) = {
                     let p = self.pkts.get(pkt);
@@ -1720,6 +1730,11 @@ impl<'m> Sim<'m> {
     /// Packets currently in queues, on wires, or buffered at NICs.
     pub fn in_flight(&self) -> u64 {
         self.pkts.live() as u64
+    }
+
+    /// Most packets alive at once during the run.
+    pub fn peak_packets(&self) -> usize {
+        self.pkts.capacity_used()
     }
 
     pub fn events(&self) -> u64 {

@@ -36,26 +36,27 @@ pub const NOT_ECT: u8 = 0;
 pub const ECT0: u8 = 2;
 pub const CE: u8 = 3;
 
+/// 40 bytes: at fabric scale a million packets can be alive, and each hop touches one.
 #[derive(Clone, Copy, Debug)]
 pub struct Packet {
+    /// When the packet entered its current egress queue.
+    pub enq_time: SimTime,
     pub qp: u32,
     pub psn: u32,
-    pub wire_bytes: u32,
-    pub payload: u32,
+    pub dst: u32,
+    pub hash: u32,
+    /// Ingress accounting at the current switch: port and priority group.
+    pub in_port: u32,
+    /// Bytes on the wire (payload + headers; at most 9000 + 98).
+    pub wire_bytes: u16,
+    pub payload: u16,
     pub kind: Kind,
     /// Switch-side traffic class (from DSCP or PCP, per the switch's trust mode).
     pub class: u8,
     /// 802.1p priority the NIC put on the frame (its own DSCP -> priority map).
     pub pcp: u8,
     pub ecn: u8,
-    pub src: u32,
-    pub dst: u32,
-    pub hash: u32,
-    /// Ingress accounting at the current switch: port and priority group.
-    pub in_port: u32,
     pub in_prio: u8,
-    /// When the packet entered its current egress queue.
-    pub enq_time: SimTime,
 }
 
 /// Packets in a vector with a free list: no allocation per packet in steady state.
@@ -110,6 +111,11 @@ impl Slab {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn packet_stays_small() {
+        assert!(std::mem::size_of::<Packet>() <= 40);
+    }
 
     #[test]
     fn data_overhead_is_82_bytes() {

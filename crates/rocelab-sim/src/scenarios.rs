@@ -137,6 +137,8 @@ pub struct BenchResult {
     pub data_packets: u64,
     pub packet_hops: u64,
     pub peak_rss_bytes: Option<u64>,
+    /// Most packets alive at once (queues, wires, NIC buffers).
+    pub peak_packets: usize,
 }
 
 impl BenchResult {
@@ -148,7 +150,7 @@ impl BenchResult {
             _ => (self.wall_seconds.max(1e-9), "wall"),
         };
         format!(
-            "{:<17} {:>10.0} data pkts/s {:>10.0} pkt-hops/s {:>10.0} events/s ({basis})  peak RSS {:>6}  wall {:>7.3} s  cpu {:>7.3} s  ({:.0} µs simulated, {} data packets)",
+            "{:<17} {:>10.0} data pkts/s {:>10.0} pkt-hops/s {:>10.0} events/s ({basis})  peak RSS {:>6}  wall {:>7.3} s  cpu {:>7.3} s  ({:.0} µs simulated, {} data packets, peak {} in flight)",
             self.name,
             self.data_packets as f64 / t,
             self.packet_hops as f64 / t,
@@ -157,7 +159,8 @@ impl BenchResult {
             self.wall_seconds,
             self.cpu_seconds.unwrap_or(f64::NAN),
             self.simulated_seconds * 1e6,
-            self.data_packets
+            self.data_packets,
+            self.peak_packets
         )
     }
 }
@@ -200,5 +203,6 @@ pub fn run(s: &Scenario) -> Result<BenchResult, String> {
         data_packets: st.data_sent,
         packet_hops: st.packet_hops,
         peak_rss_bytes: peak_rss_bytes(),
+        peak_packets: sim.peak_packets(),
     })
 }
