@@ -1,10 +1,10 @@
-//! The event queue: a 4-ary min-heap ordered by `(time, seq)`.
+//! The event queue: a monotone radix heap ordered by `(time, insertion)`.
 //!
 //! Ordering guarantee: events pop in non-decreasing time; events with equal times pop in the
-//! order they were pushed (`seq` is a global insertion counter). That makes a run a pure
-//! function of its inputs and seed. Push and pop are O(log n); the engine keeps n small by
-//! scheduling at most one transmit and one wire-arrival event per port, so the heap grows with
-//! ports and timers, not with packets in flight.
+//! order they were pushed. That makes a run a pure function of its inputs and seed. Push and
+//! pop are O(1) amortized (each event moves down at most 64 buckets). The engine keeps the
+//! queue small by scheduling at most one transmit and one wire-arrival event per port, so it
+//! grows with ports and timers, not with packets in flight.
 
 use rocelab_model::SimTime;
 
@@ -68,117 +68,112 @@ pub enum Ev {
     },
 }
 
-/// `key` packs (time, seq) into one u128 so the heap compares once per step.
 #[derive(Clone, Copy, Debug)]
 struct Entry {
-    key: u128,
+    time: u64,
     ev: Ev,
 }
 
-impl Entry {
-    #[inline]
-    fn key(&self) -> u128 {
-        self.key
-    }
-    #[inline]
-    fn time(&self) -> SimTime {
-        SimTime((self.key >> 64) as u64)
-    }
+const BUCKETS: usize = 65;
+
+/// Monotone radix heap of events (see the module doc for the ordering guarantee).
+///
+/// Bucket 0 holds events at exactly `last` (the latest time popped or settled), bucket i > 0
+/// those whose time differs from `last` first in bit i − 1. Pushes append and pops take the
+/// front of bucket 0, so events of equal time leave in the order they came; a bucket is only
+/// redistributed, in order, into lower buckets that are empty, which keeps that true. Each
+/// event moves down at most 64 times, so push and pop are O(1) amortized and touch memory
+/// sequentially. Pushing a time earlier than the last one popped is a bug (debug-asserted).
+pub struct EventQueue {
+    buckets: Vec<Vec<Entry>>,
+    /// Read position in bucket 0 (popping from the front without shifting).
+    head: usize,
+    last: u64,
+    len: usize,
+    seq: u64,
 }
 
-/// Min-heap of events (see the module doc for the ordering guarantee).
-#[derive(Default)]
-pub struct EventQueue {
-    heap: Vec<Entry>,
-    seq: u64,
+impl Default for EventQueue {
+    fn default() -> Self {
+        Self::with_capacity(0)
+    }
 }
 
 impl EventQueue {
     pub fn with_capacity(n: usize) -> Self {
-        EventQueue { heap: Vec::with_capacity(n), seq: 0 }
+        let mut buckets: Vec<Vec<Entry>> = (0..BUCKETS).map(|_| Vec::new()).collect();
+        buckets[0].reserve(n);
+        EventQueue { buckets, head: 0, last: 0, len: 0, seq: 0 }
+    }
+
+    #[inline]
+    fn bucket_of(&self, time: u64) -> usize {
+        let x = time ^ self.last;
+        if x == 0 {
+            0
+        } else {
+            64 - x.leading_zeros() as usize
+        }
     }
 
     #[inline]
     pub fn push(&mut self, time: SimTime, ev: Ev) {
-        let e = Entry { key: ((time.0 as u128) << 64) | self.seq as u128, ev };
+        debug_assert!(time.0 >= self.last, "event scheduled in the past");
+        let b = self.bucket_of(time.0);
+        self.buckets[b].push(Entry { time: time.0, ev });
+        self.len += 1;
         self.seq += 1;
-        self.heap.push(e);
-        self.sift_up(self.heap.len() - 1);
+    }
+
+    /// Makes bucket 0 non-empty (unless the queue is empty) and returns its front time.
+    #[inline]
+    fn settle(&mut self) -> Option<u64> {
+        if self.head < self.buckets[0].len() {
+            return Some(self.last);
+        }
+        if self.len == 0 {
+            return None;
+        }
+        self.buckets[0].clear();
+        self.head = 0;
+        let b = (1..BUCKETS).find(|&b| !self.buckets[b].is_empty()).expect("len > 0");
+        let items = std::mem::take(&mut self.buckets[b]);
+        self.last = items.iter().map(|e| e.time).min().expect("non-empty");
+        for e in &items {
+            let nb = self.bucket_of(e.time);
+            self.buckets[nb].push(*e);
+        }
+        // Give the allocation back so a busy bucket does not reallocate every round.
+        let mut items = items;
+        items.clear();
+        self.buckets[b] = items;
+        Some(self.last)
     }
 
     #[inline]
     pub fn pop(&mut self) -> Option<(SimTime, Ev)> {
-        let n = self.heap.len();
-        if n == 0 {
-            return None;
-        }
-        self.heap.swap(0, n - 1);
-        let e = self.heap.pop().expect("non-empty");
-        if !self.heap.is_empty() {
-            self.sift_down(0);
-        }
-        Some((e.time(), e.ev))
+        let t = self.settle()?;
+        let e = self.buckets[0][self.head];
+        self.head += 1;
+        self.len -= 1;
+        Some((SimTime(t), e.ev))
     }
 
-    pub fn peek_time(&self) -> Option<SimTime> {
-        self.heap.first().map(|e| e.time())
+    pub fn peek_time(&mut self) -> Option<SimTime> {
+        self.settle().map(SimTime)
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len == 0
     }
 
     /// Total events ever pushed.
     pub fn pushed(&self) -> u64 {
         self.seq
-    }
-
-    // A 4-ary heap: half the depth of a binary heap, and the four children of a node share a
-    // cache line pair, which matters once the heap outgrows L1.
-    #[inline]
-    fn sift_up(&mut self, mut i: usize) {
-        let e = self.heap[i];
-        while i > 0 {
-            let parent = (i - 1) / 4;
-            if self.heap[parent].key() <= e.key() {
-                break;
-            }
-            self.heap[i] = self.heap[parent];
-            i = parent;
-        }
-        self.heap[i] = e;
-    }
-
-    #[inline]
-    fn sift_down(&mut self, mut i: usize) {
-        let n = self.heap.len();
-        let e = self.heap[i];
-        loop {
-            let first = 4 * i + 1;
-            if first >= n {
-                break;
-            }
-            let last = (first + 4).min(n);
-            let mut c = first;
-            let mut ck = self.heap[first].key();
-            for j in first + 1..last {
-                let k = self.heap[j].key();
-                if k < ck {
-                    c = j;
-                    ck = k;
-                }
-            }
-            if e.key() <= ck {
-                break;
-            }
-            self.heap[i] = self.heap[c];
-            i = c;
-        }
-        self.heap[i] = e;
     }
 }
 
