@@ -1,0 +1,105 @@
+//! `rocelab simulate` and `rocelab bench` through the binary: outputs, exit codes, errors.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn rocelab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_rocelab"))
+}
+
+fn example(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name)
+}
+
+fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("rocelab-sim-cli-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn simulate_the_incast_example_writes_every_output() {
+    let out = tmpdir("incast");
+    let o = rocelab()
+        .args(["simulate", example("incast-16to1.toml").to_str().unwrap(), "--quiet", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(text.contains("16 of 16 completed"), "{text}");
+    for f in ["summary.json", "flows.csv", "metrics.prom", "timeseries.csv"] {
+        assert!(out.join(f).exists(), "{f} missing");
+    }
+    let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["seed"], 1);
+    assert_eq!(summary["engine"], "packet");
+    assert_eq!(summary["totals"]["packets_dropped"], 0);
+    assert_eq!(summary["flows"].as_array().unwrap().len(), 16);
+    let flows = std::fs::read_to_string(out.join("flows.csv")).unwrap();
+    assert_eq!(flows.lines().count(), 17, "header + 16 flows");
+    let prom = std::fs::read_to_string(out.join("metrics.prom")).unwrap();
+    assert!(prom.contains("# TYPE rocelab_cnp_sent_total counter"));
+    assert!(prom.lines().any(|l| l.starts_with("rocelab_tx_bytes_total{") && l.contains("node=\"leaf0\"")));
+}
+
+#[test]
+fn simulate_is_byte_identical_for_the_same_seed() {
+    let (a, b) = (tmpdir("det-a"), tmpdir("det-b"));
+    for d in [&a, &b] {
+        let st = rocelab()
+            .args(["simulate", example("incast-16to1.toml").to_str().unwrap(), "-q", "--seed", "5", "--out"])
+            .arg(d)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    for f in ["summary.json", "flows.csv", "metrics.prom", "timeseries.csv"] {
+        assert_eq!(std::fs::read(a.join(f)).unwrap(), std::fs::read(b.join(f)).unwrap(), "{f} differs");
+    }
+}
+
+#[test]
+fn simulate_json_goes_to_stdout_and_nothing_else() {
+    let o = rocelab()
+        .args(["simulate", example("incast-16to1.toml").to_str().unwrap(), "-q", "--no-files", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is one JSON document");
+    assert_eq!(v["flows_completed"], 16);
+}
+
+#[test]
+fn unknown_traffic_host_is_a_located_error_with_exit_2() {
+    let dir = tmpdir("bad");
+    let f = dir.join("bad.toml");
+    let text = std::fs::read_to_string(example("incast-16to1.toml")).unwrap().replace("dst = \"host0\"", "dst = \"hots0\"");
+    std::fs::write(&f, &text).unwrap();
+    let line = text.lines().position(|l| l.contains("hots0")).unwrap() + 1;
+    let o = rocelab().args(["simulate", f.to_str().unwrap(), "-q", "--no-files"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(err.contains(&format!("bad.toml:{line}:")), "{err}");
+    assert!(err.contains("no host named `hots0`") && err.contains("did you mean `host0`"), "{err}");
+}
+
+#[test]
+fn a_fabric_without_traffic_says_how_to_add_some() {
+    let o = rocelab().args(["simulate", example("rail-128gpu.toml").to_str().unwrap(), "-q", "--no-files"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("[[traffic]]"));
+}
+
+#[test]
+fn bad_flags_are_refused() {
+    let o = rocelab()
+        .args(["simulate", example("incast-16to1.toml").to_str().unwrap(), "--duration-us", "-5", "--no-files"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let o = rocelab().args(["bench", "nope"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("permutation-16"));
+}
