@@ -33,7 +33,10 @@ pub fn check(cx: &Ctx, out: &mut Findings) {
     let tightest = |alpha_of: &dyn Fn(NodeId) -> f64| -> Option<(NodeId, u64)> {
         switches
             .iter()
-            .filter_map(|&s| cx.buffers[s.idx()].map(|b| (s, dt_limit(alpha_of(s), b.shared_bytes()))))
+            .filter_map(|&s| cx.buffers[s.idx()].map(|b| (s, b)))
+            // An over-committed buffer is HDR002's finding; a threshold of 0 B says nothing more.
+            .filter(|(_, b)| b.headroom_bytes + b.reserve_bytes < b.buffer_bytes)
+            .map(|(s, b)| (s, dt_limit(alpha_of(s), b.shared_bytes())))
             .min_by_key(|(_, l)| *l)
     };
     for (i, cc) in m.config.qos.classes.iter().enumerate() {
