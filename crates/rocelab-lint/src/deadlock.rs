@@ -519,6 +519,83 @@ mod tests {
         assert!(a.scenarios > 0);
     }
 
+    /// Brute force: every failure rebuilt with BFS routing and searched.
+    fn brute_force(m: &Model) -> (bool, Vec<LinkId>) {
+        let f = Fabric::new(m);
+        let mut s = Scratch::new(m.nodes.len());
+        let mut dist = vec![UNREACHABLE; m.nodes.len()];
+        let mut q = VecDeque::new();
+        let graph = |dead: u32, s: &mut Scratch, dist: &mut Vec<u16>, q: &mut VecDeque<NodeId>| {
+            let mut all = Vec::new();
+            for g in 0..m.routing.groups.len() {
+                f.bfs(g, dead, dist, q);
+                f.group_edges(dist, dead, s, &mut all);
+            }
+            all
+        };
+        let base = find_cycle(m.ports.len(), &graph(NO_LINK, &mut s, &mut dist, &mut q)).is_some();
+        let mut failures = Vec::new();
+        for (li, l) in m.links.iter().enumerate() {
+            if m.node(m.port(l.a).node).is_host() || m.node(m.port(l.b).node).is_host() {
+                continue;
+            }
+            if find_cycle(m.ports.len(), &graph(li as u32, &mut s, &mut dist, &mut q)).is_some() {
+                failures.push(LinkId(li as u32));
+            }
+        }
+        (base, failures)
+    }
+
+    /// The incremental failure search finds exactly what brute force finds, on random
+    /// switch graphs (seeded; a host on most switches).
+    #[test]
+    fn incremental_failures_match_brute_force() {
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut rnd = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let (mut with_base, mut with_failures) = (0, 0);
+        for _ in 0..150 {
+            let n = 4 + rnd(5) as usize;
+            let mut links: Vec<(usize, usize)> = (1..n).map(|i| (rnd(i as u64) as usize, i)).collect();
+            for _ in 0..rnd(n as u64 + 1) {
+                let (a, b) = (rnd(n as u64) as usize, rnd(n as u64) as usize);
+                if a != b {
+                    links.push((a, b));
+                }
+            }
+            let mut t = String::from("[topology.explicit]\n");
+            for i in 0..n {
+                t += &format!("[[topology.explicit.node]]\nname = \"s{i}\"\nkind = \"switch\"\n");
+            }
+            for i in 0..n {
+                if i == 0 || rnd(4) != 0 {
+                    t += &format!("[[topology.explicit.node]]\nname = \"h{i}\"\nkind = \"host\"\n");
+                    t += &format!("[[topology.explicit.link]]\na = \"h{i}\"\nb = \"s{i}\"\nspeed_gbps = 100\n");
+                }
+            }
+            for (a, b) in &links {
+                t += &format!("[[topology.explicit.link]]\na = \"s{a}\"\nb = \"s{b}\"\nspeed_gbps = 100\n");
+            }
+            let Ok(m) = rocelab_model::load_str("r.toml", &t) else { continue };
+            let a = analyze(&m);
+            let (base, failures) = brute_force(&m);
+            assert_eq!(a.base.is_some(), base, "{t}");
+            if !base {
+                let found: Vec<LinkId> = a.failures.iter().map(|(l, _)| *l).collect();
+                assert_eq!(found, failures, "{t}");
+                with_failures += !failures.is_empty() as u32;
+            } else {
+                with_base += 1;
+            }
+        }
+        // The generator must exercise both outcomes.
+        assert!(with_base > 5 && with_failures > 5, "{with_base} {with_failures}");
+    }
+
     /// The interned base graph equals the union of the per-destination graphs.
     #[test]
     fn base_graph_is_the_union_of_group_graphs() {
