@@ -1,7 +1,34 @@
 //! Engine benchmarks: `cargo bench -p rocelab-sim [-- NAME...]`.
-//! Prints data packets, packet-hops and events per wall second, peak RSS and wall time per
+//!
+//! Prints data packets, packet-hops and events per second, peak RSS and wall/CPU time per
 //! scenario (the same scenarios as `rocelab bench`). A benchmark, not a test: nothing asserts
-//! on time.
+//! on time. It does assert the hot-path rule of DESIGN.md — no allocation per event in steady
+//! state — by counting allocations during the run: queues, buckets and the packet slab grow
+//! to their high-water marks and are then reused, so allocations must stay a vanishing
+//! fraction of events.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+struct Counting;
+static ALLOCS: AtomicU64 = AtomicU64::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        unsafe { System.dealloc(p, l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.realloc(p, l, n) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
 
 fn main() {
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
@@ -9,8 +36,13 @@ fn main() {
         if !filter.is_empty() && !filter.iter().any(|f| s.name.contains(f.as_str())) {
             continue;
         }
-        match rocelab_sim::scenarios::run(&s) {
-            Ok(r) => println!("{}", r.line()),
+        match rocelab_sim::scenarios::run_probed(&s, &|| ALLOCS.load(Ordering::Relaxed)) {
+            Ok((r, allocs)) => {
+                // Counted over the event loop only (loading and routing are excluded).
+                let per_event = allocs as f64 / r.events.max(1) as f64;
+                println!("{}  allocations {allocs} ({per_event:.5} per event)", r.line());
+                assert!(per_event < 0.01, "{}: {allocs} allocations for {} events", s.name, r.events);
+            }
             Err(e) => eprintln!("{}: {e}", s.name),
         }
     }

@@ -347,7 +347,8 @@ impl<'m> Sim<'m> {
         let mut ports = Vec::with_capacity(m.ports.len());
         for (pi, p) in m.ports.iter().enumerate() {
             let node = p.node.idx();
-            let ps_per_byte = if 8_000_000_000_000u64.is_multiple_of(p.speed.0) { 8_000_000_000_000u64 / p.speed.0 } else { 0 };
+            let ps_per_byte =
+                if 8_000_000_000_000u64.is_multiple_of(p.speed.0) { 8_000_000_000_000u64 / p.speed.0 } else { 0 };
             let mut ecn = [None; 8];
             for c in &qos.classes {
                 if ecn[c.queue as usize].is_none() {

@@ -182,19 +182,27 @@ pub fn thread_cpu_seconds() -> Option<f64> {
 
 /// Loads and runs one scenario, timing only the engine (not parsing or routing).
 pub fn run(s: &Scenario) -> Result<BenchResult, String> {
+    run_probed(s, &|| 0).map(|(r, _)| r)
+}
+
+/// Like `run`, and also returns how much `probe` grew across the event loop alone (the engine
+/// bench passes an allocation counter).
+pub fn run_probed(s: &Scenario, probe: &dyn Fn() -> u64) -> Result<(BenchResult, u64), String> {
     let m = rocelab_model::load_str(s.name, &s.fabric).map_err(|e| e.to_string())?;
     let opts = crate::options_from_model(&m);
     let mut sim = crate::build(&m, opts).map_err(|d| format!("{d:?}"))?;
     let c0 = thread_cpu_seconds();
+    let p0 = probe();
     let t0 = std::time::Instant::now();
     sim.run(&mut |_| {});
     let wall = t0.elapsed().as_secs_f64();
+    let probed = probe() - p0;
     let cpu = match (c0, thread_cpu_seconds()) {
         (Some(a), Some(b)) => Some(b - a),
         _ => None,
     };
     let st = sim.stats();
-    Ok(BenchResult {
+    let r = BenchResult {
         name: s.name,
         wall_seconds: wall,
         cpu_seconds: cpu,
@@ -204,5 +212,6 @@ pub fn run(s: &Scenario) -> Result<BenchResult, String> {
         packet_hops: st.packet_hops,
         peak_rss_bytes: peak_rss_bytes(),
         peak_packets: sim.peak_packets(),
-    })
+    };
+    Ok((r, probed))
 }
