@@ -29,6 +29,8 @@ enum Command {
     Lint(cmd::lint::Args),
     /// Run the packet-level engine on a fabric and its traffic.
     Simulate(cmd::simulate::Args),
+    /// Import an ns-3 (HPCC) or htsim scenario.
+    Import(cmd::import::Args),
     /// Fixed engine benchmarks (run in release mode).
     Bench(cmd::bench::Args),
     /// Which network for which parallelism plan, computed.
@@ -48,6 +50,7 @@ fn main() -> ExitCode {
         Command::Topo(a) => cmd::topo::run(a),
         Command::Lint(a) => cmd::lint::run(a),
         Command::Simulate(a) => cmd::simulate::run(a),
+        Command::Import(a) => cmd::import::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Plan(a) => cmd::plan::run(a),
         Command::Collect(a) => cmd::collect::run(a),

@@ -4,6 +4,7 @@ pub mod bench;
 pub mod collect;
 pub mod doctor;
 pub mod exporter;
+pub mod import;
 pub mod init;
 pub mod lint;
 pub mod plan;

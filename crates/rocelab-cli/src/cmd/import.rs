@@ -1,0 +1,188 @@
+//! `rocelab import ns3|htsim`: turn another simulator's scenario into a rocelab fabric file.
+//!
+//! Writes `OUT/fabric.toml` (commented; traffic included) and prints what could not be carried
+//! over exactly (unknown keys, settings rocelab models differently) as warnings on stderr; the
+//! same notes open the fabric file. `--run` (ns3) then simulates it and writes rocelab's outputs
+//! plus ns-3's FCT and PFC files next to them; `rocelab simulate --ns3-config` does the same in
+//! one step. The work is in `rocelab_import`; docs/import.md documents the mappings.
+
+use crate::common::{located, write_atomic, Failure, VerbResult};
+use rocelab_import::{fabric, htsim, ns3, ImportError, Scenario};
+use rocelab_model::SimTime;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    what: What,
+}
+
+#[derive(clap::Subcommand)]
+enum What {
+    /// An HPCC ns-3 scenario: config.txt and the topology and flow files it names.
+    Ns3(Ns3Args),
+    /// An htsim connection matrix (.cm) on a generated network.
+    Htsim(HtsimArgs),
+}
+
+#[derive(clap::Args)]
+struct Ns3Args {
+    /// The ns-3 config file (mix/config.txt).
+    #[arg(long)]
+    config: PathBuf,
+    /// Topology file (default: the config's TOPOLOGY_FILE).
+    #[arg(long)]
+    topology: Option<PathBuf>,
+    /// Flow file (default: the config's FLOW_FILE).
+    #[arg(long)]
+    flows: Option<PathBuf>,
+    /// Output directory for fabric.toml (and, with --run, the results).
+    #[arg(long, short, default_value = "rocelab-import")]
+    out: PathBuf,
+    /// Also simulate the imported fabric and write ns-3-style FCT and PFC files.
+    #[arg(long)]
+    run: bool,
+    /// Seed of the run (with --run).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// No progress or notes on stderr.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(clap::Args)]
+struct HtsimArgs {
+    /// The connection matrix (Nodes N, Connections C, `src->dst [id K] start T size S` lines).
+    #[arg(long)]
+    cm: PathBuf,
+    /// An htsim .topo file (not imported yet; use --nodes/--linkspeed).
+    #[arg(long)]
+    topo: Option<PathBuf>,
+    /// Hosts in the network (default: the file's Nodes).
+    #[arg(long)]
+    nodes: Option<u32>,
+    /// Link speed in Mb/s (htsim's unit).
+    #[arg(long, default_value_t = 100_000.0)]
+    linkspeed: f64,
+    /// 3: a k-ary fat tree, htsim's default; 1: one switch.
+    #[arg(long, default_value_t = 3)]
+    tiers: u32,
+    /// One-way delay of every link, in ns.
+    #[arg(long, default_value_t = 1000.0)]
+    link_delay_ns: f64,
+    /// Output directory for fabric.toml.
+    #[arg(long, short, default_value = "rocelab-import")]
+    out: PathBuf,
+    /// No notes on stderr.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+fn failure(e: ImportError) -> Failure {
+    Failure::bad_input(e.to_string())
+}
+
+fn notes(s: &Scenario, quiet: bool) {
+    if !quiet {
+        for n in &s.notes {
+            eprintln!("warning: {n}");
+        }
+    }
+}
+
+fn write_fabric(s: &Scenario, out: &Path) -> Result<PathBuf, Failure> {
+    std::fs::create_dir_all(out)
+        .map_err(|e| Failure::bad_input(format!("error: cannot create {}: {e}", out.display())))?;
+    let path = out.join("fabric.toml");
+    write_atomic(&path, fabric::to_toml(s).as_bytes())?;
+    println!(
+        "wrote {} ({} hosts, {} switches, {} links, {} flows)",
+        path.display(),
+        s.nodes.iter().filter(|n| !n.is_switch).count(),
+        s.nodes.iter().filter(|n| n.is_switch).count(),
+        s.links.len(),
+        s.flows.len()
+    );
+    Ok(path)
+}
+
+pub fn run(a: Args) -> VerbResult {
+    match a.what {
+        What::Ns3(n) => {
+            if n.run {
+                return simulate_ns3(
+                    &n.config,
+                    n.topology.as_deref(),
+                    n.flows.as_deref(),
+                    &n.out,
+                    n.seed,
+                    None,
+                    n.quiet,
+                );
+            }
+            let imp = ns3::import(&n.config, n.topology.as_deref(), n.flows.as_deref()).map_err(failure)?;
+            notes(&imp.scenario, n.quiet);
+            write_fabric(&imp.scenario, &n.out)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        What::Htsim(h) => {
+            let net = htsim::Network {
+                nodes: h.nodes,
+                linkspeed_mbps: h.linkspeed,
+                tiers: h.tiers,
+                link_delay_ns: h.link_delay_ns,
+            };
+            let s = htsim::import(&h.cm, h.topo.as_deref(), &net).map_err(failure)?;
+            notes(&s, h.quiet);
+            write_fabric(&s, &h.out)?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Imports an ns-3 scenario into `out`, runs it, and writes rocelab's outputs (summary.json,
+/// flows.csv, metrics.prom) plus the ns-3 FCT and PFC files (named as the config names them).
+/// Used by `rocelab import ns3 --run` and `rocelab simulate --ns3-config`.
+pub fn simulate_ns3(
+    config: &Path,
+    topology: Option<&Path>,
+    flows: Option<&Path>,
+    out: &Path,
+    seed: Option<u64>,
+    duration_us: Option<f64>,
+    quiet: bool,
+) -> VerbResult {
+    let imp = ns3::import(config, topology, flows).map_err(failure)?;
+    notes(&imp.scenario, quiet);
+    let path = write_fabric(&imp.scenario, out)?;
+    let model = crate::common::load_fabric(&path)?;
+    let mut opts = rocelab_sim::options_from_model(&model);
+    if let Some(s) = seed {
+        opts.seed = s;
+    }
+    if let Some(d) = duration_us {
+        if !(d.is_finite() && d > 0.0) {
+            return Err(Failure::bad_input(format!("error: --duration-us must be a positive number of µs, got {d}")));
+        }
+        opts.duration = Some(SimTime::from_secs_f64(d * 1e-6));
+    }
+    let wall = std::time::Instant::now();
+    let r = ns3::run(&imp, &model, opts).map_err(|d| located(&path, d))?;
+    write_atomic(&out.join("summary.json"), r.report.to_json().as_bytes())?;
+    write_atomic(&out.join("flows.csv"), r.report.flows_csv().as_bytes())?;
+    write_atomic(&out.join("metrics.prom"), r.report.prometheus().as_bytes())?;
+    write_atomic(&out.join(&imp.fct_file), r.fct.as_bytes())?;
+    write_atomic(&out.join(&imp.pfc_file), r.pfc.as_bytes())?;
+    print!("{}", r.report.render_text());
+    println!(
+        "  results in {}/ (ns-3 layouts: {}, {})",
+        out.display(),
+        out.join(&imp.fct_file).display(),
+        out.join(&imp.pfc_file).display()
+    );
+    if !quiet {
+        eprintln!("wall {:.2} s", wall.elapsed().as_secs_f64());
+    }
+    Ok(ExitCode::SUCCESS)
+}
