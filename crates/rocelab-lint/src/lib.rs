@@ -233,9 +233,14 @@ pub struct SwitchBuffer {
 }
 
 impl SwitchBuffer {
+    /// Headroom plus reserves (saturating: a fabric file may hold absurd values).
+    pub fn committed_bytes(&self) -> u64 {
+        self.headroom_bytes.saturating_add(self.reserve_bytes)
+    }
+
     /// What is left for the dynamically shared pool.
     pub fn shared_bytes(&self) -> u64 {
-        self.buffer_bytes.saturating_sub(self.headroom_bytes + self.reserve_bytes)
+        self.buffer_bytes.saturating_sub(self.committed_bytes())
     }
 }
 
@@ -287,10 +292,11 @@ impl<'a> Ctx<'a> {
                     small_packet_percentage: 100,
                 });
                 let in_force = qos.pfc.headroom_bytes.unwrap_or(h.size_bytes);
-                headroom_total += in_force * lossless_priorities.len() as u64;
+                headroom_total =
+                    headroom_total.saturating_add(in_force.saturating_mul(lossless_priorities.len() as u64));
                 required_headroom[port.idx()] = Some(h);
             }
-            let reserve = p.reserve_bytes * node.num_ports as u64 * (used_priorities + used_queues);
+            let reserve = p.reserve_bytes.saturating_mul(node.num_ports as u64 * (used_priorities + used_queues));
             buffers[sw.idx()] = Some(SwitchBuffer {
                 buffer_bytes: p.buffer_bytes,
                 headroom_bytes: headroom_total,
@@ -306,7 +312,7 @@ impl<'a> Ctx<'a> {
             .iter()
             .enumerate()
             .filter_map(|(i, b)| b.map(|b| (NodeId(i as u32), b)))
-            .min_by_key(|(_, b)| (b.shared_bytes(), u64::MAX - b.headroom_bytes - b.reserve_bytes))
+            .min_by_key(|(_, b)| (b.shared_bytes(), u64::MAX - b.committed_bytes()))
     }
 
     /// Key path of the topology section (for findings about the fabric as a whole).

@@ -67,3 +67,38 @@ fn no_example_has_a_deadlock_risk_even_after_one_failure() {
         assert_eq!(a.scenarios, fabric_links, "{}", p.display());
     }
 }
+
+/// Lint never panics on a file the loader accepts: every number of the small examples replaced,
+/// one at a time, by extreme values.
+#[test]
+fn extreme_values_do_not_panic() {
+    let files = ["leaf-spine-small.toml", "rail-128gpu.toml", "common-mistakes.toml"];
+    let mut linted = 0;
+    for f in files {
+        let text = std::fs::read_to_string(examples().join(f)).unwrap();
+        let bytes = text.as_bytes();
+        let mut spans = Vec::new();
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i].is_ascii_digit() && (i == 0 || !bytes[i - 1].is_ascii_alphanumeric()) {
+                let start = i;
+                while i < bytes.len() && (bytes[i].is_ascii_digit() || bytes[i] == b'.') {
+                    i += 1;
+                }
+                spans.push(start..i);
+            }
+            i += 1;
+        }
+        for span in spans {
+            for v in ["0", "1", "65535", "4294967295", "18446744073709551615", "1e300"] {
+                let mutated = format!("{}{v}{}", &text[..span.start], &text[span.end..]);
+                if let Ok(m) = rocelab_model::load_str(f, &mutated) {
+                    let r = rocelab_lint::lint(&m, f, &mutated, &Options::default());
+                    let _ = rocelab_lint::output::sarif(std::slice::from_ref(&r));
+                    linted += 1;
+                }
+            }
+        }
+    }
+    assert!(linted > 100, "{linted}");
+}

@@ -518,3 +518,13 @@ fn every_registered_rule_is_exercised_here() {
         assert!(src.contains(&format!("\"{}\"", r.code)), "no test triggers {}", r.code);
     }
 }
+
+#[test]
+fn absurd_buffer_values_saturate() {
+    let t = format!(
+        "{}\n[switch_models.odd]\npreset = \"spectrum-3\"\nreserve_bytes = 9223372036854775807\n\n[qos.pfc]\nheadroom_bytes = 9223372036854775807\n",
+        edit("fabric_link = { speed_gbps = 100, length_m = 30 }", "fabric_link = { speed_gbps = 100, length_m = 30 }\nleaf_model = \"odd\"")
+    );
+    fires(&t, "HDR002");
+    quiet(&t, "HDR001");
+}

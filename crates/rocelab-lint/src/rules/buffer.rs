@@ -50,7 +50,7 @@ pub fn check(cx: &Ctx, out: &mut Findings) {
         }
     }
     if let Some((sw, b)) = cx.tightest_switch() {
-        let used = b.headroom_bytes + b.reserve_bytes;
+        let used = b.committed_bytes();
         let path = if q.pfc.headroom_bytes.is_some() {
             "qos.pfc.headroom_bytes".to_string()
         } else {
@@ -79,7 +79,7 @@ pub fn check(cx: &Ctx, out: &mut Findings) {
                 what,
                 "fewer lossless priorities, shorter cables, smaller reserves, or a switch with a larger buffer",
             );
-        } else if used * 2 > b.buffer_bytes {
+        } else if used.saturating_mul(2) > b.buffer_bytes {
             out.emit(
                 "HDR003",
                 path,

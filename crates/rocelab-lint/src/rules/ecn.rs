@@ -35,7 +35,7 @@ pub fn check(cx: &Ctx, out: &mut Findings) {
             .iter()
             .filter_map(|&s| cx.buffers[s.idx()].map(|b| (s, b)))
             // An over-committed buffer is HDR002's finding; a threshold of 0 B says nothing more.
-            .filter(|(_, b)| b.headroom_bytes + b.reserve_bytes < b.buffer_bytes)
+            .filter(|(_, b)| b.committed_bytes() < b.buffer_bytes)
             .map(|(s, b)| (s, dt_limit(alpha_of(s), b.shared_bytes())))
             .min_by_key(|(_, l)| *l)
     };
