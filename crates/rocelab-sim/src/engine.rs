@@ -91,11 +91,17 @@ pub(crate) struct Port {
     // Ingress: XOFF sent upstream for this priority.
     xoff: [bool; 8],
     pub qbytes: [u64; 8],
+    /// Peak of `qbytes` (kept next to it: a separate counter would cost a miss per packet).
+    pub qpeak: [u64; 8],
     paused_until: [SimTime; 8],
     // Ingress accounting for packets received on this port (switch ports).
     ing: [u64; 8],
     hdrm: [u64; 8],
-    wire: VecDeque<(SimTime, u32)>,
+    /// Packets on the cable, oldest first: an intrusive list through `Packet::next`, each
+    /// packet carrying its arrival time in `enq_time` (the arrival reads the packet anyway,
+    /// so the wire costs no memory of its own).
+    wire_head: u32,
+    wire_tail: u32,
     queues: [VecDeque<u32>; 8],
     deficit: [i64; 8],
     pub speed: BitsPerSec,
@@ -402,6 +408,7 @@ impl<'m> Sim<'m> {
                 tx_pending: false,
                 queues: Default::default(),
                 qbytes: [0; 8],
+                qpeak: [0; 8],
                 deficit: [0; 8],
                 rr: 0,
                 fresh: true,
@@ -411,7 +418,8 @@ impl<'m> Sim<'m> {
                 expire_pending: [false; 8],
                 wd_until: [SimTime::ZERO; 8],
                 wd_drop: [false; 8],
-                wire: VecDeque::new(),
+                wire_head: NONE,
+                wire_tail: NONE,
                 ing: [0; 8],
                 hdrm: [0; 8],
                 xoff: [false; 8],
@@ -692,8 +700,12 @@ impl<'m> Sim<'m> {
         p.st.tx_bytes += bytes as u64;
         p.st.tx_packets += 1;
         let arrive = now + ser + p.delay;
-        p.wire.push_back((arrive, pkt));
-        let first = p.wire.len() == 1;
+        let tail = p.wire_tail;
+        p.wire_tail = pkt;
+        let first = tail == NONE;
+        if first {
+            p.wire_head = pkt;
+        }
         if p.nic != NONE {
             // NICs nearly always have more to send.
             p.tx_pending = true;
@@ -701,8 +713,13 @@ impl<'m> Sim<'m> {
         }
         if first {
             self.q.push(arrive, Ev::WireArrive { port });
+        } else {
+            self.pkts.get_mut(tail).next = pkt;
         }
-        if self.pkts.get(pkt).kind == Kind::Data {
+        let pk = self.pkts.get_mut(pkt);
+        pk.enq_time = arrive;
+        pk.next = NONE;
+        if pk.kind == Kind::Data {
             self.stats.data_hops += 1;
         }
         self.stats.packet_hops += 1;
@@ -720,13 +737,21 @@ impl<'m> Sim<'m> {
     }
 
     fn on_wire_arrive(&mut self, port: u32) {
-        let p = &mut self.ports[port as usize];
-        let Some((t, pkt)) = p.wire.pop_front() else { return };
-        debug_assert_eq!(t, self.now);
-        if let Some(&(next, _)) = p.wire.front() {
-            self.q.push(next, Ev::WireArrive { port });
+        let pkt = self.ports[port as usize].wire_head;
+        // A link that went down emptied its wire; its pending arrival event is stale.
+        if pkt == NONE || self.pkts.get(pkt).enq_time != self.now {
+            return;
         }
-        let peer = p.peer;
+        let next = self.pkts.get(pkt).next;
+        let p = &mut self.ports[port as usize];
+        p.wire_head = next;
+        if next == NONE {
+            p.wire_tail = NONE;
+        } else {
+            let t = self.pkts.get(next).enq_time;
+            self.q.push(t, Ev::WireArrive { port });
+        }
+        let peer = self.ports[port as usize].peer;
         let dst = &self.ports[peer as usize];
         if dst.sw != NONE {
             self.switch_arrive(dst.sw, peer, pkt);
@@ -854,8 +879,8 @@ impl<'m> Sim<'m> {
         op.queues[queue as usize].push_back(pkt);
         op.nonempty |= 1 << queue;
         op.qbytes[queue as usize] += size;
-        if op.qbytes[queue as usize] > op.st.qpeak[queue as usize] {
-            op.st.qpeak[queue as usize] = op.qbytes[queue as usize];
+        if op.qbytes[queue as usize] > op.qpeak[queue as usize] {
+            op.qpeak[queue as usize] = op.qbytes[queue as usize];
         }
         if cp.lossless {
             self.check_pause(sw, in_port, prio);
@@ -1236,6 +1261,7 @@ impl<'m> Sim<'m> {
             dst: q.dst,
             hash: q.hash,
             in_port: NONE,
+            next: NONE,
             in_prio: 0,
             enq_time: now,
         };
@@ -1483,6 +1509,7 @@ impl<'m> Sim<'m> {
             dst: q.src,
             hash: q.hash,
             in_port: NONE,
+            next: NONE,
             in_prio: 0,
             enq_time: self.now,
         };
@@ -1512,6 +1539,7 @@ impl<'m> Sim<'m> {
             dst: q.src,
             hash: q.hash,
             in_port: NONE,
+            next: NONE,
             in_prio: 0,
             enq_time: self.now,
         };
@@ -1678,9 +1706,13 @@ impl<'m> Sim<'m> {
                     port.st.link_state_changes += 1;
                     if !up {
                         // Packets on the cable are lost; queued packets are flushed.
-                        while let Some((_, pkt)) = self.ports[p as usize].wire.pop_front() {
+                        let mut pkt = std::mem::replace(&mut self.ports[p as usize].wire_head, NONE);
+                        self.ports[p as usize].wire_tail = NONE;
+                        while pkt != NONE {
+                            let next = self.pkts.get(pkt).next;
                             let q = self.classes[self.pkts.get(pkt).class as usize].queue;
                             self.drop_pkt(p, q, pkt, DropReason::LinkDown);
+                            pkt = next;
                         }
                         self.flush_queues(p, None, DropReason::LinkDown);
                         // NIC-side queued control packets stay queued until the link returns.

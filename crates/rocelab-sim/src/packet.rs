@@ -36,7 +36,7 @@ pub const NOT_ECT: u8 = 0;
 pub const ECT0: u8 = 2;
 pub const CE: u8 = 3;
 
-/// 40 bytes: at fabric scale a million packets can be alive, and each hop touches one.
+/// 48 bytes: at fabric scale a million packets can be alive, and each hop touches one.
 #[derive(Clone, Copy, Debug)]
 pub struct Packet {
     /// When the packet entered its current egress queue.
@@ -47,6 +47,8 @@ pub struct Packet {
     pub hash: u32,
     /// Ingress accounting at the current switch: port and priority group.
     pub in_port: u32,
+    /// Next packet on the same wire (intrusive list; `u32::MAX` ends it).
+    pub next: u32,
     /// Bytes on the wire (payload + headers; at most 9000 + 98).
     pub wire_bytes: u16,
     pub payload: u16,
@@ -114,7 +116,7 @@ mod tests {
 
     #[test]
     fn packet_stays_small() {
-        assert!(std::mem::size_of::<Packet>() <= 40);
+        assert!(std::mem::size_of::<Packet>() <= 48);
     }
 
     #[test]

@@ -160,7 +160,7 @@ impl RunReport {
                 let lq = [("node", node.clone()), ("port", port.clone()), ("queue", q.to_string())];
                 totals.ecn_marked_packets += p.st.ecn_marked[q];
                 push("rocelab_ecn_marked_packets_total", &lq, p.st.ecn_marked[q] as f64);
-                push("rocelab_buffer_occupancy_peak_bytes", &lq, p.st.qpeak[q] as f64);
+                push("rocelab_buffer_occupancy_peak_bytes", &lq, p.qpeak[q] as f64);
                 push("rocelab_queue_delay_max_seconds", &lq, secs(p.st.qdelay_max[q]));
                 for (r, rname) in DROP_REASONS {
                     let v = p.st.drops[q][r as usize];

@@ -32,7 +32,6 @@ pub struct PortStats {
     /// [queue][reason]
     pub drops: [[u64; 5]; 8],
     pub storms: [u64; 8],
-    pub qpeak: [u64; 8],
     pub qdelay_max: [u64; 8],
     pub link_state_changes: u64,
 }
