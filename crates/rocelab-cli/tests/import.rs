@@ -103,3 +103,19 @@ fn bad_input_exits_2_with_a_line() {
     assert!(text(&o.stderr).contains("t.cm:3"), "{}", text(&o.stderr));
     let _ = std::fs::remove_dir_all(&out);
 }
+
+#[test]
+fn simulate_ns3_config_shortcut() {
+    let out = out_dir("shortcut");
+    let o = rocelab(&["simulate", "--ns3-config", s(&data("star-config.txt")), "--out", s(&out), "--quiet"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("flows: 3 of 3 completed"), "{}", text(&o.stdout));
+    for f in ["fabric.toml", "summary.json", "fct_star.txt", "pfc_star.txt"] {
+        assert!(out.join(f).is_file(), "{f} missing");
+    }
+    assert_eq!(std::fs::read_to_string(out.join("fct_star.txt")).unwrap().lines().count(), 3);
+    // A fabric file and --ns3-config together are refused by the parser.
+    let o = rocelab(&["simulate", "x.toml", "--ns3-config", s(&data("star-config.txt"))]);
+    assert_eq!(o.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&out);
+}

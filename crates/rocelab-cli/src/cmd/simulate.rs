@@ -19,7 +19,12 @@ enum Format {
 #[derive(clap::Args)]
 pub struct Args {
     /// The fabric file, with [[traffic]] (and optionally [[fault]]) tables.
-    file: PathBuf,
+    #[arg(required_unless_present = "ns3_config")]
+    file: Option<PathBuf>,
+    /// Import an HPCC ns-3 config.txt (and its topology and flow files) into --out and run it;
+    /// also writes ns-3's FCT and PFC files (docs/import.md).
+    #[arg(long, conflicts_with_all = ["file", "sample_us", "ack_interval", "no_files", "format"])]
+    ns3_config: Option<PathBuf>,
     /// Seed of every random stream (overrides [simulation] seed).
     #[arg(long)]
     seed: Option<u64>,
@@ -55,7 +60,11 @@ fn positive_time(v: Option<f64>, flag: &str) -> Result<Option<SimTime>, Failure>
 }
 
 pub fn run(a: Args) -> VerbResult {
-    let model = load_fabric(&a.file)?;
+    if let Some(c) = &a.ns3_config {
+        return crate::cmd::import::simulate_ns3(c, None, None, &a.out, a.seed, a.duration_us, a.quiet);
+    }
+    let file = a.file.clone().unwrap_or_default();
+    let model = load_fabric(&file)?;
     let mut opts = rocelab_sim::options_from_model(&model);
     if let Some(s) = a.seed {
         opts.seed = s;
@@ -73,7 +82,7 @@ pub fn run(a: Args) -> VerbResult {
         opts.ack_interval = n;
     }
     let end = opts.duration;
-    let mut sim = rocelab_sim::build(&model, opts).map_err(|d| located(&a.file, d))?;
+    let mut sim = rocelab_sim::build(&model, opts).map_err(|d| located(&file, d))?;
     let mut bar = ProgressLine::new(a.quiet);
     sim.run(&mut |p| {
         let el = bar.elapsed().as_secs_f64().max(1e-9);
