@@ -22,6 +22,13 @@
 //! * `deadlock` — channel dependency graph of the lossless priority, cycle search, and the same
 //!   again for every single switch-to-switch link failure;
 //! * `output`   — the human, JSON and SARIF 2.1.0 renderings.
+//!
+//! Rules are plain functions over one shared `Ctx` rather than trait objects: they share facts
+//! that are expensive to derive (headroom per port, buffer accounting, routing), and one check
+//! often emits several related codes (the CNP checks, the host/switch agreement checks). The
+//! registry is the single list of codes; a test keeps it, the emitters, the tests and the docs
+//! in step. Output is deterministic: findings are sorted, and nothing on an output path
+//! iterates a hash map.
 
 pub mod deadlock;
 pub mod output;

@@ -528,3 +528,16 @@ fn absurd_buffer_values_saturate() {
     fires(&t, "HDR002");
     quiet(&t, "HDR001");
 }
+
+#[test]
+fn reports_are_deterministic() {
+    let t = format!("{}\n[qos.pfc]\nheadroom_bytes = 1000\n", ring(5, &[(0, 2), (1, 3)]));
+    let once = |t: &str| {
+        let m = rocelab_model::load_str("t.toml", t).unwrap();
+        rocelab_lint::output::json(&[lint(&m, "t.toml", t, &Options::default())])
+    };
+    let first = once(&t);
+    for _ in 0..5 {
+        assert_eq!(once(&t), first);
+    }
+}
