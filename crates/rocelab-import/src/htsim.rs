@@ -9,8 +9,9 @@
 //! size 0 (an endless flow).
 //!
 //! The `.cm` file names hosts only; the network comes from `--nodes N --linkspeed MBPS` (and
-//! `--tiers 1|3`, `--link-delay-ns`): tiers 3 builds the k-ary fat tree htsim uses by default
-//! (the smallest even k with k³/4 ≥ N; host i under ToR i/(k/2)), tiers 1 one switch.
+//! `--tiers 1|2|3`, `--link-delay-ns`): tiers 3 builds the k-ary fat tree htsim uses by default
+//! (the smallest even k with k³/4 ≥ N; host i under ToR i/(k/2)), tiers 2 its leaf-spine (K
+//! ToRs of K/2 hosts, K/2 spines), tiers 1 one switch.
 
 use crate::fabric::{Ecn, FlowSpec, LinkSpec, NodeSpec, Scenario};
 use crate::{read_text, ImportError};
@@ -184,13 +185,14 @@ fn refuse(file: &str, line: usize, what: &str) -> ImportError {
     )
 }
 
-/// The network a `.cm` file runs on.
+/// The network a `.cm` file runs on. htsim itself needs N = K³/4 (3 tiers) or K²/2 (2 tiers)
+/// exactly; rocelab rounds up to the next even K and leaves the extra hosts idle (noted).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Network {
     /// Hosts (at least the `.cm` file's Nodes).
     pub nodes: Option<u32>,
     pub linkspeed_mbps: f64,
-    /// 1: one switch; 3: a k-ary fat tree (htsim's default).
+    /// 1: one switch; 2: htsim's 2-tier fat tree (leaf-spine); 3: its k-ary fat tree (default).
     pub tiers: u32,
     pub link_delay_ns: f64,
 }
@@ -239,6 +241,35 @@ pub fn import_str(name: &str, file: &str, text: &str, net: &Network) -> Result<S
             }
             format!("one switch, {n} hosts")
         }
+        2 => {
+            // htsim's default 2-tier fat tree: K ToRs of K/2 hosts, each linked to all K/2 spines.
+            let mut k = 2u32;
+            while (k as u64).pow(2) / 2 < n as u64 {
+                k += 2;
+            }
+            let half = k / 2;
+            let hosts = k * half;
+            for i in n..hosts {
+                nodes.push(NodeSpec { name: format!("h{i}"), is_switch: false });
+            }
+            let tor0 = nodes.len();
+            for t in 0..k {
+                nodes.push(NodeSpec { name: format!("tor{t}"), is_switch: true });
+            }
+            let spine0 = nodes.len();
+            for sp in 0..half {
+                nodes.push(NodeSpec { name: format!("spine{sp}"), is_switch: true });
+            }
+            for h in 0..hosts as usize {
+                link(h, tor0 + h / half as usize, "host - ToR");
+            }
+            for t in 0..k as usize {
+                for sp in 0..half as usize {
+                    link(tor0 + t, spine0 + sp, "ToR - spine");
+                }
+            }
+            format!("2-tier fat tree (K = {k}), {hosts} hosts")
+        }
         3 => {
             let mut k = 2u32;
             while (k as u64).pow(3) / 4 < n as u64 {
@@ -283,10 +314,12 @@ pub fn import_str(name: &str, file: &str, text: &str, net: &Network) -> Result<S
                 file,
                 0,
                 format!("--tiers {t}"),
-                "use --tiers 1 (one switch) or 3 (htsim's fat tree)",
+                "use --tiers 1 (one switch), 2 (leaf-spine) or 3 (htsim's default fat tree)",
             ))
         }
     };
+    let host_count = nodes.iter().filter(|x| !x.is_switch).count();
+    let spare = host_count - n as usize;
     let flows: Vec<FlowSpec> = cm
         .connections
         .iter()
@@ -309,6 +342,11 @@ pub fn import_str(name: &str, file: &str, text: &str, net: &Network) -> Result<S
             net.linkspeed_mbps, net.link_delay_ns
         ),
     ];
+    if spare > 0 {
+        notes.push(format!(
+            "{n} hosts do not fill the tree: {spare} more hosts (h{n}..) are built and stay idle (htsim would refuse N)"
+        ));
+    }
     if cm.priorities_ignored > 0 {
         notes.push(format!(
             "{} connections give `prio`: every flow rides the lossless RoCE class",

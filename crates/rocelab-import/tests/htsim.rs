@@ -88,6 +88,21 @@ fn refusals_and_errors_name_the_line() {
     assert!(e.contains("--nodes 2"), "{e}");
     let e = import(&data("incast.cm"), Some(Path::new("fat.topo")), &Network::default()).unwrap_err().to_string();
     assert!(e.contains(".topo files are not imported yet") && e.contains("--nodes"), "{e}");
-    let bad = Network { tiers: 2, ..Network::default() };
-    assert!(htsim::import(&data("incast.cm"), None, &bad).unwrap_err().to_string().contains("--tiers 2"));
+    let bad = Network { tiers: 4, ..Network::default() };
+    assert!(htsim::import(&data("incast.cm"), None, &bad).unwrap_err().to_string().contains("--tiers 4"));
+}
+
+#[test]
+fn two_tier_network_and_spare_hosts() {
+    // 16 hosts need K = 6 (18 hosts): 6 ToRs of 3 hosts, 3 spines; h16, h17 idle.
+    let net = Network { tiers: 2, ..Network::default() };
+    let s = import(&data("incast.cm"), None, &net).unwrap();
+    assert_eq!(s.nodes.iter().filter(|n| !n.is_switch).count(), 18);
+    assert_eq!(s.nodes.iter().filter(|n| n.name.starts_with("tor")).count(), 6);
+    assert_eq!(s.nodes.iter().filter(|n| n.name.starts_with("spine")).count(), 3);
+    assert_eq!(s.links.len(), 18 + 6 * 3);
+    assert!(s.notes.iter().any(|n| n.contains("2 more hosts")), "{:?}", s.notes);
+    let m = rocelab_model::load_str("cm.toml", &to_toml(&s)).unwrap_or_else(|e| panic!("{e}"));
+    let rep = rocelab_sim::simulate(&m, rocelab_sim::options_from_model(&m)).unwrap();
+    assert_eq!(rep.flows_completed, 3);
 }

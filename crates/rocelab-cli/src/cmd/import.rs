@@ -65,7 +65,7 @@ struct HtsimArgs {
     /// Link speed in Mb/s (htsim's unit).
     #[arg(long, default_value_t = 100_000.0)]
     linkspeed: f64,
-    /// 3: a k-ary fat tree, htsim's default; 1: one switch.
+    /// 3: a k-ary fat tree, htsim's default; 2: its leaf-spine; 1: one switch.
     #[arg(long, default_value_t = 3)]
     tiers: u32,
     /// One-way delay of every link, in ns.
