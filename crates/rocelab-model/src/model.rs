@@ -303,6 +303,42 @@ impl Model {
         }
     }
 
+    /// PFC headroom one lossless priority of a switch port needs (SONiC's model, from the
+    /// port's speed, cable and MTU, the switch model's cell and pipeline figures, and the peer
+    /// response time); `None` for host ports. The one formula lint and the engine share.
+    pub fn required_headroom(&self, port: PortId) -> Option<presets::Headroom> {
+        let p = self.port(port);
+        let sm = self.switch_model_of(p.node)?;
+        let sp = &sm.params;
+        let speed_gbps = p.speed.gbps();
+        let lossless_mtu = self.nics.iter().map(|n| n.mtu as u64).max().unwrap_or(4096);
+        Some(presets::headroom(presets::HeadroomInputs {
+            speed_gbps,
+            cable_m: p.length_m,
+            port_mtu: p.mtu as u64,
+            lossless_mtu,
+            cell_bytes: sp.cell_bytes as u64,
+            pipeline_latency_bytes: sp.pipeline_latency_bytes,
+            mac_phy_delay_bytes: sp.mac_phy_delay_bytes,
+            gearbox_delay_bytes: sp.gearbox_delay_bytes,
+            peer_response_quanta: self
+                .qos
+                .pfc
+                .peer_response_quanta
+                .unwrap_or_else(|| presets::peer_response_quanta(speed_gbps)),
+            small_packet_percentage: 100,
+        }))
+    }
+
+    /// Headroom configured for one lossless priority of a switch port: `qos.pfc.headroom_bytes`
+    /// when set, else what `required_headroom` computes; 0 for host ports.
+    pub fn headroom_in_force(&self, port: PortId) -> u64 {
+        match self.required_headroom(port) {
+            None => 0,
+            Some(h) => self.qos.pfc.headroom_bytes.unwrap_or(h.size_bytes),
+        }
+    }
+
     /// Validates a config; `text` is hashed as the fabric identity.
     pub fn from_config(config: Config, text: &str) -> Result<Model, Vec<Diagnostic>> {
         let mut errs = Vec::new();

@@ -25,7 +25,6 @@ use crate::rng::{mix64, Rng};
 use crate::stats::*;
 use crate::traffic::FlowSpec;
 use rocelab_model::config::{CongestionControl, FaultKind, HashField, SchedulerKind, WatchdogAction};
-use rocelab_model::presets::{self, HeadroomInputs};
 use rocelab_model::{BitsPerSec, Dcqcn, Diagnostic, Model, NodeId, PortId, Role, SimTime};
 use std::collections::VecDeque;
 
@@ -363,35 +362,7 @@ impl<'m> Sim<'m> {
                     }
                 }
             }
-            let headroom = match (node_sw[node], qos.pfc.headroom_bytes) {
-                (NONE, _) => 0,
-                (_, Some(h)) => h,
-                (s, None) => {
-                    let sp = &m.switch_models[match m.nodes[node].role {
-                        Role::Switch { model } => model,
-                        _ => unreachable!(),
-                    }]
-                    .params;
-                    let _ = s;
-                    let lossless_mtu = m.nics.iter().map(|n| n.mtu as u64).max().unwrap_or(4096) + DATA_OVERHEAD as u64;
-                    presets::headroom(HeadroomInputs {
-                        speed_gbps: p.speed.gbps(),
-                        cable_m: p.length_m,
-                        port_mtu: p.mtu as u64,
-                        lossless_mtu,
-                        cell_bytes: sp.cell_bytes as u64,
-                        pipeline_latency_bytes: sp.pipeline_latency_bytes,
-                        mac_phy_delay_bytes: sp.mac_phy_delay_bytes,
-                        gearbox_delay_bytes: sp.gearbox_delay_bytes,
-                        peer_response_quanta: qos
-                            .pfc
-                            .peer_response_quanta
-                            .unwrap_or_else(|| presets::peer_response_quanta(p.speed.gbps())),
-                        small_packet_percentage: 100,
-                    })
-                    .size_bytes
-                }
-            };
+            let headroom = m.headroom_in_force(PortId(pi as u32));
             if node_sw[node] != NONE {
                 switches[node_sw[node] as usize].total_hdrm += headroom * lossless_prios;
             }
@@ -429,7 +400,6 @@ impl<'m> Sim<'m> {
                 ecn,
                 st: Box::default(),
             });
-            let _ = pi;
         }
         let mut hash_fields = 0u8;
         for f in &m.config.routing.ecmp_hash_fields {
@@ -1494,17 +1464,17 @@ impl<'m> Sim<'m> {
         }
     }
 
-    fn send_ctrl(&mut self, qi: u32, kind: Kind, psn: u32) {
+    /// A control packet (ACK/NAK/CNP) from the receiver of QP `qi` back to its sender.
+    fn ctrl_packet(&self, qi: u32, kind: Kind, psn: u32, class: u8, pcp: u8, wire: u32) -> Packet {
         let q = &self.qps[qi as usize];
-        let nic = q.dst_nic;
-        let pkt = Packet {
+        Packet {
             qp: qi,
             psn,
-            wire_bytes: ACK_WIRE as u16,
+            wire_bytes: wire as u16,
             payload: 0,
             kind,
-            class: q.class,
-            pcp: q.pcp,
+            class,
+            pcp,
             ecn: NOT_ECT,
             dst: q.src,
             hash: q.hash,
@@ -1512,7 +1482,13 @@ impl<'m> Sim<'m> {
             next: NONE,
             in_prio: 0,
             enq_time: self.now,
-        };
+        }
+    }
+
+    fn send_ctrl(&mut self, qi: u32, kind: Kind, psn: u32) {
+        let q = &self.qps[qi as usize];
+        let (nic, class, pcp) = (q.dst_nic, q.class, q.pcp);
+        let pkt = self.ctrl_packet(qi, kind, psn, class, pcp, ACK_WIRE);
         self.stats.sent += 1;
         let id = self.pkts.alloc(pkt);
         self.nics[nic as usize].ack_q.push_back(id);
@@ -1520,29 +1496,13 @@ impl<'m> Sim<'m> {
     }
 
     fn send_cnp(&mut self, qi: u32) {
-        let q = &self.qps[qi as usize];
-        let nic = q.dst_nic;
+        let nic = self.qps[qi as usize].dst_nic;
         let prof = &self.m.nics[self.nics[nic as usize].profile];
         let cnp_class = match self.m.qos.trust {
             rocelab_model::config::Trust::Dscp => self.m.qos.dscp_to_class[prof.qos.cnp_dscp as usize],
             rocelab_model::config::Trust::Pcp => self.m.qos.priority_to_class[prof.qos.cnp_priority as usize],
         };
-        let pkt = Packet {
-            qp: qi,
-            psn: 0,
-            wire_bytes: CNP_WIRE as u16,
-            payload: 0,
-            kind: Kind::Cnp,
-            class: cnp_class,
-            pcp: prof.qos.cnp_priority,
-            ecn: NOT_ECT,
-            dst: q.src,
-            hash: q.hash,
-            in_port: NONE,
-            next: NONE,
-            in_prio: 0,
-            enq_time: self.now,
-        };
+        let pkt = self.ctrl_packet(qi, Kind::Cnp, 0, cnp_class, prof.qos.cnp_priority, CNP_WIRE);
         self.stats.sent += 1;
         self.nics[nic as usize].st.cnp_sent += 1;
         let id = self.pkts.alloc(pkt);
