@@ -240,7 +240,7 @@ impl Ns3Config {
             .first()
             .and_then(|v| v.parse().ok())
             .ok_or_else(|| bad(format!("{key} must start with the number of entries")))?;
-        if e.values.len() != 1 + 2 * n {
+        if n.checked_mul(2).and_then(|x| x.checked_add(1)) != Some(e.values.len()) {
             return Err(bad(format!(
                 "{key} announces {n} entries but has {} values after the count",
                 e.values.len() - 1
@@ -845,6 +845,14 @@ pub fn import_str(
         let at: u64 = e.values[0].parse().map_err(|_| bad())?;
         let a: u32 = e.values[1].parse().map_err(|_| bad())?;
         let b: u32 = e.values[2].parse().map_err(|_| bad())?;
+        if at > 1_000_000_000_000 {
+            return Err(ImportError::at(
+                cfg_file,
+                e.line,
+                format!("LINK_DOWN at {at} µs is too late"),
+                "a time in µs after 2 s",
+            ));
+        }
         if at > 0 {
             let linked = topo.links.iter().any(|l| (l.0, l.1) == (a, b) || (l.0, l.1) == (b, a));
             if !linked {

@@ -106,3 +106,33 @@ fn two_tier_network_and_spare_hosts() {
     let rep = rocelab_sim::simulate(&m, rocelab_sim::options_from_model(&m)).unwrap();
     assert_eq!(rep.flows_completed, 3);
 }
+
+/// Seeded mutations of a valid `.cm` file: import returns Ok or an error, never panics.
+#[test]
+fn mutated_cm_never_panics() {
+    let base = std::fs::read_to_string(data("incast.cm")).unwrap();
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut rnd = |n: usize| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x % n.max(1) as u64) as usize
+    };
+    let junk =
+        ["", "0", "-1", "18446744073709551615", "1e300", "nan", "->", "1->", "->2", "trigger", "id", "start", "\n"];
+    for _ in 0..2000 {
+        let mut t: Vec<String> = base.split(' ').map(str::to_string).collect();
+        let k = rnd(t.len());
+        match rnd(3) {
+            0 => t[k] = junk[rnd(junk.len())].to_string(),
+            1 => {
+                t.remove(k);
+            }
+            _ => t.insert(k, junk[rnd(junk.len())].to_string()),
+        }
+        let net = Network { tiers: 1 + rnd(3) as u32, ..Network::default() };
+        if let Ok(s) = import_str("m", "m.cm", &t.join(" "), &net) {
+            let _ = rocelab_model::load_str("m.toml", &to_toml(&s));
+        }
+    }
+}

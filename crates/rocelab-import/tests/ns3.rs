@@ -363,6 +363,7 @@ fn malformed_inputs_give_line_numbered_errors() {
         ),
         ("cfg", cfg.replace("LINK_DOWN 0 0 0", "LINK_DOWN 5 0 1"), "config.txt:37", "share no link"),
         ("cfg", cfg.replace("LINK_DOWN 0 0 0", "LINK_DOWN 5 0"), "config.txt:37", "LINK_DOWN takes"),
+        ("cfg", cfg.replace("LINK_DOWN 0 0 0", "LINK_DOWN 99999999999999999 2 4"), "config.txt:37", "too late"),
         ("cfg", cfg.replace("EWMA_GAIN 0.00390625", "EWMA_GAIN 2"), "config.txt:16", "EWMA_GAIN 2"),
         ("cfg", cfg.replace("RP_TIMER 900\n", ""), "config.txt:", "no RP_TIMER"),
         ("cfg", cfg.replace("CC_MODE 1", "CC_MODE 1 2"), "config.txt:11", "takes one value"),
@@ -417,8 +418,28 @@ fn mutated_inputs_never_panic() {
         x ^= x << 17;
         (x % n.max(1) as u64) as usize
     };
-    let junk = ["", "0", "-1", "99999999999", "3", "1e400", "nan", "x", "100Gbps", "0.001ms", "\u{0}", "{", "}", "\n"];
-    for i in 0..600 {
+    let junk = [
+        "",
+        "0",
+        "-1",
+        "99999999999",
+        "18446744073709551615",
+        "4294967295",
+        "3",
+        "1e400",
+        "1e300",
+        "nan",
+        "x",
+        "100Gbps",
+        "1e300Tbps",
+        "0.001ms",
+        "1e300h",
+        "\u{0}",
+        "{",
+        "}",
+        "\n",
+    ];
+    for i in 0..2000 {
         let mut parts = [fat_cfg.clone(), topo.clone(), flows.clone()];
         let which = rnd(3);
         let toks: Vec<&str> = parts[which].split(' ').collect();
