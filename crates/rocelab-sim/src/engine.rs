@@ -744,12 +744,13 @@ impl<'m> Sim<'m> {
     // ----------------------------------------------------------------------------------------
     // Switch
 
-    fn pfc_threshold(&self, sw: u32, in_port: u32, prio: u8) -> u64 {
+    /// The XOFF threshold on a priority group's shared use: static, or the dynamic threshold
+    /// (the same for every PG of a switch: it depends only on the free shared pool).
+    fn pfc_threshold(&self, sw: u32) -> u64 {
         let s = &self.switches[sw as usize];
         if let Some((xoff, _)) = s.static_xoff {
             return xoff;
         }
-        let _ = (in_port, prio);
         let free = s.buffer.saturating_sub(s.total_hdrm + s.total_rsrv + s.shared_used);
         (free as f64 * s.alpha_lossless) as u64
     }
@@ -808,9 +809,9 @@ impl<'m> Sim<'m> {
             return;
         }
         // Admission.
+        let thr = if cp.lossless { self.pfc_threshold(sw) } else { u64::MAX };
         let s = &self.switches[sw as usize];
         if cp.lossless {
-            let thr = self.pfc_threshold(sw, in_port, prio);
             let ip = &self.ports[in_port as usize];
             if ip.hdrm[prio as usize] + size > ip.headroom && self.shared_of(sw, in_port, prio) + size > thr {
                 self.drop_pkt(in_port, queue, pkt, DropReason::Headroom);
@@ -825,7 +826,6 @@ impl<'m> Sim<'m> {
             }
         }
         // Ingress accounting.
-        let thr = if cp.lossless { self.pfc_threshold(sw, in_port, prio) } else { u64::MAX };
         let s = &mut self.switches[sw as usize];
         let ip = &mut self.ports[in_port as usize];
         let new = ip.ing[prio as usize] + size;
@@ -863,7 +863,7 @@ impl<'m> Sim<'m> {
         if ip.xoff[prio as usize] {
             return;
         }
-        let thr = self.pfc_threshold(sw, in_port, prio);
+        let thr = self.pfc_threshold(sw);
         if ip.hdrm[prio as usize] > 0 || self.shared_of(sw, in_port, prio) >= thr {
             let ip = &mut self.ports[in_port as usize];
             ip.xoff[prio as usize] = true;
@@ -913,7 +913,7 @@ impl<'m> Sim<'m> {
         let s = &self.switches[sw as usize];
         let resume = match s.static_xoff {
             Some((_, xon)) => shared <= xon,
-            None => shared == 0 || shared + s.resume_offset <= self.pfc_threshold(sw, in_port, prio),
+            None => shared == 0 || shared + s.resume_offset <= self.pfc_threshold(sw),
         };
         if resume {
             let ip = &mut self.ports[in_port as usize];

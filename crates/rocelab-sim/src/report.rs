@@ -215,8 +215,6 @@ impl RunReport {
                 (Some(a), Some(b)) => Some(a.max(b.0)),
                 _ => None,
             };
-            let ql = [("flow", q.flow.to_string()), ("qp", format!("{}", q.flow))];
-            let _ = ql;
         }
         for (i, f) in flows.iter_mut().enumerate() {
             let start = sim.flows[i].start.0;

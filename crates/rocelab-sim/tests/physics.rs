@@ -3,7 +3,7 @@
 //! DCQCN fairness, go-back-N recovery, ECMP spread and polarization, the PFC watchdog, and
 //! byte-identical output for the same seed.
 
-use rocelab_model::{load_str, Model, NodeId, PortId, SimTime};
+use rocelab_model::{load_str, Model, PortId, SimTime};
 use rocelab_sim::packet::DATA_OVERHEAD;
 use rocelab_sim::{build, RunReport, Sim, SimOptions};
 
@@ -319,5 +319,4 @@ b = "spine0"
     assert_eq!(r.flows[0].delivered_bytes, 5_000_000);
     let flaps: f64 = r.metrics.iter().filter(|m| m.name == "rocelab_link_state_changes_total").map(|m| m.value).sum();
     assert_eq!(flaps, 2.0, "both ends of the link saw it go down");
-    let _ = NodeId(0);
 }
