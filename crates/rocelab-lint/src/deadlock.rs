@@ -19,8 +19,8 @@
 //! propagation, get their new distances by a small Dijkstra, and only if traffic can reach one
 //! of them (a host, or a neighbour that now routes through it) is the whole graph rebuilt with
 //! BFS routing and searched. In a Clos fabric with up/down routing that never happens, so a
-//! failure costs a pass over the destination groups: the 1,024-GPU example checks its 1,024
-//! failures in milliseconds, the 24,576-GPU bench fabric its ~28k in seconds.
+//! failure costs a pass over the destination groups: in release builds the 1,024-GPU example
+//! lints in about 12 ms with its 1,024 failures, the 24,576-GPU bench fabric in about 1 s.
 
 use crate::{Ctx, Findings};
 use rocelab_model::routing::UNREACHABLE;
