@@ -35,7 +35,7 @@ pub mod output;
 pub mod registry;
 mod rules;
 
-use rocelab_model::presets::{self, Headroom, HeadroomInputs};
+use rocelab_model::presets::Headroom;
 use rocelab_model::{LoadError, Model, NodeId, SourceMap};
 use serde::Serialize;
 use std::fmt;
@@ -260,7 +260,6 @@ impl<'a> Ctx<'a> {
         let map = SourceMap::new(file, text);
         let qos = &model.qos;
         let lossless_priorities: Vec<u8> = (0..8).filter(|p| qos.pfc_enabled(*p)).collect();
-        let lossless_mtu = model.nics.iter().map(|n| n.mtu as u64).max().unwrap_or(4096);
         let mut required_headroom = vec![None; model.ports.len()];
         let mut buffers = vec![None; model.nodes.len()];
         let used_priorities = {
@@ -280,25 +279,10 @@ impl<'a> Ctx<'a> {
             let p = &sm.params;
             let mut headroom_total = 0u64;
             let node = model.node(sw);
+            // One formula for lint and engine: `Model::required_headroom` (SONiC's model).
             for port in node.ports() {
-                let pt = model.port(port);
-                let speed_gbps = pt.speed.gbps();
-                let h = presets::headroom(HeadroomInputs {
-                    speed_gbps,
-                    cable_m: pt.length_m,
-                    port_mtu: pt.mtu as u64,
-                    lossless_mtu,
-                    cell_bytes: p.cell_bytes as u64,
-                    pipeline_latency_bytes: p.pipeline_latency_bytes,
-                    mac_phy_delay_bytes: p.mac_phy_delay_bytes,
-                    gearbox_delay_bytes: p.gearbox_delay_bytes,
-                    peer_response_quanta: qos
-                        .pfc
-                        .peer_response_quanta
-                        .unwrap_or_else(|| presets::peer_response_quanta(speed_gbps)),
-                    small_packet_percentage: 100,
-                });
-                let in_force = qos.pfc.headroom_bytes.unwrap_or(h.size_bytes);
+                let Some(h) = model.required_headroom(port) else { continue };
+                let in_force = model.headroom_in_force(port);
                 headroom_total =
                     headroom_total.saturating_add(in_force.saturating_mul(lossless_priorities.len() as u64));
                 required_headroom[port.idx()] = Some(h);
