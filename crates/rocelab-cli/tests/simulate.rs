@@ -75,7 +75,8 @@ fn simulate_json_goes_to_stdout_and_nothing_else() {
 fn unknown_traffic_host_is_a_located_error_with_exit_2() {
     let dir = tmpdir("bad");
     let f = dir.join("bad.toml");
-    let text = std::fs::read_to_string(example("incast-16to1.toml")).unwrap().replace("dst = \"host0\"", "dst = \"hots0\"");
+    let text =
+        std::fs::read_to_string(example("incast-16to1.toml")).unwrap().replace("dst = \"host0\"", "dst = \"hots0\"");
     std::fs::write(&f, &text).unwrap();
     let line = text.lines().position(|l| l.contains("hots0")).unwrap() + 1;
     let o = rocelab().args(["simulate", f.to_str().unwrap(), "-q", "--no-files"]).output().unwrap();
@@ -87,7 +88,10 @@ fn unknown_traffic_host_is_a_located_error_with_exit_2() {
 
 #[test]
 fn a_fabric_without_traffic_says_how_to_add_some() {
-    let o = rocelab().args(["simulate", example("rail-128gpu.toml").to_str().unwrap(), "-q", "--no-files"]).output().unwrap();
+    let o = rocelab()
+        .args(["simulate", example("rail-128gpu.toml").to_str().unwrap(), "-q", "--no-files"])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("[[traffic]]"));
 }

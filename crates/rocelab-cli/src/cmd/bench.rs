@@ -31,7 +31,10 @@ pub fn run(a: Args) -> VerbResult {
     for n in &a.names {
         if !all.iter().any(|s| s.name == n) {
             let names: Vec<&str> = all.iter().map(|s| s.name).collect();
-            return Err(Failure::bad_input(format!("error: unknown scenario `{n}`\n  = help: use one of: {}", names.join(", "))));
+            return Err(Failure::bad_input(format!(
+                "error: unknown scenario `{n}`\n  = help: use one of: {}",
+                names.join(", ")
+            )));
         }
     }
     if cfg!(debug_assertions) {
