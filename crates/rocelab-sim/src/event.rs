@@ -193,8 +193,14 @@ mod tests {
         let mut now = 0u64;
         for _ in 0..1_000_000 {
             if rng.below(3) < 2 || shadow.is_empty() {
-                // Many equal times, to exercise the tie-break.
-                let t = now + rng.below(50);
+                // Many equal times (the tie-break), near times and far ones (timers), so keys
+                // spread over many radix buckets.
+                let t = match rng.below(4) {
+                    0 => now + rng.below(50),
+                    1 => now + rng.below(2_000),
+                    2 => now + rng.below(5_000_000),
+                    _ => now + rng.below(50_000_000),
+                };
                 let id = rng.next_u64() as u32;
                 q.push(SimTime(t), Ev::TxDone { port: id });
                 shadow.insert((t, seq), id);
