@@ -1136,10 +1136,12 @@ pub fn run(
         opts.ack_interval = a;
     }
     let mut sim = rocelab_sim::build(m, opts)?;
+    sim.enable_pfc_log();
     sim.run(&mut |_| {});
     let report = rocelab_sim::RunReport::from_sim(&sim);
     let starts = sim.flow_starts();
     let done = sim.flow_sender_done();
-    let events: Vec<PfcRecord> = Vec::new(); // PFC_LOG_TODO
+    let events: Vec<PfcRecord> =
+        sim.pfc_log().iter().map(|e| PfcRecord { time: e.time, port: e.port, pause: e.pause }).collect();
     Ok(Ns3Run { fct: imp.fct_text(m, &starts, &done), pfc: imp.pfc_text(m, &events), report })
 }

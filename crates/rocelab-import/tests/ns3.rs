@@ -460,3 +460,27 @@ fn mutated_inputs_never_panic() {
     }
     let _ = cfg;
 }
+
+/// A 1 MiB switch buffer makes the 3:1 incast pause its senders: the PFC file logs every frame
+/// the hosts receive, as ns-3 does (host, interface 1, pause then resume).
+#[test]
+fn pfc_file_logs_received_frames() {
+    let cfg = star_cfg().replace("BUFFER_SIZE 32", "BUFFER_SIZE 1");
+    let flows = "3\n1 0 3 100 300000 2.0\n2 0 3 100 300000 2.0\n3 0 3 100 300000 2.0\n";
+    let imp = from(&cfg, STAR_TOPO, flows).unwrap();
+    let m = load(&imp);
+    let run = ns3::run(&imp, &m, rocelab_sim::options_from_model(&m)).unwrap();
+    assert!(run.report.totals.pfc_pause_frames > 0);
+    let lines: Vec<Vec<u64>> = run.pfc.lines().map(|l| l.split(' ').map(|x| x.parse().unwrap()).collect()).collect();
+    assert_eq!(lines.len() as u64, run.report.totals.pfc_pause_frames, "every frame sent is received once");
+    assert_eq!(lines[0][4], 1, "the first frame is a pause");
+    assert!(lines.iter().any(|l| l[4] == 0), "and the senders are resumed");
+    let mut last = 0;
+    for l in &lines {
+        assert_eq!(l.len(), 5);
+        assert!(l[0] >= 2_000_000_000 && l[0] >= last, "time-ordered ns after 2 s");
+        last = l[0];
+        assert!((1..=3).contains(&l[1]), "received by the sending hosts: {l:?}");
+        assert_eq!((l[2], l[3]), (0, 1), "host, interface 1");
+    }
+}

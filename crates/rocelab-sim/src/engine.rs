@@ -232,6 +232,8 @@ pub struct Sim<'m> {
     /// With links down: `reach[row * groups + g]` = switch `row` still has a live shortest path
     /// to destination group `g` (routing reconverged over the surviving equal-cost paths).
     reach: Option<Vec<bool>>,
+    /// PFC frames as received, recorded only after `enable_pfc_log` (see `outputs`).
+    pub(crate) pfc_log: Option<Vec<crate::outputs::PfcEvent>>,
 }
 
 #[inline]
@@ -438,6 +440,7 @@ impl<'m> Sim<'m> {
             stopped_at_duration: false,
             hash_fields,
             reach: None,
+            pfc_log: None,
             opts,
         };
         sim.add_flows(flows);
@@ -942,6 +945,9 @@ impl<'m> Sim<'m> {
     fn on_pfc(&mut self, from: u32, prio: u8, quanta: u16) {
         let target = self.ports[from as usize].peer;
         let now = self.now;
+        if let Some(log) = &mut self.pfc_log {
+            log.push(crate::outputs::PfcEvent { time: now, port: PortId(target), priority: prio, pause: quanta > 0 });
+        }
         let t = &mut self.ports[target as usize];
         t.st.pfc_rx[prio as usize] += 1;
         if t.nic != NONE {

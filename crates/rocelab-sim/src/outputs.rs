@@ -19,6 +19,17 @@ pub struct PfcEvent {
 }
 
 impl Sim<'_> {
+    /// Starts recording every PFC frame received (call before `run`). Off by default: the
+    /// engine then pays one branch per PFC frame and nothing per data packet.
+    pub fn enable_pfc_log(&mut self) {
+        self.pfc_log.get_or_insert_with(Vec::new);
+    }
+
+    /// The PFC frames received so far, in time order (empty unless `enable_pfc_log` was called).
+    pub fn pfc_log(&self) -> &[PfcEvent] {
+        self.pfc_log.as_deref().unwrap_or(&[])
+    }
+
     /// When each flow started (flow order = `RunReport::flows` order).
     pub fn flow_starts(&self) -> Vec<SimTime> {
         self.flows.iter().map(|f| f.start).collect()
