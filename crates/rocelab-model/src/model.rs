@@ -65,6 +65,9 @@ impl Node {
     pub fn is_host(&self) -> bool {
         matches!(self.role, Role::Host { .. })
     }
+    pub fn first_port_id(&self) -> PortId {
+        PortId(self.first_port)
+    }
     pub fn ports(&self) -> impl Iterator<Item = PortId> {
         (self.first_port..self.first_port + self.num_ports).map(PortId)
     }
@@ -615,7 +618,7 @@ fn resolve_switch_models(config: &Config, graph: Option<&Graph>, errs: &mut Vec<
             out.push(SwitchModel { name: name.clone(), params });
         }
     }
-    if let (Some(g), Some(_)) = (graph, Some(())) {
+    if let Some(g) = graph {
         let mut reported = std::collections::BTreeSet::new();
         for n in &g.nodes {
             if let Some(m) = &n.model {

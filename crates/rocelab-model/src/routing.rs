@@ -162,19 +162,28 @@ impl Routing {
         Routing { host_group, groups, switch_row, next_hop, dist, ecmp_groups, host_facing }
     }
 
-    /// Ports a switch may forward on toward host `dst` (all equal-cost choices).
+    /// Ports a switch may forward on toward host `dst`: at an attachment switch the ports
+    /// facing the host (for a multi-homed host, also those of its other switches: filter by
+    /// node), elsewhere the equal-cost next hops. One table lookup; the engine calls it per hop.
     #[inline]
-    pub fn egress(&self, at: NodeId, dst: NodeId) -> &[PortId] {
-        let g = self.host_group[dst.idx()] as usize;
-        let row = self.switch_row[at.idx()] as usize;
-        let cell = row * self.groups.len() + g;
+    pub fn candidates(&self, at: NodeId, dst: NodeId) -> &[PortId] {
+        let cell = self.switch_row[at.idx()] as usize * self.groups.len() + self.host_group[dst.idx()] as usize;
         if self.dist[cell] == 0 {
-            // At an attachment switch: the ports facing the host, found among the host's own.
-            return &[];
+            return &self.host_facing[dst.idx()];
         }
         match self.next_hop[cell] {
             NONE => &[],
             id => &self.ecmp_groups[id as usize],
+        }
+    }
+
+    /// Switch-to-switch next hops toward `dst` (empty at an attachment switch).
+    #[inline]
+    pub fn egress(&self, at: NodeId, dst: NodeId) -> &[PortId] {
+        if self.is_attachment(at, dst) {
+            &[]
+        } else {
+            self.candidates(at, dst)
         }
     }
 

@@ -226,12 +226,6 @@ fn path_classes(m: &Model) -> Vec<PathClass> {
         .collect()
 }
 
-impl crate::model::Node {
-    pub fn first_port_id(&self) -> crate::model::PortId {
-        crate::model::PortId(self.first_port)
-    }
-}
-
 /// Human-readable summary.
 pub fn render_text(s: &TopoSummary) -> String {
     use std::fmt::Write;

@@ -189,9 +189,10 @@ pub(crate) struct Qp {
 pub struct Fault {
     pub kind: FaultKind,
     pub at: SimTime,
-    /// Links: both port ids; hosts: the host's NIC index.
+    /// Links: both port ids.
     pub ports: Option<(u32, u32)>,
-    pub nic: Option<u32>,
+    /// Host faults: the host.
+    pub host: Option<NodeId>,
 }
 
 /// Progress reported to the caller during a run.
@@ -775,15 +776,7 @@ impl<'m> Sim<'m> {
         // Route.
         let out = {
             let r = &self.m.routing;
-            let cell = r.switch_row[node as usize] as usize * r.groups.len() + r.host_group[dst as usize] as usize;
-            let cands: &[PortId] = if r.dist[cell] == 0 {
-                &r.host_facing[dst as usize]
-            } else {
-                match r.next_hop[cell] {
-                    NONE => &[],
-                    id => &r.ecmp_groups[id as usize],
-                }
-            };
+            let cands = r.candidates(NodeId(node), NodeId(dst));
             let seed = self.switches[sw as usize].seed;
             let h = mix64(hash as u64 ^ seed);
             let n = cands.len() as u64;
@@ -1689,12 +1682,13 @@ impl<'m> Sim<'m> {
                 self.reconverge();
             }
             FaultKind::HostStall => {
-                if let Some(n) = f.nic {
-                    self.nics[n as usize].stalled = true;
+                if let Some(h) = f.host {
+                    self.nics[self.node_nic[h.idx()] as usize].stalled = true;
                 }
             }
             FaultKind::HostResume => {
-                if let Some(n) = f.nic {
+                if let Some(h) = f.host {
+                    let n = self.node_nic[h.idx()];
                     self.nics[n as usize].stalled = false;
                     while let Some(pkt) = self.nics[n as usize].rx_q.pop_front() {
                         self.host_receive(n, pkt);
@@ -1756,10 +1750,6 @@ fn prof_index(m: &Model, host: NodeId) -> usize {
 pub fn resolve_faults(m: &Model) -> Result<Vec<Fault>, Vec<Diagnostic>> {
     let mut out = Vec::new();
     let mut errs = Vec::new();
-    let mut nic_idx = vec![NONE; m.nodes.len()];
-    for (k, h) in m.hosts().enumerate() {
-        nic_idx[h.idx()] = k as u32;
-    }
     for (i, f) in m.config.fault.iter().enumerate() {
         let p = format!("fault[{i}]");
         if !(f.at_us.is_finite() && f.at_us >= 0.0) {
@@ -1794,7 +1784,9 @@ pub fn resolve_faults(m: &Model) -> Result<Vec<Fault>, Vec<Diagnostic>> {
                     continue;
                 };
                 match m.node(a).ports().find(|pp| m.port(m.port(*pp).peer).node == b) {
-                    Some(pa) => out.push(Fault { kind: f.kind, at, ports: Some((pa.0, m.port(pa).peer.0)), nic: None }),
+                    Some(pa) => {
+                        out.push(Fault { kind: f.kind, at, ports: Some((pa.0, m.port(pa).peer.0)), host: None })
+                    }
                     None => errs.push(Diagnostic::new(
                         format!("{p}.b"),
                         format!("`{}` and `{bn}` are not linked", f.a),
@@ -1811,7 +1803,7 @@ pub fn resolve_faults(m: &Model) -> Result<Vec<Fault>, Vec<Diagnostic>> {
                     ));
                     continue;
                 }
-                out.push(Fault { kind: f.kind, at, ports: None, nic: Some(nic_idx[a.idx()]) });
+                out.push(Fault { kind: f.kind, at, ports: None, host: Some(a) });
             }
         }
     }
