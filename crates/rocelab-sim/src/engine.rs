@@ -101,6 +101,8 @@ pub(crate) struct Port {
     /// so the wire costs no memory of its own).
     wire_head: u32,
     wire_tail: u32,
+    /// Arrival time of `wire_tail` (to fill in its `next_gap` without reading it back).
+    wire_tail_arrive: SimTime,
     queues: [VecDeque<u32>; 8],
     deficit: [i64; 8],
     pub speed: BitsPerSec,
@@ -394,6 +396,7 @@ impl<'m> Sim<'m> {
                 wd_drop: [false; 8],
                 wire_head: NONE,
                 wire_tail: NONE,
+                wire_tail_arrive: SimTime::ZERO,
                 ing: [0; 8],
                 hdrm: [0; 8],
                 xoff: [false; 8],
@@ -567,7 +570,21 @@ impl<'m> Sim<'m> {
     fn run_inner(&mut self, end: Option<SimTime>, progress: &mut dyn FnMut(Progress)) {
         let total = self.qps.len();
         let mut next_report = 0u64;
-        while let Some(t) = self.q.peek_time() {
+        loop {
+            // Events about to come due: start loading the packet or port they will touch
+            // (at fabric scale these reads would otherwise miss to DRAM one after another).
+            let (pkts, ports) = (&self.pkts, &self.ports);
+            let Some(t) = self.q.peek_time_hinted(|ev| match *ev {
+                Ev::WireArrive { pkt, .. } => pkts.prefetch(pkt),
+                Ev::TxDone { port } => {
+                    if let Some(p) = ports.get(port as usize) {
+                        prefetch(p);
+                    }
+                }
+                _ => {}
+            }) else {
+                break;
+            };
             if let Some(e) = end {
                 if t > e {
                     self.now = e;
@@ -630,7 +647,7 @@ impl<'m> Sim<'m> {
     fn dispatch(&mut self, ev: Ev) {
         match ev {
             Ev::TxDone { port } => self.on_tx_done(port),
-            Ev::WireArrive { port } => self.on_wire_arrive(port),
+            Ev::WireArrive { port, pkt } => self.on_wire_arrive(port, pkt),
             Ev::PfcArrive { from, prio, quanta } => self.on_pfc(from, prio, quanta),
             Ev::PauseExpire { port, prio } => self.on_pause_expire(port, prio),
             Ev::PauseRefresh { port, prio } => self.on_pause_refresh(port, prio),
@@ -675,7 +692,9 @@ impl<'m> Sim<'m> {
         p.st.tx_packets += 1;
         let arrive = now + ser + p.delay;
         let tail = p.wire_tail;
+        let tail_arrive = p.wire_tail_arrive;
         p.wire_tail = pkt;
+        p.wire_tail_arrive = arrive;
         let first = tail == NONE;
         if first {
             p.wire_head = pkt;
@@ -686,9 +705,11 @@ impl<'m> Sim<'m> {
             self.q.push(now + ser, Ev::TxDone { port });
         }
         if first {
-            self.q.push(arrive, Ev::WireArrive { port });
+            self.q.push(arrive, Ev::WireArrive { port, pkt });
         } else {
-            self.pkts.get_mut(tail).next = pkt;
+            let t = self.pkts.get_mut(tail);
+            t.next = pkt;
+            t.next_gap = u32::try_from((arrive - tail_arrive).0).unwrap_or(u32::MAX);
         }
         let pk = self.pkts.get_mut(pkt);
         pk.enq_time = arrive;
@@ -710,20 +731,22 @@ impl<'m> Sim<'m> {
         }
     }
 
-    fn on_wire_arrive(&mut self, port: u32) {
-        let pkt = self.ports[port as usize].wire_head;
+    fn on_wire_arrive(&mut self, port: u32, pkt: u32) {
         // A link that went down emptied its wire; its pending arrival event is stale.
-        if pkt == NONE || self.pkts.get(pkt).enq_time != self.now {
+        if self.ports[port as usize].wire_head != pkt || self.pkts.get(pkt).enq_time != self.now {
             return;
         }
-        let next = self.pkts.get(pkt).next;
+        let (next, gap) = {
+            let p = self.pkts.get(pkt);
+            (p.next, p.next_gap)
+        };
         let p = &mut self.ports[port as usize];
         p.wire_head = next;
         if next == NONE {
             p.wire_tail = NONE;
         } else {
-            let t = self.pkts.get(next).enq_time;
-            self.q.push(t, Ev::WireArrive { port });
+            let t = if gap != u32::MAX { self.now + SimTime(gap as u64) } else { self.pkts.get(next).enq_time };
+            self.q.push(t, Ev::WireArrive { port, pkt: next });
         }
         let peer = self.ports[port as usize].peer;
         let dst = &self.ports[peer as usize];
@@ -1081,8 +1104,11 @@ impl<'m> Sim<'m> {
         let pkt = {
             let p = &mut self.ports[port as usize];
             let pkt = p.queues[q].pop_front().expect("picked");
-            if p.queues[q].is_empty() {
-                p.nonempty &= !(1 << q);
+            match p.queues[q].front() {
+                // The next packet of this queue leaves one serialization from now: start
+                // loading it (the queue may have held it long enough to leave the cache).
+                Some(&next) => self.pkts.prefetch(next),
+                None => p.nonempty &= !(1 << q),
             }
             pkt
         };
@@ -1231,6 +1257,7 @@ impl<'m> Sim<'m> {
             hash: q.hash,
             in_port: NONE,
             next: NONE,
+            next_gap: u32::MAX,
             in_prio: 0,
             enq_time: now,
         };
@@ -1479,6 +1506,7 @@ impl<'m> Sim<'m> {
             hash: q.hash,
             in_port: NONE,
             next: NONE,
+            next_gap: u32::MAX,
             in_prio: 0,
             enq_time: self.now,
         }

@@ -49,6 +49,10 @@ pub struct Packet {
     pub in_port: u32,
     /// Next packet on the same wire (intrusive list; `u32::MAX` ends it).
     pub next: u32,
+    /// Picoseconds from this packet's arrival to the next one's on the same wire, or
+    /// `u32::MAX` when the gap does not fit (the arrival then reads the next packet). Kept
+    /// here so an arrival schedules the next one without a cache miss on the next packet.
+    pub next_gap: u32,
     /// Bytes on the wire (payload + headers; at most 9000 + 98).
     pub wire_bytes: u16,
     pub payload: u16,
@@ -100,6 +104,15 @@ impl Slab {
     pub fn get_mut(&mut self, id: u32) -> &mut Packet {
         &mut self.pkts[id as usize]
     }
+    /// Hints the CPU to load packet `id` into cache: the engine calls it when it learns which
+    /// packet it will touch next, well before it does (at fabric scale most packet reads
+    /// would otherwise miss to DRAM). A hint only: no effect on results.
+    #[inline]
+    pub fn prefetch(&self, id: u32) {
+        if let Some(p) = self.pkts.get(id as usize) {
+            prefetch(p);
+        }
+    }
     /// Packets allocated and not yet freed.
     pub fn live(&self) -> usize {
         self.live
@@ -108,6 +121,20 @@ impl Slab {
     pub fn capacity_used(&self) -> usize {
         self.pkts.len()
     }
+}
+
+/// Cache prefetch hint for `r` (no-op off x86-64).
+#[inline(always)]
+pub fn prefetch<T>(r: &T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: prefetch is a hint that never faults and never reads memory architecturally;
+        // the pointer comes from a live reference anyway. SSE is baseline on x86-64.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(r as *const T as *const i8) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = r;
 }
 
 #[cfg(test)]
