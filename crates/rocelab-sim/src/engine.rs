@@ -65,10 +65,46 @@ struct ClassProps {
     lossless: bool,
 }
 
+/// One egress queue of a port, its ring of packet ids and its counters in one 64-byte line:
+/// an enqueue or dequeue touches all of them.
+#[derive(Default)]
+#[repr(C, align(64))]
+pub(crate) struct EgressQueue {
+    ring: VecDeque<u32>,
+    /// Bytes queued (wire bytes).
+    pub bytes: u64,
+    /// Peak of `bytes`.
+    pub peak: u64,
+    /// DWRR deficit.
+    deficit: i64,
+    /// Longest queueing delay seen, in ps.
+    pub delay_max: u64,
+}
+
+/// Ingress accounting of one priority group on a switch port: bytes it holds in the
+/// reserve and the shared pool, and in headroom. Kept together: admission and release read
+/// both.
+#[derive(Clone, Copy, Default)]
+struct IngressPg {
+    ing: u64,
+    hdrm: u64,
+}
+
+/// Pause state of one priority on an egress port, read together by `is_paused`.
+#[derive(Clone, Copy, Default)]
+struct PauseState {
+    /// Paused by the peer until then.
+    until: SimTime,
+    /// PFC watchdog: pauses on this priority are ignored until then.
+    wd_until: SimTime,
+}
+
 /// One end of a link: its egress (queues, scheduler, wire) and its ingress accounting.
-/// `repr(C)` with the fields touched by every packet first: at fabric scale the engine is
-/// bound by cache misses on ports, so the hot state shares the first few cache lines.
-#[repr(C)]
+/// `repr(C)`, line-aligned, fields grouped by what one packet touches: at fabric scale the
+/// engine is bound by cache misses on ports, so the first line carries what every
+/// transmission reads and writes, and each queue, priority group and pause state is one
+/// piece of a line.
+#[repr(C, align(64))]
 pub(crate) struct Port {
     pub node: u32,
     pub peer: u32,
@@ -87,33 +123,26 @@ pub(crate) struct Port {
     /// Bit q set: queue q holds packets (so the scheduler skips empty queues without
     /// touching them).
     nonempty: u8,
-    // Ingress: XOFF sent upstream for this priority.
-    xoff: [bool; 8],
-    pub qbytes: [u64; 8],
-    /// Peak of `qbytes` (kept next to it: a separate counter would cost a miss per packet).
-    pub qpeak: [u64; 8],
-    paused_until: [SimTime; 8],
-    // Ingress accounting for packets received on this port (switch ports).
-    ing: [u64; 8],
-    hdrm: [u64; 8],
+    pub tx_bytes: u64,
     /// Packets on the cable, oldest first: an intrusive list through `Packet::next`, each
-    /// packet carrying its arrival time in `enq_time` (the arrival reads the packet anyway,
-    /// so the wire costs no memory of its own).
+    /// packet carrying its arrival time in `enq_time` and the gap to the next arrival.
     wire_head: u32,
     wire_tail: u32,
     /// Arrival time of `wire_tail` (to fill in its `next_gap` without reading it back).
     wire_tail_arrive: SimTime,
-    queues: [VecDeque<u32>; 8],
-    deficit: [i64; 8],
     pub speed: BitsPerSec,
     headroom: u64,
-    ecn: [Option<Ecn>; 8],
-    /// PFC watchdog: pauses on this priority are ignored until then.
-    wd_until: [SimTime; 8],
+    // Ingress: XOFF sent upstream for this priority.
+    xoff: [bool; 8],
     wd_drop: [bool; 8],
-    /// A PauseExpire event is pending (at most one per priority: refreshes move `paused_until`).
+    /// A PauseExpire event is pending (at most one per priority: refreshes move the pause).
     expire_pending: [bool; 8],
     refresh_pending: [bool; 8],
+    pause: [PauseState; 8],
+    // Ingress accounting for packets received on this port (switch ports).
+    pg: [IngressPg; 8],
+    pub queues: [EgressQueue; 8],
+    ecn: [Option<Ecn>; 8],
     pub paused_since: [SimTime; 8],
     xoff_sent_at: [SimTime; 8],
     /// Cold counters live behind a pointer so the hot fields stay in few cache lines.
@@ -383,22 +412,18 @@ impl<'m> Sim<'m> {
                 busy_until: SimTime::ZERO,
                 tx_pending: false,
                 queues: Default::default(),
-                qbytes: [0; 8],
-                qpeak: [0; 8],
-                deficit: [0; 8],
                 rr: 0,
                 fresh: true,
                 nonempty: 0,
-                paused_until: [SimTime::ZERO; 8],
+                tx_bytes: 0,
+                pause: [PauseState::default(); 8],
                 paused_since: [SimTime::MAX; 8],
                 expire_pending: [false; 8],
-                wd_until: [SimTime::ZERO; 8],
                 wd_drop: [false; 8],
                 wire_head: NONE,
                 wire_tail: NONE,
                 wire_tail_arrive: SimTime::ZERO,
-                ing: [0; 8],
-                hdrm: [0; 8],
+                pg: [IngressPg::default(); 8],
                 xoff: [false; 8],
                 refresh_pending: [false; 8],
                 xoff_sent_at: [SimTime::ZERO; 8],
@@ -631,7 +656,7 @@ impl<'m> Sim<'m> {
 
     /// Bytes queued at a port's egress, all queues.
     pub fn queued_bytes(&self, port: PortId) -> u64 {
-        self.ports[port.idx()].qbytes.iter().sum()
+        self.ports[port.idx()].queues.iter().map(|q| q.bytes).sum()
     }
 
     /// True when every QP has finished.
@@ -679,7 +704,7 @@ impl<'m> Sim<'m> {
     #[inline]
     fn is_paused(&self, port: u32, prio: u8) -> bool {
         let p = &self.ports[port as usize];
-        p.paused_until[prio as usize] > self.now && p.wd_until[prio as usize] <= self.now
+        p.pause[prio as usize].until > self.now && p.pause[prio as usize].wd_until <= self.now
     }
 
     fn put_on_wire(&mut self, port: u32, pkt: u32) {
@@ -688,8 +713,7 @@ impl<'m> Sim<'m> {
         let bytes = self.pkts.get(pkt).wire_bytes as u32;
         let ser = ser_time(p, bytes);
         p.busy_until = now + ser;
-        p.st.tx_bytes += bytes as u64;
-        p.st.tx_packets += 1;
+        p.tx_bytes += bytes as u64;
         let arrive = now + ser + p.delay;
         let tail = p.wire_tail;
         let tail_arrive = p.wire_tail_arrive;
@@ -785,7 +809,7 @@ impl<'m> Sim<'m> {
     #[inline]
     fn shared_of(&self, sw: u32, port: u32, prio: u8) -> u64 {
         let r = self.switches[sw as usize].reserve;
-        self.ports[port as usize].ing[prio as usize].saturating_sub(r)
+        self.ports[port as usize].pg[prio as usize].ing.saturating_sub(r)
     }
 
     fn switch_arrive(&mut self, sw: u32, in_port: u32, pkt: u32) {
@@ -822,7 +846,7 @@ impl<'m> Sim<'m> {
             return;
         }
         if self.ports[out as usize].wd_drop[prio as usize]
-            && self.ports[out as usize].wd_until[prio as usize] > self.now
+            && self.ports[out as usize].pause[prio as usize].wd_until > self.now
         {
             self.drop_pkt(out, queue, pkt, DropReason::Watchdog);
             return;
@@ -832,7 +856,7 @@ impl<'m> Sim<'m> {
         let s = &self.switches[sw as usize];
         if cp.lossless {
             let ip = &self.ports[in_port as usize];
-            if ip.hdrm[prio as usize] + size > ip.headroom && self.shared_of(sw, in_port, prio) + size > thr {
+            if ip.pg[prio as usize].hdrm + size > ip.headroom && self.shared_of(sw, in_port, prio) + size > thr {
                 self.drop_pkt(in_port, queue, pkt, DropReason::Headroom);
                 return;
             }
@@ -847,13 +871,13 @@ impl<'m> Sim<'m> {
         // Ingress accounting.
         let s = &mut self.switches[sw as usize];
         let ip = &mut self.ports[in_port as usize];
-        let new = ip.ing[prio as usize] + size;
+        let new = ip.pg[prio as usize].ing + size;
         if new <= s.reserve {
-            ip.ing[prio as usize] = new;
+            ip.pg[prio as usize].ing = new;
         } else if cp.lossless && new - s.reserve > thr {
-            ip.hdrm[prio as usize] += size;
+            ip.pg[prio as usize].hdrm += size;
         } else {
-            ip.ing[prio as usize] = new;
+            ip.pg[prio as usize].ing = new;
             s.shared_used += size.min(new - s.reserve);
         }
         s.used += size;
@@ -865,11 +889,11 @@ impl<'m> Sim<'m> {
             p.enq_time = self.now;
         }
         let op = &mut self.ports[out as usize];
-        op.queues[queue as usize].push_back(pkt);
+        op.queues[queue as usize].ring.push_back(pkt);
         op.nonempty |= 1 << queue;
-        op.qbytes[queue as usize] += size;
-        if op.qbytes[queue as usize] > op.qpeak[queue as usize] {
-            op.qpeak[queue as usize] = op.qbytes[queue as usize];
+        op.queues[queue as usize].bytes += size;
+        if op.queues[queue as usize].bytes > op.queues[queue as usize].peak {
+            op.queues[queue as usize].peak = op.queues[queue as usize].bytes;
         }
         if cp.lossless {
             self.check_pause(sw, in_port, prio);
@@ -883,7 +907,7 @@ impl<'m> Sim<'m> {
             return;
         }
         let thr = self.pfc_threshold(sw);
-        if ip.hdrm[prio as usize] > 0 || self.shared_of(sw, in_port, prio) >= thr {
+        if ip.pg[prio as usize].hdrm > 0 || self.shared_of(sw, in_port, prio) >= thr {
             let ip = &mut self.ports[in_port as usize];
             ip.xoff[prio as usize] = true;
             self.send_pause(in_port, prio);
@@ -925,7 +949,7 @@ impl<'m> Sim<'m> {
 
     fn check_resume(&mut self, sw: u32, in_port: u32, prio: u8) {
         let ip = &self.ports[in_port as usize];
-        if !ip.xoff[prio as usize] || ip.hdrm[prio as usize] > 0 {
+        if !ip.xoff[prio as usize] || ip.pg[prio as usize].hdrm > 0 {
             return;
         }
         let shared = self.shared_of(sw, in_port, prio);
@@ -974,10 +998,10 @@ impl<'m> Sim<'m> {
             }
         }
         let pi = prio as usize;
-        let was_paused = t.paused_until[pi] > now;
+        let was_paused = t.pause[pi].until > now;
         if quanta > 0 {
             let dur = t.speed.serialize(quanta as u64 * 64);
-            t.paused_until[pi] = now + dur;
+            t.pause[pi].until = now + dur;
             if !was_paused {
                 t.paused_since[pi] = now;
             }
@@ -988,7 +1012,7 @@ impl<'m> Sim<'m> {
         } else if was_paused {
             t.st.paused_ps[pi] += (now - t.paused_since[pi]).0;
             t.paused_since[pi] = SimTime::MAX;
-            t.paused_until[pi] = now;
+            t.pause[pi].until = now;
             self.kick(target);
         }
     }
@@ -998,10 +1022,10 @@ impl<'m> Sim<'m> {
         let t = &mut self.ports[port as usize];
         let pi = prio as usize;
         t.expire_pending[pi] = false;
-        if t.paused_until[pi] > now {
+        if t.pause[pi].until > now {
             // Refreshed since this timer was set: wait for the new expiry.
             t.expire_pending[pi] = true;
-            let at = t.paused_until[pi];
+            let at = t.pause[pi].until;
             self.q.push(at, Ev::PauseExpire { port, prio });
             return;
         }
@@ -1056,21 +1080,22 @@ impl<'m> Sim<'m> {
             if !self.queue_eligible(port, q) {
                 let p = &mut self.ports[port as usize];
                 if p.nonempty & (1 << q) == 0 {
-                    p.deficit[q] = 0;
+                    p.queues[q].deficit = 0;
                 }
                 p.rr = ((rr + 1) % n) as u8;
                 p.fresh = true;
                 continue;
             }
-            let head = self.pkts.get(*self.ports[port as usize].queues[q].front().expect("eligible")).wire_bytes as i64;
+            let head =
+                self.pkts.get(*self.ports[port as usize].queues[q].ring.front().expect("eligible")).wire_bytes as i64;
             let quantum = self.quantum[q];
             let p = &mut self.ports[port as usize];
             if p.fresh {
-                p.deficit[q] += quantum;
+                p.queues[q].deficit += quantum;
                 p.fresh = false;
             }
-            if p.deficit[q] >= head {
-                p.deficit[q] -= head;
+            if p.queues[q].deficit >= head {
+                p.queues[q].deficit -= head;
                 return Some(q);
             }
             p.rr = ((rr + 1) % n) as u8;
@@ -1103,8 +1128,8 @@ impl<'m> Sim<'m> {
         let sw = self.ports[port as usize].sw;
         let pkt = {
             let p = &mut self.ports[port as usize];
-            let pkt = p.queues[q].pop_front().expect("picked");
-            match p.queues[q].front() {
+            let pkt = p.queues[q].ring.pop_front().expect("picked");
+            match p.queues[q].ring.front() {
                 // The next packet of this queue leaves one serialization from now: start
                 // loading it (the queue may have held it long enough to leave the cache).
                 Some(&next) => self.pkts.prefetch(next),
@@ -1118,8 +1143,8 @@ impl<'m> Sim<'m> {
         };
         // ECN/RED at dequeue on the egress queue length (HPCC ns-3 marks at dequeue).
         let port_ref = &mut self.ports[port as usize];
-        let qlen = port_ref.qbytes[q];
-        port_ref.qbytes[q] -= size;
+        let qlen = port_ref.queues[q].bytes;
+        port_ref.queues[q].bytes -= size;
         if ecn == ECT0 {
             if let Some(e) = port_ref.ecn[q] {
                 let mark = if qlen > e.kmax {
@@ -1138,9 +1163,9 @@ impl<'m> Sim<'m> {
         }
         let delay = (now - enq).0;
         self.stats.qdelay.record(delay);
-        let st = &mut self.ports[port as usize].st;
-        if delay > st.qdelay_max[q] {
-            st.qdelay_max[q] = delay;
+        let eq = &mut self.ports[port as usize].queues[q];
+        if delay > eq.delay_max {
+            eq.delay_max = delay;
         }
         // Release the buffer at this switch.
         self.release(sw, in_port, in_prio, size);
@@ -1154,10 +1179,10 @@ impl<'m> Sim<'m> {
         let s = &mut self.switches[sw as usize];
         let ip = &mut self.ports[in_port as usize];
         let pi = prio as usize;
-        let from_hdrm = ip.hdrm[pi].min(size);
-        let from_shared = (size - from_hdrm).min(ip.ing[pi].saturating_sub(s.reserve));
-        ip.hdrm[pi] -= from_hdrm;
-        ip.ing[pi] -= size - from_hdrm;
+        let from_hdrm = ip.pg[pi].hdrm.min(size);
+        let from_shared = (size - from_hdrm).min(ip.pg[pi].ing.saturating_sub(s.reserve));
+        ip.pg[pi].hdrm -= from_hdrm;
+        ip.pg[pi].ing -= size - from_hdrm;
         s.shared_used -= from_shared;
         s.used -= size;
         if self.classes.iter().any(|c| c.prio == prio && c.lossless) {
@@ -1546,7 +1571,7 @@ impl<'m> Sim<'m> {
             self.series.push(SampleRow { time: now, node: s.node, port: NONE, bytes: s.used });
         }
         for (i, p) in self.ports.iter().enumerate() {
-            let b: u64 = p.qbytes.iter().sum();
+            let b: u64 = p.queues.iter().map(|q| q.bytes).sum();
             if b > 0 && p.sw != NONE && self.series.len() < MAX_SERIES_ROWS {
                 self.series.push(SampleRow { time: now, node: p.node, port: i as u32, bytes: b });
             }
@@ -1568,11 +1593,12 @@ impl<'m> Sim<'m> {
                 }
                 let p = &self.ports[port as usize];
                 let pi = prio as usize;
-                if p.sw == NONE || p.wd_until[pi] > now {
+                if p.sw == NONE || p.pause[pi].wd_until > now {
                     continue;
                 }
-                let paused = p.paused_until[pi] > now && p.paused_since[pi] != SimTime::MAX;
-                let has_queued = (0..8).any(|q| self.queue_prio_mask[q] & (1 << prio) != 0 && !p.queues[q].is_empty());
+                let paused = p.pause[pi].until > now && p.paused_since[pi] != SimTime::MAX;
+                let has_queued =
+                    (0..8).any(|q| self.queue_prio_mask[q] & (1 << prio) != 0 && !p.queues[q].ring.is_empty());
                 if paused && has_queued && now.0 >= p.paused_since[pi].0 + wd.detection.0 {
                     self.ports[port as usize].st.storms[pi] += 1;
                     self.stats.storms += 1;
@@ -1581,7 +1607,7 @@ impl<'m> Sim<'m> {
                         WatchdogAction::Forward | WatchdogAction::Drop => {
                             let drop = wd.action == WatchdogAction::Drop;
                             let p = &mut self.ports[port as usize];
-                            p.wd_until[pi] = now + wd.restoration;
+                            p.pause[pi].wd_until = now + wd.restoration;
                             p.wd_drop[pi] = drop;
                             if drop {
                                 self.flush_queues(port, Some(prio), DropReason::Watchdog);
@@ -1608,12 +1634,12 @@ impl<'m> Sim<'m> {
                 }
             }
             self.ports[port as usize].nonempty &= !(1 << q);
-            while let Some(pkt) = self.ports[port as usize].queues[q].pop_front() {
+            while let Some(pkt) = self.ports[port as usize].queues[q].ring.pop_front() {
                 let (size, in_port, in_prio) = {
                     let p = self.pkts.get(pkt);
                     (p.wire_bytes as u64, p.in_port, p.in_prio)
                 };
-                self.ports[port as usize].qbytes[q] -= size;
+                self.ports[port as usize].queues[q].bytes -= size;
                 if sw != NONE {
                     self.release(sw, in_port, in_prio, size);
                 }
@@ -1740,7 +1766,7 @@ impl<'m> Sim<'m> {
         for p in &mut self.ports {
             for pi in 0..8 {
                 if p.paused_since[pi] != SimTime::MAX {
-                    let until = p.paused_until[pi].min(now);
+                    let until = p.pause[pi].until.min(now);
                     p.st.paused_ps[pi] += until.saturating_sub(p.paused_since[pi]).0;
                     p.paused_since[pi] = SimTime::MAX;
                 }

@@ -160,8 +160,8 @@ impl RunReport {
                 let lq = [("node", node.clone()), ("port", port.clone()), ("queue", q.to_string())];
                 totals.ecn_marked_packets += p.st.ecn_marked[q];
                 push("rocelab_ecn_marked_packets_total", &lq, p.st.ecn_marked[q] as f64);
-                push("rocelab_buffer_occupancy_peak_bytes", &lq, p.qpeak[q] as f64);
-                push("rocelab_queue_delay_max_seconds", &lq, secs(p.st.qdelay_max[q]));
+                push("rocelab_buffer_occupancy_peak_bytes", &lq, p.queues[q].peak as f64);
+                push("rocelab_queue_delay_max_seconds", &lq, secs(p.queues[q].delay_max));
                 for (r, rname) in DROP_REASONS {
                     let v = p.st.drops[q][r as usize];
                     *totals.drops_by_reason.get_mut(rname).expect("all reasons") += v;
@@ -172,10 +172,9 @@ impl RunReport {
             }
             let mut l = base.to_vec();
             l.push(("direction", "tx".into()));
-            let util =
-                if now.0 > 0 { p.st.tx_bytes as f64 * 8.0 / (p.speed.0 as f64 * now.as_secs_f64()) } else { 0.0 };
+            let util = if now.0 > 0 { p.tx_bytes as f64 * 8.0 / (p.speed.0 as f64 * now.as_secs_f64()) } else { 0.0 };
             push("rocelab_link_utilization_ratio", &l, util);
-            push("rocelab_tx_bytes_total", &l, p.st.tx_bytes as f64);
+            push("rocelab_tx_bytes_total", &l, p.tx_bytes as f64);
             push("rocelab_link_state_changes_total", &base, p.st.link_state_changes as f64);
         }
         for n in &sim.nics {

@@ -22,8 +22,6 @@ pub const DROP_REASONS: [(DropReason, &str); 5] = [
 
 #[derive(Clone, Debug, Default)]
 pub struct PortStats {
-    pub tx_bytes: u64,
-    pub tx_packets: u64,
     pub pfc_tx: [u64; 8],
     pub pfc_rx: [u64; 8],
     /// Picoseconds this port's priority was paused by its peer.
@@ -32,7 +30,6 @@ pub struct PortStats {
     /// [queue][reason]
     pub drops: [[u64; 5]; 8],
     pub storms: [u64; 8],
-    pub qdelay_max: [u64; 8],
     pub link_state_changes: u64,
 }
 
