@@ -110,7 +110,10 @@ impl Slab {
     #[inline]
     pub fn prefetch(&self, id: u32) {
         if let Some(p) = self.pkts.get(id as usize) {
-            prefetch(p);
+            // A 48-byte packet straddles two cache lines at half the slab's slots: load both.
+            let first = p as *const Packet as *const u8;
+            prefetch_line(first);
+            prefetch_line(first.wrapping_add(std::mem::size_of::<Packet>() - 1));
         }
     }
     /// Packets allocated and not yet freed.
@@ -123,18 +126,24 @@ impl Slab {
     }
 }
 
-/// Cache prefetch hint for `r` (no-op off x86-64).
+/// Cache prefetch hint for the line holding the start of `r` (no-op off x86-64).
 #[inline(always)]
 pub fn prefetch<T>(r: &T) {
+    prefetch_line(r as *const T as *const u8);
+}
+
+/// Cache prefetch hint for the line holding `ptr` (no-op off x86-64).
+#[inline(always)]
+fn prefetch_line(ptr: *const u8) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        // SAFETY: prefetch is a hint that never faults and never reads memory architecturally;
-        // the pointer comes from a live reference anyway. SSE is baseline on x86-64.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(r as *const T as *const i8) };
+        // SAFETY: a prefetch is a hint: it never faults and never reads memory
+        // architecturally, whatever the address. SSE is baseline on x86-64.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(ptr as *const i8) };
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = r;
+    let _ = ptr;
 }
 
 #[cfg(test)]
