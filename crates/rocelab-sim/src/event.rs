@@ -235,6 +235,7 @@ mod tests {
         let mut shadow: BTreeMap<(u64, u64), u32> = BTreeMap::new();
         let mut seq = 0u64;
         let mut now = 0u64;
+        let mut hints = 0;
         for _ in 0..1_000_000 {
             if rng.below(3) < 2 || shadow.is_empty() {
                 // Many equal times (the tie-break), near times and far ones (timers), so keys
@@ -250,7 +251,14 @@ mod tests {
                 shadow.insert((t, seq), id);
                 seq += 1;
             } else {
-                let (t, ev) = q.pop().unwrap();
+                let mut hinted = Vec::new();
+                let (t, ev) = q.pop_hinted(|e| hinted.push(*e)).unwrap();
+                // A hint names events that are queued and due within the near horizon.
+                for h in &hinted {
+                    let Ev::TxDone { port } = *h else { panic!("unexpected event {h:?}") };
+                    assert!(*h == ev || shadow.iter().any(|(&(st, _), &id)| id == port && st < t.0 + 256));
+                }
+                hints += hinted.len();
                 let (&(st, _), &id) = shadow.iter().next().unwrap();
                 shadow.pop_first();
                 assert_eq!(t.0, st);
@@ -264,5 +272,6 @@ mod tests {
             assert_eq!((t.0, ev), (st, Ev::TxDone { port: id }));
         }
         assert!(shadow.is_empty());
+        assert!(hints > 10_000, "the near-horizon hint was given {hints} times");
     }
 }
