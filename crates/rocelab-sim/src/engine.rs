@@ -599,7 +599,7 @@ impl<'m> Sim<'m> {
             // Events about to come due: start loading the packet or port they will touch
             // (at fabric scale these reads would otherwise miss to DRAM one after another).
             let (pkts, ports) = (&self.pkts, &self.ports);
-            let Some(t) = self.q.peek_time_hinted(|ev| match *ev {
+            let Some(t) = self.q.peek_time(|ev| match *ev {
                 Ev::WireArrive { pkt, .. } => pkts.prefetch(pkt),
                 Ev::TxDone { port } => {
                     if let Some(p) = ports.get(port as usize) {

@@ -2,9 +2,9 @@
 //!
 //! Ordering guarantee: events pop in non-decreasing time; events with equal times pop in the
 //! order they were pushed. That makes a run a pure function of its inputs and seed. Push and
-//! pop are O(1) amortized (each event moves down at most once per 4-bit level). The engine keeps the
-//! queue small by scheduling at most one transmit and one wire-arrival event per port, so it
-//! grows with ports and timers, not with packets in flight.
+//! pop are O(1) amortized (each event moves down at most once per 4-bit level). The engine
+//! keeps the queue small by scheduling at most one transmit and one wire-arrival event per
+//! port, so it grows with ports and timers, not with packets in flight.
 
 use rocelab_model::SimTime;
 
@@ -99,7 +99,8 @@ const NEAR: usize = 2 * RADIX;
 /// last one popped is a bug (debug-asserted).
 pub struct EventQueue {
     buckets: Vec<Vec<Entry>>,
-    /// Bit b set: bucket b (> 0) is non-empty.
+    /// Bit b set: bucket b is non-empty (bit 0 is cleared before each search: bucket 0 is
+    /// tracked by `head`).
     occupied: [u64; OCC_WORDS],
     /// Read position in bucket 0 (popping from the front without shifting).
     head: usize,
@@ -197,13 +198,10 @@ impl EventQueue {
         Some((SimTime(t), e.ev))
     }
 
-    pub fn peek_time(&mut self) -> Option<SimTime> {
-        self.peek_time_hinted(|_| {})
-    }
-
-    /// `peek_time`, showing events that come due soon to `hint` (see `pop_hinted`).
+    /// The time of the next event, showing events that come due soon to `hint` (see
+    /// `pop_hinted`).
     #[inline]
-    pub fn peek_time_hinted(&mut self, mut hint: impl FnMut(&Ev)) -> Option<SimTime> {
+    pub fn peek_time(&mut self, mut hint: impl FnMut(&Ev)) -> Option<SimTime> {
         self.settle(&mut hint).map(SimTime)
     }
 
