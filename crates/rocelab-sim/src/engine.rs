@@ -268,6 +268,14 @@ pub struct Sim<'m> {
     pub(crate) pfc_log: Option<Vec<crate::outputs::PfcEvent>>,
 }
 
+/// Prefetches the first line of a port (what every transmission and arrival reads).
+#[inline]
+fn prefetch_port(ports: &[Port], port: u32) {
+    if let Some(p) = ports.get(port as usize) {
+        prefetch(p);
+    }
+}
+
 #[inline]
 fn ser_time(p: &Port, bytes: u32) -> SimTime {
     if p.ps_per_byte != 0 {
@@ -600,12 +608,12 @@ impl<'m> Sim<'m> {
             // (at fabric scale these reads would otherwise miss to DRAM one after another).
             let (pkts, ports) = (&self.pkts, &self.ports);
             let Some(t) = self.q.peek_time(|ev| match *ev {
-                Ev::WireArrive { pkt, .. } => pkts.prefetch(pkt),
-                Ev::TxDone { port } => {
-                    if let Some(p) = ports.get(port as usize) {
-                        prefetch(p);
-                    }
+                Ev::WireArrive { port, pkt, peer } => {
+                    pkts.prefetch(pkt);
+                    prefetch_port(ports, port);
+                    prefetch_port(ports, peer);
                 }
+                Ev::TxDone { port } => prefetch_port(ports, port),
                 _ => {}
             }) else {
                 break;
@@ -672,7 +680,7 @@ impl<'m> Sim<'m> {
     fn dispatch(&mut self, ev: Ev) {
         match ev {
             Ev::TxDone { port } => self.on_tx_done(port),
-            Ev::WireArrive { port, pkt } => self.on_wire_arrive(port, pkt),
+            Ev::WireArrive { port, pkt, peer } => self.on_wire_arrive(port, pkt, peer),
             Ev::PfcArrive { from, prio, quanta } => self.on_pfc(from, prio, quanta),
             Ev::PauseExpire { port, prio } => self.on_pause_expire(port, prio),
             Ev::PauseRefresh { port, prio } => self.on_pause_refresh(port, prio),
@@ -729,7 +737,7 @@ impl<'m> Sim<'m> {
             self.q.push(now + ser, Ev::TxDone { port });
         }
         if first {
-            self.q.push(arrive, Ev::WireArrive { port, pkt });
+            self.q.push(arrive, Ev::WireArrive { port, pkt, peer: p.peer });
         } else {
             let t = self.pkts.get_mut(tail);
             t.next = pkt;
@@ -755,7 +763,7 @@ impl<'m> Sim<'m> {
         }
     }
 
-    fn on_wire_arrive(&mut self, port: u32, pkt: u32) {
+    fn on_wire_arrive(&mut self, port: u32, pkt: u32, peer: u32) {
         // A link that went down emptied its wire; its pending arrival event is stale.
         if self.ports[port as usize].wire_head != pkt || self.pkts.get(pkt).enq_time != self.now {
             return;
@@ -770,9 +778,8 @@ impl<'m> Sim<'m> {
             p.wire_tail = NONE;
         } else {
             let t = if gap != u32::MAX { self.now + SimTime(gap as u64) } else { self.pkts.get(next).enq_time };
-            self.q.push(t, Ev::WireArrive { port, pkt: next });
+            self.q.push(t, Ev::WireArrive { port, pkt: next, peer });
         }
-        let peer = self.ports[port as usize].peer;
         let dst = &self.ports[peer as usize];
         if dst.sw != NONE {
             self.switch_arrive(dst.sw, peer, pkt);

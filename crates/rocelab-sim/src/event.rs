@@ -15,10 +15,12 @@ pub enum Ev {
     TxDone {
         port: u32,
     },
-    /// The head packet on the wire of `port`, `pkt`, reaches the peer.
+    /// The head packet on the wire of `port`, `pkt`, reaches the peer port `peer` (carried
+    /// so the engine can prefetch both ports before the event comes due).
     WireArrive {
         port: u32,
         pkt: u32,
+        peer: u32,
     },
     /// A PFC frame from `from` reaches its peer: pause (quanta > 0) or resume (0).
     PfcArrive {
@@ -226,6 +228,11 @@ mod tests {
     use std::collections::BTreeMap;
 
     /// Millions of seeded operations against a `BTreeMap` shadow keyed by (time, seq).
+    #[test]
+    fn entries_stay_24_bytes() {
+        assert!(std::mem::size_of::<Entry>() <= 24);
+    }
+
     #[test]
     fn matches_btreemap_shadow() {
         let mut rng = Rng::new(42, 7);
