@@ -944,13 +944,21 @@ impl<'m> Sim<'m> {
         }
     }
 
+    /// Sends a PFC frame out of `port`. Like a real MAC, it cannot preempt the frame being
+    /// serialized: it goes out right after it, ahead of any queued data, and takes its own
+    /// 84 bytes of wire time (the next data frame waits for it). That wait is the "one MTU at
+    /// the receiver" term of the headroom formula, so the engine needs the headroom the
+    /// formula asks for.
     fn send_pfc(&mut self, port: u32, prio: u8, quanta: u16) {
+        let now = self.now;
         let p = &mut self.ports[port as usize];
         p.st.pfc_tx[prio as usize] += 1;
         if !p.up {
             return;
         }
-        let t = self.now + ser_time(p, PFC_WIRE) + p.delay;
+        let start = p.busy_until.max(now);
+        p.busy_until = start + ser_time(p, PFC_WIRE);
+        let t = p.busy_until + p.delay;
         self.q.push(t, Ev::PfcArrive { from: port, prio, quanta });
     }
 
@@ -1878,5 +1886,71 @@ pub fn resolve_faults(m: &Model) -> Result<Vec<Fault>, Vec<Diagnostic>> {
 impl Sim<'_> {
     pub fn opts_sample_interval(&self) -> Option<SimTime> {
         self.opts.sample_interval
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two hosts on one switch, 100 Gb/s, 20 m cables (100 ns), jumbo frames.
+    fn pair() -> Model {
+        let text = r#"[fabric]
+name = "pair"
+[switch_models.sw]
+preset = "ns3-reference"
+ports = 2
+[nic]
+mtu = 4096
+[topology.explicit]
+node = [ { name = "sw0", kind = "switch", model = "sw" }, { name = "h0", kind = "host" }, { name = "h1", kind = "host" } ]
+link = [ { a = "h0", b = "sw0", speed_gbps = 100, length_m = 20 }, { a = "h1", b = "sw0", speed_gbps = 100, length_m = 20 } ]
+[[traffic]]
+pattern = "flow"
+src = "h0"
+dst = "h1"
+size_bytes = 100000
+"#;
+        rocelab_model::load_str("pair.toml", text).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn next_pfc(sim: &mut Sim) -> SimTime {
+        while let Some((t, ev)) = sim.q.pop() {
+            if let Ev::PfcArrive { .. } = ev {
+                return t;
+            }
+        }
+        panic!("no PFC frame scheduled");
+    }
+
+    #[test]
+    fn pfc_frame_waits_for_the_frame_in_serialization_and_takes_wire_time() {
+        let m = pair();
+        let mut sim = crate::build(&m, SimOptions::default()).unwrap();
+        let port = sim.ports.iter().position(|p| p.sw != NONE).unwrap() as u32;
+        let (pfc_ser, delay) = {
+            let p = &sim.ports[port as usize];
+            (ser_time(p, PFC_WIRE), p.delay)
+        };
+        // 84 bytes at 100 Gb/s: 6.72 ns.
+        assert_eq!(pfc_ser, SimTime(6_720));
+
+        // Idle port: the frame leaves now.
+        sim.send_pfc(port, 3, 0xffff);
+        assert_eq!(next_pfc(&mut sim), pfc_ser + delay);
+        assert_eq!(sim.ports[port as usize].busy_until, pfc_ser);
+
+        // A 4,178-byte data frame (334.24 ns) is being serialized: the pause goes after it,
+        // and the port stays busy for the pause frame's own wire time.
+        let data_end = SimTime(1_000_000) + SimTime(334_240);
+        sim.ports[port as usize].busy_until = data_end;
+        sim.now = SimTime(1_000_000);
+        sim.send_pfc(port, 3, 0xffff);
+        assert_eq!(next_pfc(&mut sim), data_end + pfc_ser + delay);
+        assert_eq!(sim.ports[port as usize].busy_until, data_end + pfc_ser);
+
+        // A second frame right behind (another priority) queues behind the first.
+        sim.send_pfc(port, 4, 0xffff);
+        assert_eq!(next_pfc(&mut sim), data_end + pfc_ser + pfc_ser + delay);
     }
 }
