@@ -371,10 +371,12 @@ impl<'m> Sim<'m> {
                     });
                 }
                 Role::Host { nic, .. } => {
+                    // One NIC (queues, scheduler, receive buffer) per host port, consecutive:
+                    // a multi-homed host is a dual-port NIC in RoCE LAG.
                     node_nic[i] = nics.len() as u32;
-                    nics.push(Nic {
+                    nics.extend(n.ports().map(|port| Nic {
                         node: i as u32,
-                        port: n.first_port,
+                        port: port.0,
                         profile: *nic,
                         active: Vec::new(),
                         rr: 0,
@@ -387,7 +389,7 @@ impl<'m> Sim<'m> {
                         rx_bytes: 0,
                         rx_xoff: [false; 8],
                         st: NicStats::default(),
-                    });
+                    }));
                 }
             }
         }
@@ -412,7 +414,7 @@ impl<'m> Sim<'m> {
                 node: node as u32,
                 peer: p.peer.0,
                 sw: node_sw[node],
-                nic: node_nic[node],
+                nic: if node_nic[node] == NONE { NONE } else { node_nic[node] + pi as u32 - m.nodes[node].first_port },
                 speed: p.speed,
                 ps_per_byte,
                 delay: p.delay,
@@ -496,9 +498,10 @@ impl<'m> Sim<'m> {
 
     fn add_flows(&mut self, flows: Vec<FlowSpec>) {
         let mut rng = Rng::new(self.opts.seed, 0x5150_0000);
+        // QPs created so far per host: a multi-port host spreads its QPs over its ports
+        // round-robin, as mlx5 RoCE LAG assigns a QP's transmit port (tx affinity).
+        let mut qps_at = vec![0u32; self.m.nodes.len()];
         for (fi, f) in flows.iter().enumerate() {
-            let src_nic = self.node_nic[f.src.idx()];
-            let dst_nic = self.node_nic[f.dst.idx()];
             let prof = self.m.nic_of(f.src);
             let class = &self.m.qos.classes[f.class];
             // The NIC stamps the class's DSCP and maps it to a priority with its own table.
@@ -513,13 +516,15 @@ impl<'m> Sim<'m> {
                 rocelab_model::config::Trust::Pcp => self.m.qos.priority_to_class[pcp as usize],
             };
             let cc_on = prof.congestion_control == CongestionControl::Dcqcn && prof.qos.ecn_rp_mask & (1 << pcp) != 0;
-            let line = self.m.host_speed(f.src).0 as f64;
             let per = f.size_bytes / f.qps as u64;
             for k in 0..f.qps {
                 let size = if k == 0 { per + f.size_bytes % f.qps as u64 } else { per };
                 if size == 0 {
                     continue;
                 }
+                let src_nic = self.host_nic(f.src, &mut qps_at);
+                let dst_nic = self.host_nic(f.dst, &mut qps_at);
+                let line = self.ports[self.nics[src_nic as usize].port as usize].speed.0 as f64;
                 let sport = 49152 + (rng.below(16384) as u32);
                 let mtu = prof.mtu;
                 let npkts = size.div_ceil(mtu as u64).min(u32::MAX as u64 - 1) as u32;
@@ -560,6 +565,20 @@ impl<'m> Sim<'m> {
             }
         }
         self.flows = flows;
+    }
+
+    /// The NIC (port) of `host` for its next QP: round-robin over the host's ports.
+    fn host_nic(&self, host: NodeId, qps_at: &mut [u32]) -> u32 {
+        let n = &mut qps_at[host.idx()];
+        let nic = self.node_nic[host.idx()] + *n % self.m.node(host).num_ports.max(1);
+        *n += 1;
+        nic
+    }
+
+    /// The NICs of `host` (one per port).
+    fn nics_of(&self, host: NodeId) -> std::ops::Range<u32> {
+        let first = self.node_nic[host.idx()];
+        first..first + self.m.node(host).num_ports
     }
 
     fn flow_hash(&self, src: u32, dst: u32, sport: u32) -> u32 {
@@ -1751,13 +1770,12 @@ impl<'m> Sim<'m> {
                 self.reconverge();
             }
             FaultKind::HostStall => {
-                if let Some(h) = f.host {
-                    self.nics[self.node_nic[h.idx()] as usize].stalled = true;
+                for n in f.host.map(|h| self.nics_of(h)).unwrap_or(0..0) {
+                    self.nics[n as usize].stalled = true;
                 }
             }
             FaultKind::HostResume => {
-                if let Some(h) = f.host {
-                    let n = self.node_nic[h.idx()];
+                for n in f.host.map(|h| self.nics_of(h)).unwrap_or(0..0) {
                     self.nics[n as usize].stalled = false;
                     while let Some(pkt) = self.nics[n as usize].rx_q.pop_front() {
                         self.host_receive(n, pkt);

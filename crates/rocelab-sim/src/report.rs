@@ -177,13 +177,17 @@ impl RunReport {
             push("rocelab_tx_bytes_total", &l, p.tx_bytes as f64);
             push("rocelab_link_state_changes_total", &base, p.st.link_state_changes as f64);
         }
-        for n in &sim.nics {
-            let l = [("node", m.nodes[n.node as usize].name.clone())];
-            totals.cnp_sent += n.st.cnp_sent;
-            totals.cnp_received += n.st.cnp_received;
-            push("rocelab_cnp_sent_total", &l, n.st.cnp_sent as f64);
-            push("rocelab_cnp_received_total", &l, n.st.cnp_received as f64);
-            push("rocelab_ecn_marked_packets_total", &l, n.st.ecn_marked_rx as f64);
+        // Per host: a multi-port host has one NIC per port, consecutive; sum them.
+        for host in sim.nics.chunk_by(|a, b| a.node == b.node) {
+            let l = [("node", m.nodes[host[0].node as usize].name.clone())];
+            let (sent, received, marked) = host
+                .iter()
+                .fold((0, 0, 0), |(s, r, e), n| (s + n.st.cnp_sent, r + n.st.cnp_received, e + n.st.ecn_marked_rx));
+            totals.cnp_sent += sent;
+            totals.cnp_received += received;
+            push("rocelab_cnp_sent_total", &l, sent as f64);
+            push("rocelab_cnp_received_total", &l, received as f64);
+            push("rocelab_ecn_marked_packets_total", &l, marked as f64);
         }
         // Per flow: aggregate its QPs.
         let mut flows: Vec<FlowResult> = sim

@@ -80,6 +80,52 @@ fn one_flow_reaches_line_rate_minus_headers() {
     assert_eq!(f.delivered_bytes, 20_000_000);
 }
 
+/// A host dual-homed to two switches spreads its QPs over both ports (RoCE LAG): two flows
+/// to receivers behind different switches each get a whole 100G port.
+#[test]
+fn a_dual_homed_host_sends_on_both_ports() {
+    let text = r#"[fabric]
+name = "dual"
+[switch_models.sw]
+preset = "ns3-reference"
+ports = 4
+[nic]
+congestion_control = "none"
+[topology.explicit]
+node = [ { name = "sw0", kind = "switch", model = "sw" }, { name = "sw1", kind = "switch", model = "sw" },
+  { name = "h0", kind = "host" }, { name = "h1", kind = "host" }, { name = "h2", kind = "host" } ]
+link = [ { a = "h0", b = "sw0", speed_gbps = 100, length_m = 2 }, { a = "h0", b = "sw1", speed_gbps = 100, length_m = 2 },
+  { a = "h1", b = "sw0", speed_gbps = 100, length_m = 2 }, { a = "h2", b = "sw1", speed_gbps = 100, length_m = 2 },
+  { a = "sw0", b = "sw1", speed_gbps = 100, length_m = 2 } ]
+[[traffic]]
+pattern = "flow"
+src = "h0"
+dst = "h1"
+size_bytes = 10000000
+[[traffic]]
+pattern = "flow"
+src = "h0"
+dst = "h2"
+size_bytes = 10000000
+"#;
+    let m = model(text);
+    let r = run(&m, opts());
+    let expect = 100.0 * goodput_share(4096);
+    for f in &r.flows {
+        let got = f.throughput_gbps;
+        assert!((got / expect - 1.0).abs() < 0.01, "flow {}: {got:.3} Gb/s, a whole port gives {expect:.3}", f.flow);
+    }
+    // Each port of h0 carried one flow's data.
+    let h0_ports: Vec<f64> = r
+        .metrics
+        .iter()
+        .filter(|x| x.name == "rocelab_tx_bytes_total" && x.labels["node"] == "h0")
+        .map(|x| x.value)
+        .collect();
+    assert_eq!(h0_ports.len(), 2);
+    assert!(h0_ports.iter().all(|&b| b > 10_000_000.0), "bytes sent per port of h0: {h0_ports:?}");
+}
+
 #[test]
 fn incast_with_pfc_only_is_lossless_and_takes_n_size_over_bandwidth() {
     // 8:1 at 100G into a 4 MB ns-3-style buffer: the queue outgrows the PFC threshold.
