@@ -45,6 +45,12 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // `rocelab simulate ... | head` must end quietly when the reader goes away, as Unix tools
+    // do, not panic in `println!`. The exporter keeps Rust's default (SIGPIPE ignored): a
+    // scraper that hangs up mid-response is an I/O error to handle, not a reason to die.
+    if !matches!(cli.command, Command::Exporter(_)) {
+        default_sigpipe();
+    }
     let result = match cli.command {
         Command::Init(a) => cmd::init::run(a),
         Command::Topo(a) => cmd::topo::run(a),
@@ -65,3 +71,20 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// Restores the default action of SIGPIPE (terminate) that the Rust runtime sets to ignore.
+#[cfg(unix)]
+fn default_sigpipe() {
+    unsafe extern "C" {
+        fn signal(signum: i32, handler: usize) -> usize;
+    }
+    const SIGPIPE: i32 = 13; // Linux and the BSDs
+    const SIG_DFL: usize = 0;
+    // SAFETY: signal(2) with SIG_DFL installs no handler code; called once, before any thread.
+    unsafe {
+        signal(SIGPIPE, SIG_DFL);
+    }
+}
+
+#[cfg(not(unix))]
+fn default_sigpipe() {}

@@ -380,3 +380,28 @@ fn a_bad_flag_exits_2() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("invalid value 'xml'"));
 }
+
+/// `rocelab topo ... | head -c 1`: the reader goes away after the first byte; rocelab must end
+/// quietly (killed by SIGPIPE, as Unix tools are), not panic in `println!`. The DOT graph of
+/// the 1,024-GPU example is ~110 KB, more than a pipe buffer holds.
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rocelab"))
+        .args(["topo", "examples/rail-1024gpu.toml", "--format", "dot"])
+        .current_dir(repo())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run rocelab");
+    let mut first = [0u8; 1];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    // The read end is dropped here.
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.signal(), Some(13), "status {:?}, stderr {err}", out.status);
+}
