@@ -109,8 +109,9 @@ impl ProgressLine {
             Some(f) => {
                 let f = f.clamp(0.0, 1.0);
                 let filled = (f * 30.0) as usize;
-                let eta = if f > 0.0 { el / f - el } else { 0.0 };
-                format!("[{}{}] {:>5.1}% ETA {:>4.0}s ", "#".repeat(filled), "-".repeat(30 - filled), f * 100.0, eta)
+                // No ETA before there is progress to extrapolate from.
+                let eta = if f > 0.0 { format!("{:>4.0}s", el / f - el) } else { "    ?".to_string() };
+                format!("[{}{}] {:>5.1}% ETA {eta} ", "#".repeat(filled), "-".repeat(30 - filled), f * 100.0)
             }
             None => String::new(),
         };

@@ -234,6 +234,9 @@ pub struct Progress {
     pub events: u64,
     pub qps_done: usize,
     pub qps_total: usize,
+    /// Payload bytes delivered in order so far, and to deliver in all.
+    pub bytes_done: u64,
+    pub bytes_total: u64,
 }
 
 pub struct Sim<'m> {
@@ -256,6 +259,8 @@ pub struct Sim<'m> {
     queue_prio_mask: [u8; 8],
     dcqcn: Vec<Dcqcn>,
     qps_left: usize,
+    /// Payload bytes of all QPs.
+    bytes_total: u64,
     pub(crate) events: u64,
     pub(crate) stats: GlobalStats,
     pub(crate) series: Vec<SampleRow>,
@@ -473,6 +478,7 @@ impl<'m> Sim<'m> {
             queue_prio_mask,
             dcqcn,
             qps_left: 0,
+            bytes_total: 0,
             events: 0,
             stats: GlobalStats::default(),
             series: Vec::new(),
@@ -562,6 +568,7 @@ impl<'m> Sim<'m> {
                 self.qps.push(qp);
                 self.q.push(f.start, Ev::QpStart { qp: id });
                 self.qps_left += 1;
+                self.bytes_total += size;
             }
         }
         self.flows = flows;
@@ -654,22 +661,22 @@ impl<'m> Sim<'m> {
             }
             if self.events >= next_report {
                 next_report = self.events + 200_000;
-                progress(Progress {
-                    now: self.now,
-                    end,
-                    events: self.events,
-                    qps_done: total - self.qps_left,
-                    qps_total: total,
-                });
+                progress(self.progress(end));
             }
         }
-        progress(Progress {
+        progress(self.progress(end));
+    }
+
+    fn progress(&self, end: Option<SimTime>) -> Progress {
+        Progress {
             now: self.now,
             end,
             events: self.events,
-            qps_done: total - self.qps_left,
-            qps_total: total,
-        });
+            qps_done: self.qps.len() - self.qps_left,
+            qps_total: self.qps.len(),
+            bytes_done: self.stats.payload_delivered,
+            bytes_total: self.bytes_total,
+        }
     }
 
     /// Payload bytes delivered in order, per flow.
@@ -1407,6 +1414,7 @@ impl<'m> Sim<'m> {
                     q.rcv_nxt += 1;
                     q.nak_for = NONE;
                     q.st.bytes_delivered += p.payload as u64;
+                    self.stats.payload_delivered += p.payload as u64;
                     q.since_ack += 1;
                     let last = q.rcv_nxt == q.npkts;
                     if last && q.finish.is_none() {

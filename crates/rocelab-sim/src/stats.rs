@@ -63,6 +63,8 @@ pub struct GlobalStats {
     pub dropped: u64,
     pub data_sent: u64,
     pub data_delivered: u64,
+    /// Payload bytes delivered in order, all QPs (progress of a run to completion).
+    pub payload_delivered: u64,
     pub data_dropped: u64,
     pub retransmitted: u64,
     /// Packets put on a wire, counted per link crossed.

@@ -88,7 +88,8 @@ pub fn run(a: Args) -> VerbResult {
         let el = bar.elapsed().as_secs_f64().max(1e-9);
         let frac = match end {
             Some(e) => Some(p.now.as_secs_f64() / e.as_secs_f64()),
-            None => Some(p.qps_done as f64 / p.qps_total.max(1) as f64),
+            // Runs to completion: the share of payload delivered (QPs finish in a burst).
+            None => Some(p.bytes_done as f64 / p.bytes_total.max(1) as f64),
         };
         bar.update(
             frac,
