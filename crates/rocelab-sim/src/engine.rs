@@ -51,6 +51,11 @@ impl Default for SimOptions {
     }
 }
 
+/// A run without a duration stops when packets are in the fabric and none has been delivered
+/// or dropped for this long: it would never end otherwise. Far above RDMA timeouts (ms) and
+/// PFC watchdog detection times (100s of ms), so a run that is only slow is never cut.
+pub const NO_PROGRESS_LIMIT: SimTime = SimTime(1_000_000_000_000);
+
 #[derive(Clone, Copy, Debug)]
 struct Ecn {
     kmin: u64,
@@ -265,6 +270,8 @@ pub struct Sim<'m> {
     pub(crate) stats: GlobalStats,
     pub(crate) series: Vec<SampleRow>,
     pub(crate) stopped_at_duration: bool,
+    /// Stopped because no packet left the fabric for `NO_PROGRESS_LIMIT` (no duration set).
+    pub(crate) stopped_no_progress: bool,
     pub(crate) hash_fields: u8,
     /// With links down: `reach[row * groups + g]` = switch `row` still has a live shortest path
     /// to destination group `g` (routing reconverged over the surviving equal-cost paths).
@@ -483,6 +490,7 @@ impl<'m> Sim<'m> {
             stats: GlobalStats::default(),
             series: Vec::new(),
             stopped_at_duration: false,
+            stopped_no_progress: false,
             hash_fields,
             reach: None,
             pfc_log: None,
@@ -629,6 +637,8 @@ impl<'m> Sim<'m> {
     fn run_inner(&mut self, end: Option<SimTime>, progress: &mut dyn FnMut(Progress)) {
         let total = self.qps.len();
         let mut next_report = 0u64;
+        let mut left = self.stats.delivered + self.stats.dropped;
+        let mut stall_since = self.now;
         loop {
             // Events about to come due: start loading the packet or port they will touch
             // (at fabric scale these reads would otherwise miss to DRAM one after another).
@@ -651,6 +661,10 @@ impl<'m> Sim<'m> {
                     break;
                 }
             }
+            if self.pkts.live() == 0 {
+                // Nothing in the fabric (between flows, or before the first): no stall.
+                stall_since = t;
+            }
             let (t, ev) = self.q.pop().expect("peeked");
             self.now = t;
             self.events += 1;
@@ -658,6 +672,19 @@ impl<'m> Sim<'m> {
             if self.qps_left == 0 && total > 0 && self.pkts.live() == 0 {
                 self.stopped_at_duration = false;
                 break;
+            }
+            if end.is_none() {
+                // Without a duration, a run in which packets sit in the fabric and none is
+                // delivered or dropped for a long time would go on for ever (a host stalled
+                // for good, a PFC deadlock): stop it and say so.
+                let gone = self.stats.delivered + self.stats.dropped;
+                if gone != left {
+                    left = gone;
+                    stall_since = t;
+                } else if t.0 - stall_since.0 > NO_PROGRESS_LIMIT.0 {
+                    self.stopped_no_progress = true;
+                    break;
+                }
             }
             if self.events >= next_report {
                 next_report = self.events + 200_000;
@@ -1452,17 +1479,18 @@ impl<'m> Sim<'m> {
                         q.snd_nxt = p.psn;
                     }
                 }
+                let src_nic = q.src_nic;
                 if q.snd_una >= q.npkts && q.sender_done.is_none() {
                     q.sender_done = Some(now);
                     q.rto_gen = q.rto_gen.wrapping_add(1);
                     self.qps_left -= 1;
-                    let src_nic = q.src_nic;
                     let list = &mut self.nics[src_nic as usize].active;
                     if let Some(pos) = list.iter().position(|x| *x == qi) {
                         list.remove(pos);
                     }
                 }
-                self.nic_try_send(nic);
+                // Kick the QP's own NIC: on a multi-port host the ACK may arrive on another port.
+                self.nic_try_send(src_nic);
             }
             Kind::Cnp => {
                 self.nics[nic as usize].st.cnp_received += 1;

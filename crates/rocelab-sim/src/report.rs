@@ -27,6 +27,9 @@ pub struct Totals {
     pub data_packets_delivered: u64,
     pub data_packets_dropped: u64,
     pub retransmitted_packets: u64,
+    /// Queue pairs whose retries ran out (error state; `req_transport_retries_exceeded` on
+    /// an mlx5 NIC): their flows never finish.
+    pub qps_failed: u64,
     pub drops_by_reason: BTreeMap<&'static str, u64>,
     pub pfc_pause_frames: u64,
     pub pfc_storm_events: u64,
@@ -51,6 +54,8 @@ pub struct FlowResult {
     pub throughput_gbps: f64,
     pub retransmitted_packets: u64,
     pub cnp_received: u64,
+    /// Of the flow's QPs, those whose retries ran out.
+    pub failed_qps: u32,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -76,6 +81,9 @@ pub struct RunReport {
     pub seed: u64,
     pub simulated_seconds: f64,
     pub stopped_at_duration: bool,
+    /// No duration was set, and no packet was delivered or dropped for
+    /// `engine::NO_PROGRESS_LIMIT` while packets were in the fabric: stuck for good.
+    pub stopped_no_progress: bool,
     pub events: u64,
     pub totals: Totals,
     pub queue_delay: Quantiles,
@@ -119,6 +127,7 @@ impl RunReport {
             data_packets_delivered: sim.stats.data_delivered,
             data_packets_dropped: sim.stats.data_dropped,
             retransmitted_packets: sim.stats.retransmitted,
+            qps_failed: sim.qps.iter().filter(|q| q.st.failed).count() as u64,
             drops_by_reason: DROP_REASONS.iter().map(|(_, n)| (*n, 0)).collect(),
             pfc_pause_frames: 0,
             pfc_storm_events: sim.stats.storms,
@@ -205,6 +214,7 @@ impl RunReport {
                 throughput_gbps: 0.0,
                 retransmitted_packets: 0,
                 cnp_received: 0,
+                failed_qps: 0,
             })
             .collect();
         let mut finish: Vec<Option<u64>> = vec![Some(0); flows.len()];
@@ -213,6 +223,7 @@ impl RunReport {
             f.delivered_bytes += q.st.bytes_delivered;
             f.retransmitted_packets += q.st.retransmitted_packets;
             f.cnp_received += q.st.cnps;
+            f.failed_qps += q.st.failed as u32;
             let fin = &mut finish[q.flow as usize];
             *fin = match (*fin, q.finish) {
                 (Some(a), Some(b)) => Some(a.max(b.0)),
@@ -249,6 +260,7 @@ impl RunReport {
             seed: sim.opts.seed,
             simulated_seconds: now.as_secs_f64(),
             stopped_at_duration: sim.stopped_at_duration,
+            stopped_no_progress: sim.stopped_no_progress,
             events: sim.events,
             totals,
             queue_delay: Quantiles {
@@ -285,12 +297,12 @@ impl RunReport {
     /// One row per flow.
     pub fn flows_csv(&self) -> String {
         let mut o = String::from(
-            "flow,src,dst,size_bytes,delivered_bytes,start_seconds,fct_seconds,throughput_gbps,retransmitted_packets,cnp_received\n",
+            "flow,src,dst,size_bytes,delivered_bytes,start_seconds,fct_seconds,throughput_gbps,retransmitted_packets,cnp_received,failed_qps\n",
         );
         for f in &self.flows {
             let _ = writeln!(
                 o,
-                "{},{},{},{},{},{:.12},{},{:.6},{},{}",
+                "{},{},{},{},{},{:.12},{},{:.6},{},{},{}",
                 f.flow,
                 f.src,
                 f.dst,
@@ -300,7 +312,8 @@ impl RunReport {
                 f.fct_seconds.map(|x| format!("{x:.12}")).unwrap_or_default(),
                 f.throughput_gbps,
                 f.retransmitted_packets,
-                f.cnp_received
+                f.cnp_received,
+                f.failed_qps
             );
         }
         o
@@ -340,6 +353,15 @@ impl RunReport {
             self.events,
             if self.stopped_at_duration { ", stopped at the duration limit" } else { "" }
         );
+        if self.stopped_no_progress {
+            let _ = writeln!(
+                o,
+                "  stopped: {} packets stuck and none delivered or dropped for {} s of simulated time \
+                 (a host that never resumes, or a PFC deadlock); set duration_us to run longer",
+                t.packets_in_flight,
+                crate::engine::NO_PROGRESS_LIMIT.as_secs_f64()
+            );
+        }
         let _ = writeln!(
             o,
             "  flows: {} of {} completed{}",
@@ -355,6 +377,13 @@ impl RunReport {
                 None => String::new(),
             }
         );
+        if t.qps_failed > 0 {
+            let _ = writeln!(
+                o,
+                "  {} queue pairs gave up (retries exhausted, as retry_cnt 7 does): their flows never finish",
+                t.qps_failed
+            );
+        }
         if !self.flows.is_empty() {
             let mean = self.flows.iter().map(|f| f.throughput_gbps).sum::<f64>() / self.flows.len() as f64;
             let _ =

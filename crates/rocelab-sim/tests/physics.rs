@@ -126,6 +126,57 @@ size_bytes = 10000000
     assert!(h0_ports.iter().all(|&b| b > 10_000_000.0), "bytes sent per port of h0: {h0_ports:?}");
 }
 
+/// Found by `random_fabrics`: three dual-homed hosts, a lossy incast that drops. A QP sends
+/// from one port while its ACKs and NAKs may come back on the other; a NAK must wake the QP's
+/// own port, or the QP waits forever with nothing outstanding (it did: 3 of 4 flows finished).
+#[test]
+fn a_nak_on_the_other_port_of_a_dual_homed_sender_restarts_its_qp() {
+    let text = r#"[fabric]
+name = "dual-nak"
+[topology.explicit]
+node = [ { name = "sw0", kind = "switch", model = "sw" }, { name = "sw1", kind = "switch", model = "sw" },
+  { name = "h0", kind = "host" }, { name = "h1", kind = "host" }, { name = "h2", kind = "host" } ]
+link = [ { a = "sw0", b = "sw1", speed_gbps = 100, length_m = 10 },
+  { a = "h0", b = "sw0", speed_gbps = 100, length_m = 2 }, { a = "h0", b = "sw1", speed_gbps = 100, length_m = 2 },
+  { a = "h1", b = "sw0", speed_gbps = 100, length_m = 2 }, { a = "h1", b = "sw1", speed_gbps = 100, length_m = 2 },
+  { a = "h2", b = "sw0", speed_gbps = 100, length_m = 2 }, { a = "h2", b = "sw1", speed_gbps = 100, length_m = 2 } ]
+[switch_models.sw]
+preset = "spectrum-2"
+ports = 4
+buffer_bytes = 791982
+[nic]
+congestion_control = "dcqcn"
+[nic.dcqcn]
+variant = "mlx5"
+[simulation]
+seed = 989
+duration_us = 20000
+[[traffic]]
+pattern = "incast"
+dst = "h2"
+senders = 2
+size_bytes = 562776
+qps = 3
+start_us = 10
+class = "default"
+[[traffic]]
+pattern = "incast"
+dst = "h0"
+senders = 2
+size_bytes = 78316
+qps = 2
+start_us = 34
+"#;
+    let m = model(text);
+    // The file's seed and 20 ms limit: with the bug the stuck QP would wait for ever.
+    let r = run(&m, rocelab_sim::options_from_model(&m));
+    assert!(r.totals.drops_by_reason["buffer"] > 0, "the scenario must lose lossy packets");
+    assert_eq!(r.totals.qps_failed, 0);
+    for f in &r.flows {
+        assert_eq!(f.delivered_bytes, f.size_bytes, "flow {} ({} -> {})", f.flow, f.src, f.dst);
+    }
+}
+
 #[test]
 fn incast_with_pfc_only_is_lossless_and_takes_n_size_over_bandwidth() {
     // 8:1 at 100G into a 4 MB ns-3-style buffer: the queue outgrows the PFC threshold.
@@ -316,6 +367,30 @@ a = "h0"
         .iter()
         .any(|m| m.name == "rocelab_pfc_storm_events_total" && m.labels["node"] == "sw0" && m.value > 0.0);
     assert!(paused_by_h0);
+}
+
+/// A host that stalls for good with no duration set: the run would go on for ever (pause
+/// refreshes, samples). It stops once no packet has been delivered or dropped for the
+/// engine's no-progress limit, and says so.
+#[test]
+fn a_run_stuck_for_good_stops_and_says_so() {
+    let extra = r#"
+[nic]
+congestion_control = "none"
+[[fault]]
+kind = "host-stall"
+at_us = 50
+a = "h0"
+"#;
+    let text = star(5, 100, 4_000_000, extra, &incast_traffic(4, 4_000_000));
+    let r = run(&model(&text), opts());
+    assert!(r.stopped_no_progress && !r.stopped_at_duration);
+    assert!(r.totals.packets_in_flight > 0, "{:?}", r.totals);
+    let limit = rocelab_sim::engine::NO_PROGRESS_LIMIT.as_secs_f64();
+    // It ran the limit past the last packet to leave the fabric, which left well within a
+    // second of the stall (retries, the stalled NIC's receive-buffer drops).
+    assert!(r.simulated_seconds > limit && r.simulated_seconds < 2.0 * limit, "{}", r.simulated_seconds);
+    assert!(r.render_text().contains("none delivered or dropped"));
 }
 
 #[test]
