@@ -1,9 +1,10 @@
 //! Seeded random fabrics, traffic and faults through the whole engine: whatever the mix of
 //! topology (leaf-spine, or dual-homed hosts on two switches), speeds, buffers, congestion
 //! control, lossy and lossless classes, traffic patterns and faults, a run must not panic,
-//! must conserve packets, must be lossless while headroom suffices and no fault intervenes,
-//! must finish every lossless flow when no fault intervenes (lossy flows finish or their QPs
-//! exhaust their retries, as RC QPs do), and must repeat byte for byte.
+//! must conserve packets, must never drop a lossless packet for lack of headroom (the
+//! formula's headroom holds against any burst), must finish every lossless flow when no fault
+//! intervenes (lossy flows finish or their QPs exhaust their retries, as RC QPs do), and must
+//! repeat byte for byte.
 
 use rocelab_model::{load_str, Role};
 use rocelab_sim::rng::Rng;
