@@ -86,6 +86,23 @@ fn unknown_traffic_host_is_a_located_error_with_exit_2() {
     assert!(err.contains("no host named `hots0`") && err.contains("did you mean `host0`"), "{err}");
 }
 
+/// A flow beyond what the engine's packet numbers can carry is refused at its line, not
+/// silently cut short.
+#[test]
+fn a_flow_too_large_for_the_engine_is_a_located_error() {
+    let dir = tmpdir("huge");
+    let f = dir.join("huge.toml");
+    let text = std::fs::read_to_string(example("incast-16to1.toml"))
+        .unwrap()
+        .replace("size_bytes = 1000000", "size_bytes = 9000000000000000000");
+    std::fs::write(&f, &text).unwrap();
+    let line = text.lines().position(|l| l.contains("9000000000000000000")).unwrap() + 1;
+    let o = rocelab().args(["simulate", f.to_str().unwrap(), "-q", "--no-files"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(err.contains(&format!("huge.toml:{line}:")) && err.contains("1 TB"), "{err}");
+}
+
 #[test]
 fn a_fabric_without_traffic_says_how_to_add_some() {
     let o = rocelab()

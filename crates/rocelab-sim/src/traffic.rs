@@ -81,9 +81,21 @@ pub fn expand(m: &Model, traffic: &[TrafficConfig], seed: u64) -> Result<Vec<Flo
     }
 }
 
+/// Largest flow the engine takes (1 TB).
+pub const MAX_FLOW_BYTES: u64 = 1_000_000_000_000;
+
 fn expand_one(m: &Model, t: &TrafficConfig, i: usize, p: &str, seed: u64) -> Result<Vec<FlowSpec>, Diagnostic> {
     if t.size_bytes == 0 {
         return Err(Diagnostic::new(format!("{p}.size_bytes"), "a flow of 0 bytes", "give the message size in bytes"));
+    }
+    // The engine numbers a QP's packets with u32 PSNs; 1 TB is far beyond any collective's
+    // message and keeps every QP well inside that range at any MTU.
+    if t.size_bytes > MAX_FLOW_BYTES {
+        return Err(Diagnostic::new(
+            format!("{p}.size_bytes"),
+            format!("a flow of {} bytes is more than the 1 TB the engine takes", t.size_bytes),
+            "split it into several flows, or shorten the run with duration_us and a smaller size",
+        ));
     }
     let start_us = t.start_us.unwrap_or(0.0);
     if !(start_us.is_finite() && (0.0..1e9).contains(&start_us)) {
