@@ -19,6 +19,7 @@
 //! the egress queue length (RED between Kmin and Kmax, ECT packets only).
 
 use crate::dcqcn::{RateState, Todo};
+use crate::pacer::Pacer;
 use crate::event::{Ev, EventQueue};
 use crate::packet::*;
 use crate::rng::{mix64, Rng};
@@ -204,7 +205,7 @@ pub(crate) struct Qp {
     // sender
     snd_nxt: u32,
     snd_una: u32,
-    next_send: SimTime,
+    pacer: Pacer,
     rto_gen: u32,
     rto_armed: bool,
     timeouts_in_row: u32,
@@ -558,7 +559,7 @@ impl<'m> Sim<'m> {
                     ect: cc_on || prof.qos.ecn_np_mask & (1 << pcp) != 0,
                     snd_nxt: 0,
                     snd_una: 0,
-                    next_send: f.start,
+                    pacer: Pacer::new(f.start),
                     rto_gen: 0,
                     rto_armed: false,
                     timeouts_in_row: 0,
@@ -1298,7 +1299,7 @@ impl<'m> Sim<'m> {
             let qi = self.nics[nic as usize].active[idx];
             let (pcp, has_data, next) = {
                 let q = &self.qps[qi as usize];
-                (q.pcp, q.snd_nxt < q.npkts, q.next_send)
+                (q.pcp, q.snd_nxt < q.npkts, q.pacer.next_send)
             };
             if !has_data || self.is_paused(port, pcp) {
                 continue;
@@ -1312,13 +1313,18 @@ impl<'m> Sim<'m> {
             return;
         }
         if earliest != SimTime::MAX {
-            let n = &mut self.nics[nic as usize];
-            if earliest < n.wake_at {
-                n.wake_at = earliest;
-                n.wake_gen = n.wake_gen.wrapping_add(1);
-                let gen = n.wake_gen;
-                self.q.push(earliest, Ev::NicWake { host: nic, gen });
-            }
+            self.wake_nic_at(nic, earliest);
+        }
+    }
+
+    /// Makes sure the NIC looks for work again at `at` (one pending wake-up per NIC).
+    fn wake_nic_at(&mut self, nic: u32, at: SimTime) {
+        let n = &mut self.nics[nic as usize];
+        if at < n.wake_at {
+            n.wake_at = at;
+            n.wake_gen = n.wake_gen.wrapping_add(1);
+            let gen = n.wake_gen;
+            self.q.push(at, Ev::NicWake { host: nic, gen });
         }
     }
 
@@ -1355,18 +1361,13 @@ impl<'m> Sim<'m> {
             enq_time: now,
         };
         // Pace by the QP's current rate (DCQCN), never faster than the port.
-        let gap = match &mut q.cc {
+        match &mut q.cc {
             Some(cc) => {
                 cc.on_sent(wire as u64, &self.dcqcn[prof]);
-                if cc.rc < cc.line {
-                    SimTime((wire as f64 * 8.0 * 1e12 / cc.rc).ceil() as u64)
-                } else {
-                    SimTime::ZERO
-                }
+                q.pacer.sent(now, wire, cc.rc, cc.line);
             }
-            None => SimTime::ZERO,
-        };
-        q.next_send = now + gap;
+            None => q.pacer.sent(now, wire, f64::INFINITY, 0.0),
+        }
         let arm = !q.rto_armed;
         if arm {
             q.rto_armed = true;
@@ -1506,7 +1507,16 @@ impl<'m> Sim<'m> {
         }
     }
 
+    /// After a DCQCN step: re-time the QP's pending send at its new rate (up or down), wake
+    /// its NIC if that send moved earlier, and arm the timer the step asks for.
     fn apply_todo(&mut self, qp: u32, todo: Todo, gen: u32) {
+        let q = &mut self.qps[qp as usize];
+        if let Some(cc) = &q.cc {
+            if let Some(at) = q.pacer.retime(cc.rc, cc.line) {
+                let (nic, at) = (q.src_nic, at.max(self.now));
+                self.wake_nic_at(nic, at);
+            }
+        }
         match todo {
             Todo::Nothing => {}
             Todo::ArmIncrease(t) => self.q.push(t, Ev::RateIncrease { qp, gen }),
@@ -1538,7 +1548,6 @@ impl<'m> Sim<'m> {
         if let Some(cc) = &mut q.cc {
             let todo = cc.on_reduce_check(now, &self.dcqcn[prof]);
             let g = cc.inc_gen;
-            // A cut stretches the gap of the packet already scheduled.
             self.apply_todo(qi, todo, g);
         }
     }

@@ -22,6 +22,7 @@ pub mod dcqcn;
 pub mod engine;
 pub mod event;
 pub mod outputs;
+pub mod pacer;
 pub mod packet;
 pub mod report;
 pub mod rng;
