@@ -541,8 +541,20 @@ pub struct DcqcnConfig {
     pub rate_reduce_period_us: Option<f64>,
     #[serde(default)]
     pub initial_alpha: Option<f64>,
+    /// Rt ← Rc on every cut (ConnectX `clamp_tgt_rate`).
     #[serde(default)]
     pub clamp_target_rate: Option<bool>,
+    /// Rt ← Rc on a cut if the increase timer raised the rate since the last cut
+    /// (ConnectX `clamp_tgt_rate_after_time_inc`).
+    #[serde(default)]
+    pub clamp_target_rate_after_time_inc: Option<bool>,
+    /// The most one cut may remove, in percent of the rate (ConnectX `rpg_min_dec_fac`).
+    #[serde(default)]
+    pub min_dec_fac_percent: Option<f64>,
+    /// Rate set on a QP's first CNP, Mb/s; 0 keeps the current rate
+    /// (ConnectX `rate_to_set_on_first_cnp`).
+    #[serde(default)]
+    pub rate_on_first_cnp_mbps: Option<f64>,
     /// NP: at most one CNP per QP per interval.
     #[serde(default)]
     pub cnp_interval_us: Option<f64>,

@@ -187,7 +187,15 @@ pub struct Dcqcn {
     pub min_rate: BitsPerSec,
     pub rate_reduce_period: SimTime,
     pub initial_alpha: f64,
+    /// Rt ← Rc on every cut (`clamp_tgt_rate`).
     pub clamp_target_rate: bool,
+    /// Rt ← Rc on a cut when the increase timer raised the rate since the last cut
+    /// (`clamp_tgt_rate_after_time_inc`).
+    pub clamp_target_rate_after_time_inc: bool,
+    /// One cut removes at most this share of the rate (`rpg_min_dec_fac` / 100).
+    pub max_cut_fraction: f64,
+    /// Rate set on a QP's first CNP (`rate_to_set_on_first_cnp`); 0: keep the current rate.
+    pub rate_on_first_cnp: BitsPerSec,
     pub cnp_interval: SimTime,
     pub cnp_delay: SimTime,
 }
@@ -980,6 +988,15 @@ fn resolve_nic(
     let rate_ai = rate(d.rate_ai_mbps, base.rate_ai_mbps, "rate_ai_mbps", errs);
     let rate_hai = rate(d.rate_hai_mbps, base.rate_hai_mbps, "rate_hai_mbps", errs);
     let min_rate = rate(d.min_rate_mbps, base.min_rate_mbps, "min_rate_mbps", errs);
+    let rate_on_first_cnp = rate(d.rate_on_first_cnp_mbps, base.rate_on_first_cnp_mbps, "rate_on_first_cnp_mbps", errs);
+    let min_dec_fac = d.min_dec_fac_percent.unwrap_or(base.min_dec_fac_percent);
+    if !(min_dec_fac > 0.0 && min_dec_fac <= 100.0) {
+        errs.push(Diagnostic::new(
+            format!("{dp}.min_dec_fac_percent"),
+            format!("min_dec_fac_percent is the most one cut may remove, in (0, 100] %, got {min_dec_fac}"),
+            "ConnectX's rpg_min_dec_fac defaults to 50",
+        ));
+    }
     let g = d.g.unwrap_or(base.g);
     if !(g > 0.0 && g <= 1.0) {
         errs.push(Diagnostic::new(
@@ -1072,6 +1089,11 @@ fn resolve_nic(
             rate_reduce_period,
             initial_alpha,
             clamp_target_rate: d.clamp_target_rate.unwrap_or(base.clamp_target_rate),
+            clamp_target_rate_after_time_inc: d
+                .clamp_target_rate_after_time_inc
+                .unwrap_or(base.clamp_target_rate_after_time_inc),
+            max_cut_fraction: min_dec_fac / 100.0,
+            rate_on_first_cnp,
             cnp_interval,
             cnp_delay,
         },

@@ -180,6 +180,11 @@ pub struct DcqcnDefaults {
     pub rate_reduce_period_us: f64,
     pub initial_alpha: f64,
     pub clamp_target_rate: bool,
+    pub clamp_target_rate_after_time_inc: bool,
+    /// At most this share of the rate is removed by one cut (`rpg_min_dec_fac`, percent).
+    pub min_dec_fac_percent: f64,
+    /// Rate set on a QP's first CNP; 0 keeps the current rate (`rate_to_set_on_first_cnp`).
+    pub rate_on_first_cnp_mbps: f64,
     pub cnp_interval_us: f64,
     pub cnp_delay_us: f64,
 }
@@ -200,15 +205,21 @@ pub fn dcqcn_paper(link_gbps: f64) -> DcqcnDefaults {
         rate_reduce_period_us: 0.0,
         initial_alpha: 1.0,
         clamp_target_rate: true,
+        clamp_target_rate_after_time_inc: true,
+        min_dec_fac_percent: 100.0,
+        rate_on_first_cnp_mbps: 0.0,
         cnp_interval_us: 50.0,
         cnp_delay_us: 0.0,
     }
 }
 
-/// ConnectX firmware defaults (NVIDIA DOCA DCQCN pages; `mlxconfig q`): g = (1024−1019)/1024,
-/// rate_reduce_monitor_period 4 µs, rpg_time_reset 300 µs, rpg_byte_reset 32767 B,
+/// ConnectX firmware defaults, as `mlxconfig -d <dev> q` prints them on a ConnectX-5 and as
+/// NVIDIA's "DCQCN CC Parameters" page lists them: dce_tcp_g 1019 (α keeps 1019/1024 per
+/// period, so g = 5/1024), dce_tcp_rtt 1 µs, rate_reduce_monitor_period 4 µs, rpg_time_reset
+/// 300 µs, rpg_byte_reset 32767 B (NVIDIA's tools: "given in bytes"; see docs/fabric-file.md),
 /// rpg_threshold 1, rpg_ai_rate 5 Mb/s, rpg_hai_rate 50 Mb/s, rpg_min_rate 1 Mb/s,
-/// initial α 1023/1024, min_time_between_cnps 4 µs, clamp_tgt_rate 0.
+/// rpg_min_dec_fac 50 %, initial_alpha_value 1023, rate_to_set_on_first_cnp 0 (keep the
+/// rate), clamp_tgt_rate 0, clamp_tgt_rate_after_time_inc 1, min_time_between_cnps 4 µs.
 pub fn dcqcn_mlx5() -> DcqcnDefaults {
     DcqcnDefaults {
         g: 5.0 / 1024.0,
@@ -222,6 +233,9 @@ pub fn dcqcn_mlx5() -> DcqcnDefaults {
         rate_reduce_period_us: 4.0,
         initial_alpha: 1023.0 / 1024.0,
         clamp_target_rate: false,
+        clamp_target_rate_after_time_inc: true,
+        min_dec_fac_percent: 50.0,
+        rate_on_first_cnp_mbps: 0.0,
         cnp_interval_us: 4.0,
         cnp_delay_us: 0.0,
     }

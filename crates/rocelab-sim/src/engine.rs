@@ -19,8 +19,8 @@
 //! the egress queue length (RED between Kmin and Kmax, ECT packets only).
 
 use crate::dcqcn::{RateState, Todo};
-use crate::pacer::Pacer;
 use crate::event::{Ev, EventQueue};
+use crate::pacer::Pacer;
 use crate::packet::*;
 use crate::rng::{mix64, Rng};
 use crate::stats::*;
