@@ -503,7 +503,15 @@ pub struct NicConfig {
     pub rx_buffer_bytes: Option<u64>,
     #[serde(default)]
     pub rx_xoff_bytes: Option<u64>,
-    /// Retransmission timeout for go-back-N (lossy runs).
+    /// The RC QP's local ACK timeout exponent (IB spec): 4.096 µs · 2^ack_timeout, 1..=31;
+    /// 0 means no timeout (recovery by NAK only, as in HPCC's ns-3 model).
+    #[serde(default)]
+    pub ack_timeout: Option<u8>,
+    /// Retries after a timeout before the QP goes to the error state (IB `retry_cnt`, 0..=7).
+    #[serde(default)]
+    pub retry_cnt: Option<u8>,
+    /// The timeout as a time, for comparing with simulators that set one directly; replaces
+    /// `ack_timeout`.
     #[serde(default)]
     pub retransmit_timeout_us: Option<f64>,
 }

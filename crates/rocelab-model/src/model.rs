@@ -225,7 +225,11 @@ pub struct NicProfile {
     pub qos: HostQos,
     pub rx_buffer_bytes: u64,
     pub rx_xoff_bytes: u64,
-    pub retransmit_timeout: SimTime,
+    /// The local ACK timeout: go back N after this long without progress; `None`: never
+    /// (NAK recovery only).
+    pub retransmit_timeout: Option<SimTime>,
+    /// Consecutive timeouts retried before the QP goes to the error state.
+    pub retry_cnt: u8,
     /// Key path of the profile (`nic` or `nic_profiles.NAME`).
     pub path: String,
 }
@@ -1062,12 +1066,13 @@ fn resolve_nic(
             "the NIC must pause before its buffer is full",
         ));
     }
-    let rto = c.retransmit_timeout_us.unwrap_or(1000.0);
-    if !(rto.is_finite() && rto > 0.0) {
+    let retransmit_timeout = transport_timeout(c, path, errs);
+    let retry_cnt = c.retry_cnt.unwrap_or(NCCL_IB_RETRY_CNT);
+    if retry_cnt > 7 {
         errs.push(Diagnostic::new(
-            format!("{path}.retransmit_timeout_us"),
-            format!("retransmit timeout must be positive, got {rto}"),
-            "e.g. 100 µs in simulation; real NICs use 4.096 µs·2^timeout",
+            format!("{path}.retry_cnt"),
+            format!("retry_cnt is a 3-bit field (0..=7), got {retry_cnt}"),
+            "NCCL sets 7 (NCCL_IB_RETRY_CNT)",
         ));
     }
     NicProfile {
@@ -1109,9 +1114,52 @@ fn resolve_nic(
         },
         rx_buffer_bytes,
         rx_xoff_bytes,
-        retransmit_timeout: SimTime::from_secs_f64(rto.max(0.001) * 1e-6),
+        retransmit_timeout,
+        retry_cnt: retry_cnt.min(7),
         path: path.to_string(),
     }
+}
+
+/// NCCL's `NCCL_IB_TIMEOUT` default (`src/transport/net_ib.cc`; 18 in NCCL 2.19, 14 before):
+/// 4.096 µs · 2^20 ≈ 4.3 s.
+pub const NCCL_IB_TIMEOUT: u8 = 20;
+/// NCCL's `NCCL_IB_RETRY_CNT` default.
+pub const NCCL_IB_RETRY_CNT: u8 = 7;
+
+/// The IB local ACK timeout, 4.096 µs · 2^exponent (IBTA spec, "Local ACK Timeout"), in ps.
+pub fn ib_ack_timeout(exponent: u8) -> Option<SimTime> {
+    (exponent > 0).then(|| SimTime(4_096_000u64 << exponent))
+}
+
+fn transport_timeout(c: &NicConfig, path: &str, errs: &mut Vec<Diagnostic>) -> Option<SimTime> {
+    if let Some(us) = c.retransmit_timeout_us {
+        if c.ack_timeout.is_some() {
+            errs.push(Diagnostic::new(
+                format!("{path}.retransmit_timeout_us"),
+                "both ack_timeout and retransmit_timeout_us are set".to_string(),
+                "keep one: ack_timeout = 14 is 4.096 µs · 2^14 = 67 ms",
+            ));
+        }
+        if !(us.is_finite() && us > 0.0 && us < 1e12) {
+            errs.push(Diagnostic::new(
+                format!("{path}.retransmit_timeout_us"),
+                format!("retransmit timeout must be a positive time in µs, got {us}"),
+                "or set ack_timeout = 0 for no timeout",
+            ));
+            return None;
+        }
+        return Some(SimTime::from_secs_f64(us.max(0.001) * 1e-6));
+    }
+    let e = c.ack_timeout.unwrap_or(NCCL_IB_TIMEOUT);
+    if e > 31 {
+        errs.push(Diagnostic::new(
+            format!("{path}.ack_timeout"),
+            format!("ack_timeout is a 5-bit exponent (0..=31), got {e}"),
+            "the timeout is 4.096 µs · 2^ack_timeout; NCCL uses 20, perftest 14, 0 disables it",
+        ));
+        return None;
+    }
+    ib_ack_timeout(e)
 }
 
 fn resolve_gpu_node(c: &Config) -> GpuNode {

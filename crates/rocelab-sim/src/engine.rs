@@ -32,8 +32,6 @@ use std::collections::VecDeque;
 const NONE: u32 = u32::MAX;
 /// RoCEv2's UDP destination port.
 pub const ROCE_UDP_PORT: u16 = 4791;
-/// Consecutive transport timeouts before a QP gives up (the IB `retry_cnt` maximum).
-pub const RETRY_COUNT: u32 = 7;
 
 /// Settings of one run (from `[simulation]` and the command line).
 #[derive(Clone, Debug)]
@@ -1368,15 +1366,14 @@ impl<'m> Sim<'m> {
             }
             None => q.pacer.sent(now, wire, f64::INFINITY, 0.0),
         }
-        let arm = !q.rto_armed;
-        if arm {
-            q.rto_armed = true;
-            q.rto_gen = q.rto_gen.wrapping_add(1);
-            q.last_progress = now;
-        }
-        let (gen, rto) = (q.rto_gen, self.m.nics[prof].retransmit_timeout);
-        if arm {
-            self.q.push(now + rto, Ev::Rto { qp: qi, gen });
+        if !q.rto_armed {
+            if let Some(rto) = self.m.nics[prof].retransmit_timeout {
+                q.rto_armed = true;
+                q.rto_gen = q.rto_gen.wrapping_add(1);
+                q.last_progress = now;
+                let gen = q.rto_gen;
+                self.q.push(now + rto, Ev::Rto { qp: qi, gen });
+            }
         }
         self.stats.data_sent += 1;
         self.stats.sent += 1;
@@ -1555,7 +1552,8 @@ impl<'m> Sim<'m> {
     fn on_rto(&mut self, qi: u32, gen: u32) {
         let now = self.now;
         let prof = self.nics[self.qps[qi as usize].src_nic as usize].profile;
-        let rto = self.m.nics[prof].retransmit_timeout;
+        let nic = &self.m.nics[prof];
+        let (rto, retry_cnt) = (nic.retransmit_timeout.expect("armed only with a timeout"), nic.retry_cnt);
         let q = &mut self.qps[qi as usize];
         if q.rto_gen != gen || q.sender_done.is_some() {
             return;
@@ -1571,7 +1569,7 @@ impl<'m> Sim<'m> {
         if now >= q.last_progress + rto {
             q.st.timeouts += 1;
             q.timeouts_in_row += 1;
-            if q.timeouts_in_row > RETRY_COUNT {
+            if q.timeouts_in_row > retry_cnt as u32 {
                 // Like an RC QP whose retry count is exhausted: the QP goes to the error state.
                 q.st.failed = true;
                 q.sender_done = Some(now);

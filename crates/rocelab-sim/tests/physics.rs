@@ -442,3 +442,64 @@ b = "spine0"
     let flaps: f64 = r.metrics.iter().filter(|m| m.name == "rocelab_link_state_changes_total").map(|m| m.value).sum();
     assert_eq!(flaps, 2.0, "both ends of the link saw it go down");
 }
+
+/// Last-byte time of a run, seconds.
+fn last_fct(r: &RunReport) -> f64 {
+    r.flows.iter().map(|f| f.start_seconds + f.fct_seconds.expect("flow completed")).fold(0.0, f64::max)
+}
+
+#[test]
+fn dcqcn_4to1_incast_at_400g_keeps_the_bottleneck_busy() {
+    // 4 senders × 4 MB into one 400G port, ConnectX defaults (mlx5), the leaf's default ECN
+    // marking. Ideal: 16 MB over 400 Gb/s × 4096/4178 of goodput = 326.4 µs. Before the pacer
+    // re-timed pending sends and the clamp followed clamp_tgt_rate_after_time_inc, this run
+    // took 4.3 ms with 5 spurious retransmissions.
+    let text = r#"[fabric]
+name = "incast4-400"
+[topology.leaf_spine]
+leaves = 2
+spines = 1
+hosts_per_leaf = 5
+host_link = { speed_gbps = 400, length_m = 3 }
+fabric_link = { speed_gbps = 400, length_m = 30 }
+leaf_model = "spectrum-3"
+spine_model = "spectrum-3"
+[nic]
+mtu = 4096
+congestion_control = "dcqcn"
+[[traffic]]
+pattern = "incast"
+dst = "host0"
+hosts = ["host*"]
+senders = 4
+size_bytes = 4000000
+"#;
+    let r = run(&model(text), opts());
+    conserved(&r);
+    let ideal = 16e6 * 8.0 / (400e9 * 4096.0 / 4178.0);
+    let t = last_fct(&r);
+    assert!(t >= ideal && t < ideal * 1.03, "last byte at {:.1} µs, ideal {:.1} µs", t * 1e6, ideal * 1e6);
+    assert!(r.totals.cnp_received > 0, "DCQCN must have acted");
+    assert_eq!(r.totals.packets_dropped, 0);
+    assert_eq!(r.totals.retransmitted_packets, 0, "no drop, so no retransmission");
+}
+
+#[test]
+fn deep_lossless_queues_never_time_out_with_ib_transport_timeouts() {
+    // 64:1 incast of 400 KB each through one 100G port with DCQCN: the queue holds ~2 ms of
+    // data. With the old 1 ms retransmit timeout this made hundreds of spurious go-back-N
+    // retransmissions on a fabric that dropped nothing; the IB local ACK timeout NCCL sets
+    // (4.096 µs · 2^20) never fires here.
+    let senders = 64;
+    let cc = "[nic]\ncongestion_control = \"dcqcn\"\n";
+    let text = star(senders + 1, 100, 64_000_000, cc, &incast_traffic(senders as u32, 400_000));
+    let r = run(&model(&text), opts());
+    conserved(&r);
+    assert_eq!(r.totals.packets_dropped, 0);
+    assert_eq!(r.totals.retransmitted_packets, 0);
+    assert_eq!(r.totals.qps_failed, 0);
+    // The link stays busy: 25.6 MB at 100 Gb/s × 4096/4178 = 2.089 ms.
+    let ideal = 64.0 * 400e3 * 8.0 / (100e9 * 4096.0 / 4178.0);
+    let t = last_fct(&r);
+    assert!(t >= ideal && t < ideal * 1.03, "last byte at {:.1} µs, ideal {:.1} µs", t * 1e6, ideal * 1e6);
+}
