@@ -510,6 +510,13 @@ pub struct NicConfig {
     /// Retries after a timeout before the QP goes to the error state (IB `retry_cnt`, 0..=7).
     #[serde(default)]
     pub retry_cnt: Option<u8>,
+    /// Per-QP in-flight window in bytes (default 0: none). HPCC's ns-3 model can bound each QP
+    /// by a window (`HAS_WIN`, one bandwidth-delay product); ConnectX's DCQCN cannot.
+    #[serde(default)]
+    pub window_bytes: Option<u64>,
+    /// Scale the window by the QP's current rate over its line rate (HPCC's `VAR_WIN`).
+    #[serde(default)]
+    pub window_scales_with_rate: Option<bool>,
     /// The timeout as a time, for comparing with simulators that set one directly; replaces
     /// `ack_timeout`.
     #[serde(default)]

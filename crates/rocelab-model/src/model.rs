@@ -230,6 +230,10 @@ pub struct NicProfile {
     pub retransmit_timeout: Option<SimTime>,
     /// Consecutive timeouts retried before the QP goes to the error state.
     pub retry_cnt: u8,
+    /// Per-QP in-flight window, bytes; 0: none (ConnectX's DCQCN is rate-based only).
+    pub window_bytes: u64,
+    /// Scale the window with the QP's current rate over its line rate (HPCC's `VAR_WIN`).
+    pub window_scales_with_rate: bool,
     /// Key path of the profile (`nic` or `nic_profiles.NAME`).
     pub path: String,
 }
@@ -1116,6 +1120,8 @@ fn resolve_nic(
         rx_xoff_bytes,
         retransmit_timeout,
         retry_cnt: retry_cnt.min(7),
+        window_bytes: c.window_bytes.unwrap_or(0),
+        window_scales_with_rate: c.window_scales_with_rate.unwrap_or(false),
         path: path.to_string(),
     }
 }

@@ -200,6 +200,10 @@ pub(crate) struct Qp {
     pcp: u8,
     hash: u32,
     ect: bool,
+    /// In-flight window in bytes (0: none; ConnectX's DCQCN is rate-based and has none).
+    window: u64,
+    /// Scale the window with the current rate (HPCC's `VAR_WIN`).
+    window_var: bool,
     // sender
     snd_nxt: u32,
     snd_una: u32,
@@ -217,6 +221,23 @@ pub(crate) struct Qp {
     since_ack: u32,
     pub finish: Option<SimTime>,
     pub st: QpStats,
+}
+
+impl Qp {
+    /// False while the bytes sent and not yet acknowledged fill the window (HPCC's
+    /// `IsWinBound`); an ACK reopens it and kicks the NIC.
+    #[inline]
+    fn window_open(&self) -> bool {
+        if self.window == 0 {
+            return true;
+        }
+        let in_flight = (self.snd_nxt - self.snd_una) as u64 * self.mtu as u64;
+        let w = match (&self.cc, self.window_var) {
+            (Some(cc), true) => ((self.window as f64 * cc.rc / cc.line) as u64).max(1),
+            _ => self.window,
+        };
+        in_flight < w
+    }
 }
 
 /// A fault with a resolved target.
@@ -555,6 +576,8 @@ impl<'m> Sim<'m> {
                     pcp,
                     hash,
                     ect: cc_on || prof.qos.ecn_np_mask & (1 << pcp) != 0,
+                    window: prof.window_bytes,
+                    window_var: prof.window_scales_with_rate,
                     snd_nxt: 0,
                     snd_una: 0,
                     pacer: Pacer::new(f.start),
@@ -1297,7 +1320,7 @@ impl<'m> Sim<'m> {
             let qi = self.nics[nic as usize].active[idx];
             let (pcp, has_data, next) = {
                 let q = &self.qps[qi as usize];
-                (q.pcp, q.snd_nxt < q.npkts, q.pacer.next_send)
+                (q.pcp, q.snd_nxt < q.npkts && q.window_open(), q.pacer.next_send)
             };
             if !has_data || self.is_paused(port, pcp) {
                 continue;

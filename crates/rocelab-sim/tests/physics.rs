@@ -503,3 +503,41 @@ fn deep_lossless_queues_never_time_out_with_ib_transport_timeouts() {
     let t = last_fct(&r);
     assert!(t >= ideal && t < ideal * 1.03, "last byte at {:.1} µs, ideal {:.1} µs", t * 1e6, ideal * 1e6);
 }
+
+#[test]
+fn a_window_bounds_a_qp_to_window_over_rtt() {
+    // Two hosts, 10 km of fibre on each side of the switch: one-way propagation 2 × 50 µs.
+    // A 1 MB window over a ~200 µs RTT allows ~40 Gb/s of a 100G link (HPCC's HAS_WIN); the
+    // same flow without a window runs at the line.
+    let text = |extra: &str| {
+        format!(
+            r#"[fabric]
+name = "window"
+[switch_models.sw]
+preset = "ns3-reference"
+ports = 2
+[nic]
+congestion_control = "none"
+{extra}
+[topology.explicit]
+node = [ {{ name = "sw0", kind = "switch", model = "sw" }}, {{ name = "h0", kind = "host" }}, {{ name = "h1", kind = "host" }} ]
+link = [ {{ a = "h0", b = "sw0", speed_gbps = 100, length_m = 10000 }}, {{ a = "h1", b = "sw0", speed_gbps = 100, length_m = 10000 }} ]
+[[traffic]]
+pattern = "incast"
+dst = "h0"
+senders = 1
+size_bytes = 20000000
+"#
+        )
+    };
+    let windowed = run(&model(&text("window_bytes = 1000000")), opts());
+    let open = run(&model(&text("")), opts());
+    conserved(&windowed);
+    // RTT: 200 µs of propagation, a 4,178-byte data packet serialized on two hops, an ACK
+    // (86 bytes) on two hops.
+    let rtt = 200e-6 + 2.0 * (4178.0 + 86.0) * 8.0 / 100e9;
+    let expect = 1e6 * 8.0 / rtt / 1e9;
+    let got = windowed.flows[0].throughput_gbps;
+    assert!((got - expect).abs() / expect < 0.05, "windowed {got:.2} Gb/s, W/RTT {expect:.2} Gb/s");
+    assert!(open.flows[0].throughput_gbps > 90.0, "no window: {:.2} Gb/s", open.flows[0].throughput_gbps);
+}
