@@ -15,6 +15,18 @@ fn out_dir(name: &str) -> PathBuf {
     d
 }
 
+/// Lays `config` and its `mix/` inputs out as an ns-3 simulation directory under `root`
+/// (ns-3 writes its outputs next to them; the test data must stay untouched).
+fn ns3_dir(root: &Path, config: &str) -> PathBuf {
+    std::fs::create_dir_all(root.join("mix")).unwrap();
+    for e in std::fs::read_dir(data("mix")).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), root.join("mix").join(e.file_name())).unwrap();
+    }
+    std::fs::copy(data(config), root.join(config)).unwrap();
+    root.join(config)
+}
+
 fn rocelab(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_rocelab")).args(args).output().expect("run rocelab")
 }
@@ -47,8 +59,15 @@ fn ns3_import_then_simulate() {
 #[test]
 fn ns3_run_writes_ns3_layouts() {
     let out = out_dir("run");
-    let o = rocelab(&["import", "ns3", "--config", s(&data("fat-config.txt")), "--out", s(&out), "--run", "--quiet"]);
+    let sim = out_dir("run-ns3");
+    let cfg = ns3_dir(&sim, "fat-config.txt");
+    let o = rocelab(&["import", "ns3", "--config", s(&cfg), "--out", s(&out), "--run", "--quiet"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    // Also where ns-3 writes them: FCT_OUTPUT_FILE mix/fct_fat.txt from its run directory.
+    for f in ["mix/fct_fat.txt", "mix/pfc_fat.txt"] {
+        assert_eq!(std::fs::read(sim.join(f)).unwrap(), std::fs::read(out.join(&f[4..])).unwrap(), "{f}");
+    }
+    let _ = std::fs::remove_dir_all(&sim);
     for f in ["fabric.toml", "summary.json", "flows.csv", "metrics.prom", "fct_fat.txt", "pfc_fat.txt"] {
         assert!(out.join(f).is_file(), "{f} missing");
     }
@@ -107,7 +126,9 @@ fn bad_input_exits_2_with_a_line() {
 #[test]
 fn simulate_ns3_config_shortcut() {
     let out = out_dir("shortcut");
-    let o = rocelab(&["simulate", "--ns3-config", s(&data("star-config.txt")), "--out", s(&out), "--quiet"]);
+    let sim = out_dir("shortcut-ns3");
+    let cfg = ns3_dir(&sim, "star-config.txt");
+    let o = rocelab(&["simulate", "--ns3-config", s(&cfg), "--out", s(&out), "--quiet"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert!(text(&o.stdout).contains("flows: 3 of 3 completed"), "{}", text(&o.stdout));
     for f in ["fabric.toml", "summary.json", "fct_star.txt", "pfc_star.txt"] {

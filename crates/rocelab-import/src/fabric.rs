@@ -58,6 +58,15 @@ pub struct Dcqcn {
     pub cnp_interval_us: Option<f64>,
 }
 
+/// `[nic]` transport keys: each `(value, the source's own name for it)`; `None` leaves
+/// rocelab's default.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Transport {
+    pub ack_timeout: Option<(u8, String)>,
+    pub window_bytes: Option<(u64, String)>,
+    pub window_scales_with_rate: Option<(bool, String)>,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Fault {
     pub at_ps: u64,
@@ -89,6 +98,8 @@ pub struct Scenario {
     /// Whether the NIC runs DCQCN (`false`: `congestion_control = "none"`).
     pub dcqcn_on: bool,
     pub dcqcn: Dcqcn,
+    /// Transport settings written to `[nic]`.
+    pub transport: Transport,
     /// ECN thresholds by port speed (bit/s) on the lossless RoCE class; `None`: no marking.
     pub ecn_by_speed: Option<BTreeMap<u64, Ecn>>,
     pub duration_us: Option<f64>,
@@ -193,6 +204,16 @@ pub fn to_toml(s: &Scenario) -> String {
         let _ = writeln!(o, "mtu = {m}  # PACKET_PAYLOAD_SIZE");
     }
     let _ = writeln!(o, "congestion_control = \"{}\"", if s.dcqcn_on { "dcqcn" } else { "none" });
+    let t = &s.transport;
+    if let Some((v, why)) = &t.ack_timeout {
+        let _ = writeln!(o, "ack_timeout = {v}  # {why}");
+    }
+    if let Some((v, why)) = &t.window_bytes {
+        let _ = writeln!(o, "window_bytes = {v}  # {why}");
+    }
+    if let Some((v, why)) = &t.window_scales_with_rate {
+        let _ = writeln!(o, "window_scales_with_rate = {v}  # {why}");
+    }
     if s.dcqcn_on {
         let d = &s.dcqcn;
         let _ = writeln!(o, "\n# HPCC's DCQCN is its Mellanox (mlx5) model.\n[nic.dcqcn]\nvariant = \"mlx5\"");

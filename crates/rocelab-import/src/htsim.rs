@@ -366,6 +366,7 @@ pub fn import_str(name: &str, file: &str, text: &str, net: &Network) -> Result<S
         mtu: None,
         dcqcn_on: true,
         dcqcn: Default::default(),
+        transport: Default::default(),
         ecn_by_speed: Some(ecn),
         duration_us: None,
         seed: 1,

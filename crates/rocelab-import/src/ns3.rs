@@ -13,7 +13,7 @@
 //! start_ns fct_ns ideal_fct_ns) and the PFC file (`time_ns node node_type ifindex type`, type 1
 //! = pause, 0 = resume, logged where the frame is received). `docs/import.md` has the details.
 
-use crate::fabric::{Dcqcn, Ecn, Fault, FlowSpec, LinkSpec, NodeSpec, Ns3Switch, Scenario};
+use crate::fabric::{Dcqcn, Ecn, Fault, FlowSpec, LinkSpec, NodeSpec, Ns3Switch, Scenario, Transport};
 use crate::text::{parse_rate, parse_time_ps, Tokens};
 use crate::{read_text, ImportError};
 use rocelab_model::{Model, NodeId, PortId, SimTime};
@@ -97,10 +97,9 @@ pub const KNOWN_KEYS: &[&str] = &[
 ];
 
 /// Keys only HPCC, TIMELY, DCTCP or PINT read: no effect with CC_MODE 1, in ns-3 either.
+/// (HAS_WIN, GLOBAL_T and VAR_WIN set the sending window under every CC_MODE: imported.)
 const NOT_FOR_DCQCN: &[&str] = &[
-    "GLOBAL_T",
     "MI_THRESH",
-    "VAR_WIN",
     "FAST_REACT",
     "U_TARGET",
     "INT_MULTI",
@@ -283,6 +282,9 @@ pub struct Ns3Import {
     /// File names (without directory) from FCT_OUTPUT_FILE and PFC_OUTPUT_FILE.
     pub fct_file: String,
     pub pfc_file: String,
+    /// Where ns-3 itself would write the FCT and PFC files (FCT_OUTPUT_FILE and
+    /// PFC_OUTPUT_FILE from its run directory), when the config names both.
+    pub ns3_outputs: Option<(PathBuf, PathBuf)>,
     /// Unknown config keys with their lines (also summarized in `scenario.notes`).
     pub unknown_keys: Vec<(String, usize)>,
 }
@@ -343,12 +345,37 @@ pub fn import(config: &Path, topology: Option<&Path>, flows: Option<&Path>) -> R
     let topo_name = topo_path.display().to_string();
     let flow_name = flow_path.display().to_string();
     let name = config.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "ns3".into());
-    import_str(
+    let mut imp = import_str(
         &name,
         (&cfg_name, &read_text(config)?),
         (&topo_name, &read_text(&topo_path)?),
         (&flow_name, &read_text(&flow_path)?),
-    )
+    )?;
+    // ns-3 writes its outputs at the paths the config names, relative to the directory it runs
+    // in: the one the config's input paths resolve from.
+    let run_dir = ns3_run_dir(&cfg, config);
+    let out_path = |key: &str| cfg.get(key).and_then(|e| e.values.first()).map(|v| run_dir.join(v));
+    imp.ns3_outputs = out_path("FCT_OUTPUT_FILE").zip(out_path("PFC_OUTPUT_FILE"));
+    Ok(imp)
+}
+
+/// The directory ns-3 ran the config from: the base against which its TOPOLOGY_FILE (or
+/// FLOW_FILE) resolves, or the config's parent's parent (`simulation/` for `mix/config.txt`).
+fn ns3_run_dir(cfg: &Ns3Config, config_path: &Path) -> PathBuf {
+    for key in ["TOPOLOGY_FILE", "FLOW_FILE"] {
+        if let Some(v) = cfg.get(key).and_then(|e| e.values.first()) {
+            for c in resolve(config_path, v) {
+                if c.is_file() {
+                    let mut base = c.clone();
+                    for _ in Path::new(v).components() {
+                        base.pop();
+                    }
+                    return base;
+                }
+            }
+        }
+    }
+    config_path.parent().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default()
 }
 
 /// The parsed topology file.
@@ -358,6 +385,8 @@ pub struct Topology {
     pub is_switch: Vec<bool>,
     /// `(src, dst, bit/s, delay ps, error rate, line)`.
     pub links: Vec<(u32, u32, u64, u64, f64, usize)>,
+    /// First line after the announced links, if the file goes on (ns-3 never reads it).
+    pub ignored_from: Option<usize>,
 }
 
 pub fn parse_topology(file: &str, text: &str) -> Result<Topology, ImportError> {
@@ -432,15 +461,9 @@ pub fn parse_topology(file: &str, text: &str) -> Result<Topology, ImportError> {
         }
         out.push((a, b, bps, ps, err, line));
     }
-    if let Some(line) = t.rest_line() {
-        return Err(ImportError::at(
-            file,
-            line,
-            format!("more content after the {links} links the first line announces"),
-            "fix the link count on the first line, or remove the extra lines",
-        ));
-    }
-    Ok(Topology { nodes, is_switch, links: out })
+    // ns-3 reads exactly the announced links; HPCC's own mix/topology.txt has more lines.
+    let ignored_from = t.rest_line();
+    Ok(Topology { nodes, is_switch, links: out, ignored_from })
 }
 
 /// One line of the flow file.
@@ -455,7 +478,13 @@ pub struct Ns3Flow {
     pub line: usize,
 }
 
-pub fn parse_flows(file: &str, text: &str, topo: &Topology) -> Result<Vec<Ns3Flow>, ImportError> {
+/// The flows ns-3 reads: the announced count of them, and the first line after them, if any.
+pub struct Ns3Flows {
+    pub flows: Vec<Ns3Flow>,
+    pub ignored_from: Option<usize>,
+}
+
+pub fn parse_flows(file: &str, text: &str, topo: &Topology) -> Result<Ns3Flows, ImportError> {
     let mut t = Tokens::new(file, text);
     let (l1, n) = t.next_parse::<u64>("flow count")?;
     if n > 50_000_000 {
@@ -519,15 +548,7 @@ pub fn parse_flows(file: &str, text: &str, topo: &Topology) -> Result<Vec<Ns3Flo
         }
         v.push(Ns3Flow { src, dst, priority, dport, size, start_ps: (start * 1e12).round() as u64, line });
     }
-    if let Some(line) = t.rest_line() {
-        return Err(ImportError::at(
-            file,
-            line,
-            format!("more content after the {n} flows the first line announces"),
-            "fix the count on the first line, or remove the extra lines",
-        ));
-    }
-    Ok(v)
+    Ok(Ns3Flows { flows: v, ignored_from: t.rest_line() })
 }
 
 fn node_name(id: u32, is_switch: bool) -> String {
@@ -547,8 +568,24 @@ pub fn import_str(
 ) -> Result<Ns3Import, ImportError> {
     let cfg = parse_config(cfg_file, cfg_text)?;
     let topo = parse_topology(topo_file, topo_text)?;
-    let flows = parse_flows(flow_file, flow_text, &topo)?;
+    let Ns3Flows { flows, ignored_from: flows_ignored } = parse_flows(flow_file, flow_text, &topo)?;
     let mut notes = Vec::new();
+    if let Some(line) = topo.ignored_from {
+        notes.push(format!(
+            "{}: the first line announces {} links; from line {line} on the file is ignored, as ns-3 reads only \
+             the announced count",
+            base(topo_file),
+            topo.links.len()
+        ));
+    }
+    if let Some(line) = flows_ignored {
+        notes.push(format!(
+            "{}: the first line announces {} flows; from line {line} on the file is ignored, as ns-3 reads only \
+             the announced count",
+            base(flow_file),
+            flows.len()
+        ));
+    }
 
     // CC_MODE first: refuse what rocelab does not model.
     let cc_mode = cfg.num::<u32>("CC_MODE", "a whole number")?;
@@ -884,7 +921,6 @@ pub fn import_str(
     let on = |v: &str| v != "0";
     let off = |v: &str| v == "0";
     let any = |_: &str| true;
-    differs("HAS_WIN", "rocelab's NIC has no sending window; it runs as with HAS_WIN 0", &on);
     differs("RATE_BOUND", "rocelab always paces each QP at its DCQCN rate", &off);
     differs("L2_BACK_TO_ZERO", "rocelab retransmits go-back-N; the same unless packets are lost", &off);
     differs("ACK_HIGH_PRIO", "rocelab's ACKs share the data priority (as with ACK_HIGH_PRIO 0)", &on);
@@ -929,6 +965,8 @@ pub fn import_str(
     let fct_file = out_name("FCT_OUTPUT_FILE", "fct.txt")?;
     let pfc_file = out_name("PFC_OUTPUT_FILE", "pfc.txt")?;
 
+    let transport = ns3_transport(&cfg, &topo, payload)?;
+
     let scenario = Scenario {
         name: name.to_string(),
         description: format!("imported from HPCC ns-3 input {}", base(cfg_file)),
@@ -940,6 +978,7 @@ pub fn import_str(
         mtu: Some(payload),
         dcqcn_on: true,
         dcqcn,
+        transport,
         ecn_by_speed,
         duration_us: Some((stop * 1e12).round() / 1e6),
         seed: 1,
@@ -955,8 +994,74 @@ pub fn import_str(
         ack_interval,
         fct_file,
         pfc_file,
+        ns3_outputs: None,
         unknown_keys: unknown,
     })
+}
+
+/// The transport as HPCC runs it: no retransmit timeout (NAK recovery only), and the window of
+/// HAS_WIN / GLOBAL_T / VAR_WIN, sized as `third.cc` sizes it.
+fn ns3_transport(cfg: &Ns3Config, topo: &Topology, payload: u32) -> Result<Transport, ImportError> {
+    let mut t = Transport {
+        ack_timeout: Some((0, "ns-3 (HPCC) has no retransmit timeout: NAK-driven go-back-N only".into())),
+        ..Transport::default()
+    };
+    let has_win = cfg.flag("HAS_WIN")?.map(|x| x.1).unwrap_or(false);
+    if !has_win {
+        return Ok(t);
+    }
+    let global = cfg.flag("GLOBAL_T")?.map(|x| x.1).unwrap_or(false);
+    let var = cfg.flag("VAR_WIN")?.map(|x| x.1).unwrap_or(false);
+    let bdp = max_bdp_bytes(topo, payload);
+    let why = if global {
+        "HAS_WIN 1, GLOBAL_T 1: the largest bandwidth-delay product over host pairs (third.cc maxBdp)"
+    } else {
+        "HAS_WIN 1, GLOBAL_T 0: ns-3 gives each pair its own BDP; rocelab's window is per NIC, so the largest"
+    };
+    t.window_bytes = Some((bdp, why.into()));
+    t.window_scales_with_rate = Some((var, format!("VAR_WIN {}", var as u8)));
+    Ok(t)
+}
+
+/// third.cc's window: for each host pair on a shortest path, rtt = 2 · (sum of link delays) +
+/// one payload's serialization per hop at that hop's rate, bdp = rtt · (the source host's link
+/// rate) / 8; the largest over all pairs.
+pub fn max_bdp_bytes(topo: &Topology, payload: u32) -> u64 {
+    let n = topo.nodes as usize;
+    let mut adj: Vec<Vec<(usize, u64, u64)>> = vec![Vec::new(); n];
+    for &(a, b, bps, ps, _, _) in &topo.links {
+        adj[a as usize].push((b as usize, bps, ps));
+        adj[b as usize].push((a as usize, bps, ps));
+    }
+    let mut best = 0u64;
+    let mut dist = vec![u32::MAX; n];
+    let mut rtt_ps = vec![0u128; n];
+    for src in (0..n).filter(|&i| !topo.is_switch[i]) {
+        let Some(&(_, host_bps, _)) = adj[src].first() else { continue };
+        dist.iter_mut().for_each(|d| *d = u32::MAX);
+        dist[src] = 0;
+        rtt_ps[src] = 0;
+        let mut q = std::collections::VecDeque::from([src]);
+        while let Some(u) = q.pop_front() {
+            // Hosts do not forward.
+            if u != src && !topo.is_switch[u] {
+                continue;
+            }
+            for &(v, bps, ps) in &adj[u] {
+                if dist[v] == u32::MAX {
+                    dist[v] = dist[u] + 1;
+                    let tx_ps = payload as u128 * 8 * 1_000_000_000_000 / bps.max(1) as u128;
+                    rtt_ps[v] = rtt_ps[u] + 2 * ps as u128 + tx_ps;
+                    q.push_back(v);
+                }
+            }
+        }
+        for dst in (0..n).filter(|&j| j != src && !topo.is_switch[j] && dist[j] != u32::MAX) {
+            let bdp = rtt_ps[dst] * host_bps as u128 / 8 / 1_000_000_000_000;
+            best = best.max(bdp.min(u64::MAX as u128) as u64);
+        }
+    }
+    best
 }
 
 fn base(path: &str) -> String {
@@ -1141,7 +1246,14 @@ pub fn run(
     let report = rocelab_sim::RunReport::from_sim(&sim);
     let starts = sim.flow_starts();
     let done = sim.flow_sender_done();
-    let events: Vec<PfcRecord> =
-        sim.pfc_log().iter().map(|e| PfcRecord { time: e.time, port: e.port, pause: e.pause }).collect();
+    // HPCC logs a line when a queue pauses and when it resumes; rocelab refreshes a pause
+    // before it expires, and a refresh is not a new pause.
+    let mut paused: BTreeMap<(PortId, u8), bool> = BTreeMap::new();
+    let events: Vec<PfcRecord> = sim
+        .pfc_log()
+        .iter()
+        .filter(|e| paused.insert((e.port, e.priority), e.pause).unwrap_or(false) != e.pause)
+        .map(|e| PfcRecord { time: e.time, port: e.port, pause: e.pause })
+        .collect();
     Ok(Ns3Run { fct: imp.fct_text(m, &starts, &done), pfc: imp.pfc_text(m, &events), report })
 }

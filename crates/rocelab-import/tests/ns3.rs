@@ -338,7 +338,6 @@ fn malformed_inputs_give_line_numbered_errors() {
         ),
         ("topo", "5 1 4\n4\n0 4 100Gbps 0.001ms 0\n1 7 100Gbps 0.001ms 0\n".into(), "topology.txt:4", "link end 7"),
         ("topo", "x 1 4\n".into(), "topology.txt:1", "`x` is not a valid node count"),
-        ("topo", format!("{STAR_TOPO}0 4 100Gbps 0.001ms 0\n"), "topology.txt:7", "more content"),
         ("flow", "2\n1 0 3 100 1000 2.0\n".into(), "flow.txt:2", "file ends"),
         ("flow", "1\n4 0 3 100 1000 2.0\n".into(), "flow.txt:2", "source 4 is a switch"),
         ("flow", "1\n1 1 3 100 1000 2.0\n".into(), "flow.txt:2", "to itself"),
@@ -483,4 +482,34 @@ fn pfc_file_logs_received_frames() {
         assert!((1..=3).contains(&l[1]), "received by the sending hosts: {l:?}");
         assert_eq!((l[2], l[3]), (0, 1), "host, interface 1");
     }
+}
+
+#[test]
+fn only_the_announced_links_and_flows_are_read_as_in_ns3() {
+    // HPCC's shipped mix/flow.txt declares 2 flows and goes on for 256 lines and some prose.
+    let hpcc_flows = std::fs::read_to_string(data("hpcc/flow.txt")).unwrap();
+    let topo = format!("{STAR_TOPO}0 4 100Gbps 0.001ms 0\nthis line is not a link\n");
+    let imp = from(&star_cfg(), &topo, &hpcc_flows).expect("ns-3 reads only the declared counts");
+    let s = &imp.scenario;
+    assert_eq!(s.flows.len(), 2);
+    assert_eq!(s.links.len(), 4);
+    let notes = s.notes.join("\n");
+    assert!(notes.contains("announces 4 links; from line 7 on the file is ignored"), "{notes}");
+    assert!(notes.contains("announces 2 flows; from line 4 on the file is ignored"), "{notes}");
+}
+
+#[test]
+fn ns3_imports_have_no_retransmit_timeout_and_take_the_hpcc_window() {
+    let plain = from(&star_cfg(), STAR_TOPO, STAR_FLOWS).unwrap();
+    assert_eq!(plain.scenario.transport.ack_timeout.as_ref().map(|t| t.0), Some(0));
+    assert_eq!(plain.scenario.transport.window_bytes, None);
+    let cfg = format!("{}\nHAS_WIN 1\nGLOBAL_T 1\nVAR_WIN 1\n", star_cfg());
+    let imp = from(&cfg, STAR_TOPO, STAR_FLOWS).unwrap();
+    // The star: every host pair crosses two 100G links of 1 µs. third.cc: rtt = 2 · 2 µs +
+    // 2 · (1000 B at 100 Gb/s = 80 ns) = 4.16 µs; bdp = 4.16 µs · 100 Gb/s / 8 = 52,000 B.
+    let t = &imp.scenario.transport;
+    assert_eq!(t.window_bytes.as_ref().map(|w| w.0), Some(52_000));
+    assert_eq!(t.window_scales_with_rate.as_ref().map(|w| w.0), Some(true));
+    let toml = to_toml(&imp.scenario);
+    assert!(toml.contains("window_bytes = 52000") && toml.contains("ack_timeout = 0"), "{toml}");
 }

@@ -174,6 +174,16 @@ pub fn simulate_ns3(
     write_atomic(&out.join("metrics.prom"), r.report.prometheus().as_bytes())?;
     write_atomic(&out.join(&imp.fct_file), r.fct.as_bytes())?;
     write_atomic(&out.join(&imp.pfc_file), r.pfc.as_bytes())?;
+    // Also where ns-3 itself writes them, so scripts that read ns-3's outputs find them.
+    if let Some((fct, pfc)) = &imp.ns3_outputs {
+        for (path, text) in [(fct, &r.fct), (pfc, &r.pfc)] {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| Failure::bad_input(format!("error: cannot create {}: {e}", dir.display())))?;
+            }
+            write_atomic(path, text.as_bytes())?;
+        }
+    }
     print!("{}", r.report.render_text());
     println!(
         "  results in {}/ (ns-3 layouts: {}, {})",
@@ -181,6 +191,9 @@ pub fn simulate_ns3(
         out.join(&imp.fct_file).display(),
         out.join(&imp.pfc_file).display()
     );
+    if let Some((fct, pfc)) = &imp.ns3_outputs {
+        println!("  and where ns-3 writes them: {}, {}", fct.display(), pfc.display());
+    }
     if !quiet {
         eprintln!("wall {:.2} s", wall.elapsed().as_secs_f64());
     }
