@@ -29,6 +29,8 @@ use rocelab_model::config::{CongestionControl, FaultKind, HashField, SchedulerKi
 use rocelab_model::{BitsPerSec, Dcqcn, Diagnostic, Model, NodeId, PortId, Role, SimTime};
 use std::collections::VecDeque;
 
+mod invariants;
+
 const NONE: u32 = u32::MAX;
 /// RoCEv2's UDP destination port.
 pub const ROCE_UDP_PORT: u16 = 4791;
@@ -1667,6 +1669,10 @@ impl<'m> Sim<'m> {
 
     fn on_sample(&mut self) {
         let now = self.now;
+        #[cfg(debug_assertions)]
+        if let Err(e) = self.check_invariants() {
+            panic!("engine invariants broken at {now:?}:\n{}", e.join("\n"));
+        }
         for s in &self.switches {
             self.series.push(SampleRow { time: now, node: s.node, port: NONE, bytes: s.used });
         }

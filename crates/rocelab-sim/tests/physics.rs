@@ -49,6 +49,8 @@ fn conserved(r: &RunReport) {
 fn run(m: &Model, opts: SimOptions) -> RunReport {
     let mut sim = build(m, opts).unwrap_or_else(|d| panic!("{d:?}"));
     sim.run(&mut |_| {});
+    // Recounted from the queues, wires and NICs: empty after a completed run.
+    sim.check_invariants().unwrap_or_else(|e| panic!("{e:#?}"));
     let r = RunReport::from_sim(&sim);
     conserved(&r);
     r

@@ -128,6 +128,7 @@ fn run(text: &str) -> (RunReport, bool) {
     let opts = rocelab_sim::options_from_model(&m);
     let mut sim = build(&m, opts).unwrap_or_else(|d| panic!("{d:?}\n{text}"));
     sim.run(&mut |_| {});
+    sim.check_invariants().unwrap_or_else(|e| panic!("{e:#?}\n{text}"));
     (RunReport::from_sim(&sim), over_carved)
 }
 

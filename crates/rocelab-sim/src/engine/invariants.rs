@@ -1,0 +1,153 @@
+//! Invariants of the engine's state, recounted from the packets themselves.
+//!
+//! The run's counters (`sent`, `delivered`, `dropped`) are updated at the same sites, so a
+//! check built on them alone cannot catch a packet that leaks out of every queue. These checks
+//! walk the structures that hold packets — egress rings, wires, NIC queues — and compare what
+//! they find with the packet slab and with the byte counters the MMU keeps:
+//!
+//! * every live packet sits in exactly one place (ring, wire or NIC queue);
+//! * an egress queue's byte counter equals the wire bytes of the packets in its ring;
+//! * a switch's buffer use equals the bytes queued on its ports and the bytes its ingress
+//!   accounting holds (priority groups and headroom), and its shared-pool use equals what the
+//!   priority groups hold above their reserve;
+//! * after a run that completed, all of it is zero.
+//!
+//! `Sim::check_invariants` runs in the physics and random-fabric tests and, in debug builds,
+//! at every sample.
+
+use super::{Sim, NONE};
+
+impl Sim<'_> {
+    /// Checks the invariants above; `Err` lists every one that fails.
+    pub fn check_invariants(&self) -> Result<(), Vec<String>> {
+        let mut errs = Vec::new();
+        let mut held = 0usize;
+        let mut queued = vec![0u64; self.switches.len()];
+        let mut ingress = vec![0u64; self.switches.len()];
+        let mut shared = vec![0u64; self.switches.len()];
+        for (i, p) in self.ports.iter().enumerate() {
+            for (q, eq) in p.queues.iter().enumerate() {
+                let bytes: u64 = eq.ring.iter().map(|&id| self.pkts.get(id).wire_bytes as u64).sum();
+                if bytes != eq.bytes {
+                    errs.push(format!("port {i} queue {q}: counter {} B, ring holds {bytes} B", eq.bytes));
+                }
+                held += eq.ring.len();
+                if p.sw != NONE {
+                    queued[p.sw as usize] += eq.bytes;
+                }
+            }
+            let mut at = p.wire_head;
+            while at != NONE {
+                held += 1;
+                at = self.pkts.get(at).next;
+            }
+            if p.sw != NONE {
+                let s = &self.switches[p.sw as usize];
+                for pg in &p.pg {
+                    ingress[p.sw as usize] += pg.ing + pg.hdrm;
+                    shared[p.sw as usize] += pg.ing.saturating_sub(s.reserve);
+                }
+            }
+        }
+        for n in &self.nics {
+            held += n.cnp_q.len() + n.ack_q.len() + n.rx_q.len();
+            let rx: u64 = n.rx_q.iter().map(|&id| self.pkts.get(id).wire_bytes as u64).sum();
+            if rx != n.rx_bytes {
+                errs.push(format!("NIC of node {}: rx counter {} B, receive queue holds {rx} B", n.node, n.rx_bytes));
+            }
+        }
+        if held != self.pkts.live() {
+            errs.push(format!("{} packets live, {held} found in queues, wires and NICs", self.pkts.live()));
+        }
+        for (i, s) in self.switches.iter().enumerate() {
+            if s.used != queued[i] || s.used != ingress[i] {
+                errs.push(format!(
+                    "switch node {}: buffer use {} B, queued on its ports {} B, ingress accounting {} B",
+                    s.node, s.used, queued[i], ingress[i]
+                ));
+            }
+            if s.shared_used != shared[i] {
+                errs.push(format!(
+                    "switch node {}: shared pool use {} B, priority groups above reserve {} B",
+                    s.node, s.shared_used, shared[i]
+                ));
+            }
+        }
+        if self.done() && self.pkts.live() != 0 {
+            errs.push(format!("run complete with {} packets still live", self.pkts.live()));
+        }
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            Err(errs)
+        }
+    }
+
+    /// Test hook: loses one queued packet's bytes from its queue counter, as a bookkeeping bug
+    /// would, so a test can prove `check_invariants` catches it. Returns false when nothing is
+    /// queued.
+    #[cfg(test)]
+    pub(crate) fn leak_for_test(&mut self) -> bool {
+        for p in &mut self.ports {
+            for q in &mut p.queues {
+                if let Some(&id) = q.ring.front() {
+                    q.ring.pop_front();
+                    q.bytes -= self.pkts.get(id).wire_bytes as u64;
+                    return true;
+                }
+            }
+        }
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{build, SimOptions};
+    use rocelab_model::{load_str, SimTime};
+
+    const INCAST: &str = r#"[fabric]
+name = "t"
+[topology.leaf_spine]
+leaves = 2
+spines = 1
+hosts_per_leaf = 9
+host_link = { speed_gbps = 100, length_m = 2 }
+fabric_link = { speed_gbps = 100, length_m = 2 }
+[[lint.disable]]
+code = "TOP001"
+reason = "test"
+[[traffic]]
+pattern = "incast"
+dst = "host0"
+hosts = ["host*"]
+senders = 8
+size_bytes = 500000
+"#;
+
+    #[test]
+    fn invariants_hold_during_and_after_a_run() {
+        let m = load_str("t.toml", INCAST).unwrap();
+        let mut sim = build(&m, SimOptions::default()).unwrap();
+        for step in 1..=40 {
+            sim.run_until(SimTime::from_us(5 * step));
+            sim.check_invariants().unwrap_or_else(|e| panic!("at {} µs: {e:?}", 5 * step));
+        }
+        sim.run(&mut |_| {});
+        assert!(sim.all_done());
+        sim.check_invariants().unwrap();
+        assert_eq!(sim.pkts.live(), 0);
+    }
+
+    #[test]
+    fn a_leaked_packet_is_caught() {
+        let m = load_str("t.toml", INCAST).unwrap();
+        let mut sim = build(&m, SimOptions::default()).unwrap();
+        sim.run_until(SimTime::from_us(50));
+        sim.check_invariants().unwrap();
+        assert!(sim.leak_for_test(), "the incast must have queued packets at 50 µs");
+        let errs = sim.check_invariants().unwrap_err();
+        let all = errs.join("\n");
+        assert!(all.contains("packets live") && all.contains("buffer use"), "{all}");
+    }
+}
