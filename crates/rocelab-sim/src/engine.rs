@@ -25,6 +25,7 @@ use crate::packet::*;
 use crate::rng::{mix64, Rng};
 use crate::stats::*;
 use crate::traffic::FlowSpec;
+use crate::workload::{Delivered, FixedFlows, Net, Workload};
 use rocelab_model::config::{CongestionControl, FaultKind, HashField, SchedulerKind, WatchdogAction};
 use rocelab_model::{BitsPerSec, Dcqcn, Diagnostic, Model, NodeId, PortId, Role, SimTime};
 use std::collections::VecDeque;
@@ -300,6 +301,18 @@ pub struct Sim<'m> {
     reach: Option<Vec<bool>>,
     /// PFC frames as received, recorded only after `enable_pfc_log` (see `outputs`).
     pub(crate) pfc_log: Option<Vec<crate::outputs::PfcEvent>>,
+    /// What posts the messages (taken out while one of its callbacks runs).
+    workload: Option<Box<dyn Workload + 'm>>,
+    /// Whether the workload is told of deliveries.
+    deliveries_wanted: bool,
+    /// Per flow: QPs whose receiver has not yet seen the last byte.
+    flow_rx_left: Vec<u32>,
+    /// `Delivered` events queued and not yet handled.
+    deliveries_due: u32,
+    /// The stream of UDP source ports, one per QP in posting order.
+    sport_rng: Rng,
+    /// QPs created so far per host (a multi-port host takes its ports round-robin).
+    qps_at: Vec<u32>,
 }
 
 /// Prefetches the first line of a port (what every transmission and arrival reads).
@@ -320,10 +333,21 @@ fn ser_time(p: &Port, bytes: u32) -> SimTime {
 }
 
 impl<'m> Sim<'m> {
-    /// Builds the engine state for `flows` on model `m`.
+    /// Builds the engine state for a fixed list of `flows` on model `m`.
     pub fn new(
         m: &'m Model,
         flows: Vec<FlowSpec>,
+        faults: Vec<Fault>,
+        opts: SimOptions,
+    ) -> Result<Sim<'m>, Vec<Diagnostic>> {
+        Self::with_workload(m, Box::new(FixedFlows(flows)), faults, opts)
+    }
+
+    /// Builds the engine state for a run driven by `workload` (see `workload` for the
+    /// contract); its `start` runs here.
+    pub fn with_workload(
+        m: &'m Model,
+        workload: Box<dyn Workload + 'm>,
         faults: Vec<Fault>,
         opts: SimOptions,
     ) -> Result<Sim<'m>, Vec<Diagnostic>> {
@@ -516,9 +540,17 @@ impl<'m> Sim<'m> {
             hash_fields,
             reach: None,
             pfc_log: None,
+            deliveries_wanted: workload.wants_deliveries(),
+            workload: None,
+            flow_rx_left: Vec::new(),
+            deliveries_due: 0,
+            sport_rng: Rng::new(opts.seed, 0x5150_0000),
+            qps_at: vec![0; m.nodes.len()],
             opts,
         };
-        sim.add_flows(flows);
+        let mut workload = workload;
+        workload.start(&mut Net { sim: &mut sim });
+        sim.workload = Some(workload);
         for (i, f) in sim.faults.iter().enumerate() {
             sim.q.push(f.at, Ev::Fault { idx: i as u32 });
         }
@@ -532,83 +564,93 @@ impl<'m> Sim<'m> {
         Ok(sim)
     }
 
-    fn add_flows(&mut self, flows: Vec<FlowSpec>) {
-        let mut rng = Rng::new(self.opts.seed, 0x5150_0000);
-        // QPs created so far per host: a multi-port host spreads its QPs over its ports
-        // round-robin, as mlx5 RoCE LAG assigns a QP's transmit port (tx affinity).
-        let mut qps_at = vec![0u32; self.m.nodes.len()];
-        for (fi, f) in flows.iter().enumerate() {
-            let prof = self.m.nic_of(f.src);
-            let class = &self.m.qos.classes[f.class];
-            // The NIC stamps the class's DSCP and maps it to a priority with its own table.
-            let dscp = if f.class == self.m.qos.rdma_class() {
-                prof.qos.roce_dscp
-            } else {
-                class.dscp.first().copied().unwrap_or(0)
-            };
-            let pcp = prof.qos.dscp_to_priority[dscp as usize];
-            let switch_class = match self.m.qos.trust {
-                rocelab_model::config::Trust::Dscp => self.m.qos.dscp_to_class[dscp as usize],
-                rocelab_model::config::Trust::Pcp => self.m.qos.priority_to_class[pcp as usize],
-            };
-            let cc_on = prof.congestion_control == CongestionControl::Dcqcn && prof.qos.ecn_rp_mask & (1 << pcp) != 0;
-            let per = f.size_bytes / f.qps as u64;
-            for k in 0..f.qps {
-                let size = if k == 0 { per + f.size_bytes % f.qps as u64 } else { per };
-                if size == 0 {
-                    continue;
-                }
-                let src_nic = self.host_nic(f.src, &mut qps_at);
-                let dst_nic = self.host_nic(f.dst, &mut qps_at);
-                let line = self.ports[self.nics[src_nic as usize].port as usize].speed.0 as f64;
-                let sport = 49152 + (rng.below(16384) as u32);
-                let mtu = prof.mtu;
-                let npkts = size.div_ceil(mtu as u64).min(u32::MAX as u64 - 1) as u32;
-                let hash = self.flow_hash(f.src.0, f.dst.0, sport);
-                let qp = Qp {
-                    flow: fi as u32,
-                    src_nic,
-                    dst_nic,
-                    src: f.src.0,
-                    dst: f.dst.0,
-                    size,
-                    npkts,
-                    mtu,
-                    class: switch_class,
-                    pcp,
-                    hash,
-                    ect: cc_on || prof.qos.ecn_np_mask & (1 << pcp) != 0,
-                    window: prof.window_bytes,
-                    window_var: prof.window_scales_with_rate,
-                    snd_nxt: 0,
-                    snd_una: 0,
-                    pacer: Pacer::new(f.start),
-                    rto_gen: 0,
-                    rto_armed: false,
-                    timeouts_in_row: 0,
-                    last_progress: f.start,
-                    cc: if cc_on { Some(RateState::new(line, &self.dcqcn[prof_index(self.m, f.src)])) } else { None },
-                    sender_done: None,
-                    rcv_nxt: 0,
-                    nak_for: NONE,
-                    last_cnp: None,
-                    since_ack: 0,
-                    finish: None,
-                    st: QpStats::default(),
-                };
-                let id = self.qps.len() as u32;
-                self.qps.push(qp);
-                self.q.push(f.start, Ev::QpStart { qp: id });
-                self.qps_left += 1;
-                self.bytes_total += size;
+    /// Adds a flow (a message) and its QPs; they start at `f.start`. Returns its index.
+    pub(crate) fn post_flow(&mut self, f: FlowSpec) -> u32 {
+        let fi = self.flows.len() as u32;
+        let prof = self.m.nic_of(f.src);
+        let class = &self.m.qos.classes[f.class];
+        // The NIC stamps the class's DSCP and maps it to a priority with its own table.
+        let dscp = if f.class == self.m.qos.rdma_class() {
+            prof.qos.roce_dscp
+        } else {
+            class.dscp.first().copied().unwrap_or(0)
+        };
+        let pcp = prof.qos.dscp_to_priority[dscp as usize];
+        let switch_class = match self.m.qos.trust {
+            rocelab_model::config::Trust::Dscp => self.m.qos.dscp_to_class[dscp as usize],
+            rocelab_model::config::Trust::Pcp => self.m.qos.priority_to_class[pcp as usize],
+        };
+        let cc_on = prof.congestion_control == CongestionControl::Dcqcn && prof.qos.ecn_rp_mask & (1 << pcp) != 0;
+        let per = f.size_bytes / f.qps as u64;
+        let mut qps = 0;
+        for k in 0..f.qps {
+            let size = if k == 0 { per + f.size_bytes % f.qps as u64 } else { per };
+            if size == 0 {
+                continue;
             }
+            let src_nic = self.host_nic(f.src);
+            let dst_nic = self.host_nic(f.dst);
+            let line = self.ports[self.nics[src_nic as usize].port as usize].speed.0 as f64;
+            let sport = 49152 + (self.sport_rng.below(16384) as u32);
+            let mtu = prof.mtu;
+            let npkts = size.div_ceil(mtu as u64).min(u32::MAX as u64 - 1) as u32;
+            let hash = self.flow_hash(f.src.0, f.dst.0, sport);
+            let qp = Qp {
+                flow: fi,
+                src_nic,
+                dst_nic,
+                src: f.src.0,
+                dst: f.dst.0,
+                size,
+                npkts,
+                mtu,
+                class: switch_class,
+                pcp,
+                hash,
+                ect: cc_on || prof.qos.ecn_np_mask & (1 << pcp) != 0,
+                window: prof.window_bytes,
+                window_var: prof.window_scales_with_rate,
+                snd_nxt: 0,
+                snd_una: 0,
+                pacer: Pacer::new(f.start),
+                rto_gen: 0,
+                rto_armed: false,
+                timeouts_in_row: 0,
+                last_progress: f.start,
+                cc: if cc_on { Some(RateState::new(line, &self.dcqcn[prof_index(self.m, f.src)])) } else { None },
+                sender_done: None,
+                rcv_nxt: 0,
+                nak_for: NONE,
+                last_cnp: None,
+                since_ack: 0,
+                finish: None,
+                st: QpStats::default(),
+            };
+            let id = self.qps.len() as u32;
+            self.qps.push(qp);
+            self.q.push(f.start, Ev::QpStart { qp: id });
+            self.qps_left += 1;
+            self.bytes_total += size;
+            qps += 1;
         }
-        self.flows = flows;
+        self.flow_rx_left.push(qps);
+        self.flows.push(f);
+        fi
+    }
+
+    /// Tells the workload that flow `fi` was delivered.
+    fn on_delivered(&mut self, fi: u32) {
+        self.deliveries_due -= 1;
+        let Some(mut w) = self.workload.take() else { return };
+        let f = &self.flows[fi as usize];
+        let done = Delivered { msg: fi, tag: f.tag, src: f.src, dst: f.dst, start: f.start, at: self.now };
+        w.on_delivered(done, &mut Net { sim: self });
+        self.workload = Some(w);
     }
 
     /// The NIC (port) of `host` for its next QP: round-robin over the host's ports.
-    fn host_nic(&self, host: NodeId, qps_at: &mut [u32]) -> u32 {
-        let n = &mut qps_at[host.idx()];
+    fn host_nic(&mut self, host: NodeId) -> u32 {
+        let n = &mut self.qps_at[host.idx()];
         let nic = self.node_nic[host.idx()] + *n % self.m.node(host).num_ports.max(1);
         *n += 1;
         nic
@@ -659,7 +701,6 @@ impl<'m> Sim<'m> {
     }
 
     fn run_inner(&mut self, end: Option<SimTime>, progress: &mut dyn FnMut(Progress)) {
-        let total = self.qps.len();
         let mut next_report = 0u64;
         let mut left = self.stats.delivered + self.stats.dropped;
         let mut stall_since = self.now;
@@ -693,7 +734,7 @@ impl<'m> Sim<'m> {
             self.now = t;
             self.events += 1;
             self.dispatch(ev);
-            if self.qps_left == 0 && total > 0 && self.pkts.live() == 0 {
+            if self.qps_left == 0 && !self.qps.is_empty() && self.pkts.live() == 0 && self.deliveries_due == 0 {
                 self.stopped_at_duration = false;
                 break;
             }
@@ -773,6 +814,7 @@ impl<'m> Sim<'m> {
                 self.nics[nic as usize].active.push(qp);
                 self.nic_try_send(nic);
             }
+            Ev::Delivered { flow } => self.on_delivered(flow),
             Ev::RateIncrease { qp, gen } => self.on_rate_increase(qp, gen),
             Ev::RateReduce { qp } => self.on_rate_reduce(qp),
             Ev::Rto { qp, gen } => self.on_rto(qp, gen),
@@ -1384,12 +1426,10 @@ impl<'m> Sim<'m> {
             enq_time: now,
         };
         // Pace by the QP's current rate (DCQCN), never faster than the port.
-        match &mut q.cc {
-            Some(cc) => {
-                cc.on_sent(wire as u64, &self.dcqcn[prof]);
-                q.pacer.sent(now, wire, cc.rc, cc.line);
-            }
-            None => q.pacer.sent(now, wire, f64::INFINITY, 0.0),
+        // (Without congestion control the port alone paces the QP.)
+        if let Some(cc) = &mut q.cc {
+            cc.on_sent(wire as u64, &self.dcqcn[prof]);
+            q.pacer.sent(now, wire, cc.rc, cc.line);
         }
         if !q.rto_armed {
             if let Some(rto) = self.m.nics[prof].retransmit_timeout {
@@ -1469,6 +1509,12 @@ impl<'m> Sim<'m> {
                     let last = q.rcv_nxt == q.npkts;
                     if last && q.finish.is_none() {
                         q.finish = Some(now);
+                        let fl = q.flow as usize;
+                        self.flow_rx_left[fl] -= 1;
+                        if self.flow_rx_left[fl] == 0 && self.deliveries_wanted {
+                            self.deliveries_due += 1;
+                            self.q.push(now, Ev::Delivered { flow: fl as u32 });
+                        }
                     }
                     if last || q.since_ack >= ack_iv {
                         q.since_ack = 0;

@@ -47,6 +47,10 @@ pub enum Ev {
     QpStart {
         qp: u32,
     },
+    /// The workload hears that a flow (message) was delivered.
+    Delivered {
+        flow: u32,
+    },
     /// DCQCN timers and transport timeout of a QP.
     RateIncrease {
         qp: u32,

@@ -13,7 +13,6 @@
 //! * `dcqcn`   — the reaction point's rate state machine;
 //! * `traffic` — `[[traffic]]` tables expanded into flows;
 //! * `stats`   — hot-path counters; `report` — the same counters under the shared metric names;
-//! * `scenarios` — fixed benchmark scenarios (`rocelab bench`, `benches/engine.rs`);
 //! * `outputs` — per-flow times and the optional PFC event log (other simulators' layouts).
 //!
 //! Time is integer picoseconds. Same model + same seed → byte-identical reports.
@@ -26,9 +25,9 @@ pub mod pacer;
 pub mod packet;
 pub mod report;
 pub mod rng;
-pub mod scenarios;
 pub mod stats;
 pub mod traffic;
+pub mod workload;
 
 pub use engine::{Progress, Sim, SimOptions};
 pub use report::RunReport;

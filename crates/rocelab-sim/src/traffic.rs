@@ -18,8 +18,10 @@ pub struct FlowSpec {
     pub class: usize,
     /// Queue pairs the flow is striped over (each with its own UDP source port).
     pub qps: u32,
-    /// Index of the `[[traffic]]` table it came from.
+    /// Index of the `[[traffic]]` table it came from (`usize::MAX`: posted by a workload).
     pub origin: usize,
+    /// The workload's label (0 for `[[traffic]]`).
+    pub tag: u64,
 }
 
 fn host_named(m: &Model, name: &str, path: String) -> Result<NodeId, Diagnostic> {
@@ -121,7 +123,7 @@ fn expand_one(m: &Model, t: &TrafficConfig, i: usize, p: &str, seed: u64) -> Res
         return Err(Diagnostic::new(format!("{p}.qps"), format!("{qps} queue pairs per flow"), "use 1 to 1024"));
     }
     let start = SimTime::from_secs_f64(start_us * 1e-6);
-    let mk = |src, dst| FlowSpec { src, dst, size_bytes: t.size_bytes, start, class, qps, origin: i };
+    let mk = |src, dst| FlowSpec { src, dst, size_bytes: t.size_bytes, start, class, qps, origin: i, tag: 0 };
     let need = |v: &Option<String>, f: &str| {
         v.clone().ok_or_else(|| {
             Diagnostic::new(

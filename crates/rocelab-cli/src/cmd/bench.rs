@@ -4,7 +4,7 @@
 //! `--in-process`. Build with `--release` for meaningful figures.
 
 use crate::common::{Failure, VerbResult};
-use rocelab_sim::scenarios;
+use rocelab_bench as scenarios;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]

@@ -1,4 +1,4 @@
-//! Engine benchmarks: `cargo bench -p rocelab-sim [-- NAME...]`.
+//! Engine benchmarks: `cargo bench -p rocelab-bench [-- NAME...]`.
 //!
 //! Prints data packets, packet-hops and events per second, peak RSS and wall/CPU time per
 //! scenario (the same scenarios as `rocelab bench`). A benchmark, not a test: nothing asserts
@@ -32,11 +32,11 @@ static GLOBAL: Counting = Counting;
 
 fn main() {
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
-    for s in rocelab_sim::scenarios::all() {
+    for s in rocelab_bench::all() {
         if !filter.is_empty() && !filter.iter().any(|f| s.name.contains(f.as_str())) {
             continue;
         }
-        match rocelab_sim::scenarios::run_probed(&s, &|| ALLOCS.load(Ordering::Relaxed)) {
+        match rocelab_bench::run_probed(&s, &|| ALLOCS.load(Ordering::Relaxed)) {
             Ok((r, allocs)) => {
                 // Counted over the event loop only (loading and routing are excluded).
                 let per_event = allocs as f64 / r.events.max(1) as f64;

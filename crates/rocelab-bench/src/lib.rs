@@ -1,15 +1,76 @@
-//! Fixed benchmark scenarios, shared by `rocelab bench` and `benches/engine.rs`.
+//! Fixed benchmark scenarios and how they are measured, shared by `rocelab bench` and
+//! `benches/engine.rs` (`cargo bench -p rocelab-bench`). Outside the engine crate on purpose:
+//! timing and `/proc` reading have no place in a library that must be deterministic.
 //!
 //! Each is a complete fabric file (text), so a scenario is exactly reproducible with
-//! `rocelab simulate` too. Figures of other simulators quoted in the issue were measured on
-//! the same kinds of scenarios: 400 Gb/s fat trees with 1 µs links and 4,000-byte packets.
+//! `rocelab simulate` too; a scenario may also drive the run with a workload (the fabric then
+//! gives the network only). Figures of other simulators were measured on the same kinds of
+//! scenarios: 400 Gb/s fat trees with 1 µs links and 4,000-byte packets.
 
+use rocelab_model::{Model, NodeId};
+use rocelab_sim::workload::{Delivered, Message, Net, Workload};
 use std::fmt::Write;
+
+/// Builds the workload of a scenario for its model.
+pub type MakeWorkload = fn(&Model) -> Box<dyn Workload>;
 
 pub struct Scenario {
     pub name: &'static str,
     pub about: &'static str,
     pub fabric: String,
+    /// Drives the run instead of the fabric's `[[traffic]]`.
+    pub workload: Option<MakeWorkload>,
+}
+
+/// The permutation of `permutation(k)` as htsim runs RoCE: static PFC thresholds (XOFF
+/// 61,440 B, XON 49,152 B per ingress port and priority), no congestion control, 1 ms.
+pub fn permutation_htsim(k: u32) -> String {
+    permutation(k)
+        .replace("[nic]\n", "[qos.pfc]\nxoff_bytes = 61440\nxon_bytes = 49152\n\n[nic]\n")
+        .replace("duration_us = 200", "duration_us = 1000")
+        .replace("name = \"permutation-k", "name = \"permutation-htsim-k")
+}
+
+/// Three hosts on one 100G switch, for message chains.
+fn star3() -> String {
+    r#"[fabric]
+name = "chain"
+[switch_models.sw]
+preset = "ns3-reference"
+ports = 3
+[nic]
+congestion_control = "none"
+[topology.explicit]
+node = [ { name = "sw0", kind = "switch", model = "sw" }, { name = "a", kind = "host" }, { name = "b", kind = "host" }, { name = "c", kind = "host" } ]
+link = [ { a = "a", b = "sw0", speed_gbps = 100, delay_ns = 1000 }, { a = "b", b = "sw0", speed_gbps = 100, delay_ns = 1000 }, { a = "c", b = "sw0", speed_gbps = 100, delay_ns = 1000 } ]
+"#
+    .to_string()
+}
+
+/// 10,000 messages of 1,000 B around a ring of three hosts, each posted when the one before
+/// it is delivered: the cost of the workload API's callbacks and per-message setup.
+struct Chain {
+    hosts: [NodeId; 3],
+    left: u32,
+}
+
+impl Workload for Chain {
+    fn start(&mut self, net: &mut Net<'_, '_>) {
+        net.post(Message::new(self.hosts[0], self.hosts[1], 1000).tag(1)).expect("valid");
+    }
+
+    fn on_delivered(&mut self, done: Delivered, net: &mut Net<'_, '_>) {
+        self.left -= 1;
+        if self.left > 0 {
+            let i = done.tag as usize % 3;
+            net.post(Message::new(self.hosts[i], self.hosts[(i + 1) % 3], 1000).tag(done.tag + 1)).expect("valid");
+        }
+    }
+}
+
+fn chain_10k(m: &Model) -> Box<dyn Workload> {
+    let h = |n| m.node_by_name(n).expect("star3 host");
+    Box::new(Chain { hosts: [h("a"), h("b"), h("c")], left: 10_000 })
 }
 
 /// A 3-tier k-ary fat tree at 400 Gb/s, 1 µs links, 4,000-byte MTU, PFC on, no congestion
@@ -100,27 +161,27 @@ pub fn rail_1024() -> String {
 }
 
 pub fn all() -> Vec<Scenario> {
+    let fixed = |name, about, fabric| Scenario { name, about, fabric, workload: None };
     vec![
-        Scenario { name: "incast", about: "64:1 incast, 100G, DCQCN, one switch, 2 MB per sender", fabric: incast() },
+        fixed("incast", "64:1 incast, 100G, DCQCN, one switch, 2 MB per sender", incast()),
+        fixed("permutation-16", "k=4 fat tree (16 hosts), 400G, 1 µs links, permutation, 200 µs", permutation(4)),
+        fixed("permutation-128", "k=8 fat tree (128 hosts), 400G, 1 µs links, permutation, 200 µs", permutation(8)),
+        fixed(
+            "permutation-1024",
+            "k=16 fat tree (1,024 hosts), 400G, 1 µs links, permutation, 200 µs",
+            permutation(16),
+        ),
+        fixed(
+            "permutation-1024-htsim",
+            "the same with htsim's RoCE settings: static XOFF 61,440 B / XON 49,152 B, no CC, 1 ms",
+            permutation_htsim(16),
+        ),
+        fixed("rail-1024", "1,024-GPU rail-optimized, every GPU sends 16 MB to a peer on another rail", rail_1024()),
         Scenario {
-            name: "permutation-16",
-            about: "k=4 fat tree (16 hosts), 400G, 1 µs links, permutation, 200 µs",
-            fabric: permutation(4),
-        },
-        Scenario {
-            name: "permutation-128",
-            about: "k=8 fat tree (128 hosts), 400G, 1 µs links, permutation, 200 µs",
-            fabric: permutation(8),
-        },
-        Scenario {
-            name: "permutation-1024",
-            about: "k=16 fat tree (1,024 hosts), 400G, 1 µs links, permutation, 200 µs",
-            fabric: permutation(16),
-        },
-        Scenario {
-            name: "rail-1024",
-            about: "1,024-GPU rail-optimized, every GPU sends 16 MB to a peer on another rail",
-            fabric: rail_1024(),
+            name: "chain-10k",
+            about: "10,000 chained 1,000-byte messages (workload API: each posted when the last is delivered)",
+            fabric: star3(),
+            workload: Some(chain_10k),
         },
     ]
 }
@@ -219,8 +280,12 @@ pub fn run_probed(s: &Scenario, probe: &dyn Fn() -> u64) -> Result<(BenchResult,
 }
 
 fn run_once(s: &Scenario, m: &rocelab_model::Model, probe: &dyn Fn() -> u64) -> Result<(BenchResult, u64), String> {
-    let opts = crate::options_from_model(m);
-    let mut sim = crate::build(m, opts).map_err(|d| format!("{d:?}"))?;
+    let opts = rocelab_sim::options_from_model(m);
+    let mut sim = match s.workload {
+        Some(w) => rocelab_sim::Sim::with_workload(m, w(m), Vec::new(), opts),
+        None => rocelab_sim::build(m, opts),
+    }
+    .map_err(|d| format!("{d:?}"))?;
     let c0 = thread_cpu_seconds();
     let p0 = probe();
     let t0 = std::time::Instant::now();

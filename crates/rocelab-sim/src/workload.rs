@@ -1,0 +1,166 @@
+//! The workload API: what drives traffic into the engine.
+//!
+//! A [`Workload`] posts messages on connections between two hosts and is called back when
+//! each one has been delivered, so it can post what depends on it: the next chunk of a ring
+//! step, the next stage of a pipeline, the next layer's all-reduce. The fabric file's
+//! `[[traffic]]` tables are one workload among others ([`FixedFlows`]).
+//!
+//! # Contract
+//!
+//! * A message is `size_bytes` of payload from `src` to `dst` in one traffic class, striped
+//!   over `qps` RC queue pairs (each with its own UDP source port, so ECMP may spread them).
+//!   It becomes one row of the run's per-flow results, in posting order.
+//! * [`Workload::start`] runs once, when the run is built, before any event. Messages posted
+//!   there start at their `start` time (default: time 0).
+//! * [`Workload::on_delivered`] runs when the last payload byte of a message has arrived in
+//!   order at its destination — the receiver's view, as the FCT in `flows.csv` — at that same
+//!   simulated time, after the events already due at that time (it is an event queued then).
+//!   Several deliveries at one time are reported in the order they happened. Messages posted
+//!   from a callback start at `now` or at their `start`, whichever is later; a NIC sends what
+//!   is posted at `now` at once if its port is free.
+//! * A workload sees the fabric only through [`Net`]: the time, the model (read only), and
+//!   `post`. It cannot touch queues, packets or counters, so it cannot break the engine's
+//!   invariants, and nothing it does depends on wall-clock time.
+//! * The run ends when every posted message is acknowledged at its sender, nothing is in the
+//!   fabric, and no callback is due: a workload that posts nothing more ends the run.
+//! * Callbacks cost nothing per packet; a workload that does not want them
+//!   ([`Workload::wants_deliveries`] false, as [`FixedFlows`]) adds no event at all.
+
+use crate::engine::Sim;
+use crate::traffic::FlowSpec;
+use rocelab_model::{Model, NodeId, SimTime};
+use std::fmt;
+
+/// The index of a posted message: its row in the run's per-flow results.
+pub type MsgId = u32;
+
+/// A message to post.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Message {
+    pub src: NodeId,
+    pub dst: NodeId,
+    pub size_bytes: u64,
+    /// Switch-side class index (`Model::qos.classes`); `None`: the RDMA class.
+    pub class: Option<usize>,
+    /// Queue pairs to stripe it over (≥ 1).
+    pub qps: u32,
+    /// The workload's own label, handed back on delivery.
+    pub tag: u64,
+    /// Earliest start; `None`: now.
+    pub start: Option<SimTime>,
+}
+
+impl Message {
+    /// One QP of RDMA traffic from `src` to `dst`, starting now.
+    pub fn new(src: NodeId, dst: NodeId, size_bytes: u64) -> Self {
+        Message { src, dst, size_bytes, class: None, qps: 1, tag: 0, start: None }
+    }
+
+    pub fn tag(mut self, tag: u64) -> Self {
+        self.tag = tag;
+        self
+    }
+}
+
+/// A delivered message, as handed to [`Workload::on_delivered`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Delivered {
+    pub msg: MsgId,
+    pub tag: u64,
+    pub src: NodeId,
+    pub dst: NodeId,
+    /// When it was posted to start, and when its last byte arrived.
+    pub start: SimTime,
+    pub at: SimTime,
+}
+
+/// Why a message was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PostError(pub String);
+
+impl fmt::Display for PostError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for PostError {}
+
+/// What a workload may do to the fabric.
+pub struct Net<'s, 'm> {
+    pub(crate) sim: &'s mut Sim<'m>,
+}
+
+impl<'m> Net<'_, 'm> {
+    pub fn now(&self) -> SimTime {
+        self.sim.now()
+    }
+
+    pub fn model(&self) -> &'m Model {
+        self.sim.m
+    }
+
+    /// Posts a message; it starts at `max(now, message.start)`.
+    pub fn post(&mut self, msg: Message) -> Result<MsgId, PostError> {
+        let m = self.sim.m;
+        for (end, id) in [("source", msg.src), ("destination", msg.dst)] {
+            if id.idx() >= m.nodes.len() || !m.node(id).is_host() {
+                return Err(PostError(format!("the {end} of a message must be a host")));
+            }
+        }
+        if msg.src == msg.dst {
+            return Err(PostError(format!("a message from {} to itself", m.node(msg.src).name)));
+        }
+        if msg.size_bytes == 0 || msg.size_bytes > crate::traffic::MAX_FLOW_BYTES {
+            return Err(PostError(format!("message size {} B outside 1..=1 TB", msg.size_bytes)));
+        }
+        if msg.qps == 0 || msg.qps as u64 > msg.size_bytes {
+            return Err(PostError(format!("{} QPs for {} B", msg.qps, msg.size_bytes)));
+        }
+        let class = msg.class.unwrap_or_else(|| m.qos.rdma_class());
+        if class >= m.qos.classes.len() {
+            return Err(PostError(format!("no traffic class {class}")));
+        }
+        let now = self.sim.now();
+        let start = msg.start.map_or(now, |s| s.max(now));
+        Ok(self.sim.post_flow(FlowSpec {
+            src: msg.src,
+            dst: msg.dst,
+            size_bytes: msg.size_bytes,
+            start,
+            class,
+            qps: msg.qps,
+            origin: usize::MAX,
+            tag: msg.tag,
+        }))
+    }
+}
+
+/// Drives a run: posts messages and reacts to their delivery.
+pub trait Workload {
+    /// Posts the first messages (called once, before any event).
+    fn start(&mut self, net: &mut Net<'_, '_>);
+
+    /// A message has been delivered (see the module doc for when exactly).
+    fn on_delivered(&mut self, _done: Delivered, _net: &mut Net<'_, '_>) {}
+
+    /// Whether `on_delivered` should be called at all (false skips the bookkeeping).
+    fn wants_deliveries(&self) -> bool {
+        true
+    }
+}
+
+/// A fixed list of flows with their own start times: the fabric file's `[[traffic]]`.
+pub struct FixedFlows(pub Vec<FlowSpec>);
+
+impl Workload for FixedFlows {
+    fn start(&mut self, net: &mut Net<'_, '_>) {
+        for f in self.0.drain(..) {
+            net.sim.post_flow(f);
+        }
+    }
+
+    fn wants_deliveries(&self) -> bool {
+        false
+    }
+}

@@ -1,0 +1,126 @@
+//! The workload API through the engine: messages that start when others are delivered.
+
+use rocelab_model::{load_str, Model, NodeId, SimTime};
+use rocelab_sim::workload::{Delivered, Message, Net, Workload};
+use rocelab_sim::{RunReport, Sim, SimOptions};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// Three hosts on one switch, 100G links with 1 µs of propagation each, no congestion control.
+const STAR3: &str = r#"[fabric]
+name = "star3"
+[switch_models.sw]
+preset = "ns3-reference"
+ports = 3
+[nic]
+mtu = 4096
+congestion_control = "none"
+[topology.explicit]
+node = [ { name = "sw0", kind = "switch", model = "sw" }, { name = "a", kind = "host" }, { name = "b", kind = "host" }, { name = "c", kind = "host" } ]
+link = [ { a = "a", b = "sw0", speed_gbps = 100, delay_ns = 1000 }, { a = "b", b = "sw0", speed_gbps = 100, delay_ns = 1000 }, { a = "c", b = "sw0", speed_gbps = 100, delay_ns = 1000 } ]
+"#;
+
+fn model() -> Model {
+    load_str("star3.toml", STAR3).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn host(m: &Model, name: &str) -> NodeId {
+    m.node_by_name(name).unwrap()
+}
+
+/// Sends `hops` messages along a chain of hosts, each posted when the previous is delivered,
+/// and records every delivery.
+struct Chain {
+    path: Vec<NodeId>,
+    size: u64,
+    log: Rc<RefCell<Vec<Delivered>>>,
+}
+
+impl Workload for Chain {
+    fn start(&mut self, net: &mut Net<'_, '_>) {
+        net.post(Message::new(self.path[0], self.path[1], self.size).tag(1)).unwrap();
+    }
+
+    fn on_delivered(&mut self, done: Delivered, net: &mut Net<'_, '_>) {
+        assert_eq!(done.at, net.now());
+        self.log.borrow_mut().push(done);
+        let next = done.tag as usize + 1;
+        if next < self.path.len() {
+            net.post(Message::new(self.path[next - 1], self.path[next], self.size).tag(next as u64)).unwrap();
+        }
+    }
+}
+
+fn run_chain(m: &Model, path: &[&str], size: u64) -> (Vec<Delivered>, RunReport) {
+    let log = Rc::new(RefCell::new(Vec::new()));
+    let w = Chain { path: path.iter().map(|n| host(m, n)).collect(), size, log: log.clone() };
+    let mut sim = Sim::with_workload(m, Box::new(w), Vec::new(), SimOptions::default()).unwrap();
+    sim.run(&mut |_| {});
+    sim.check_invariants().unwrap();
+    let r = RunReport::from_sim(&sim);
+    let v = log.borrow().clone();
+    (v, r)
+}
+
+#[test]
+fn a_chain_ends_at_the_sum_of_the_physical_times() {
+    let m = model();
+    // 10 full packets: 40,960 B of payload, 4,178 wire bytes each (82 B of headers).
+    let size = 10 * 4096;
+    let (log, r) = run_chain(&m, &["a", "b", "c"], size);
+    // One hop host → switch → host, store and forward at 100 Gb/s: the first NIC serializes
+    // all 10 packets, the switch the last one once more, and each link adds 1 µs:
+    // (10 + 1) · 4178 B · 80 ps/B + 2 · 1 µs.
+    let ser = 4178 * 80;
+    let hop = SimTime(11 * ser + 2 * 1_000_000);
+    assert_eq!(log.len(), 2);
+    assert_eq!(log[0].at, hop, "a → b delivered at {:?}", log[0].at);
+    // b → c starts the moment a → b is delivered. Its first packet leaves b behind the ACK b
+    // sends for a → b's last packet (control before data, 86 wire bytes), so it ends one
+    // ACK serialization after twice the hop time.
+    let ack = 86 * 80;
+    assert_eq!(log[1].start, hop);
+    assert_eq!(log[1].at, SimTime(2 * hop.0 + ack));
+    assert_eq!((log[0].tag, log[1].tag), (1, 2));
+    // Each message is a row of the report, with its own FCT.
+    assert_eq!(r.flows.len(), 2);
+    assert!((r.flows[1].start_seconds - hop.0 as f64 * 1e-12).abs() < 1e-15);
+    assert_eq!(r.totals.packets_dropped, 0);
+}
+
+#[test]
+fn ten_thousand_chained_messages_run_and_are_counted() {
+    let m = model();
+    let path: Vec<&str> = ["a", "b", "c"].iter().cycle().take(10_001).copied().collect();
+    let (log, r) = run_chain(&m, &path, 1000);
+    assert_eq!(log.len(), 10_000);
+    assert!(log.windows(2).all(|w| w[1].start == w[0].at && w[1].at > w[0].at));
+    // One single-packet hop: 1,082 wire bytes serialized twice plus 2 µs; every hop after the
+    // first also waits for the ACK (86 B) its sender just sent for the previous message.
+    let hop = 2 * 1082 * 80 + 2_000_000;
+    let ack = 86 * 80;
+    assert_eq!(log.last().unwrap().at, SimTime(10_000 * hop + 9_999 * ack));
+    assert_eq!(r.flows.len(), 10_000);
+    assert_eq!(r.flows_completed, 10_000);
+}
+
+#[test]
+fn bad_messages_are_refused_with_a_reason() {
+    struct Bad;
+    impl Workload for Bad {
+        fn start(&mut self, net: &mut Net<'_, '_>) {
+            let m = net.model();
+            let (a, sw) = (m.node_by_name("a").unwrap(), m.node_by_name("sw0").unwrap());
+            assert!(net.post(Message::new(a, a, 10)).unwrap_err().to_string().contains("to itself"));
+            assert!(net.post(Message::new(a, sw, 10)).unwrap_err().to_string().contains("must be a host"));
+            assert!(net.post(Message::new(a, m.node_by_name("b").unwrap(), 0)).is_err());
+            let mut many = Message::new(a, m.node_by_name("b").unwrap(), 10);
+            many.qps = 11;
+            assert!(net.post(many).is_err());
+        }
+    }
+    let m = model();
+    let mut sim = Sim::with_workload(&m, Box::new(Bad), Vec::new(), SimOptions::default()).unwrap();
+    sim.run(&mut |_| {});
+    assert!(sim.all_done());
+}
