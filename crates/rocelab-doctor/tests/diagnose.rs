@@ -305,3 +305,33 @@ fn nccl_wrong_results_and_single_node_runs() {
     assert_eq!(codes(&d), vec![("single-node", Severity::Info)]);
     assert_eq!(d.findings[0].node, "dgx01");
 }
+
+#[test]
+fn drift_hints_carry_the_wanted_values() {
+    // A fabric that wants PCP trust and PFC on priority 4 (issue 16: the hints were the
+    // literals `--trust dscp` and `--pfc 0,0,0,1,0,0,0,0` whatever the fabric said).
+    let mut i = intent();
+    i.default.trust = Some("pcp".into());
+    i.default.pfc_priorities = Some([4u8].into_iter().collect());
+    i.default.ecn_np_priorities = Some([4u8].into_iter().collect());
+    i.default.cnp_dscp = Some(40);
+    let opts = Options { intent: Some(i), roce_priority: 3, ..Options::default() };
+    let d = run_with("drift-ok", &opts);
+    let hint = |code: &str| d.findings.iter().find(|f| f.code == code).map(|f| f.hint.clone()).unwrap_or_default();
+    assert!(hint("drift-trust").contains("mlnx_qos -i ens3np0 --trust pcp"), "{}", hint("drift-trust"));
+    assert!(hint("drift-pfc").contains("mlnx_qos -i ens3np0 --pfc 0,0,0,0,1,0,0,0"), "{}", hint("drift-pfc"));
+    let np = hint("drift-ecn-np");
+    assert!(np.contains("echo 1 > /sys/class/net/ens3np0/ecn/roce_np/enable/4"), "{np}");
+    assert!(np.contains("echo 0 > /sys/class/net/ens3np0/ecn/roce_np/enable/3"), "{np}");
+    assert!(
+        hint("drift-cnp").contains("echo 40 > /sys/class/net/ens3np0/ecn/roce_np/cnp_dscp"),
+        "{}",
+        hint("drift-cnp")
+    );
+    // The drifted dump under the usual fabric: the DSCP map hint names the code point.
+    let d = run_with("drift", &Options { intent: Some(intent()), ..Options::default() });
+    let map = d.findings.iter().find(|f| f.code == "drift-dscp-map").unwrap();
+    assert!(map.hint.contains("mlnx_qos -i ens3np0 --dscp2prio set,26,3"), "{}", map.hint);
+    let knobs = d.findings.iter().find(|f| f.code == "drift-dcqcn").unwrap();
+    assert!(knobs.hint.contains("echo 5 > /sys/class/net/ens3np0/ecn/roce_rp/rpg_ai_rate"), "{}", knobs.hint);
+}
