@@ -11,6 +11,7 @@
 //! |---|---|---|
 //! | `pfc-storm` | error | NIC pause-storm guard fired, paused time ≥ `storm_ratio` of the window on a port/priority, or a switch PFC watchdog saw a deadlock |
 //! | `pause-ratio` | warning | paused time ≥ `pause_ratio` of the window |
+//! | `global-pause` | error / warning | 802.3x link-level pause (`*_global_pause*`): paused ≥ `storm_ratio` / ≥ `pause_ratio` of the window, or pause frames without a duration counter |
 //! | `ecn-without-cnp` | error | ECN-marked RoCE packets received, no CNP sent (NP disabled) |
 //! | `cnp-not-handled` | error / warning | CNPs received but ignored (RP disabled) — all of them / some |
 //! | `pause-without-ecn` | warning | pauses somewhere in the fabric, no ECN mark anywhere (ECN not configured where congestion happens) |
@@ -29,6 +30,7 @@
 
 use crate::drift::{check_drift, Intent};
 use crate::metrics::{self, MetricSet};
+use crate::quality::DataProblem;
 use crate::snapshot::{Netdev, RdmaPort, Snapshot};
 use crate::util::thousands;
 use serde::Serialize;
@@ -93,6 +95,8 @@ pub struct Options {
     pub roce_priority: u8,
     /// nccl-tests results given on their own (not inside a dump).
     pub extra_nccl: Vec<crate::parse::nccl::NcclRun>,
+    /// What the loaders skipped ([`crate::dump::Dump::skipped`]); reported as data problems.
+    pub skipped_inputs: Vec<DataProblem>,
 }
 
 /// One counter series' change over a host's window.
@@ -128,6 +132,9 @@ pub struct Diagnosis {
     pub findings: Vec<Finding>,
     /// "Is it the network?" when nccl-tests results were given.
     pub verdict: Option<String>,
+    /// Input that was not used: corrupt counters, files or counters missing from one
+    /// snapshot of a window, snapshot directories that could not be read.
+    pub data_problems: Vec<DataProblem>,
     pub notes: Vec<String>,
 }
 
@@ -196,6 +203,7 @@ const RETRANS: &[&str] =
     &["out_of_sequence", "packet_seq_err", "implied_nak_seq_err", "local_ack_timeout_err", "duplicate_request"];
 const NETWORK_CODES: &[&str] = &[
     "pfc-storm",
+    "global-pause",
     "pause-ratio",
     "ecn-without-cnp",
     "cnp-not-handled",
@@ -223,10 +231,16 @@ pub fn diagnose(mut snaps: Vec<Snapshot>, opts: &Options) -> Diagnosis {
     };
     let mut fabric_pauses: Vec<(u64, String)> = Vec::new();
     let mut fabric_ecn: Option<u64> = None;
+    dx.data_problems.extend(opts.skipped_inputs.iter().cloned());
     for (host, list) in &by_host {
         let last = *list.last().expect("groups are non-empty");
-        for n in &last.notes {
-            dx.notes.push(format!("{host}: {n}"));
+        // Every snapshot's notes, not only the last one's: a file cut short in the first
+        // snapshot matters as much.
+        let mut seen = BTreeSet::new();
+        for n in list.iter().flat_map(|s| &s.notes) {
+            if seen.insert(n) {
+                dx.notes.push(format!("{host}: {n}"));
+            }
         }
         if let Some(intent) = &opts.intent {
             dx.findings.extend(check_drift(last, intent));
@@ -234,15 +248,16 @@ pub fn diagnose(mut snaps: Vec<Snapshot>, opts: &Options) -> Diagnosis {
         if list.len() < 2 {
             continue;
         }
-        let first = list[0];
-        let interval_s = (last.taken_at_unix_ms.saturating_sub(first.taken_at_unix_ms)) as f64 / 1000.0;
+        let interval_s = (last.taken_at_unix_ms.saturating_sub(list[0].taken_at_unix_ms)) as f64 / 1000.0;
         if interval_s <= 0.0 {
             dx.notes.push(format!("{host}: {} snapshots with the same timestamp; no rates", list.len()));
             continue;
         }
-        let mut w = Window { first, last, interval_s, resets: BTreeSet::new() };
+        let (mut first, mut last) = (list[0].clone(), last.clone());
+        dx.data_problems.extend(crate::quality::scrub(&mut first, &mut last, interval_s));
+        let mut w = Window { first: &first, last: &last, interval_s, resets: BTreeSet::new() };
         host_rules(&mut w, host, opts, &mut dx.findings, &mut fabric_pauses, &mut fabric_ecn);
-        let (rates, utilization) = rates(first, last, interval_s, opts.roce_priority);
+        let (rates, utilization) = rates(&first, &last, interval_s, opts.roce_priority);
         dx.windows.push(HostWindow {
             node: host.clone(),
             snapshots: list.len(),
@@ -315,6 +330,31 @@ fn host_rules(
                     out.push(f("pause-ratio", Severity::Warning, host, format!("{nd} priority {p} {dir}"), format!("paused {} of the window (threshold {}): {meaning}", pct(ratio), pct(th.pause_ratio)), ev, "sustained pausing means DCQCN is not keeping queues below the PFC threshold: check ECN marking (Kmin/Kmax) and the NP/RP enables"));
                 }
             }
+        }
+        // 802.3x link-level ("global") pause: stops every class on the link, RoCE or not.
+        for dir in ["rx", "tx"] {
+            let frames = w.eth(nd, &format!("{dir}_global_pause"));
+            let dur = w.eth(nd, &format!("{dir}_global_pause_duration"));
+            let ratio = dur.map(|d| d as f64 / (secs * 1e6));
+            if frames.unwrap_or(0) == 0 && dur.unwrap_or(0) == 0 {
+                continue;
+            }
+            let sev = match ratio {
+                Some(r) if r >= th.storm_ratio => Severity::Error,
+                Some(r) if r >= th.pause_ratio => Severity::Warning,
+                Some(_) => continue,
+                None => Severity::Warning,
+            };
+            let who = if dir == "rx" { "the switch paused this NIC" } else { "this NIC paused the switch" };
+            let share = ratio.map(|r| format!(" for {} of the window", pct(r.min(1.0)))).unwrap_or_default();
+            let ev = vec![
+                format!(
+                    "{dir}_global_pause_duration +{} µs {window}",
+                    dur.map(thousands).unwrap_or_else(|| "?".into())
+                ),
+                format!("{dir}_global_pause +{}", frames.map(thousands).unwrap_or_else(|| "?".into())),
+            ];
+            out.push(f("global-pause", sev, host, format!("{nd} {dir}"), format!("802.3x link-level pause{share}: {who}, and it stops every traffic class on the link, not only RoCE"), ev, "a RoCE fabric uses PFC per priority, not global pause: turn link-level pause off on the NIC (`ethtool -A <netdev> rx off tx off`) and the switch port, and enable PFC on the RoCE priority"));
         }
         if let Some(v) = w.eth(nd, "tx_pause_storm_error_events").filter(|v| *v > 0) {
             out.push(f("pfc-storm", Severity::Error, host, nd.clone(), format!("the NIC's pause-storm guard fired {v} time(s) and stopped sending pauses"), vec![format!("tx_pause_storm_error_events +{v} {window}")], "the host stopped draining its receive queue for longer than the storm timeout: check the host (driver, PCIe, hung process)"));

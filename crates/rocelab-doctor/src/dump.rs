@@ -105,6 +105,8 @@ impl RawSnapshot {
                 }
             }
         };
+        // What parsed but was not taken at face value (cut lines, duplicates).
+        let mut warned: Vec<String> = Vec::new();
         let mut snap = Snapshot {
             host: self.meta.host.clone(),
             taken_at_unix_ms: self.meta.taken_at_unix_ms,
@@ -115,11 +117,11 @@ impl RawSnapshot {
             let dir = base.join("netdev").join(name);
             let mut nd = Netdev { name: name.clone(), sysfs: raw.sysfs.clone(), ..Default::default() };
             if let Some(t) = &raw.ethtool_s {
-                handle(
-                    parse::ethtool::parse_stats(t)
-                        .map(|v| nd.ethtool = Some(v))
-                        .map_err(|e| e.in_file(&dir.join("ethtool-S.txt"))),
-                )?;
+                let file = dir.join("ethtool-S.txt");
+                handle(parse::ethtool::parse_stats(t).map(|v| nd.ethtool = Some(v)).map_err(|e| e.in_file(&file)))?;
+                if let Some(e) = &nd.ethtool {
+                    warned.extend(e.warnings.iter().map(|w| format!("{}: {w}", file.display())));
+                }
             }
             if let Some(t) = &raw.ethtool_i {
                 handle(
@@ -154,6 +156,8 @@ impl RawSnapshot {
                     .map_err(|e| e.in_file(&base.join("rdma-statistic.txt"))),
             )?;
             for ps in parsed.unwrap_or_default() {
+                let file = base.join("rdma-statistic.txt");
+                warned.extend(ps.warnings.iter().map(|w| format!("{}: {w}", file.display())));
                 let key = format!("{}/{}", ps.device, ps.port);
                 let entry = snap.rdma_ports.entry(key).or_insert_with(|| RdmaPort {
                     device: ps.device.clone(),
@@ -219,6 +223,7 @@ impl RawSnapshot {
                     .map_err(|e| e.in_file(&base.join("nccl").join(file))),
             )?;
         }
+        notes.extend(warned);
         snap.notes = notes;
         Ok(snap)
     }
@@ -378,9 +383,17 @@ pub fn read_snapshot(dir: &Path) -> Result<Snapshot, DoctorError> {
     Ok(read_raw(dir)?.to_snapshot(dir, Strictness::Strict)?)
 }
 
+/// What one command-line argument held: its snapshots, and what was passed over.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Dump {
+    pub snapshots: Vec<Snapshot>,
+    /// Directories that are not snapshots (no `meta.json`), said, never skipped silently.
+    pub skipped: Vec<crate::quality::DataProblem>,
+}
+
 /// Loads every snapshot a command-line argument names: a snapshot directory, a directory of
-/// snapshot directories, or a `.tar.gz` of either (unpacked with the system `tar`).
-pub fn load_dump(path: &Path) -> Result<Vec<Snapshot>, DoctorError> {
+/// snapshot directories, or a `.tar.gz` of either.
+pub fn load_dump(path: &Path) -> Result<Dump, DoctorError> {
     let name = name_of(path);
     if path.is_file() && (name.ends_with(".tar.gz") || name.ends_with(".tgz")) {
         return load_tarball(path);
@@ -389,15 +402,26 @@ pub fn load_dump(path: &Path) -> Result<Vec<Snapshot>, DoctorError> {
         return Err(DoctorError::Invalid(format!("{}: not a dump directory or .tar.gz", path.display())));
     }
     if path.join("meta.json").is_file() {
-        return Ok(vec![read_snapshot(path)?]);
+        return Ok(Dump { snapshots: vec![read_snapshot(path)?], skipped: Vec::new() });
     }
-    let mut out = Vec::new();
+    let mut out = Dump::default();
     for d in subdirs(path) {
         if d.join("meta.json").is_file() {
-            out.push(read_snapshot(&d)?);
+            out.snapshots.push(read_snapshot(&d)?);
+        } else {
+            let why = if name_of(&d).ends_with(".partial") {
+                "an unfinished snapshot (collect was interrupted)"
+            } else {
+                "no meta.json, so not a snapshot (see docs/collect.md for the layout)"
+            };
+            out.skipped.push(crate::quality::DataProblem {
+                node: "dump".into(),
+                subject: d.display().to_string(),
+                message: format!("skipped: {why}"),
+            });
         }
     }
-    if out.is_empty() {
+    if out.snapshots.is_empty() {
         return Err(DoctorError::Invalid(format!(
             "{}: no snapshot found (a snapshot directory holds meta.json; see docs/collect.md)",
             path.display()
@@ -406,7 +430,7 @@ pub fn load_dump(path: &Path) -> Result<Vec<Snapshot>, DoctorError> {
     Ok(out)
 }
 
-fn load_tarball(path: &Path) -> Result<Vec<Snapshot>, DoctorError> {
+fn load_tarball(path: &Path) -> Result<Dump, DoctorError> {
     static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let tmp = std::env::temp_dir().join(format!(
         "rocelab-doctor-{}-{}",
@@ -430,11 +454,15 @@ fn load_tarball(path: &Path) -> Result<Vec<Snapshot>, DoctorError> {
         // `tar -C dir .` (what collect writes) or a tarball of one top directory.
         let top = subdirs(&tmp);
         let root = if top.len() == 1 && !top[0].join("meta.json").is_file() { top[0].clone() } else { tmp.clone() };
-        let mut snaps = load_dump(&root)?;
-        for s in &mut snaps {
-            s.origin = s.origin.replace(&tmp.display().to_string(), &path.display().to_string());
+        let mut dump = load_dump(&root)?;
+        let (tmp_s, path_s) = (tmp.display().to_string(), path.display().to_string());
+        for s in &mut dump.snapshots {
+            s.origin = s.origin.replace(&tmp_s, &path_s);
         }
-        Ok(snaps)
+        for p in &mut dump.skipped {
+            p.subject = p.subject.replace(&tmp_s, &path_s);
+        }
+        Ok(dump)
     })();
     let _ = std::fs::remove_dir_all(&tmp);
     result

@@ -33,6 +33,8 @@
 //! * `diagnose`  — rates between snapshots and the findings rules; `drift` — the intended
 //!   configuration ([`drift::Intent`]) and what differs from it; `nccl` expectations live in
 //!   `diagnose` too ("is it the network?").
+//! * `quality`   — what in a window cannot be believed (a delta no link could produce) or is
+//!   missing from one snapshot; reported as data problems, never as findings.
 //! * `exporter`  — a small std::net HTTP/1.1 server for `/metrics`, bounded in connections,
 //!   request size and collection time.
 //!
@@ -47,6 +49,7 @@ pub mod exporter;
 pub mod intent;
 pub mod metrics;
 pub mod parse;
+pub mod quality;
 pub mod report;
 pub mod snapshot;
 pub mod tools;

@@ -64,7 +64,7 @@ fn collect_writes_a_dump_the_doctor_reads() {
     let out = tmp("out");
     let path = write_snapshot(&out, &raw).unwrap();
     assert!(path.file_name().unwrap().to_string_lossy().starts_with("gpu01-20"));
-    let snaps = load_dump(&out).unwrap();
+    let snaps = load_dump(&out).unwrap().snapshots;
     assert_eq!(snaps.len(), 1);
     let s = &snaps[0];
     assert_eq!(s.host, "gpu01");
@@ -78,7 +78,7 @@ fn collect_writes_a_dump_the_doctor_reads() {
     // The same dump packed as .tar.gz reads the same.
     let tgz = out.with_extension("tar.gz");
     pack_tar_gz(&out, &tgz).unwrap();
-    let again = load_dump(&tgz).unwrap();
+    let again = load_dump(&tgz).unwrap().snapshots;
     assert_eq!(again.len(), 1);
     assert_eq!(again[0].rdma_ports, s.rdma_ports);
     assert_eq!(again[0].netdevs, s.netdevs);

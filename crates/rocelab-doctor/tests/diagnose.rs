@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 fn run_with(scenario: &str, opts: &Options) -> Diagnosis {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dumps").join(scenario);
-    let snaps = load_dump(&p).unwrap_or_else(|e| panic!("{scenario}: {e}"));
+    let snaps = load_dump(&p).unwrap_or_else(|e| panic!("{scenario}: {e}")).snapshots;
     diagnose(snaps, opts)
 }
 
@@ -158,10 +158,10 @@ fn busbw_against_the_line_rate() {
 fn busbw_low_with_network_trouble_points_at_the_network() {
     let opts = Options { node_net_gbps: Some(3200.0), roce_priority: 3, ..Options::default() };
     let base = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dumps");
-    let mut snaps = load_dump(&base.join("busbw-low")).unwrap();
+    let mut snaps = load_dump(&base.join("busbw-low")).unwrap().snapshots;
     snaps.retain(|s| s.host == "gpu02");
-    snaps.extend(load_dump(&base.join("pfc-storm")).unwrap());
-    let nccl = load_dump(&base.join("busbw-low")).unwrap().into_iter().flat_map(|s| s.nccl).collect();
+    snaps.extend(load_dump(&base.join("pfc-storm")).unwrap().snapshots);
+    let nccl = load_dump(&base.join("busbw-low")).unwrap().snapshots.into_iter().flat_map(|s| s.nccl).collect();
     let d = diagnose(snaps, &Options { extra_nccl: nccl, ..opts });
     assert!(has(&d, "busbw-low", Severity::Error), "{:?}", codes(&d));
     assert!(d.verdict.as_deref().unwrap().contains("likely the network"), "{:?}", d.verdict);
@@ -250,7 +250,7 @@ fn cumulus_watchdog_deadlock_and_discards() {
 #[test]
 fn a_counter_that_went_down_is_a_reset_not_a_finding() {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dumps/retransmissions");
-    let mut snaps = load_dump(&p).unwrap();
+    let mut snaps = load_dump(&p).unwrap().snapshots;
     snaps.sort_by_key(|s| s.taken_at_unix_ms);
     // The driver was reloaded between the snapshots: out_of_sequence restarted from zero.
     snaps[1].rdma_ports.get_mut("mlx5_0/1").unwrap().counters.insert("out_of_sequence".into(), 4);
@@ -334,4 +334,100 @@ fn drift_hints_carry_the_wanted_values() {
     assert!(map.hint.contains("mlnx_qos -i ens3np0 --dscp2prio set,26,3"), "{}", map.hint);
     let knobs = d.findings.iter().find(|f| f.code == "drift-dcqcn").unwrap();
     assert!(knobs.hint.contains("echo 5 > /sys/class/net/ens3np0/ecn/roce_rp/rpg_ai_rate"), "{}", knobs.hint);
+}
+
+fn problems(d: &Diagnosis) -> Vec<String> {
+    d.data_problems.iter().map(|p| format!("{} {}: {}", p.node, p.subject, p.message)).collect()
+}
+
+#[test]
+fn impossible_counters_are_corrupt_data_not_findings() {
+    // rx_prio3_pause_duration +1.8e19 µs in 60 s and np_ecn_marked_roce_packets at u64::MAX
+    // (issue 16: "paused 100 %" and 3e17 marks/s).
+    let d = run("corrupt-counters");
+    assert!(d.findings.is_empty(), "{:?}", codes(&d));
+    let p = problems(&d);
+    assert!(
+        p.iter().any(|m| m.starts_with("gpu01 ens3np0: rx_prio3_pause_duration reads") && m.contains("not used")),
+        "{p:?}"
+    );
+    assert!(p.iter().any(|m| m.starts_with("gpu01 mlx5_0/1: np_ecn_marked_roce_packets reads")), "{p:?}");
+    let w = &d.windows[0];
+    assert!(!w.rates.iter().any(|r| r.series.starts_with("rocelab_ecn_marked_packets_total")), "{:?}", w.rates);
+    assert!(!w.rates.iter().any(|r| r.series.starts_with("rocelab_pfc_paused_seconds_total")), "{:?}", w.rates);
+    let h = rocelab_doctor::report::human(&d);
+    assert!(h.contains("data problems (2)"), "{h}");
+    assert!(h.contains("no findings in the data that could be used"), "{h}");
+    assert!(h.contains(", 2 data problem(s)"), "{h}");
+    // A duration above the window that is not near 2^64 is caught by the window bound.
+    let mut snaps =
+        load_dump(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dumps/healthy")).unwrap().snapshots;
+    snaps.sort_by_key(|s| s.taken_at_unix_ms);
+    let e = snaps[1].netdevs.get_mut("ens3np0").unwrap().ethtool.as_mut().unwrap();
+    e.counters.insert("rx_prio3_pause_duration".into(), 90_000_000);
+    let d = diagnose(snaps, &Options::default());
+    assert!(!has(&d, "pfc-storm", Severity::Error), "{:?}", codes(&d));
+    assert!(problems(&d).iter().any(|m| m.contains("more time than the 60.0 s window")), "{:?}", problems(&d));
+}
+
+#[test]
+fn a_second_snapshot_cut_short_or_missing_is_said() {
+    // The pause-ratio scenario with the second ethtool -S cut mid-line: the duration counter
+    // is gone, so the warning cannot be given, and the report says why.
+    let d = run("ethtool-cut");
+    assert!(!has(&d, "pause-ratio", Severity::Warning), "{:?}", codes(&d));
+    let p = problems(&d);
+    assert!(
+        p.iter().any(|m| m.contains("ethtool -S counter(s) of the first snapshot are missing")
+            && m.contains("rx_prio3_pause_duration")),
+        "{p:?}"
+    );
+    assert!(d.notes.iter().any(|n| n.contains("ethtool-S.txt: line") && n.contains("is cut short")), "{:?}", d.notes);
+    let d = run("ethtool-missing");
+    let p = problems(&d);
+    assert!(
+        p.iter().any(|m| m.starts_with("gpu01 ens3np0: ethtool -S is in") && m.contains("rules did not run")),
+        "{p:?}"
+    );
+    assert!(!rocelab_doctor::report::human(&d).contains("\nno findings\n"));
+}
+
+#[test]
+fn a_directory_without_meta_json_is_reported() {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dumps/no-meta");
+    let dump = load_dump(&p).unwrap();
+    assert_eq!(dump.snapshots.len(), 2);
+    assert_eq!(dump.skipped.len(), 1);
+    assert!(dump.skipped[0].subject.ends_with("gpu01-1796204587000"), "{:?}", dump.skipped);
+    let d = diagnose(dump.snapshots, &Options { skipped_inputs: dump.skipped, ..Options::default() });
+    assert!(problems(&d)[0].contains("skipped: no meta.json"), "{:?}", problems(&d));
+}
+
+#[test]
+fn a_duplicated_counter_line_is_reported() {
+    let d = run("duplicate-counter");
+    assert!(d.findings.is_empty(), "{:?}", codes(&d));
+    assert!(
+        d.notes.iter().any(|n| n.contains("counter `rx_discards_phy` is printed twice with different values")),
+        "{:?}",
+        d.notes
+    );
+}
+
+#[test]
+fn grep_pause_copies_are_read() {
+    let d = run("grep-pause");
+    assert!(has(&d, "pfc-storm", Severity::Error), "{:?}", codes(&d));
+    assert!(d.notes.iter().any(|n| n.contains("no `NIC statistics:` header")), "{:?}", d.notes);
+    // Only pause counters in the copies: nothing else is reported missing.
+    assert!(d.data_problems.is_empty(), "{:?}", problems(&d));
+}
+
+#[test]
+fn global_pause_is_a_finding() {
+    let d = run("global-pause");
+    assert_eq!(codes(&d), vec![("global-pause", Severity::Error)]);
+    assert_eq!(d.findings[0].subject, "ens3np0 tx");
+    assert!(d.findings[0].message.contains("for 50.0% of the window"), "{}", d.findings[0].message);
+    assert!(run("global-pause-ok").findings.is_empty(), "{:?}", codes(&run("global-pause-ok")));
 }

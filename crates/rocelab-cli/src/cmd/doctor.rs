@@ -65,8 +65,11 @@ pub fn run(a: Args) -> VerbResult {
         None => None,
     };
     let mut snaps = Vec::new();
+    let mut skipped_inputs = Vec::new();
     for d in &a.dumps {
-        snaps.extend(dump::load_dump(d).map_err(|e| Failure::bad_input(format!("error: {e}")))?);
+        let dump = dump::load_dump(d).map_err(|e| Failure::bad_input(format!("error: {e}")))?;
+        snaps.extend(dump.snapshots);
+        skipped_inputs.extend(dump.skipped);
     }
     let mut extra_nccl = Vec::new();
     for p in &a.nccl {
@@ -77,8 +80,14 @@ pub fn run(a: Args) -> VerbResult {
             .map_err(|e| Failure::bad_input(format!("error: {}", e.in_file(p))))?;
         extra_nccl.extend(runs);
     }
-    let opts =
-        Options { thresholds, intent, node_net_gbps: a.line_rate_gbps, roce_priority: a.roce_priority, extra_nccl };
+    let opts = Options {
+        thresholds,
+        intent,
+        node_net_gbps: a.line_rate_gbps,
+        roce_priority: a.roce_priority,
+        extra_nccl,
+        skipped_inputs,
+    };
     let dx = diagnose::diagnose(snaps, &opts);
     let text = if a.json { report::json(&dx) } else { report::human(&dx) };
     match &a.out {
