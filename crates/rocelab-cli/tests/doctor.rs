@@ -97,6 +97,9 @@ fn collect_then_doctor_on_a_fake_tree() {
         .filter(|p| p.join("meta.json").is_file())
         .collect();
     assert_eq!(snaps.len(), 2);
+    // --no-tools: the tools were not run, which is not the same as not installed.
+    let meta = std::fs::read_to_string(snaps[0].join("meta.json")).unwrap();
+    assert!(meta.contains("ethtool not run (--no-tools)") && !meta.contains("not installed"), "{meta}");
     let o = rocelab(&["doctor", out_dir.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{o:?}");
     let text = stdout(&o);
@@ -247,5 +250,7 @@ fn exporter_serves_metrics_on_loopback() {
     let _ = child.wait();
     assert!(body.starts_with("HTTP/1.1 200 OK"), "{body}");
     assert!(body.contains("rocelab_cnp_sent_total{node=\"gpu09\",port=\"ens3np0\"} 42\n"), "{body}");
+    assert!(body.contains("# rocelab: ethtool not run (--no-tools)"), "{body}");
+    assert!(!body.contains("not installed"), "{body}");
     std::fs::remove_dir_all(&root).unwrap();
 }

@@ -116,6 +116,9 @@ pub fn collect_raw(opts: &CollectOptions, ports: &[PortRef]) -> RawSnapshot {
         raw.rdma_ports.insert((p.device.clone(), p.port), RawRdmaPort { netdev: p.netdev.clone(), counters });
     }
     let run = |tool: &Option<PathBuf>, args: &[&str], notes: &mut Vec<String>| -> Option<String> {
+        if opts.tools.disabled {
+            return None;
+        }
         let t = tool.as_ref()?;
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         match tools::run(t, &args, opts.tool_timeout) {
@@ -146,8 +149,8 @@ pub fn collect_raw(opts: &CollectOptions, ports: &[PortRef]) -> RawSnapshot {
     for (tool, name) in
         [(&opts.tools.ethtool, "ethtool"), (&opts.tools.mlnx_qos, "mlnx_qos"), (&opts.tools.rdma, "rdma")]
     {
-        if tool.is_none() {
-            notes.push(format!("{name} not installed: its counters are missing from this snapshot"));
+        if tool.is_none() || opts.tools.disabled {
+            notes.push(opts.tools.absent_note(name));
         }
     }
     raw

@@ -56,7 +56,7 @@ fn collect_writes_a_dump_the_doctor_reads() {
     let opts = CollectOptions {
         sysfs_root: root.clone(),
         host: Some("gpu01".into()),
-        tools: Tools { ethtool: Some(ethtool), mlnx_qos: Some(mlnx_qos), rdma: Some(rdma) },
+        tools: Tools { ethtool: Some(ethtool), mlnx_qos: Some(mlnx_qos), rdma: Some(rdma), ..Tools::default() },
         tool_timeout: Duration::from_millis(300),
     };
     let raw = collect_raw(&opts, &ports);
@@ -112,4 +112,35 @@ fn malformed_dump_files_are_located_errors() {
     let e = load_dump(&dst).unwrap_err().to_string();
     assert!(e.contains("meta.json:2"), "{e}");
     std::fs::remove_dir_all(&dst).unwrap();
+}
+
+#[test]
+fn no_tools_says_not_run_not_not_installed() {
+    // Issue 16: with --no-tools the notes said "ethtool not installed" on hosts that have it.
+    let root = tmp("notools");
+    put(&root, "class/infiniband/mlx5_0/ports/1/hw_counters/np_cnp_sent", "12");
+    put(&root, "class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/0", "ens3np0");
+    let bin = tmp("notools-bin");
+    let ethtool = script(&bin, "ethtool", "printf 'NIC statistics:\\n     rx_prio3_pause: 5\\n'");
+    let ports = discover(&root);
+    let opts = CollectOptions {
+        sysfs_root: root.clone(),
+        host: Some("gpu01".into()),
+        tools: Tools { ethtool: Some(ethtool), ..Tools::none() },
+        tool_timeout: Duration::from_secs(5),
+    };
+    let raw = collect_raw(&opts, &ports);
+    assert!(raw.netdevs["ens3np0"].ethtool_s.is_none(), "a disabled tool must not run");
+    for tool in ["ethtool", "mlnx_qos", "rdma"] {
+        let want = format!("{tool} not run (--no-tools)");
+        assert!(raw.meta.notes.iter().any(|n| n.starts_with(&want)), "{want}: {:?}", raw.meta.notes);
+    }
+    assert!(!raw.meta.notes.iter().any(|n| n.contains("not installed")), "{:?}", raw.meta.notes);
+    // Tools simply absent are "not installed".
+    let opts = CollectOptions { tools: Tools::default(), ..opts };
+    let raw = collect_raw(&opts, &ports);
+    assert!(raw.meta.notes.iter().any(|n| n.starts_with("ethtool not installed")), "{:?}", raw.meta.notes);
+    for d in [&root, &bin] {
+        std::fs::remove_dir_all(d).unwrap();
+    }
 }
