@@ -24,6 +24,7 @@
 //! | `switch-drops` | warning | switch queue / no-buffer drops grew |
 //! | `firmware-mix` | warning | NICs of one kind run different firmware across hosts |
 //! | `busbw-low` | error / warning | nccl-tests busbw below `busbw_error` / `busbw_warn` of the expected |
+//! | `busbw-reference` | warning | busbw above `busbw_max` of the expected: the expected figure is wrong (never "OK") |
 //! | `busbw-ok`, `single-node` | info | busbw as expected; a one-node run does not test the network |
 //! | `nccl-wrong-results` | error | nccl-tests validation found wrong values |
 //! | `drift-*` | see `drift` | one snapshot against the intended config |
@@ -76,11 +77,13 @@ pub struct Thresholds {
     pub busbw_warn: f64,
     /// busbw below this share of the expected: error.
     pub busbw_error: f64,
+    /// busbw above this share of the expected cannot be right: the reference is wrong.
+    pub busbw_max: f64,
 }
 
 impl Default for Thresholds {
     fn default() -> Self {
-        Thresholds { pause_ratio: 0.05, storm_ratio: 0.5, busbw_warn: 0.8, busbw_error: 0.5 }
+        Thresholds { pause_ratio: 0.05, storm_ratio: 0.5, busbw_warn: 0.8, busbw_error: 0.5, busbw_max: 1.25 }
     }
 }
 
@@ -697,32 +700,7 @@ fn nccl_rules(snaps: &[Snapshot], by_host: &BTreeMap<String, Vec<&Snapshot>>, op
             ));
             continue;
         }
-        // Expected network bandwidth per node: flag, then fabric, then the NIC speeds seen.
-        let (node_gbps, source) = if let Some(g) = opts.node_net_gbps {
-            (Some(g), "--line-rate-gbps".to_string())
-        } else if let Some(g) =
-            opts.intent.as_ref().and_then(|i| hosts.iter().filter_map(|h| i.node_net_gbps(h)).reduce(f64::min))
-        {
-            (
-                Some(g),
-                format!(
-                    "fabric line rate × NICs per node ({})",
-                    opts.intent.as_ref().map(|i| i.source.as_str()).unwrap_or("")
-                ),
-            )
-        } else {
-            let from_snaps: Option<f64> = hosts
-                .iter()
-                .filter_map(|h| {
-                    let last = by_host.get(h)?.last()?;
-                    let sum: f64 =
-                        last.rdma_ports.values().filter_map(|p| last.netdev_of(p)).filter_map(|n| n.speed_gbps()).sum();
-                    (sum > 0.0).then_some(sum)
-                })
-                .reduce(f64::min);
-            (from_snaps, "sum of the RoCE NIC speeds in the snapshots".to_string())
-        };
-        let Some(node_gbps) = node_gbps else {
+        let Some((node_gbps, source, mut ev_ref)) = expected_node_gbps(run, &hosts, by_host, opts) else {
             dx.findings.push(f(
                 "busbw-unknown",
                 Severity::Info,
@@ -745,10 +723,29 @@ fn nccl_rules(snaps: &[Snapshot], by_host: &BTreeMap<String, Vec<&Snapshot>>, op
             ),
             format!("expected ≈ {expected:.1} GB/s: {node_gbps:.0} Gb/s per node from {source}"),
         ];
+        ev.append(&mut ev_ref);
         if hosts.len() == 2 {
             ev.push(
                 "two-node runs can beat the multi-node figure; do not use them as the reference for a large job".into(),
             );
+        }
+        if eff > opts.thresholds.busbw_max {
+            // More than the network can carry: the reference is wrong (NICs not counted, a
+            // fabric file for other hosts), so no verdict on the network can be drawn from it.
+            dx.findings.push(f(
+                "busbw-reference",
+                Severity::Warning,
+                "fabric",
+                subject,
+                format!("busbw {peak:.1} GB/s is {} of the expected {expected:.1} GB/s: more than the network can carry, so the expected figure is wrong", pct(eff)),
+                ev,
+                "give the real per-node network bandwidth (--line-rate-gbps = NICs per node × their speed) or a fabric file that lists these hosts; check that the snapshots hold every RoCE NIC of each node",
+            ));
+            verdicts.push(format!(
+                "{op}: cannot judge: busbw is {} of the expected, an inconsistent reference (see busbw-reference)",
+                pct(eff)
+            ));
+            continue;
         }
         let (sev, verdict) = if eff < opts.thresholds.busbw_warn {
             let sev = if eff < opts.thresholds.busbw_error { Severity::Error } else { Severity::Warning };
@@ -780,4 +777,85 @@ fn nccl_rules(snaps: &[Snapshot], by_host: &BTreeMap<String, Vec<&Snapshot>>, op
     if !verdicts.is_empty() {
         dx.verdict = Some(verdicts.join("\n"));
     }
+}
+
+/// Expected network bandwidth of one GPU node in Gb/s for a run, where it came from, and
+/// evidence lines. NICs per node: those NCCL's log lists (`NET/IB : Using [0]mlx5_0 ...`)
+/// when it is there, else the fabric's rails, else the RoCE NICs in the snapshots. Speed per
+/// NIC: `--line-rate-gbps` (per node) wins; then a fabric file that lists these hosts; then
+/// the speeds in the snapshots; then a fabric file's default NIC profile.
+fn expected_node_gbps(
+    run: &crate::parse::nccl::NcclRun,
+    hosts: &[String],
+    by_host: &BTreeMap<String, Vec<&Snapshot>>,
+    opts: &Options,
+) -> Option<(f64, String, Vec<String>)> {
+    let mut ev = Vec::new();
+    let log_nics: BTreeMap<&str, Vec<String>> = hosts
+        .iter()
+        .filter_map(|h| run.log.hosts.get(h).map(|n| (h.as_str(), n.ib_device_names())))
+        .filter(|(_, d)| !d.is_empty())
+        .collect();
+    let log_count = log_nics.values().map(|d| d.len()).min();
+    if let Some(n) = log_count {
+        let (h, d) = log_nics.iter().next().expect("non-empty when counted");
+        ev.push(format!("NCCL log: {n} NIC(s) per node ({h}: {})", d.join(", ")));
+    }
+    if let Some(g) = opts.node_net_gbps {
+        return Some((g, "--line-rate-gbps".into(), ev));
+    }
+    if let Some(i) = &opts.intent {
+        let known: Vec<&String> = hosts.iter().filter(|h| i.hosts.contains_key(*h)).collect();
+        if !known.is_empty() {
+            let per_nic = known.iter().filter_map(|h| i.for_host(h).line_rate_gbps).reduce(f64::min)?;
+            let fabric_n = i.nics_per_node.unwrap_or(1) as usize;
+            let n = log_count.unwrap_or(fabric_n);
+            if log_count.is_some_and(|c| c != fabric_n) {
+                ev.push(format!("the fabric file gives {fabric_n} NIC(s) per node; the log's count is used"));
+            }
+            return Some((per_nic * n as f64, format!("{n} NIC(s) × {per_nic:.0} Gb/s line rate ({})", i.source), ev));
+        }
+        ev.push(format!(
+            "{} does not list the test's hosts ({}): not used as the reference",
+            i.source,
+            hosts.join(", ")
+        ));
+    }
+    // Speeds in the snapshots: per RDMA device, and the fastest as a stand-in for devices
+    // the snapshot lacks.
+    let mut per_host: Vec<(f64, usize, usize)> = Vec::new();
+    for h in hosts {
+        let Some(last) = by_host.get(h).and_then(|l| l.last()) else { continue };
+        let speeds: BTreeMap<String, f64> = last
+            .rdma_ports
+            .values()
+            .filter_map(|p| Some((p.device.clone(), last.netdev_of(p)?.speed_gbps()?)))
+            .collect();
+        let Some(max) = speeds.values().copied().reduce(f64::max) else { continue };
+        let (sum, listed) = match log_nics.get(h.as_str()) {
+            Some(devs) => (devs.iter().map(|d| speeds.get(d).copied().unwrap_or(max)).sum(), devs.len()),
+            // The log names another node's NICs only: nodes of one job are alike.
+            None => match log_count {
+                Some(n) => (max * n as f64, n),
+                None => (speeds.values().sum(), speeds.len()),
+            },
+        };
+        per_host.push((sum, listed, speeds.len()));
+    }
+    if let Some(&(sum, listed, seen)) = per_host.iter().min_by(|a, b| a.0.total_cmp(&b.0)) {
+        if listed > seen {
+            ev.push(format!(
+                "the snapshots hold {seen} of the {listed} NICs the log lists; the others are counted at the fastest speed seen"
+            ));
+        }
+        return Some((sum, format!("{listed} NIC(s) at the speeds in the snapshots"), ev));
+    }
+    let i = opts.intent.as_ref()?;
+    let per_nic = i.default.line_rate_gbps?;
+    let n = log_count?;
+    Some((
+        per_nic * n as f64,
+        format!("{n} NIC(s) from the NCCL log × {per_nic:.0} Gb/s, the default NIC profile of {}", i.source),
+        ev,
+    ))
 }

@@ -168,11 +168,46 @@ fn busbw_low_with_network_trouble_points_at_the_network() {
 }
 
 #[test]
-fn busbw_expectation_from_snapshot_speeds() {
-    // No flag, no fabric: one 400 Gb/s RoCE NIC per host in the dumps -> 50 GB/s expected.
+fn busbw_expectation_counts_every_nic_the_nccl_log_lists() {
+    // Issue 16: the dumps hold one 400 Gb/s NIC per host, the log lists eight
+    // (`NET/IB : Using [0]mlx5_0 ... [7]mlx5_7`); the expected figure was 50 GB/s and
+    // 171 GB/s read "342.5 % ... delivers its line rate" with exit 0.
+    let d = run("busbw-low");
+    assert_eq!(codes(&d), vec![("busbw-low", Severity::Error)]);
+    let f = &d.findings[0];
+    assert!(f.message.contains("is 42.8% of the expected 400.0 GB/s"), "{}", f.message);
+    assert!(f.evidence.iter().any(|e| e.starts_with("NCCL log: 8 NIC(s) per node")), "{:?}", f.evidence);
+    assert!(f.evidence.iter().any(|e| e.contains("the snapshots hold 1 of the 8 NICs")), "{:?}", f.evidence);
     let d = run("busbw-ok");
+    assert_eq!(codes(&d), vec![("busbw-ok", Severity::Info)]);
+    assert!(d.findings[0].evidence[1].contains("3200 Gb/s per node from 8 NIC(s) at the speeds in the snapshots"));
+}
+
+#[test]
+fn busbw_far_above_line_rate_is_an_inconsistent_reference_never_ok() {
+    // The same run against a reference of one NIC per node (what the old code derived).
+    let opts = Options { node_net_gbps: Some(400.0), ..Options::default() };
+    let d = run_with("busbw-low", &opts);
+    assert_eq!(codes(&d), vec![("busbw-reference", Severity::Warning)]);
+    assert!(d.findings[0].message.contains("342.5% of the expected 50.0 GB/s"), "{}", d.findings[0].message);
+    let v = d.verdict.as_deref().unwrap();
+    assert!(v.contains("cannot judge") && !v.contains("delivers its line rate"), "{v}");
+    // A loose log (no snapshots) and a fabric file that does not list the test's hosts: its
+    // default profile's line rate times the log's eight NICs, said in the evidence.
+    let mut i = intent();
+    i.default.line_rate_gbps = Some(100.0);
+    i.hosts.insert("other01".into(), i.default.clone());
+    let opts = Options {
+        intent: Some(i),
+        extra_nccl: nccl_fixture("nccl-all_reduce.txt", "all_reduce"),
+        ..Options::default()
+    };
+    let d = diagnose(Vec::new(), &opts);
     let f = d.findings.iter().find(|f| f.code.starts_with("busbw")).unwrap();
-    assert!(f.evidence[1].contains("400 Gb/s per node from sum of the RoCE NIC speeds"), "{:?}", f.evidence);
+    assert!(f.evidence.iter().any(|e| e.contains("does not list the test's hosts")), "{:?}", f.evidence);
+    assert!(f.evidence[1].contains("800 Gb/s per node from 8 NIC(s) from the NCCL log"), "{:?}", f.evidence);
+    // 371.6 GB/s against 100 GB/s: the reference is inconsistent, not "OK".
+    assert_eq!(f.code, "busbw-reference");
 }
 
 fn intent() -> Intent {
