@@ -180,21 +180,14 @@ fn sanitize(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' }).collect()
 }
 
-/// Packs the snapshots in `dir` into `dest` (`.tar.gz`) with the system `tar`, atomically.
+/// Packs the snapshots in `dir` into `dest` (`.tar.gz`), atomically: written to a temporary
+/// name, then renamed.
 pub fn pack_tar_gz(dir: &Path, dest: &Path) -> Result<(), String> {
-    let tar = tools::find_in_path("tar").ok_or("writing a .tar.gz needs the `tar` program; use --out DIR instead")?;
     let mut tmp = dest.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
-    let args = vec![
-        "-czf".to_string(),
-        tmp.display().to_string(),
-        "-C".to_string(),
-        dir.display().to_string(),
-        ".".to_string(),
-    ];
-    let res = tools::run(&tar, &args, Duration::from_secs(300))
-        .map_err(|e| e.to_string())
+    let res = crate::dump::pack_tar_gz(dir, &tmp)
+        .map_err(|e| format!("cannot write {}: {e}", tmp.display()))
         .and_then(|_| std::fs::rename(&tmp, dest).map_err(|e| format!("cannot write {}: {e}", dest.display())));
     if res.is_err() {
         let _ = std::fs::remove_file(&tmp);

@@ -439,18 +439,7 @@ fn load_tarball(path: &Path) -> Result<Dump, DoctorError> {
     ));
     std::fs::create_dir_all(&tmp).map_err(|e| DoctorError::io(&tmp, e))?;
     let result = (|| {
-        let tar = crate::tools::find_in_path("tar").ok_or_else(|| {
-            DoctorError::Invalid("reading a .tar.gz needs the `tar` program; unpack it and pass the directory".into())
-        })?;
-        let args = vec![
-            "-xzf".to_string(),
-            path.display().to_string(),
-            "-C".to_string(),
-            tmp.display().to_string(),
-            "--no-same-owner".to_string(),
-        ];
-        crate::tools::run(&tar, &args, std::time::Duration::from_secs(120))
-            .map_err(|e| DoctorError::Invalid(format!("{}: cannot unpack: {e}", path.display())))?;
+        unpack_tar_gz(path, &tmp)?;
         // `tar -C dir .` (what collect writes) or a tarball of one top directory.
         let top = subdirs(&tmp);
         let root = if top.len() == 1 && !top[0].join("meta.json").is_file() { top[0].clone() } else { tmp.clone() };
@@ -466,4 +455,49 @@ fn load_tarball(path: &Path) -> Result<Dump, DoctorError> {
     })();
     let _ = std::fs::remove_dir_all(&tmp);
     result
+}
+
+/// Most a dump tarball may unpack to: entries and bytes (counter dumps are small; a larger
+/// archive is not a dump and must not fill the disk).
+const MAX_TAR_ENTRIES: usize = 100_000;
+const MAX_TAR_BYTES: u64 = 1 << 30;
+
+/// Unpacks a `.tar.gz` into `dest` with the `tar` and `flate2` crates: regular files and
+/// directories only (links are skipped), no path outside `dest`, bounded in size.
+fn unpack_tar_gz(path: &Path, dest: &Path) -> Result<(), DoctorError> {
+    let bad = |e: std::io::Error| DoctorError::Invalid(format!("{}: cannot unpack: {e}", path.display()));
+    let file = std::fs::File::open(path).map_err(|e| DoctorError::io(path, e))?;
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(std::io::BufReader::new(file)));
+    archive.set_preserve_permissions(false);
+    archive.set_preserve_mtime(false);
+    let (mut count, mut bytes) = (0usize, 0u64);
+    for entry in archive.entries().map_err(bad)? {
+        let mut entry = entry.map_err(bad)?;
+        count += 1;
+        bytes = bytes.saturating_add(entry.size());
+        if count > MAX_TAR_ENTRIES || bytes > MAX_TAR_BYTES || entry.size() > crate::util::MAX_TEXT_BYTES {
+            return Err(DoctorError::Invalid(format!(
+                "{}: too large for a counter dump (over {MAX_TAR_ENTRIES} entries, {MAX_TAR_BYTES} bytes, or a file over {} bytes)",
+                path.display(),
+                crate::util::MAX_TEXT_BYTES
+            )));
+        }
+        let kind = entry.header().entry_type();
+        if !(kind.is_file() || kind.is_dir()) {
+            continue;
+        }
+        // `unpack_in` refuses `..` and absolute paths (returns false): such an entry is skipped.
+        entry.unpack_in(dest).map_err(bad)?;
+    }
+    Ok(())
+}
+
+/// Packs the directory `dir` into the `.tar.gz` file `dest` (its contents at the top, as
+/// `tar -C dir .` would) with the `tar` and `flate2` crates; links are stored as links.
+pub fn pack_tar_gz(dir: &Path, dest: &Path) -> std::io::Result<()> {
+    let file = std::fs::File::create(dest)?;
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(file, flate2::Compression::default()));
+    builder.follow_symlinks(false);
+    builder.append_dir_all(".", dir)?;
+    builder.into_inner()?.finish()?.sync_all()
 }

@@ -1,4 +1,4 @@
-//! Running the host's tools (`ethtool`, `mlnx_qos`, `rdma`, `tar`): argument vectors, never a
+//! Running the host's tools (`ethtool`, `mlnx_qos`, `rdma`, `nvidia-smi`): argument vectors, never a
 //! shell; a timeout that kills a hung tool; output capped at [`MAX_TEXT_BYTES`].
 
 use crate::util::MAX_TEXT_BYTES;

@@ -144,3 +144,37 @@ fn no_tools_says_not_run_not_not_installed() {
         std::fs::remove_dir_all(d).unwrap();
     }
 }
+
+#[test]
+fn tarballs_are_read_without_the_system_tar_and_cannot_escape() {
+    // A tarball holding a snapshot and an entry that climbs out of the unpack directory.
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dumps/healthy");
+    let dir = tmp("tgz");
+    let tgz = dir.join("dump.tar.gz");
+    {
+        let f = std::fs::File::create(&tgz).unwrap();
+        let mut b = tar::Builder::new(flate2::write::GzEncoder::new(f, flate2::Compression::fast()));
+        b.append_dir_all("dump", &src).unwrap();
+        let mut h = tar::Header::new_gnu();
+        let body = b"not yours\n";
+        h.set_size(body.len() as u64);
+        h.set_mode(0o644);
+        // `set_path` refuses `..`; write the name bytes directly, as a hostile archive would.
+        h.as_gnu_mut().unwrap().name[..17].copy_from_slice(b"../../escaped.txt");
+        h.set_cksum();
+        b.append(&h, &body[..]).unwrap();
+        b.into_inner().unwrap().finish().unwrap();
+    }
+    let dump = load_dump(&tgz).unwrap();
+    assert_eq!(dump.snapshots.len(), 2);
+    assert!(dump.snapshots[0].origin.starts_with(&tgz.display().to_string()), "{}", dump.snapshots[0].origin);
+    let t = std::env::temp_dir();
+    for d in [t.clone(), t.parent().map(Path::to_path_buf).unwrap_or_default()] {
+        assert!(!d.join("escaped.txt").exists(), "escaped into {}", d.display());
+    }
+    // Not a gzip file: a located error, not a panic.
+    std::fs::write(dir.join("bad.tar.gz"), b"plain text").unwrap();
+    let e = load_dump(&dir.join("bad.tar.gz")).unwrap_err().to_string();
+    assert!(e.contains("cannot unpack"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
