@@ -154,3 +154,88 @@ fn exporter_page_with_its_comments_passes_promtool() {
     check_metrics(tool.as_deref(), "exporter page", &page);
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+/// The raw `description: '...'` scalar of one alert in a rule file.
+fn description_of(rules: &str, alert: &str) -> String {
+    let block = rules.split("      - alert: ").find(|b| b.starts_with(alert)).expect("alert present");
+    let line = block.lines().find(|l| l.trim_start().starts_with("description: ")).expect("description");
+    line.trim_start().trim_start_matches("description: ").to_string()
+}
+
+#[test]
+fn alert_rules_pass_promtool_check_and_unit_tests() {
+    let tool = promtool();
+    let dir = tmpdir("rules");
+    for example in ["rail-128gpu.toml", "incast-16to1.toml"] {
+        let rules = dir.join(format!("{example}.rules.yml"));
+        let o = rocelab()
+            .args(["exporter", "--alert-rules", rules.to_str().unwrap(), "--fabric"])
+            .arg(repo(&format!("examples/{example}")))
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+        let text = std::fs::read_to_string(&rules).unwrap();
+        for alert in
+            ["RocePfcStorm", "RoceLosslessDrops", "RoceCnpNotHandled", "RoceLinkFlap", "RoceEcnSurge", "RoceBusbwLow"]
+        {
+            assert!(text.contains(&format!("- alert: {alert}\n")), "{alert} missing:\n{text}");
+        }
+        let Some(tool) = tool.as_deref() else { continue };
+        let out = Command::new(tool).arg("check").arg("rules").arg(&rules).output().unwrap();
+        assert!(
+            out.status.success(),
+            "promtool check rules {example}:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The rules fire on the case they are for and not on its near miss.
+        let unit = format!(
+            r#"rule_files:
+  - {rules}
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      - series: 'rocelab_pfc_paused_seconds_total{{node="gpu01",port="ens3np0",priority="3",direction="rx"}}'
+        values: '0+45x10'
+      - series: 'rocelab_pfc_paused_seconds_total{{node="gpu02",port="ens3np0",priority="3",direction="rx"}}'
+        values: '0+1x10'
+      - series: 'rocelab_drops_total{{node="leaf1",port="Ethernet4",queue="UC3",reason="buffer"}}'
+        values: '0 0 0 5 5 5'
+      - series: 'rocelab_drops_total{{node="leaf1",port="Ethernet4",queue="UC0",reason="buffer"}}'
+        values: '0 0 0 5 5 5'
+    alert_rule_test:
+      - eval_time: 5m
+        alertname: RocePfcStorm
+        exp_alerts:
+          - exp_labels: {{severity: critical, node: gpu01, port: ens3np0, priority: "3", direction: rx}}
+            exp_annotations:
+              summary: 'PFC storm on gpu01 ens3np0'
+              description: {storm}
+      - eval_time: 4m
+        alertname: RoceLosslessDrops
+        exp_alerts:
+          - exp_labels: {{severity: critical, node: leaf1, port: Ethernet4, queue: UC3, reason: buffer}}
+            exp_annotations:
+              summary: 'Drops on a lossless priority at leaf1 Ethernet4'
+              description: {drops}
+"#,
+            rules = rules.display(),
+            storm = description_of(&text, "RocePfcStorm"),
+            drops = description_of(&text, "RoceLosslessDrops"),
+        );
+        let unit_path = dir.join(format!("{example}.test.yml"));
+        std::fs::write(&unit_path, unit).unwrap();
+        let out = Command::new(tool).arg("test").arg("rules").arg(&unit_path).output().unwrap();
+        assert!(
+            out.status.success(),
+            "promtool test rules {example}:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // Without a fabric file there are no thresholds: bad input.
+    let o = rocelab().args(["exporter", "--alert-rules", dir.join("x.yml").to_str().unwrap()]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -35,12 +35,15 @@
 //!   `diagnose` too ("is it the network?").
 //! * `quality`   — what in a window cannot be believed (a delta no link could produce) or is
 //!   missing from one snapshot; reported as data problems, never as findings.
+//! * `alerts`    — Prometheus alerting rules for the exporter's metrics, thresholds from the
+//!   fabric file.
 //! * `exporter`  — a small std::net HTTP/1.1 server for `/metrics`, bounded in connections,
 //!   request size and collection time.
 //!
 //! Output paths never iterate a `HashMap`: everything is kept in `BTreeMap`s or sorted
 //! vectors, so the same dumps give byte-identical reports.
 
+pub mod alerts;
 pub mod collect;
 pub mod diagnose;
 pub mod drift;
