@@ -92,18 +92,17 @@ fn check_metrics(tool: Option<&Path>, what: &str, text: &str) {
 fn simulator_metrics_prom_passes_promtool() {
     let tool = promtool();
     let out = tmpdir("sim");
-    for example in ["incast-16to1.toml"] {
-        let o = rocelab()
-            .args(["simulate", repo(&format!("examples/{example}")).to_str().unwrap(), "-q", "--out"])
-            .arg(&out)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let text = std::fs::read_to_string(out.join("metrics.prom")).unwrap();
-        // Issue 16: 34 TYPE lines for rocelab_tx_bytes_total, families interleaved.
-        assert_eq!(text.matches("# TYPE rocelab_tx_bytes_total ").count(), 1, "{text}");
-        check_metrics(tool.as_deref(), example, &text);
-    }
+    let example = "incast-16to1.toml";
+    let o = rocelab()
+        .args(["simulate", repo(&format!("examples/{example}")).to_str().unwrap(), "-q", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(out.join("metrics.prom")).unwrap();
+    // Issue 16: 34 TYPE lines for rocelab_tx_bytes_total, families interleaved.
+    assert_eq!(text.matches("# TYPE rocelab_tx_bytes_total ").count(), 1, "{text}");
+    check_metrics(tool.as_deref(), example, &text);
     std::fs::remove_dir_all(&out).unwrap();
 }
 
