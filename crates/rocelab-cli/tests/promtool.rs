@@ -147,6 +147,8 @@ fn exporter_page_with_its_comments_passes_promtool() {
         host: Some("gpu09".into()),
         tools: rocelab_doctor::tools::Tools::none(),
         tool_timeout: std::time::Duration::from_secs(5),
+        proc_root: std::path::PathBuf::from("/proc"),
+        nccl_logs: Vec::new(),
     };
     let page = rocelab_doctor::exporter::scrape(&opts, 3);
     assert!(page.contains("# rocelab: "), "{page}");

@@ -1,5 +1,6 @@
 //! Collection on a live Linux host: discover RDMA devices and their netdevs under a sysfs
-//! root, read sysfs directly, run `ethtool` / `mlnx_qos` / `rdma` when installed, and write a
+//! root, read sysfs directly, run `ethtool` / `mlnx_qos` / `rdma` / `nvidia-smi topo -m` when
+//! installed, read the loaded modules (`/proc/modules`) and any NCCL logs given, and write a
 //! timestamped snapshot directory in the dump layout (`dump`).
 //!
 //! Discovery: `<root>/class/infiniband/<dev>/ports/<n>/` gives the ports; the port's netdev is
@@ -21,6 +22,10 @@ pub struct CollectOptions {
     pub tools: Tools,
     /// Deadline for each tool run.
     pub tool_timeout: Duration,
+    /// `/proc` on a real host (loaded modules), a fake tree in tests.
+    pub proc_root: PathBuf,
+    /// NCCL_DEBUG=INFO logs to copy into the snapshot (`--nccl-log`).
+    pub nccl_logs: Vec<PathBuf>,
 }
 
 impl Default for CollectOptions {
@@ -30,6 +35,8 @@ impl Default for CollectOptions {
             host: None,
             tools: Tools::discover(),
             tool_timeout: Duration::from_secs(5),
+            proc_root: PathBuf::from("/proc"),
+            nccl_logs: Vec::new(),
         }
     }
 }
@@ -146,9 +153,24 @@ pub fn collect_raw(opts: &CollectOptions, ports: &[PortRef]) -> RawSnapshot {
     if !ports.is_empty() {
         raw.rdma_statistic = run(&opts.tools.rdma, &["statistic", "show"], notes);
     }
-    for (tool, name) in
-        [(&opts.tools.ethtool, "ethtool"), (&opts.tools.mlnx_qos, "mlnx_qos"), (&opts.tools.rdma, "rdma")]
-    {
+    // The GPUDirect RDMA path: PCIe topology, the peer-memory module, NCCL's own words.
+    raw.gpu_topo = run(&opts.tools.nvidia_smi, &["topo", "-m"], notes);
+    match crate::util::read_small(&opts.proc_root.join("modules")) {
+        Ok(t) => raw.modules = Some(t),
+        Err(e) => notes.push(format!("{}: {e}: loaded modules unknown", opts.proc_root.join("modules").display())),
+    }
+    for p in &opts.nccl_logs {
+        match crate::util::read_small(p) {
+            Ok(t) => raw.nccl_logs.push((name(p), t)),
+            Err(e) => notes.push(format!("--nccl-log {}: {e}", p.display())),
+        }
+    }
+    for (tool, name) in [
+        (&opts.tools.ethtool, "ethtool"),
+        (&opts.tools.mlnx_qos, "mlnx_qos"),
+        (&opts.tools.rdma, "rdma"),
+        (&opts.tools.nvidia_smi, "nvidia-smi"),
+    ] {
         if tool.is_none() || opts.tools.disabled {
             notes.push(opts.tools.absent_note(name));
         }

@@ -18,6 +18,9 @@
 //! <snapshot>/switch/<name>/pfc-watchdog/<swp>.txt    Cumulus `nv show interface <swp> qos pfc-watchdog`
 //! <snapshot>/nccl/<test>.txt                nccl-tests output (op from `Collective test
 //!                                           starting:` or the file name, e.g. all_reduce_perf.txt)
+//! <snapshot>/nccl-log/<name>                any job's NCCL_DEBUG=INFO log (NICs, GPU Direct RDMA)
+//! <snapshot>/gpu/nvidia-smi-topo.txt        `nvidia-smi topo -m`
+//! <snapshot>/gpu/modules.txt                `/proc/modules` (or `lsmod`)
 //! ```
 //! Every file is optional except `meta.json`; a dump made by hand from the same commands
 //! is as good as one `collect` made. A collection of snapshots is a directory of such
@@ -55,6 +58,10 @@ pub struct RawSnapshot {
     pub switches: BTreeMap<String, RawSwitch>,
     /// (file name, text).
     pub nccl: Vec<(String, String)>,
+    /// (file name, text) of NCCL INFO logs.
+    pub nccl_logs: Vec<(String, String)>,
+    pub gpu_topo: Option<String>,
+    pub modules: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -223,6 +230,20 @@ impl RawSnapshot {
                     .map_err(|e| e.in_file(&base.join("nccl").join(file))),
             )?;
         }
+        for r in &snap.nccl {
+            snap.nccl_log.merge(&r.log);
+        }
+        for (_, t) in &self.nccl_logs {
+            snap.nccl_log.merge(&parse::nccl_log::parse(t));
+        }
+        if let Some(t) = &self.gpu_topo {
+            handle(
+                parse::gpu::parse_topo(t)
+                    .map(|v| snap.gpu_topo = Some(v))
+                    .map_err(|e| e.in_file(&base.join("gpu").join("nvidia-smi-topo.txt"))),
+            )?;
+        }
+        snap.modules = self.modules.as_deref().map(parse::gpu::parse_modules);
         notes.extend(warned);
         snap.notes = notes;
         Ok(snap)
@@ -339,6 +360,13 @@ pub fn read_raw(dir: &Path) -> Result<RawSnapshot, DoctorError> {
             raw.nccl.push((name_of(&f), t));
         }
     }
+    for f in files(&dir.join("nccl-log")) {
+        if let Some(t) = read_text(&f)? {
+            raw.nccl_logs.push((name_of(&f), t));
+        }
+    }
+    raw.gpu_topo = read_text(&dir.join("gpu").join("nvidia-smi-topo.txt"))?;
+    raw.modules = read_text(&dir.join("gpu").join("modules.txt"))?;
     Ok(raw)
 }
 
@@ -371,6 +399,18 @@ pub fn write_raw(dir: &Path, raw: &RawSnapshot) -> std::io::Result<()> {
     }
     if let Some(t) = &raw.rdma_statistic {
         std::fs::write(dir.join("rdma-statistic.txt"), t)?;
+    }
+    for (sub, list) in [("nccl", &raw.nccl), ("nccl-log", &raw.nccl_logs)] {
+        for (name, t) in list {
+            std::fs::create_dir_all(dir.join(sub))?;
+            std::fs::write(dir.join(sub).join(name), t)?;
+        }
+    }
+    for (file, t) in [("nvidia-smi-topo.txt", &raw.gpu_topo), ("modules.txt", &raw.modules)] {
+        if let Some(t) = t {
+            std::fs::create_dir_all(dir.join("gpu"))?;
+            std::fs::write(dir.join("gpu").join(file), t)?;
+        }
     }
     // meta.json last: a dump without it is not a dump, so a crash before this point leaves
     // nothing that reads as whole.

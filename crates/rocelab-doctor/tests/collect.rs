@@ -58,6 +58,8 @@ fn collect_writes_a_dump_the_doctor_reads() {
         host: Some("gpu01".into()),
         tools: Tools { ethtool: Some(ethtool), mlnx_qos: Some(mlnx_qos), rdma: Some(rdma), ..Tools::default() },
         tool_timeout: Duration::from_millis(300),
+        proc_root: std::path::PathBuf::from("/proc"),
+        nccl_logs: Vec::new(),
     };
     let raw = collect_raw(&opts, &ports);
     assert!(raw.meta.notes.iter().any(|n| n.contains("rdma statistic show timed out")), "{:?}", raw.meta.notes);
@@ -128,6 +130,8 @@ fn no_tools_says_not_run_not_not_installed() {
         host: Some("gpu01".into()),
         tools: Tools { ethtool: Some(ethtool), ..Tools::none() },
         tool_timeout: Duration::from_secs(5),
+        proc_root: std::path::PathBuf::from("/proc"),
+        nccl_logs: Vec::new(),
     };
     let raw = collect_raw(&opts, &ports);
     assert!(raw.netdevs["ens3np0"].ethtool_s.is_none(), "a disabled tool must not run");

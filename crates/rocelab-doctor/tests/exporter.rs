@@ -80,6 +80,8 @@ fn config(root: &Path, tools: Tools) -> ExporterConfig {
             host: Some("gpu07".into()),
             tools,
             tool_timeout: Duration::from_secs(5),
+            proc_root: std::path::PathBuf::from("/proc"),
+            nccl_logs: Vec::new(),
         },
         ..ExporterConfig::default()
     }
@@ -204,6 +206,8 @@ fn no_rdma_devices_is_an_empty_page_with_a_note() {
             host: Some("h".into()),
             tools: Tools::none(),
             tool_timeout: Duration::from_secs(1),
+            proc_root: std::path::PathBuf::from("/proc"),
+            nccl_logs: Vec::new(),
         },
         3,
     );

@@ -29,7 +29,7 @@ pub struct Args {
     /// Connections served at once; more get 503.
     #[arg(long, default_value_t = 16)]
     max_connections: usize,
-    /// Read sysfs only; do not run ethtool, mlnx_qos or rdma.
+    /// Read sysfs only; do not run ethtool, mlnx_qos, rdma or nvidia-smi.
     #[arg(long)]
     no_tools: bool,
     /// Priority of switch-side RoCE counters.
@@ -77,6 +77,8 @@ pub fn run(a: Args) -> VerbResult {
             host: a.node,
             tools: if a.no_tools { Tools::none() } else { Tools::discover() },
             tool_timeout: a.tool_timeout.min(a.scrape_timeout),
+            proc_root: PathBuf::from("/proc"),
+            nccl_logs: Vec::new(),
         },
         max_connections: a.max_connections,
         scrape_timeout: a.scrape_timeout,

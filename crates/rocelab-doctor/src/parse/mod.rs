@@ -7,6 +7,7 @@
 
 pub mod cumulus;
 pub mod ethtool;
+pub mod gpu;
 pub mod mlnx_qos;
 pub mod nccl;
 pub mod nccl_log;
