@@ -28,6 +28,7 @@
 //! | `busbw-ok`, `single-node` | info | busbw as expected; a one-node run does not test the network |
 //! | `nccl-wrong-results` | error | nccl-tests validation found wrong values |
 //! | `drift-*` | see `drift` | one snapshot against the intended config |
+//! | `gpudirect`, `gpu-nic-far`, `rail-misaligned`, `gdr-not-used`, `nccl-socket-fallback` | see `gpudirect` | the GPUDirect RDMA path |
 
 use crate::drift::{check_drift, Intent};
 use crate::metrics::{self, MetricSet};
@@ -98,6 +99,8 @@ pub struct Options {
     pub roce_priority: u8,
     /// nccl-tests results given on their own (not inside a dump).
     pub extra_nccl: Vec<crate::parse::nccl::NcclRun>,
+    /// NCCL INFO logs given on their own (`doctor --nccl-log`).
+    pub nccl_log: crate::parse::nccl_log::NcclLog,
     /// What the loaders skipped ([`crate::dump::Dump::skipped`]); reported as data problems.
     pub skipped_inputs: Vec<DataProblem>,
 }
@@ -281,6 +284,12 @@ pub fn diagnose(mut snaps: Vec<Snapshot>, opts: &Options) -> Diagnosis {
         dx.findings.push(f("pause-without-ecn", Severity::Warning, "fabric", "all".into(), format!("{} PFC pause frames and no ECN mark anywhere: congestion is handled by PFC alone", thousands(total_pauses)), ev, "configure ECN (WRED with ecn) on the RoCE queue of every switch where congestion happens, and enable the NIC NP/RP; DCQCN should act before PFC does"));
     }
     firmware_mix(&by_host, &mut dx.findings);
+    let latest: Vec<&Snapshot> = by_host.values().filter_map(|l| l.last().copied()).collect();
+    let mut extra_log = opts.nccl_log.clone();
+    for r in &opts.extra_nccl {
+        extra_log.merge(&r.log);
+    }
+    crate::gpudirect::rules(&latest, &extra_log, &mut dx.findings);
     nccl_rules(&snaps, &by_host, opts, &mut dx);
     dx.findings.sort_by(|a, b| {
         b.severity.cmp(&a.severity).then(a.code.cmp(b.code)).then(a.node.cmp(&b.node)).then(a.subject.cmp(&b.subject))

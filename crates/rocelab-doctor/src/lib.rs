@@ -33,6 +33,8 @@
 //! * `diagnose`  — rates between snapshots and the findings rules; `drift` — the intended
 //!   configuration ([`drift::Intent`]) and what differs from it; `nccl` expectations live in
 //!   `diagnose` too ("is it the network?").
+//! * `gpudirect` — GPU ↔ NIC over PCIe (`nvidia-smi topo -m`), rail alignment, whether GPU
+//!   Direct RDMA is used and through which mechanism (peer-memory module, DMA-BUF).
 //! * `quality`   — what in a window cannot be believed (a delta no link could produce) or is
 //!   missing from one snapshot; reported as data problems, never as findings.
 //! * `alerts`    — Prometheus alerting rules for the exporter's metrics, thresholds from the
@@ -49,6 +51,7 @@ pub mod diagnose;
 pub mod drift;
 pub mod dump;
 pub mod exporter;
+pub mod gpudirect;
 pub mod intent;
 pub mod metrics;
 pub mod parse;

@@ -466,3 +466,55 @@ fn global_pause_is_a_finding() {
     assert!(d.findings[0].message.contains("for 50.0% of the window"), "{}", d.findings[0].message);
     assert!(run("global-pause-ok").findings.is_empty(), "{:?}", codes(&run("global-pause-ok")));
 }
+
+fn finding_of<'a>(d: &'a Diagnosis, code: &str, node: &str) -> &'a rocelab_doctor::diagnose::Finding {
+    d.findings
+        .iter()
+        .find(|f| f.code == code && f.node == node)
+        .unwrap_or_else(|| panic!("no {code} on {node}: {:?}", codes(d)))
+}
+
+#[test]
+fn gpudirect_path_far_nics_rails_and_gdr() {
+    let d = run("gpudirect");
+    // gpu01: aligned, nvidia_peermem, channels via GDRDMA; gpu02: NIC3 moved, NIC names in
+    // another order, no peer-memory module, channels without GDRDMA.
+    let ok = finding_of(&d, "gpudirect", "gpu01");
+    assert!(ok.message.contains("nvidia-peermem"), "{}", ok.message);
+    let none = finding_of(&d, "gpudirect", "gpu02");
+    assert!(none.message.starts_with("no GPUDirect RDMA mechanism seen"), "{}", none.message);
+    let far = finding_of(&d, "gpu-nic-far", "gpu02");
+    assert_eq!(far.evidence.len(), 1, "{:?}", far.evidence);
+    assert!(
+        far.evidence[0].starts_with("GPU7: nearest NIC") && far.evidence[0].contains("is NODE"),
+        "{:?}",
+        far.evidence
+    );
+    let shared = finding_of(&d, "rail-misaligned", "gpu02");
+    assert!(shared.evidence[0] == "mlx5_2 is nearest to GPU2, GPU3", "{:?}", shared.evidence);
+    let across: Vec<&str> = d
+        .findings
+        .iter()
+        .filter(|f| f.code == "rail-misaligned" && f.node == "fabric")
+        .map(|f| f.subject.as_str())
+        .collect();
+    assert_eq!(across, vec!["GPU0", "GPU1", "GPU3"]);
+    let gdr = finding_of(&d, "gdr-not-used", "gpu02");
+    assert!(gdr.evidence[0].contains("16 without GDRDMA, 0 with"), "{:?}", gdr.evidence);
+    assert!(gdr.hint.contains("load nvidia_peermem"), "{}", gdr.hint);
+    assert!(!d.findings.iter().any(|f| f.node == "gpu01" && f.code != "gpudirect"), "{:?}", codes(&d));
+    // Near miss: both nodes aligned and using GDR: only the two info lines.
+    let d = run("gpudirect-ok");
+    assert_eq!(codes(&d), vec![("gpudirect", Severity::Info), ("gpudirect", Severity::Info)]);
+}
+
+#[test]
+fn nccl_over_sockets_is_an_error() {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/parsers/nccl-info-socket.txt");
+    let log = rocelab_doctor::parse::nccl_log::parse(&std::fs::read_to_string(p).unwrap());
+    let d = diagnose(Vec::new(), &Options { nccl_log: log, ..Options::default() });
+    assert_eq!(codes(&d), vec![("nccl-socket-fallback", Severity::Error)]);
+    assert_eq!(d.findings[0].node, "gpu03");
+    let d = run("gpudirect-ok");
+    assert!(!has(&d, "nccl-socket-fallback", Severity::Error));
+}
