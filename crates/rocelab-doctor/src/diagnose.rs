@@ -297,6 +297,29 @@ pub fn diagnose(mut snaps: Vec<Snapshot>, opts: &Options) -> Diagnosis {
     dx
 }
 
+/// `echo 1 > /sys/class/net/<netdev>/ecn/<dir>/enable/<prio>` for this port, with its netdev
+/// and the RoCE priority: the intent's ECN priorities, else the port's PFC priorities, else 3.
+fn enable_cmd(port: &RdmaPort, nd: Option<&Netdev>, host: &str, opts: &Options, dir: &str) -> String {
+    let netdev = port.netdev.as_deref().unwrap_or("<netdev>");
+    let want = opts.intent.as_ref().map(|i| i.for_host(host)).and_then(|h| {
+        if dir == "roce_np" {
+            h.ecn_np_priorities.clone()
+        } else {
+            h.ecn_rp_priorities.clone()
+        }
+    });
+    let prios: Vec<u8> = want
+        .map(|s| s.into_iter().collect())
+        .or_else(|| nd.and_then(|n| n.pfc_priorities()))
+        .filter(|v: &Vec<u8>| !v.is_empty())
+        .unwrap_or_else(|| vec![3]);
+    prios
+        .iter()
+        .map(|p| format!("echo 1 > /sys/class/net/{netdev}/ecn/{dir}/enable/{p}"))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 fn lossless(nd: Option<&Netdev>, host: &str, opts: &Options) -> bool {
     if let Some(p) = nd.and_then(|n| n.pfc_priorities()) {
         return !p.is_empty();
@@ -366,7 +389,7 @@ fn host_rules(
                 ),
                 format!("{dir}_global_pause +{}", frames.map(thousands).unwrap_or_else(|| "?".into())),
             ];
-            out.push(f("global-pause", sev, host, format!("{nd} {dir}"), format!("802.3x link-level pause{share}: {who}, and it stops every traffic class on the link, not only RoCE"), ev, "a RoCE fabric uses PFC per priority, not global pause: turn link-level pause off on the NIC (`ethtool -A <netdev> rx off tx off`) and the switch port, and enable PFC on the RoCE priority"));
+            out.push(f("global-pause", sev, host, format!("{nd} {dir}"), format!("802.3x link-level pause{share}: {who}, and it stops every traffic class on the link, not only RoCE"), ev, &format!("a RoCE fabric uses PFC per priority, not global pause: turn link-level pause off on the NIC (`ethtool -A {nd} rx off tx off`) and the switch port, and enable PFC on the RoCE priority")));
         }
         if let Some(v) = w.eth(nd, "tx_pause_storm_error_events").filter(|v| *v > 0) {
             out.push(f("pfc-storm", Severity::Error, host, nd.clone(), format!("the NIC's pause-storm guard fired {v} time(s) and stopped sending pauses"), vec![format!("tx_pause_storm_error_events +{v} {window}")], "the host stopped draining its receive queue for longer than the storm timeout: check the host (driver, PCIe, hung process)"));
@@ -443,7 +466,7 @@ fn host_rules(
                         ev.push(format!("ecn/roce_np/enable: on for priorities [{}]", on.join(",")));
                     }
                 }
-                out.push(f("ecn-without-cnp", Severity::Error, host, subject.clone(), format!("{} ECN-marked RoCE packets received and no CNP sent: the notification point is disabled", thousands(e)), ev, "enable the NP on the RoCE priority: echo 1 > /sys/class/net/<netdev>/ecn/roce_np/enable/<prio>; without CNPs the senders never slow down and PFC takes over"));
+                out.push(f("ecn-without-cnp", Severity::Error, host, subject.clone(), format!("{} ECN-marked RoCE packets received and no CNP sent: the notification point is disabled", thousands(e)), ev, &format!("enable the NP on the RoCE priority: `{}`; without CNPs the senders never slow down and PFC takes over", enable_cmd(port, nd, host, opts, "roce_np"))));
             }
         }
         let handled = w.rdma(key, "rp_cnp_handled");
@@ -467,7 +490,18 @@ fn host_rules(
             } else {
                 format!("{} of {} CNPs received were ignored", thousands(ig), thousands(ig + h))
             };
-            out.push(f("cnp-not-handled", sev, host, subject.clone(), msg, ev, "enable the RP on the RoCE priority: echo 1 > /sys/class/net/<netdev>/ecn/roce_rp/enable/<prio>; a sender that ignores CNPs keeps congesting the fabric"));
+            out.push(f(
+                "cnp-not-handled",
+                sev,
+                host,
+                subject.clone(),
+                msg,
+                ev,
+                &format!(
+                    "enable the RP on the RoCE priority: `{}`; a sender that ignores CNPs keeps congesting the fabric",
+                    enable_cmd(port, nd, host, opts, "roce_rp")
+                ),
+            ));
         }
         let mut parts = Vec::new();
         let mut total = 0u64;

@@ -73,6 +73,8 @@ fn ecn_marks_without_cnps() {
     assert!(has(&d, "ecn-without-cnp", Severity::Error), "{:?}", codes(&d));
     let f = d.findings.iter().find(|f| f.code == "ecn-without-cnp").unwrap();
     assert!(f.evidence.iter().any(|e| e.contains("ecn/roce_np/enable: on for priorities []")), "{:?}", f.evidence);
+    // The hint names the netdev and the port's PFC priority (mlnx_qos: priority 3).
+    assert!(f.hint.contains("echo 1 > /sys/class/net/ens3np0/ecn/roce_np/enable/3"), "{}", f.hint);
     assert!(run("ecn-without-cnp-ok").findings.is_empty());
 }
 
