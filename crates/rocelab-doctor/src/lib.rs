@@ -26,7 +26,7 @@
 //! * `snapshot`  — the typed result of one collection; `dump` reads and writes its on-disk
 //!   layout (documented in `docs/collect.md`), which is just the raw tool outputs and sysfs
 //!   files, so a dump made by hand with `ethtool -S eth0 > ...` works too.
-//! * `metrics`   — the shared metric schema (`reference/metrics.md` names) and the
+//! * `metrics`   — the shared metric schema (names and labels: `docs/exporter.md`) and the
 //!   Prometheus text writer.
 //! * `collect`   — discovery of RDMA devices and their netdevs under a sysfs root, tool runs
 //!   with a timeout (argument vectors, never a shell).
