@@ -252,6 +252,8 @@ fn exporter_serves_metrics_on_loopback() {
     assert!(body.contains("rocelab_cnp_sent_total{node=\"gpu09\",port=\"ens3np0\"} 42\n"), "{body}");
     assert!(body.contains("# rocelab: ethtool not run (--no-tools)"), "{body}");
     assert!(!body.contains("not installed"), "{body}");
+    // The exporter does not gather the GPUDirect path (no metric comes from it).
+    assert!(!body.contains("nvidia-smi") && !body.contains("modules"), "{body}");
     std::fs::remove_dir_all(&root).unwrap();
 }
 

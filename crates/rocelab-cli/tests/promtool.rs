@@ -149,6 +149,7 @@ fn exporter_page_with_its_comments_passes_promtool() {
         tool_timeout: std::time::Duration::from_secs(5),
         proc_root: std::path::PathBuf::from("/proc"),
         nccl_logs: Vec::new(),
+        gpu_path: false,
     };
     let page = rocelab_doctor::exporter::scrape(&opts, 3);
     assert!(page.contains("# rocelab: "), "{page}");

@@ -26,6 +26,9 @@ pub struct CollectOptions {
     pub proc_root: PathBuf,
     /// NCCL_DEBUG=INFO logs to copy into the snapshot (`--nccl-log`).
     pub nccl_logs: Vec<PathBuf>,
+    /// Gather the GPUDirect RDMA path (`nvidia-smi topo -m`, loaded modules). The exporter
+    /// does not: no metric comes from them, and `nvidia-smi` is slow for every scrape.
+    pub gpu_path: bool,
 }
 
 impl Default for CollectOptions {
@@ -37,6 +40,7 @@ impl Default for CollectOptions {
             tool_timeout: Duration::from_secs(5),
             proc_root: PathBuf::from("/proc"),
             nccl_logs: Vec::new(),
+            gpu_path: true,
         }
     }
 }
@@ -154,10 +158,12 @@ pub fn collect_raw(opts: &CollectOptions, ports: &[PortRef]) -> RawSnapshot {
         raw.rdma_statistic = run(&opts.tools.rdma, &["statistic", "show"], notes);
     }
     // The GPUDirect RDMA path: PCIe topology, the peer-memory module, NCCL's own words.
-    raw.gpu_topo = run(&opts.tools.nvidia_smi, &["topo", "-m"], notes);
-    match crate::util::read_small(&opts.proc_root.join("modules")) {
-        Ok(t) => raw.modules = Some(t),
-        Err(e) => notes.push(format!("{}: {e}: loaded modules unknown", opts.proc_root.join("modules").display())),
+    if opts.gpu_path {
+        raw.gpu_topo = run(&opts.tools.nvidia_smi, &["topo", "-m"], notes);
+        match crate::util::read_small(&opts.proc_root.join("modules")) {
+            Ok(t) => raw.modules = Some(t),
+            Err(e) => notes.push(format!("{}: {e}: loaded modules unknown", opts.proc_root.join("modules").display())),
+        }
     }
     for p in &opts.nccl_logs {
         match crate::util::read_small(p) {
@@ -171,6 +177,9 @@ pub fn collect_raw(opts: &CollectOptions, ports: &[PortRef]) -> RawSnapshot {
         (&opts.tools.rdma, "rdma"),
         (&opts.tools.nvidia_smi, "nvidia-smi"),
     ] {
+        if name == "nvidia-smi" && !opts.gpu_path {
+            continue;
+        }
         if tool.is_none() || opts.tools.disabled {
             notes.push(opts.tools.absent_note(name));
         }

@@ -80,7 +80,8 @@ pub fn pfc_arg(enabled: &BTreeSet<u8>) -> String {
     (0u8..8).map(|p| if enabled.contains(&p) { "1" } else { "0" }).collect::<Vec<_>>().join(",")
 }
 
-fn finding(
+/// A finding with its evidence and hint (shared by the drift and GPUDirect rules).
+pub(crate) fn finding(
     code: &'static str,
     severity: Severity,
     node: &str,

@@ -16,30 +16,11 @@
 //! | `nccl-socket-fallback` | error | NCCL uses TCP sockets, not RDMA, for the network |
 
 use crate::diagnose::{Finding, Severity};
+use crate::drift::finding;
 use crate::parse::gpu::{PciePath, Topo};
 use crate::parse::nccl_log::{HostNet, NcclLog};
 use crate::snapshot::Snapshot;
 use std::collections::{BTreeMap, BTreeSet};
-
-fn finding(
-    code: &'static str,
-    severity: Severity,
-    node: &str,
-    subject: &str,
-    message: String,
-    evidence: Vec<String>,
-    hint: &str,
-) -> Finding {
-    Finding {
-        code,
-        severity,
-        node: node.to_string(),
-        subject: subject.to_string(),
-        message,
-        evidence,
-        hint: hint.to_string(),
-    }
-}
 
 /// The NICs a node's GPUs may use: those NCCL lists, else every NIC of the matrix.
 fn usable_nics(topo: &Topo, net: Option<&HostNet>) -> Vec<usize> {

@@ -60,6 +60,7 @@ fn collect_writes_a_dump_the_doctor_reads() {
         tool_timeout: Duration::from_millis(300),
         proc_root: std::path::PathBuf::from("/proc"),
         nccl_logs: Vec::new(),
+        gpu_path: true,
     };
     let raw = collect_raw(&opts, &ports);
     assert!(raw.meta.notes.iter().any(|n| n.contains("rdma statistic show timed out")), "{:?}", raw.meta.notes);
@@ -132,6 +133,7 @@ fn no_tools_says_not_run_not_not_installed() {
         tool_timeout: Duration::from_secs(5),
         proc_root: std::path::PathBuf::from("/proc"),
         nccl_logs: Vec::new(),
+        gpu_path: true,
     };
     let raw = collect_raw(&opts, &ports);
     assert!(raw.netdevs["ens3np0"].ethtool_s.is_none(), "a disabled tool must not run");

@@ -82,6 +82,7 @@ fn config(root: &Path, tools: Tools) -> ExporterConfig {
             tool_timeout: Duration::from_secs(5),
             proc_root: std::path::PathBuf::from("/proc"),
             nccl_logs: Vec::new(),
+            gpu_path: false,
         },
         ..ExporterConfig::default()
     }
@@ -208,6 +209,7 @@ fn no_rdma_devices_is_an_empty_page_with_a_note() {
             tool_timeout: Duration::from_secs(1),
             proc_root: std::path::PathBuf::from("/proc"),
             nccl_logs: Vec::new(),
+            gpu_path: false,
         },
         3,
     );

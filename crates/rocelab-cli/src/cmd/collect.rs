@@ -58,6 +58,7 @@ pub fn run(a: Args) -> VerbResult {
         tool_timeout: a.tool_timeout,
         proc_root: a.proc_root.clone(),
         nccl_logs: a.nccl_log.clone(),
+        gpu_path: true,
     };
     let name = a.out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tarball = name.ends_with(".tar.gz") || name.ends_with(".tgz");

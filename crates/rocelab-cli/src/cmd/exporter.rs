@@ -79,6 +79,7 @@ pub fn run(a: Args) -> VerbResult {
             tool_timeout: a.tool_timeout.min(a.scrape_timeout),
             proc_root: PathBuf::from("/proc"),
             nccl_logs: Vec::new(),
+            gpu_path: false,
         },
         max_connections: a.max_connections,
         scrape_timeout: a.scrape_timeout,
