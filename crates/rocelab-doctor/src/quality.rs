@@ -181,7 +181,7 @@ pub fn scrub(first: &mut Snapshot, last: &mut Snapshot, secs: f64) -> Vec<DataPr
             p.counters.retain(|k, _| !bad.contains(k));
         }
     }
-    // Switch side: SONiC PFC and queue counters (speed unknown to the dump).
+    // Switch side: SONiC PFC and queue counters, Cumulus RoCE counters (speed unknown).
     let switches: Vec<String> = last.switches.keys().cloned().collect();
     for sw in &switches {
         let Some(prev) = first.switches.get(sw).cloned() else { continue };
@@ -198,6 +198,27 @@ pub fn scrub(first: &mut Snapshot, last: &mut Snapshot, secs: f64) -> Vec<DataPr
                             *v = None;
                         }
                     }
+                }
+            }
+        }
+        // Cumulus RoCE counters (watermarks are gauges and not checked).
+        for (port, rc) in cur.roce.iter_mut() {
+            let before = prev.roce.get(port);
+            let mut bad = Vec::new();
+            for (k, v) in &rc.values {
+                if !(k.contains("duration") || k.ends_with("packets") || k.ends_with("discard")) {
+                    continue;
+                }
+                let a = before.and_then(|b| b.values.get(k)).copied().unwrap_or(0.0);
+                if let Some(m) = implausible(k, a.max(0.0) as u64, v.max(0.0) as u64, secs, None) {
+                    out.push(DataProblem { node: sw.clone(), subject: port.clone(), message: m });
+                    bad.push(k.clone());
+                }
+            }
+            for k in bad {
+                rc.values.remove(&k);
+                if let Some(p) = first.switches.get_mut(sw).and_then(|s| s.roce.get_mut(port)) {
+                    p.values.remove(&k);
                 }
             }
         }

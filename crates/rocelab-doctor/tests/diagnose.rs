@@ -520,3 +520,20 @@ fn nccl_over_sockets_is_an_error() {
     let d = run("gpudirect-ok");
     assert!(!has(&d, "nccl-socket-fallback", Severity::Error));
 }
+
+#[test]
+fn corrupt_switch_counters_are_data_problems_too() {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dumps/cumulus-deadlock-ok");
+    let mut snaps = load_dump(&p).unwrap().snapshots;
+    snaps.sort_by_key(|s| s.taken_at_unix_ms);
+    let rc = snaps[1].switches.get_mut("leaf2").unwrap().roce.get_mut("swp1").unwrap();
+    let key = rc.values.keys().find(|k| k.ends_with("no-buffer-discard")).unwrap().clone();
+    rc.values.insert(key, 1.8e19);
+    let d = diagnose(snaps, &Options::default());
+    assert!(!has(&d, "switch-drops", Severity::Warning), "{:?}", codes(&d));
+    assert!(
+        problems(&d).iter().any(|m| m.starts_with("leaf2 swp1:") && m.contains("no-buffer-discard")),
+        "{:?}",
+        problems(&d)
+    );
+}
