@@ -107,7 +107,11 @@ pub fn scrub(first: &mut Snapshot, last: &mut Snapshot, secs: f64) -> Vec<DataPr
             (Some(x), Some(y)) => {
                 let gone: Vec<&String> = x.counters.keys().filter(|k| !y.counters.contains_key(*k)).collect();
                 if !gone.is_empty() {
-                    problem(name, missing_msg("ethtool -S counter", &gone, &to));
+                    problem(name, missing_msg("ethtool -S counter", "first", &gone, &to));
+                }
+                let new: Vec<&String> = y.counters.keys().filter(|k| !x.counters.contains_key(*k)).collect();
+                if !new.is_empty() {
+                    problem(name, missing_msg("ethtool -S counter", "last", &new, &from));
                 }
             }
             (None, None) => {}
@@ -123,7 +127,11 @@ pub fn scrub(first: &mut Snapshot, last: &mut Snapshot, secs: f64) -> Vec<DataPr
         };
         let gone: Vec<&String> = a.counters.keys().filter(|k| !b.counters.contains_key(*k)).collect();
         if !gone.is_empty() {
-            problem(key, missing_msg("RDMA counter", &gone, &to));
+            problem(key, missing_msg("RDMA counter", "first", &gone, &to));
+        }
+        let new: Vec<&String> = b.counters.keys().filter(|k| !a.counters.contains_key(*k)).collect();
+        if !new.is_empty() {
+            problem(key, missing_msg("RDMA counter", "last", &new, &from));
         }
     }
     for key in last.rdma_ports.keys().filter(|k| !first.rdma_ports.contains_key(*k)) {
@@ -243,7 +251,7 @@ pub fn scrub(first: &mut Snapshot, last: &mut Snapshot, secs: f64) -> Vec<DataPr
 const WATCHED: &[&str] =
     &["pause", "discard", "link_down", "crc", "symbol", "storm", "cnp", "ecn", "seq", "out_of_buffer"];
 
-fn missing_msg(what: &str, gone: &[&String], to: &str) -> String {
+fn missing_msg(what: &str, which: &str, gone: &[&String], to: &str) -> String {
     let mut gone: Vec<&String> = gone.to_vec();
     gone.sort_by_key(|n| (!WATCHED.iter().any(|w| n.contains(w)), n.as_str()));
     let mut list: Vec<String> = gone.iter().take(6).map(|s| s.to_string()).collect();
@@ -251,7 +259,7 @@ fn missing_msg(what: &str, gone: &[&String], to: &str) -> String {
         list.push(format!("... {} more", gone.len() - 6));
     }
     format!(
-        "{} {what}(s) of the first snapshot are missing from {to} (file cut short or filtered?): {}; their rules did not run",
+        "{} {what}(s) of the {which} snapshot are missing from {to} (file cut short or filtered?): {}; their rules did not run",
         gone.len(),
         list.join(", ")
     )

@@ -420,6 +420,21 @@ fn a_second_snapshot_cut_short_or_missing_is_said() {
         "{p:?}"
     );
     assert!(d.notes.iter().any(|n| n.contains("ethtool-S.txt: line") && n.contains("is cut short")), "{:?}", d.notes);
+    // The same cut in the first snapshot is said from the other side.
+    let mut snaps = load_dump(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dumps/pause-ratio"))
+        .unwrap()
+        .snapshots;
+    snaps.sort_by_key(|s| s.taken_at_unix_ms);
+    snaps[0].netdevs.get_mut("ens3np0").unwrap().ethtool.as_mut().unwrap().counters.remove("rx_prio3_pause_duration");
+    let d2 = diagnose(snaps, &Options::default());
+    assert!(!has(&d2, "pause-ratio", Severity::Warning), "{:?}", codes(&d2));
+    assert!(
+        problems(&d2)
+            .iter()
+            .any(|m| m.contains("of the last snapshot are missing") && m.contains("rx_prio3_pause_duration")),
+        "{:?}",
+        problems(&d2)
+    );
     let d = run("ethtool-missing");
     let p = problems(&d);
     assert!(
