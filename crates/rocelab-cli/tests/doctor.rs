@@ -97,6 +97,9 @@ fn collect_then_doctor_on_a_fake_tree() {
         .filter(|p| p.join("meta.json").is_file())
         .collect();
     assert_eq!(snaps.len(), 2);
+    // --no-tools: the tools were not run, which is not the same as not installed.
+    let meta = std::fs::read_to_string(snaps[0].join("meta.json")).unwrap();
+    assert!(meta.contains("ethtool not run (--no-tools)") && !meta.contains("not installed"), "{meta}");
     let o = rocelab(&["doctor", out_dir.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{o:?}");
     let text = stdout(&o);
@@ -247,5 +250,55 @@ fn exporter_serves_metrics_on_loopback() {
     let _ = child.wait();
     assert!(body.starts_with("HTTP/1.1 200 OK"), "{body}");
     assert!(body.contains("rocelab_cnp_sent_total{node=\"gpu09\",port=\"ens3np0\"} 42\n"), "{body}");
+    assert!(body.contains("# rocelab: ethtool not run (--no-tools)"), "{body}");
+    assert!(!body.contains("not installed"), "{body}");
+    // The exporter does not gather the GPUDirect path (no metric comes from it).
+    assert!(!body.contains("nvidia-smi") && !body.contains("modules"), "{body}");
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn collect_gathers_the_gpudirect_path_and_doctor_reads_it() {
+    let root = tmp("gdr");
+    let sys = root.join("sys");
+    put(&sys, "class/infiniband/mlx5_0/ports/1/hw_counters/np_cnp_sent", "10");
+    put(&sys, "class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/0", "ens3np0");
+    let proc_root = root.join("proc");
+    std::fs::create_dir_all(&proc_root).unwrap();
+    std::fs::copy(fixtures().join("parsers/proc-modules.txt"), proc_root.join("modules")).unwrap();
+    let log = fixtures().join("parsers/nccl-info-gdr.txt");
+    let out_dir = root.join("dump");
+    let o = rocelab(&[
+        "collect",
+        "--sysfs-root",
+        sys.to_str().unwrap(),
+        "--proc-root",
+        proc_root.to_str().unwrap(),
+        "--nccl-log",
+        log.to_str().unwrap(),
+        "--node",
+        "gpu02",
+        "--no-tools",
+        "--count",
+        "1",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let snap = std::fs::read_dir(&out_dir).unwrap().next().unwrap().unwrap().path();
+    assert!(snap.join("gpu/modules.txt").is_file() && snap.join("nccl-log/nccl-info-gdr.txt").is_file());
+    let meta = std::fs::read_to_string(snap.join("meta.json")).unwrap();
+    assert!(meta.contains("nvidia-smi not run (--no-tools)"), "{meta}");
+    let o = rocelab(&["doctor", out_dir.to_str().unwrap()]);
+    let text = stdout(&o);
+    // gpu02's channels in the log carry no GDRDMA; the module is loaded: the hint says so.
+    assert!(text.contains("info[gpudirect] gpu02 GPU↔NIC: GPUDirect RDMA through nvidia-peermem"), "{text}");
+    assert!(text.contains("warning[gdr-not-used] gpu02"), "{text}");
+    assert!(text.contains("a mechanism is loaded but NCCL does not use it"), "{text}");
+    // A loose log given to doctor: NCCL over sockets is an error.
+    let sock = fixtures().join("parsers/nccl-info-socket.txt");
+    let o = rocelab(&["doctor", "--nccl-log", sock.to_str().unwrap(), &dump("healthy")]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert!(stdout(&o).contains("error[nccl-socket-fallback] gpu03"), "{}", stdout(&o));
     std::fs::remove_dir_all(&root).unwrap();
 }

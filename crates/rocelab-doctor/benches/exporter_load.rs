@@ -199,6 +199,9 @@ fn main() {
             host: Some("bench".into()),
             tools: Tools::none(),
             tool_timeout: Duration::from_secs(5),
+            proc_root: std::path::PathBuf::from("/proc"),
+            nccl_logs: Vec::new(),
+            gpu_path: false,
         },
         max_connections: clients + 4,
         ..ExporterConfig::default()

@@ -1,5 +1,6 @@
 //! Collection on a live Linux host: discover RDMA devices and their netdevs under a sysfs
-//! root, read sysfs directly, run `ethtool` / `mlnx_qos` / `rdma` when installed, and write a
+//! root, read sysfs directly, run `ethtool` / `mlnx_qos` / `rdma` / `nvidia-smi topo -m` when
+//! installed, read the loaded modules (`/proc/modules`) and any NCCL logs given, and write a
 //! timestamped snapshot directory in the dump layout (`dump`).
 //!
 //! Discovery: `<root>/class/infiniband/<dev>/ports/<n>/` gives the ports; the port's netdev is
@@ -21,6 +22,13 @@ pub struct CollectOptions {
     pub tools: Tools,
     /// Deadline for each tool run.
     pub tool_timeout: Duration,
+    /// `/proc` on a real host (loaded modules), a fake tree in tests.
+    pub proc_root: PathBuf,
+    /// NCCL_DEBUG=INFO logs to copy into the snapshot (`--nccl-log`).
+    pub nccl_logs: Vec<PathBuf>,
+    /// Gather the GPUDirect RDMA path (`nvidia-smi topo -m`, loaded modules). The exporter
+    /// does not: no metric comes from them, and `nvidia-smi` is slow for every scrape.
+    pub gpu_path: bool,
 }
 
 impl Default for CollectOptions {
@@ -30,6 +38,9 @@ impl Default for CollectOptions {
             host: None,
             tools: Tools::discover(),
             tool_timeout: Duration::from_secs(5),
+            proc_root: PathBuf::from("/proc"),
+            nccl_logs: Vec::new(),
+            gpu_path: true,
         }
     }
 }
@@ -116,6 +127,9 @@ pub fn collect_raw(opts: &CollectOptions, ports: &[PortRef]) -> RawSnapshot {
         raw.rdma_ports.insert((p.device.clone(), p.port), RawRdmaPort { netdev: p.netdev.clone(), counters });
     }
     let run = |tool: &Option<PathBuf>, args: &[&str], notes: &mut Vec<String>| -> Option<String> {
+        if opts.tools.disabled {
+            return None;
+        }
         let t = tool.as_ref()?;
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         match tools::run(t, &args, opts.tool_timeout) {
@@ -143,11 +157,31 @@ pub fn collect_raw(opts: &CollectOptions, ports: &[PortRef]) -> RawSnapshot {
     if !ports.is_empty() {
         raw.rdma_statistic = run(&opts.tools.rdma, &["statistic", "show"], notes);
     }
-    for (tool, name) in
-        [(&opts.tools.ethtool, "ethtool"), (&opts.tools.mlnx_qos, "mlnx_qos"), (&opts.tools.rdma, "rdma")]
-    {
-        if tool.is_none() {
-            notes.push(format!("{name} not installed: its counters are missing from this snapshot"));
+    // The GPUDirect RDMA path: PCIe topology, the peer-memory module, NCCL's own words.
+    if opts.gpu_path {
+        raw.gpu_topo = run(&opts.tools.nvidia_smi, &["topo", "-m"], notes);
+        match crate::util::read_small(&opts.proc_root.join("modules")) {
+            Ok(t) => raw.modules = Some(t),
+            Err(e) => notes.push(format!("{}: {e}: loaded modules unknown", opts.proc_root.join("modules").display())),
+        }
+    }
+    for p in &opts.nccl_logs {
+        match crate::util::read_small(p) {
+            Ok(t) => raw.nccl_logs.push((name(p), t)),
+            Err(e) => notes.push(format!("--nccl-log {}: {e}", p.display())),
+        }
+    }
+    for (tool, name) in [
+        (&opts.tools.ethtool, "ethtool"),
+        (&opts.tools.mlnx_qos, "mlnx_qos"),
+        (&opts.tools.rdma, "rdma"),
+        (&opts.tools.nvidia_smi, "nvidia-smi"),
+    ] {
+        if name == "nvidia-smi" && !opts.gpu_path {
+            continue;
+        }
+        if tool.is_none() || opts.tools.disabled {
+            notes.push(opts.tools.absent_note(name));
         }
     }
     raw
@@ -177,21 +211,14 @@ fn sanitize(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' }).collect()
 }
 
-/// Packs the snapshots in `dir` into `dest` (`.tar.gz`) with the system `tar`, atomically.
+/// Packs the snapshots in `dir` into `dest` (`.tar.gz`), atomically: written to a temporary
+/// name, then renamed.
 pub fn pack_tar_gz(dir: &Path, dest: &Path) -> Result<(), String> {
-    let tar = tools::find_in_path("tar").ok_or("writing a .tar.gz needs the `tar` program; use --out DIR instead")?;
     let mut tmp = dest.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
-    let args = vec![
-        "-czf".to_string(),
-        tmp.display().to_string(),
-        "-C".to_string(),
-        dir.display().to_string(),
-        ".".to_string(),
-    ];
-    let res = tools::run(&tar, &args, Duration::from_secs(300))
-        .map_err(|e| e.to_string())
+    let res = crate::dump::pack_tar_gz(dir, &tmp)
+        .map_err(|e| format!("cannot write {}: {e}", tmp.display()))
         .and_then(|_| std::fs::rename(&tmp, dest).map_err(|e| format!("cannot write {}: {e}", dest.display())));
     if res.is_err() {
         let _ = std::fs::remove_file(&tmp);

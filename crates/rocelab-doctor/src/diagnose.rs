@@ -11,6 +11,7 @@
 //! |---|---|---|
 //! | `pfc-storm` | error | NIC pause-storm guard fired, paused time ≥ `storm_ratio` of the window on a port/priority, or a switch PFC watchdog saw a deadlock |
 //! | `pause-ratio` | warning | paused time ≥ `pause_ratio` of the window |
+//! | `global-pause` | error / warning | 802.3x link-level pause (`*_global_pause*`): paused ≥ `storm_ratio` / ≥ `pause_ratio` of the window, or pause frames without a duration counter |
 //! | `ecn-without-cnp` | error | ECN-marked RoCE packets received, no CNP sent (NP disabled) |
 //! | `cnp-not-handled` | error / warning | CNPs received but ignored (RP disabled) — all of them / some |
 //! | `pause-without-ecn` | warning | pauses somewhere in the fabric, no ECN mark anywhere (ECN not configured where congestion happens) |
@@ -23,12 +24,15 @@
 //! | `switch-drops` | warning | switch queue / no-buffer drops grew |
 //! | `firmware-mix` | warning | NICs of one kind run different firmware across hosts |
 //! | `busbw-low` | error / warning | nccl-tests busbw below `busbw_error` / `busbw_warn` of the expected |
+//! | `busbw-reference` | warning | busbw above `busbw_max` of the expected: the expected figure is wrong (never "OK") |
 //! | `busbw-ok`, `single-node` | info | busbw as expected; a one-node run does not test the network |
 //! | `nccl-wrong-results` | error | nccl-tests validation found wrong values |
 //! | `drift-*` | see `drift` | one snapshot against the intended config |
+//! | `gpudirect`, `gpu-nic-far`, `rail-misaligned`, `gdr-not-used`, `nccl-socket-fallback` | see `gpudirect` | the GPUDirect RDMA path |
 
 use crate::drift::{check_drift, Intent};
 use crate::metrics::{self, MetricSet};
+use crate::quality::DataProblem;
 use crate::snapshot::{Netdev, RdmaPort, Snapshot};
 use crate::util::thousands;
 use serde::Serialize;
@@ -74,11 +78,13 @@ pub struct Thresholds {
     pub busbw_warn: f64,
     /// busbw below this share of the expected: error.
     pub busbw_error: f64,
+    /// busbw above this share of the expected cannot be right: the reference is wrong.
+    pub busbw_max: f64,
 }
 
 impl Default for Thresholds {
     fn default() -> Self {
-        Thresholds { pause_ratio: 0.05, storm_ratio: 0.5, busbw_warn: 0.8, busbw_error: 0.5 }
+        Thresholds { pause_ratio: 0.05, storm_ratio: 0.5, busbw_warn: 0.8, busbw_error: 0.5, busbw_max: 1.25 }
     }
 }
 
@@ -93,6 +99,10 @@ pub struct Options {
     pub roce_priority: u8,
     /// nccl-tests results given on their own (not inside a dump).
     pub extra_nccl: Vec<crate::parse::nccl::NcclRun>,
+    /// NCCL INFO logs given on their own (`doctor --nccl-log`).
+    pub nccl_log: crate::parse::nccl_log::NcclLog,
+    /// What the loaders skipped ([`crate::dump::Dump::skipped`]); reported as data problems.
+    pub skipped_inputs: Vec<DataProblem>,
 }
 
 /// One counter series' change over a host's window.
@@ -128,6 +138,9 @@ pub struct Diagnosis {
     pub findings: Vec<Finding>,
     /// "Is it the network?" when nccl-tests results were given.
     pub verdict: Option<String>,
+    /// Input that was not used: corrupt counters, files or counters missing from one
+    /// snapshot of a window, snapshot directories that could not be read.
+    pub data_problems: Vec<DataProblem>,
     pub notes: Vec<String>,
 }
 
@@ -196,6 +209,7 @@ const RETRANS: &[&str] =
     &["out_of_sequence", "packet_seq_err", "implied_nak_seq_err", "local_ack_timeout_err", "duplicate_request"];
 const NETWORK_CODES: &[&str] = &[
     "pfc-storm",
+    "global-pause",
     "pause-ratio",
     "ecn-without-cnp",
     "cnp-not-handled",
@@ -223,10 +237,16 @@ pub fn diagnose(mut snaps: Vec<Snapshot>, opts: &Options) -> Diagnosis {
     };
     let mut fabric_pauses: Vec<(u64, String)> = Vec::new();
     let mut fabric_ecn: Option<u64> = None;
+    dx.data_problems.extend(opts.skipped_inputs.iter().cloned());
     for (host, list) in &by_host {
         let last = *list.last().expect("groups are non-empty");
-        for n in &last.notes {
-            dx.notes.push(format!("{host}: {n}"));
+        // Every snapshot's notes, not only the last one's: a file cut short in the first
+        // snapshot matters as much.
+        let mut seen = BTreeSet::new();
+        for n in list.iter().flat_map(|s| &s.notes) {
+            if seen.insert(n) {
+                dx.notes.push(format!("{host}: {n}"));
+            }
         }
         if let Some(intent) = &opts.intent {
             dx.findings.extend(check_drift(last, intent));
@@ -234,15 +254,16 @@ pub fn diagnose(mut snaps: Vec<Snapshot>, opts: &Options) -> Diagnosis {
         if list.len() < 2 {
             continue;
         }
-        let first = list[0];
-        let interval_s = (last.taken_at_unix_ms.saturating_sub(first.taken_at_unix_ms)) as f64 / 1000.0;
+        let interval_s = (last.taken_at_unix_ms.saturating_sub(list[0].taken_at_unix_ms)) as f64 / 1000.0;
         if interval_s <= 0.0 {
             dx.notes.push(format!("{host}: {} snapshots with the same timestamp; no rates", list.len()));
             continue;
         }
-        let mut w = Window { first, last, interval_s, resets: BTreeSet::new() };
+        let (mut first, mut last) = (list[0].clone(), last.clone());
+        dx.data_problems.extend(crate::quality::scrub(&mut first, &mut last, interval_s));
+        let mut w = Window { first: &first, last: &last, interval_s, resets: BTreeSet::new() };
         host_rules(&mut w, host, opts, &mut dx.findings, &mut fabric_pauses, &mut fabric_ecn);
-        let (rates, utilization) = rates(first, last, interval_s, opts.roce_priority);
+        let (rates, utilization) = rates(&first, &last, interval_s, opts.roce_priority);
         dx.windows.push(HostWindow {
             node: host.clone(),
             snapshots: list.len(),
@@ -263,11 +284,40 @@ pub fn diagnose(mut snaps: Vec<Snapshot>, opts: &Options) -> Diagnosis {
         dx.findings.push(f("pause-without-ecn", Severity::Warning, "fabric", "all".into(), format!("{} PFC pause frames and no ECN mark anywhere: congestion is handled by PFC alone", thousands(total_pauses)), ev, "configure ECN (WRED with ecn) on the RoCE queue of every switch where congestion happens, and enable the NIC NP/RP; DCQCN should act before PFC does"));
     }
     firmware_mix(&by_host, &mut dx.findings);
+    let latest: Vec<&Snapshot> = by_host.values().filter_map(|l| l.last().copied()).collect();
+    let mut extra_log = opts.nccl_log.clone();
+    for r in &opts.extra_nccl {
+        extra_log.merge(&r.log);
+    }
+    crate::gpudirect::rules(&latest, &extra_log, &mut dx.findings);
     nccl_rules(&snaps, &by_host, opts, &mut dx);
     dx.findings.sort_by(|a, b| {
         b.severity.cmp(&a.severity).then(a.code.cmp(b.code)).then(a.node.cmp(&b.node)).then(a.subject.cmp(&b.subject))
     });
     dx
+}
+
+/// `echo 1 > /sys/class/net/<netdev>/ecn/<dir>/enable/<prio>` for this port, with its netdev
+/// and the RoCE priority: the intent's ECN priorities, else the port's PFC priorities, else 3.
+fn enable_cmd(port: &RdmaPort, nd: Option<&Netdev>, host: &str, opts: &Options, dir: &str) -> String {
+    let netdev = port.netdev.as_deref().unwrap_or("<netdev>");
+    let want = opts.intent.as_ref().map(|i| i.for_host(host)).and_then(|h| {
+        if dir == "roce_np" {
+            h.ecn_np_priorities.clone()
+        } else {
+            h.ecn_rp_priorities.clone()
+        }
+    });
+    let prios: Vec<u8> = want
+        .map(|s| s.into_iter().collect())
+        .or_else(|| nd.and_then(|n| n.pfc_priorities()))
+        .filter(|v: &Vec<u8>| !v.is_empty())
+        .unwrap_or_else(|| vec![3]);
+    prios
+        .iter()
+        .map(|p| format!("echo 1 > /sys/class/net/{netdev}/ecn/{dir}/enable/{p}"))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn lossless(nd: Option<&Netdev>, host: &str, opts: &Options) -> bool {
@@ -315,6 +365,31 @@ fn host_rules(
                     out.push(f("pause-ratio", Severity::Warning, host, format!("{nd} priority {p} {dir}"), format!("paused {} of the window (threshold {}): {meaning}", pct(ratio), pct(th.pause_ratio)), ev, "sustained pausing means DCQCN is not keeping queues below the PFC threshold: check ECN marking (Kmin/Kmax) and the NP/RP enables"));
                 }
             }
+        }
+        // 802.3x link-level ("global") pause: stops every class on the link, RoCE or not.
+        for dir in ["rx", "tx"] {
+            let frames = w.eth(nd, &format!("{dir}_global_pause"));
+            let dur = w.eth(nd, &format!("{dir}_global_pause_duration"));
+            let ratio = dur.map(|d| d as f64 / (secs * 1e6));
+            if frames.unwrap_or(0) == 0 && dur.unwrap_or(0) == 0 {
+                continue;
+            }
+            let sev = match ratio {
+                Some(r) if r >= th.storm_ratio => Severity::Error,
+                Some(r) if r >= th.pause_ratio => Severity::Warning,
+                Some(_) => continue,
+                None => Severity::Warning,
+            };
+            let who = if dir == "rx" { "the switch paused this NIC" } else { "this NIC paused the switch" };
+            let share = ratio.map(|r| format!(" for {} of the window", pct(r.min(1.0)))).unwrap_or_default();
+            let ev = vec![
+                format!(
+                    "{dir}_global_pause_duration +{} µs {window}",
+                    dur.map(thousands).unwrap_or_else(|| "?".into())
+                ),
+                format!("{dir}_global_pause +{}", frames.map(thousands).unwrap_or_else(|| "?".into())),
+            ];
+            out.push(f("global-pause", sev, host, format!("{nd} {dir}"), format!("802.3x link-level pause{share}: {who}, and it stops every traffic class on the link, not only RoCE"), ev, &format!("a RoCE fabric uses PFC per priority, not global pause: turn link-level pause off on the NIC (`ethtool -A {nd} rx off tx off`) and the switch port, and enable PFC on the RoCE priority")));
         }
         if let Some(v) = w.eth(nd, "tx_pause_storm_error_events").filter(|v| *v > 0) {
             out.push(f("pfc-storm", Severity::Error, host, nd.clone(), format!("the NIC's pause-storm guard fired {v} time(s) and stopped sending pauses"), vec![format!("tx_pause_storm_error_events +{v} {window}")], "the host stopped draining its receive queue for longer than the storm timeout: check the host (driver, PCIe, hung process)"));
@@ -391,7 +466,7 @@ fn host_rules(
                         ev.push(format!("ecn/roce_np/enable: on for priorities [{}]", on.join(",")));
                     }
                 }
-                out.push(f("ecn-without-cnp", Severity::Error, host, subject.clone(), format!("{} ECN-marked RoCE packets received and no CNP sent: the notification point is disabled", thousands(e)), ev, "enable the NP on the RoCE priority: echo 1 > /sys/class/net/<netdev>/ecn/roce_np/enable/<prio>; without CNPs the senders never slow down and PFC takes over"));
+                out.push(f("ecn-without-cnp", Severity::Error, host, subject.clone(), format!("{} ECN-marked RoCE packets received and no CNP sent: the notification point is disabled", thousands(e)), ev, &format!("enable the NP on the RoCE priority: `{}`; without CNPs the senders never slow down and PFC takes over", enable_cmd(port, nd, host, opts, "roce_np"))));
             }
         }
         let handled = w.rdma(key, "rp_cnp_handled");
@@ -415,7 +490,18 @@ fn host_rules(
             } else {
                 format!("{} of {} CNPs received were ignored", thousands(ig), thousands(ig + h))
             };
-            out.push(f("cnp-not-handled", sev, host, subject.clone(), msg, ev, "enable the RP on the RoCE priority: echo 1 > /sys/class/net/<netdev>/ecn/roce_rp/enable/<prio>; a sender that ignores CNPs keeps congesting the fabric"));
+            out.push(f(
+                "cnp-not-handled",
+                sev,
+                host,
+                subject.clone(),
+                msg,
+                ev,
+                &format!(
+                    "enable the RP on the RoCE priority: `{}`; a sender that ignores CNPs keeps congesting the fabric",
+                    enable_cmd(port, nd, host, opts, "roce_rp")
+                ),
+            ));
         }
         let mut parts = Vec::new();
         let mut total = 0u64;
@@ -657,32 +743,7 @@ fn nccl_rules(snaps: &[Snapshot], by_host: &BTreeMap<String, Vec<&Snapshot>>, op
             ));
             continue;
         }
-        // Expected network bandwidth per node: flag, then fabric, then the NIC speeds seen.
-        let (node_gbps, source) = if let Some(g) = opts.node_net_gbps {
-            (Some(g), "--line-rate-gbps".to_string())
-        } else if let Some(g) =
-            opts.intent.as_ref().and_then(|i| hosts.iter().filter_map(|h| i.node_net_gbps(h)).reduce(f64::min))
-        {
-            (
-                Some(g),
-                format!(
-                    "fabric line rate × NICs per node ({})",
-                    opts.intent.as_ref().map(|i| i.source.as_str()).unwrap_or("")
-                ),
-            )
-        } else {
-            let from_snaps: Option<f64> = hosts
-                .iter()
-                .filter_map(|h| {
-                    let last = by_host.get(h)?.last()?;
-                    let sum: f64 =
-                        last.rdma_ports.values().filter_map(|p| last.netdev_of(p)).filter_map(|n| n.speed_gbps()).sum();
-                    (sum > 0.0).then_some(sum)
-                })
-                .reduce(f64::min);
-            (from_snaps, "sum of the RoCE NIC speeds in the snapshots".to_string())
-        };
-        let Some(node_gbps) = node_gbps else {
+        let Some((node_gbps, source, mut ev_ref)) = expected_node_gbps(run, &hosts, by_host, opts) else {
             dx.findings.push(f(
                 "busbw-unknown",
                 Severity::Info,
@@ -705,10 +766,29 @@ fn nccl_rules(snaps: &[Snapshot], by_host: &BTreeMap<String, Vec<&Snapshot>>, op
             ),
             format!("expected ≈ {expected:.1} GB/s: {node_gbps:.0} Gb/s per node from {source}"),
         ];
+        ev.append(&mut ev_ref);
         if hosts.len() == 2 {
             ev.push(
                 "two-node runs can beat the multi-node figure; do not use them as the reference for a large job".into(),
             );
+        }
+        if eff > opts.thresholds.busbw_max {
+            // More than the network can carry: the reference is wrong (NICs not counted, a
+            // fabric file for other hosts), so no verdict on the network can be drawn from it.
+            dx.findings.push(f(
+                "busbw-reference",
+                Severity::Warning,
+                "fabric",
+                subject,
+                format!("busbw {peak:.1} GB/s is {} of the expected {expected:.1} GB/s: more than the network can carry, so the expected figure is wrong", pct(eff)),
+                ev,
+                "give the real per-node network bandwidth (--line-rate-gbps = NICs per node × their speed) or a fabric file that lists these hosts; check that the snapshots hold every RoCE NIC of each node",
+            ));
+            verdicts.push(format!(
+                "{op}: cannot judge: busbw is {} of the expected, an inconsistent reference (see busbw-reference)",
+                pct(eff)
+            ));
+            continue;
         }
         let (sev, verdict) = if eff < opts.thresholds.busbw_warn {
             let sev = if eff < opts.thresholds.busbw_error { Severity::Error } else { Severity::Warning };
@@ -740,4 +820,85 @@ fn nccl_rules(snaps: &[Snapshot], by_host: &BTreeMap<String, Vec<&Snapshot>>, op
     if !verdicts.is_empty() {
         dx.verdict = Some(verdicts.join("\n"));
     }
+}
+
+/// Expected network bandwidth of one GPU node in Gb/s for a run, where it came from, and
+/// evidence lines. NICs per node: those NCCL's log lists (`NET/IB : Using [0]mlx5_0 ...`)
+/// when it is there, else the fabric's rails, else the RoCE NICs in the snapshots. Speed per
+/// NIC: `--line-rate-gbps` (per node) wins; then a fabric file that lists these hosts; then
+/// the speeds in the snapshots; then a fabric file's default NIC profile.
+fn expected_node_gbps(
+    run: &crate::parse::nccl::NcclRun,
+    hosts: &[String],
+    by_host: &BTreeMap<String, Vec<&Snapshot>>,
+    opts: &Options,
+) -> Option<(f64, String, Vec<String>)> {
+    let mut ev = Vec::new();
+    let log_nics: BTreeMap<&str, Vec<String>> = hosts
+        .iter()
+        .filter_map(|h| run.log.hosts.get(h).map(|n| (h.as_str(), n.ib_device_names())))
+        .filter(|(_, d)| !d.is_empty())
+        .collect();
+    let log_count = log_nics.values().map(|d| d.len()).min();
+    if let Some(n) = log_count {
+        let (h, d) = log_nics.iter().next().expect("non-empty when counted");
+        ev.push(format!("NCCL log: {n} NIC(s) per node ({h}: {})", d.join(", ")));
+    }
+    if let Some(g) = opts.node_net_gbps {
+        return Some((g, "--line-rate-gbps".into(), ev));
+    }
+    if let Some(i) = &opts.intent {
+        let known: Vec<&String> = hosts.iter().filter(|h| i.hosts.contains_key(*h)).collect();
+        if !known.is_empty() {
+            let per_nic = known.iter().filter_map(|h| i.for_host(h).line_rate_gbps).reduce(f64::min)?;
+            let fabric_n = i.nics_per_node.unwrap_or(1) as usize;
+            let n = log_count.unwrap_or(fabric_n);
+            if log_count.is_some_and(|c| c != fabric_n) {
+                ev.push(format!("the fabric file gives {fabric_n} NIC(s) per node; the log's count is used"));
+            }
+            return Some((per_nic * n as f64, format!("{n} NIC(s) × {per_nic:.0} Gb/s line rate ({})", i.source), ev));
+        }
+        ev.push(format!(
+            "{} does not list the test's hosts ({}): not used as the reference",
+            i.source,
+            hosts.join(", ")
+        ));
+    }
+    // Speeds in the snapshots: per RDMA device, and the fastest as a stand-in for devices
+    // the snapshot lacks.
+    let mut per_host: Vec<(f64, usize, usize)> = Vec::new();
+    for h in hosts {
+        let Some(last) = by_host.get(h).and_then(|l| l.last()) else { continue };
+        let speeds: BTreeMap<String, f64> = last
+            .rdma_ports
+            .values()
+            .filter_map(|p| Some((p.device.clone(), last.netdev_of(p)?.speed_gbps()?)))
+            .collect();
+        let Some(max) = speeds.values().copied().reduce(f64::max) else { continue };
+        let (sum, listed) = match log_nics.get(h.as_str()) {
+            Some(devs) => (devs.iter().map(|d| speeds.get(d).copied().unwrap_or(max)).sum(), devs.len()),
+            // The log names another node's NICs only: nodes of one job are alike.
+            None => match log_count {
+                Some(n) => (max * n as f64, n),
+                None => (speeds.values().sum(), speeds.len()),
+            },
+        };
+        per_host.push((sum, listed, speeds.len()));
+    }
+    if let Some(&(sum, listed, seen)) = per_host.iter().min_by(|a, b| a.0.total_cmp(&b.0)) {
+        if listed > seen {
+            ev.push(format!(
+                "the snapshots hold {seen} of the {listed} NICs the log lists; the others are counted at the fastest speed seen"
+            ));
+        }
+        return Some((sum, format!("{listed} NIC(s) at the speeds in the snapshots"), ev));
+    }
+    let i = opts.intent.as_ref()?;
+    let per_nic = i.default.line_rate_gbps?;
+    let n = log_count?;
+    Some((
+        per_nic * n as f64,
+        format!("{n} NIC(s) from the NCCL log × {per_nic:.0} Gb/s, the default NIC profile of {}", i.source),
+        ev,
+    ))
 }

@@ -75,7 +75,13 @@ fn set_str(s: &BTreeSet<u8>) -> String {
     s.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(",")
 }
 
-fn finding(
+/// `mlnx_qos --pfc` takes one 0/1 per priority, priority 0 first.
+pub fn pfc_arg(enabled: &BTreeSet<u8>) -> String {
+    (0u8..8).map(|p| if enabled.contains(&p) { "1" } else { "0" }).collect::<Vec<_>>().join(",")
+}
+
+/// A finding with its evidence and hint (shared by the drift and GPUDirect rules).
+pub(crate) fn finding(
     code: &'static str,
     severity: Severity,
     node: &str,
@@ -121,19 +127,23 @@ fn check_netdev(host: &str, nd: &Netdev, want: &IntendedHost, source: &str, out:
         };
         if let Some(have) = have {
             if &have != t {
-                out.push(finding("drift-trust", Severity::Error, host, subj, format!("trust mode is `{have}`, the fabric wants `{t}`"), vec![format!("{src}: {have}"), from.clone()], "set it with `mlnx_qos -i <netdev> --trust dscp`; with the wrong trust mode RoCE traffic lands in the wrong priority and loses PFC"));
+                out.push(finding("drift-trust", Severity::Error, host, subj, format!("trust mode is `{have}`, the fabric wants `{t}`"), vec![format!("{src}: {have}"), from.clone()], &format!("set it with `mlnx_qos -i {subj} --trust {t}`; with the wrong trust mode RoCE traffic lands in the wrong priority and loses PFC")));
             }
         }
     }
     if let Some(q) = &nd.mlnx_qos {
         if !q.dscp_to_priority.is_empty() && !want.dscp_to_priority.is_empty() {
-            let bad: Vec<String> = want
+            let wrong: Vec<(u8, u8)> = want
                 .dscp_to_priority
                 .iter()
-                .filter_map(|(d, p)| match q.dscp_to_priority.get(d) {
-                    Some(have) if have == p => None,
-                    Some(have) => Some(format!("DSCP {d} -> priority {have} (want {p})")),
-                    None => Some(format!("DSCP {d} unmapped (want {p})")),
+                .filter(|(d, p)| q.dscp_to_priority.get(d) != Some(p))
+                .map(|(d, p)| (*d, *p))
+                .collect();
+            let bad: Vec<String> = wrong
+                .iter()
+                .map(|(d, p)| match q.dscp_to_priority.get(d) {
+                    Some(have) => format!("DSCP {d} -> priority {have} (want {p})"),
+                    None => format!("DSCP {d} unmapped (want {p})"),
                 })
                 .collect();
             if !bad.is_empty() {
@@ -142,7 +152,17 @@ fn check_netdev(host: &str, nd: &Netdev, want: &IntendedHost, source: &str, out:
                     ev.push(format!("... and {} more", bad.len() - 8));
                 }
                 ev.push(from.clone());
-                out.push(finding("drift-dscp-map", Severity::Error, host, subj, format!("{} DSCP code point(s) map to another priority than intended", bad.len()), ev, "fix with `mlnx_qos -i <netdev> --dscp2prio set,<dscp>,<prio>`; host and switch must agree on the map"));
+                let cmds: Vec<String> =
+                    wrong.iter().map(|(d, p)| format!("mlnx_qos -i {subj} --dscp2prio set,{d},{p}")).collect();
+                out.push(finding(
+                    "drift-dscp-map",
+                    Severity::Error,
+                    host,
+                    subj,
+                    format!("{} DSCP code point(s) map to another priority than intended", bad.len()),
+                    ev,
+                    &format!("fix with `{}`; host and switch must agree on the map", cmds.join("; ")),
+                ));
             }
         }
     }
@@ -158,13 +178,27 @@ fn check_netdev(host: &str, nd: &Netdev, want: &IntendedHost, source: &str, out:
         });
         if let Some((have, src)) = have {
             if &have != want_pfc {
-                out.push(finding("drift-pfc", Severity::Error, host, subj, format!("PFC is enabled on priorities {}, the fabric wants {}", set_str(&have), set_str(want_pfc)), vec![format!("{src}: {}", set_str(&have)), from.clone()], "set with `mlnx_qos -i <netdev> --pfc 0,0,0,1,0,0,0,0`; a lossless class without PFC drops under congestion, PFC on a lossy class spreads pauses"));
+                out.push(finding("drift-pfc", Severity::Error, host, subj, format!("PFC is enabled on priorities {}, the fabric wants {}", set_str(&have), set_str(want_pfc)), vec![format!("{src}: {}", set_str(&have)), from.clone()], &format!("set with `mlnx_qos -i {subj} --pfc {}`; a lossless class without PFC drops under congestion, PFC on a lossy class spreads pauses", pfc_arg(want_pfc))));
             }
         }
     }
-    for (want_set, have_map, code, role, hint) in [
-        (&want.ecn_np_priorities, &nd.sysfs.ecn_np_enabled, "drift-ecn-np", "notification point (CNP generation)", "enable with `echo 1 > /sys/class/net/<netdev>/ecn/roce_np/enable/<prio>`; without it CE marks never become CNPs and DCQCN cannot slow senders"),
-        (&want.ecn_rp_priorities, &nd.sysfs.ecn_rp_enabled, "drift-ecn-rp", "reaction point (rate limiting on CNPs)", "enable with `echo 1 > /sys/class/net/<netdev>/ecn/roce_rp/enable/<prio>`; without it the NIC ignores CNPs and congestion turns into PFC pauses"),
+    for (want_set, have_map, code, role, dir, why) in [
+        (
+            &want.ecn_np_priorities,
+            &nd.sysfs.ecn_np_enabled,
+            "drift-ecn-np",
+            "notification point (CNP generation)",
+            "roce_np",
+            "without it CE marks never become CNPs and DCQCN cannot slow senders",
+        ),
+        (
+            &want.ecn_rp_priorities,
+            &nd.sysfs.ecn_rp_enabled,
+            "drift-ecn-rp",
+            "reaction point (rate limiting on CNPs)",
+            "roce_rp",
+            "without it the NIC ignores CNPs and congestion turns into PFC pauses",
+        ),
     ] {
         let Some(want_set) = want_set else { continue };
         if have_map.is_empty() {
@@ -175,7 +209,22 @@ fn check_netdev(host: &str, nd: &Netdev, want: &IntendedHost, source: &str, out:
         let extra: BTreeSet<u8> = have.difference(want_set).copied().collect();
         if !missing.is_empty() || !extra.is_empty() {
             let sev = if missing.is_empty() { Severity::Warning } else { Severity::Error };
-            out.push(finding(code, sev, host, subj, format!("ECN {role} enabled on priorities {}, the fabric wants {}", set_str(&have), set_str(want_set)), vec![format!("sysfs ecn enable files: {}", set_str(&have)), from.clone()], hint));
+            let cmds: Vec<String> = missing
+                .iter()
+                .map(|p| (1, p))
+                .chain(extra.iter().map(|p| (0, p)))
+                .map(|(v, p)| format!("echo {v} > /sys/class/net/{subj}/ecn/{dir}/enable/{p}"))
+                .collect();
+            let hint = format!("set with `{}`; {why}", cmds.join("; "));
+            out.push(finding(
+                code,
+                sev,
+                host,
+                subj,
+                format!("ECN {role} enabled on priorities {}, the fabric wants {}", set_str(&have), set_str(want_set)),
+                vec![format!("sysfs ecn enable files: {}", set_str(&have)), from.clone()],
+                &hint,
+            ));
         }
     }
     for (want_v, key, what) in
@@ -183,7 +232,7 @@ fn check_netdev(host: &str, nd: &Netdev, want: &IntendedHost, source: &str, out:
     {
         let (Some(w), Some(h)) = (want_v, nd.sysfs.np_params.get(key)) else { continue };
         if *h != w as i64 {
-            out.push(finding("drift-cnp", Severity::Error, host, subj, format!("{what} is {h}, the fabric wants {w}"), vec![format!("ecn/roce_np/{key}: {h}"), from.clone()], "CNPs must ride the strict-priority CNP class the switches expect; set ecn/roce_np/cnp_dscp and cnp_802p_prio"));
+            out.push(finding("drift-cnp", Severity::Error, host, subj, format!("{what} is {h}, the fabric wants {w}"), vec![format!("ecn/roce_np/{key}: {h}"), from.clone()], &format!("set with `echo {w} > /sys/class/net/{subj}/ecn/roce_np/{key}`; CNPs must ride the strict-priority CNP class the switches expect")));
         }
     }
     if let (Some(w), Some(mtu)) = (want.roce_mtu, nd.sysfs.mtu) {
@@ -206,19 +255,31 @@ fn check_netdev(host: &str, nd: &Netdev, want: &IntendedHost, source: &str, out:
         }
     }
     let mut knobs = Vec::new();
+    let mut writes = Vec::new();
     for (k, w) in &want.dcqcn {
         let (ns, name) = k.split_once('/').unwrap_or(("roce_rp", k.as_str()));
         let have = if ns == "roce_np" { nd.sysfs.np_params.get(name) } else { nd.sysfs.rp_params.get(name) };
         if let Some(h) = have {
             if h != w {
                 knobs.push(format!("ecn/{ns}/{name} = {h} (want {w})"));
+                writes.push((format!("{ns}/{name}"), *w));
             }
         }
     }
     if !knobs.is_empty() {
         let mut ev = knobs.clone();
         ev.push(from);
-        out.push(finding("drift-dcqcn", Severity::Warning, host, subj, format!("{} DCQCN knob(s) differ from the fabric file", knobs.len()), ev, "write the intended values to /sys/class/net/<netdev>/ecn/roce_rp/* (and roce_np/*), or update the fabric file"));
+        let cmds: Vec<String> =
+            writes.iter().map(|(path, w)| format!("echo {w} > /sys/class/net/{subj}/ecn/{path}")).collect();
+        out.push(finding(
+            "drift-dcqcn",
+            Severity::Warning,
+            host,
+            subj,
+            format!("{} DCQCN knob(s) differ from the fabric file", knobs.len()),
+            ev,
+            &format!("write the intended values (`{}`), or update the fabric file", cmds.join("; ")),
+        ));
     }
 }
 

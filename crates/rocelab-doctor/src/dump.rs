@@ -18,6 +18,9 @@
 //! <snapshot>/switch/<name>/pfc-watchdog/<swp>.txt    Cumulus `nv show interface <swp> qos pfc-watchdog`
 //! <snapshot>/nccl/<test>.txt                nccl-tests output (op from `Collective test
 //!                                           starting:` or the file name, e.g. all_reduce_perf.txt)
+//! <snapshot>/nccl-log/<name>                any job's NCCL_DEBUG=INFO log (NICs, GPU Direct RDMA)
+//! <snapshot>/gpu/nvidia-smi-topo.txt        `nvidia-smi topo -m`
+//! <snapshot>/gpu/modules.txt                `/proc/modules` (or `lsmod`)
 //! ```
 //! Every file is optional except `meta.json`; a dump made by hand from the same commands
 //! is as good as one `collect` made. A collection of snapshots is a directory of such
@@ -55,6 +58,10 @@ pub struct RawSnapshot {
     pub switches: BTreeMap<String, RawSwitch>,
     /// (file name, text).
     pub nccl: Vec<(String, String)>,
+    /// (file name, text) of NCCL INFO logs.
+    pub nccl_logs: Vec<(String, String)>,
+    pub gpu_topo: Option<String>,
+    pub modules: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -105,6 +112,8 @@ impl RawSnapshot {
                 }
             }
         };
+        // What parsed but was not taken at face value (cut lines, duplicates).
+        let mut warned: Vec<String> = Vec::new();
         let mut snap = Snapshot {
             host: self.meta.host.clone(),
             taken_at_unix_ms: self.meta.taken_at_unix_ms,
@@ -115,11 +124,11 @@ impl RawSnapshot {
             let dir = base.join("netdev").join(name);
             let mut nd = Netdev { name: name.clone(), sysfs: raw.sysfs.clone(), ..Default::default() };
             if let Some(t) = &raw.ethtool_s {
-                handle(
-                    parse::ethtool::parse_stats(t)
-                        .map(|v| nd.ethtool = Some(v))
-                        .map_err(|e| e.in_file(&dir.join("ethtool-S.txt"))),
-                )?;
+                let file = dir.join("ethtool-S.txt");
+                handle(parse::ethtool::parse_stats(t).map(|v| nd.ethtool = Some(v)).map_err(|e| e.in_file(&file)))?;
+                if let Some(e) = &nd.ethtool {
+                    warned.extend(e.warnings.iter().map(|w| format!("{}: {w}", file.display())));
+                }
             }
             if let Some(t) = &raw.ethtool_i {
                 handle(
@@ -154,6 +163,8 @@ impl RawSnapshot {
                     .map_err(|e| e.in_file(&base.join("rdma-statistic.txt"))),
             )?;
             for ps in parsed.unwrap_or_default() {
+                let file = base.join("rdma-statistic.txt");
+                warned.extend(ps.warnings.iter().map(|w| format!("{}: {w}", file.display())));
                 let key = format!("{}/{}", ps.device, ps.port);
                 let entry = snap.rdma_ports.entry(key).or_insert_with(|| RdmaPort {
                     device: ps.device.clone(),
@@ -219,6 +230,21 @@ impl RawSnapshot {
                     .map_err(|e| e.in_file(&base.join("nccl").join(file))),
             )?;
         }
+        for r in &snap.nccl {
+            snap.nccl_log.merge(&r.log);
+        }
+        for (_, t) in &self.nccl_logs {
+            snap.nccl_log.merge(&parse::nccl_log::parse(t));
+        }
+        if let Some(t) = &self.gpu_topo {
+            handle(
+                parse::gpu::parse_topo(t)
+                    .map(|v| snap.gpu_topo = Some(v))
+                    .map_err(|e| e.in_file(&base.join("gpu").join("nvidia-smi-topo.txt"))),
+            )?;
+        }
+        snap.modules = self.modules.as_deref().map(parse::gpu::parse_modules);
+        notes.extend(warned);
         snap.notes = notes;
         Ok(snap)
     }
@@ -334,6 +360,13 @@ pub fn read_raw(dir: &Path) -> Result<RawSnapshot, DoctorError> {
             raw.nccl.push((name_of(&f), t));
         }
     }
+    for f in files(&dir.join("nccl-log")) {
+        if let Some(t) = read_text(&f)? {
+            raw.nccl_logs.push((name_of(&f), t));
+        }
+    }
+    raw.gpu_topo = read_text(&dir.join("gpu").join("nvidia-smi-topo.txt"))?;
+    raw.modules = read_text(&dir.join("gpu").join("modules.txt"))?;
     Ok(raw)
 }
 
@@ -367,6 +400,18 @@ pub fn write_raw(dir: &Path, raw: &RawSnapshot) -> std::io::Result<()> {
     if let Some(t) = &raw.rdma_statistic {
         std::fs::write(dir.join("rdma-statistic.txt"), t)?;
     }
+    for (sub, list) in [("nccl", &raw.nccl), ("nccl-log", &raw.nccl_logs)] {
+        for (name, t) in list {
+            std::fs::create_dir_all(dir.join(sub))?;
+            std::fs::write(dir.join(sub).join(name), t)?;
+        }
+    }
+    for (file, t) in [("nvidia-smi-topo.txt", &raw.gpu_topo), ("modules.txt", &raw.modules)] {
+        if let Some(t) = t {
+            std::fs::create_dir_all(dir.join("gpu"))?;
+            std::fs::write(dir.join("gpu").join(file), t)?;
+        }
+    }
     // meta.json last: a dump without it is not a dump, so a crash before this point leaves
     // nothing that reads as whole.
     let meta = serde_json::to_string_pretty(&raw.meta).map_err(std::io::Error::other)?;
@@ -378,9 +423,17 @@ pub fn read_snapshot(dir: &Path) -> Result<Snapshot, DoctorError> {
     Ok(read_raw(dir)?.to_snapshot(dir, Strictness::Strict)?)
 }
 
+/// What one command-line argument held: its snapshots, and what was passed over.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Dump {
+    pub snapshots: Vec<Snapshot>,
+    /// Directories that are not snapshots (no `meta.json`), said, never skipped silently.
+    pub skipped: Vec<crate::quality::DataProblem>,
+}
+
 /// Loads every snapshot a command-line argument names: a snapshot directory, a directory of
-/// snapshot directories, or a `.tar.gz` of either (unpacked with the system `tar`).
-pub fn load_dump(path: &Path) -> Result<Vec<Snapshot>, DoctorError> {
+/// snapshot directories, or a `.tar.gz` of either.
+pub fn load_dump(path: &Path) -> Result<Dump, DoctorError> {
     let name = name_of(path);
     if path.is_file() && (name.ends_with(".tar.gz") || name.ends_with(".tgz")) {
         return load_tarball(path);
@@ -389,15 +442,26 @@ pub fn load_dump(path: &Path) -> Result<Vec<Snapshot>, DoctorError> {
         return Err(DoctorError::Invalid(format!("{}: not a dump directory or .tar.gz", path.display())));
     }
     if path.join("meta.json").is_file() {
-        return Ok(vec![read_snapshot(path)?]);
+        return Ok(Dump { snapshots: vec![read_snapshot(path)?], skipped: Vec::new() });
     }
-    let mut out = Vec::new();
+    let mut out = Dump::default();
     for d in subdirs(path) {
         if d.join("meta.json").is_file() {
-            out.push(read_snapshot(&d)?);
+            out.snapshots.push(read_snapshot(&d)?);
+        } else {
+            let why = if name_of(&d).ends_with(".partial") {
+                "an unfinished snapshot (collect was interrupted)"
+            } else {
+                "no meta.json, so not a snapshot (see docs/collect.md for the layout)"
+            };
+            out.skipped.push(crate::quality::DataProblem {
+                node: "dump".into(),
+                subject: d.display().to_string(),
+                message: format!("skipped: {why}"),
+            });
         }
     }
-    if out.is_empty() {
+    if out.snapshots.is_empty() {
         return Err(DoctorError::Invalid(format!(
             "{}: no snapshot found (a snapshot directory holds meta.json; see docs/collect.md)",
             path.display()
@@ -406,7 +470,7 @@ pub fn load_dump(path: &Path) -> Result<Vec<Snapshot>, DoctorError> {
     Ok(out)
 }
 
-fn load_tarball(path: &Path) -> Result<Vec<Snapshot>, DoctorError> {
+fn load_tarball(path: &Path) -> Result<Dump, DoctorError> {
     static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let tmp = std::env::temp_dir().join(format!(
         "rocelab-doctor-{}-{}",
@@ -415,27 +479,65 @@ fn load_tarball(path: &Path) -> Result<Vec<Snapshot>, DoctorError> {
     ));
     std::fs::create_dir_all(&tmp).map_err(|e| DoctorError::io(&tmp, e))?;
     let result = (|| {
-        let tar = crate::tools::find_in_path("tar").ok_or_else(|| {
-            DoctorError::Invalid("reading a .tar.gz needs the `tar` program; unpack it and pass the directory".into())
-        })?;
-        let args = vec![
-            "-xzf".to_string(),
-            path.display().to_string(),
-            "-C".to_string(),
-            tmp.display().to_string(),
-            "--no-same-owner".to_string(),
-        ];
-        crate::tools::run(&tar, &args, std::time::Duration::from_secs(120))
-            .map_err(|e| DoctorError::Invalid(format!("{}: cannot unpack: {e}", path.display())))?;
+        unpack_tar_gz(path, &tmp)?;
         // `tar -C dir .` (what collect writes) or a tarball of one top directory.
         let top = subdirs(&tmp);
         let root = if top.len() == 1 && !top[0].join("meta.json").is_file() { top[0].clone() } else { tmp.clone() };
-        let mut snaps = load_dump(&root)?;
-        for s in &mut snaps {
-            s.origin = s.origin.replace(&tmp.display().to_string(), &path.display().to_string());
+        let mut dump = load_dump(&root)?;
+        let (tmp_s, path_s) = (tmp.display().to_string(), path.display().to_string());
+        for s in &mut dump.snapshots {
+            s.origin = s.origin.replace(&tmp_s, &path_s);
         }
-        Ok(snaps)
+        for p in &mut dump.skipped {
+            p.subject = p.subject.replace(&tmp_s, &path_s);
+        }
+        Ok(dump)
     })();
     let _ = std::fs::remove_dir_all(&tmp);
     result
+}
+
+/// Most a dump tarball may unpack to: entries and bytes (counter dumps are small; a larger
+/// archive is not a dump and must not fill the disk).
+const MAX_TAR_ENTRIES: usize = 100_000;
+const MAX_TAR_BYTES: u64 = 1 << 30;
+
+/// Unpacks a `.tar.gz` into `dest` with the `tar` and `flate2` crates: regular files and
+/// directories only (links are skipped), no path outside `dest`, bounded in size.
+fn unpack_tar_gz(path: &Path, dest: &Path) -> Result<(), DoctorError> {
+    let bad = |e: std::io::Error| DoctorError::Invalid(format!("{}: cannot unpack: {e}", path.display()));
+    let file = std::fs::File::open(path).map_err(|e| DoctorError::io(path, e))?;
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(std::io::BufReader::new(file)));
+    archive.set_preserve_permissions(false);
+    archive.set_preserve_mtime(false);
+    let (mut count, mut bytes) = (0usize, 0u64);
+    for entry in archive.entries().map_err(bad)? {
+        let mut entry = entry.map_err(bad)?;
+        count += 1;
+        bytes = bytes.saturating_add(entry.size());
+        if count > MAX_TAR_ENTRIES || bytes > MAX_TAR_BYTES || entry.size() > crate::util::MAX_TEXT_BYTES {
+            return Err(DoctorError::Invalid(format!(
+                "{}: too large for a counter dump (over {MAX_TAR_ENTRIES} entries, {MAX_TAR_BYTES} bytes, or a file over {} bytes)",
+                path.display(),
+                crate::util::MAX_TEXT_BYTES
+            )));
+        }
+        let kind = entry.header().entry_type();
+        if !(kind.is_file() || kind.is_dir()) {
+            continue;
+        }
+        // `unpack_in` refuses `..` and absolute paths (returns false): such an entry is skipped.
+        entry.unpack_in(dest).map_err(bad)?;
+    }
+    Ok(())
+}
+
+/// Packs the directory `dir` into the `.tar.gz` file `dest` (its contents at the top, as
+/// `tar -C dir .` would) with the `tar` and `flate2` crates; links are stored as links.
+pub fn pack_tar_gz(dir: &Path, dest: &Path) -> std::io::Result<()> {
+    let file = std::fs::File::create(dest)?;
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(file, flate2::Compression::default()));
+    builder.follow_symlinks(false);
+    builder.append_dir_all(".", dir)?;
+    builder.into_inner()?.finish()?.sync_all()
 }

@@ -26,27 +26,36 @@
 //! * `snapshot`  — the typed result of one collection; `dump` reads and writes its on-disk
 //!   layout (documented in `docs/collect.md`), which is just the raw tool outputs and sysfs
 //!   files, so a dump made by hand with `ethtool -S eth0 > ...` works too.
-//! * `metrics`   — the shared metric schema (`reference/metrics.md` names) and the
+//! * `metrics`   — the shared metric schema (names and labels: `docs/exporter.md`) and the
 //!   Prometheus text writer.
 //! * `collect`   — discovery of RDMA devices and their netdevs under a sysfs root, tool runs
 //!   with a timeout (argument vectors, never a shell).
 //! * `diagnose`  — rates between snapshots and the findings rules; `drift` — the intended
 //!   configuration ([`drift::Intent`]) and what differs from it; `nccl` expectations live in
 //!   `diagnose` too ("is it the network?").
+//! * `gpudirect` — GPU ↔ NIC over PCIe (`nvidia-smi topo -m`), rail alignment, whether GPU
+//!   Direct RDMA is used and through which mechanism (peer-memory module, DMA-BUF).
+//! * `quality`   — what in a window cannot be believed (a delta no link could produce) or is
+//!   missing from one snapshot; reported as data problems, never as findings.
+//! * `alerts`    — Prometheus alerting rules for the exporter's metrics, thresholds from the
+//!   fabric file.
 //! * `exporter`  — a small std::net HTTP/1.1 server for `/metrics`, bounded in connections,
 //!   request size and collection time.
 //!
 //! Output paths never iterate a `HashMap`: everything is kept in `BTreeMap`s or sorted
 //! vectors, so the same dumps give byte-identical reports.
 
+pub mod alerts;
 pub mod collect;
 pub mod diagnose;
 pub mod drift;
 pub mod dump;
 pub mod exporter;
+pub mod gpudirect;
 pub mod intent;
 pub mod metrics;
 pub mod parse;
+pub mod quality;
 pub mod report;
 pub mod snapshot;
 pub mod tools;

@@ -1,4 +1,4 @@
-//! The metric schema shared by the twin and production (`reference/metrics.md`), the mapping
+//! The metric schema shared by the twin and production (listed in `docs/exporter.md`), the mapping
 //! from a [`Snapshot`]'s real counters onto it, and the Prometheus text writer.
 //!
 //! Names are exactly those of metrics.md. Labels are metrics.md's, plus a few that keep real

@@ -30,8 +30,23 @@ pub fn human(dx: &Diagnosis) -> String {
         );
     }
     s.push('\n');
+    if !dx.data_problems.is_empty() {
+        let _ = writeln!(
+            s,
+            "data problems ({}): this input was not used, so its rules did not run",
+            dx.data_problems.len()
+        );
+        for p in &dx.data_problems {
+            let _ = writeln!(s, "  {} {}: {}", p.node, p.subject, p.message);
+        }
+        s.push('\n');
+    }
     if dx.findings.is_empty() {
-        let _ = writeln!(s, "no findings");
+        if dx.data_problems.is_empty() {
+            let _ = writeln!(s, "no findings");
+        } else {
+            let _ = writeln!(s, "no findings in the data that could be used (see the data problems above)");
+        }
     }
     for f in &dx.findings {
         let _ = writeln!(s, "{}[{}] {} {}: {}", f.severity.as_str(), f.code, f.node, f.subject, f.message);
@@ -73,13 +88,17 @@ pub fn human(dx: &Diagnosis) -> String {
             let _ = writeln!(s, "  {n}");
         }
     }
-    let _ = writeln!(
+    let _ = write!(
         s,
         "\nresult: {} error(s), {} warning(s), {} info",
         dx.count(Severity::Error),
         dx.count(Severity::Warning),
         dx.count(Severity::Info)
     );
+    if !dx.data_problems.is_empty() {
+        let _ = write!(s, ", {} data problem(s)", dx.data_problems.len());
+    }
+    s.push('\n');
     s
 }
 

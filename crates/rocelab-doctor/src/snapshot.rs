@@ -26,6 +26,12 @@ pub struct Snapshot {
     pub rdma_ports: BTreeMap<String, RdmaPort>,
     pub switches: BTreeMap<String, SwitchData>,
     pub nccl: Vec<NcclRun>,
+    /// GPU ↔ NIC PCIe paths (`nvidia-smi topo -m`), when the host has GPUs.
+    pub gpu_topo: Option<crate::parse::gpu::Topo>,
+    /// Loaded kernel modules, when collected (`nvidia_peermem`, ...).
+    pub modules: Option<std::collections::BTreeSet<String>>,
+    /// NCCL INFO lines from logs in the dump and from the nccl-tests outputs in it.
+    pub nccl_log: crate::parse::nccl_log::NcclLog,
     /// What could not be read, in words (tool missing, timed out, ...).
     pub notes: Vec<String>,
 }

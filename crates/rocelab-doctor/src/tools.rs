@@ -1,4 +1,4 @@
-//! Running the host's tools (`ethtool`, `mlnx_qos`, `rdma`, `tar`): argument vectors, never a
+//! Running the host's tools (`ethtool`, `mlnx_qos`, `rdma`, `nvidia-smi`): argument vectors, never a
 //! shell; a timeout that kills a hung tool; output capped at [`MAX_TEXT_BYTES`].
 
 use crate::util::MAX_TEXT_BYTES;
@@ -19,23 +19,43 @@ pub enum ToolError {
     TooLarge(String),
 }
 
-/// The tools `collect` and the exporter use, resolved once; `None` = not installed.
+/// The tools `collect` and the exporter use, resolved once; `None` = not installed, or not
+/// to be run when `disabled`.
 #[derive(Clone, Debug, Default)]
 pub struct Tools {
     pub ethtool: Option<PathBuf>,
     pub mlnx_qos: Option<PathBuf>,
     pub rdma: Option<PathBuf>,
+    /// `nvidia-smi` (GPU ↔ NIC PCIe topology, `topo -m`).
+    pub nvidia_smi: Option<PathBuf>,
+    /// Set by `--no-tools`: none is run, whether installed or not, and the notes say so.
+    pub disabled: bool,
 }
 
 impl Tools {
     /// Looks the tools up in `PATH` (and the sbin directories, where they usually live).
     pub fn discover() -> Self {
-        Tools { ethtool: find_in_path("ethtool"), mlnx_qos: find_in_path("mlnx_qos"), rdma: find_in_path("rdma") }
+        Tools {
+            ethtool: find_in_path("ethtool"),
+            mlnx_qos: find_in_path("mlnx_qos"),
+            rdma: find_in_path("rdma"),
+            nvidia_smi: find_in_path("nvidia-smi"),
+            disabled: false,
+        }
     }
 
-    /// No tools: sysfs only (tests, or `--no-tools`).
+    /// No tools run: sysfs only (`--no-tools`, tests).
     pub fn none() -> Self {
-        Tools::default()
+        Tools { disabled: true, ..Tools::default() }
+    }
+
+    /// What to say about a tool that gave nothing: not run on purpose, or not installed.
+    pub fn absent_note(&self, name: &str) -> String {
+        if self.disabled {
+            format!("{name} not run (--no-tools): its output is missing from this snapshot")
+        } else {
+            format!("{name} not installed: its output is missing from this snapshot")
+        }
     }
 }
 

@@ -56,15 +56,18 @@ fn collect_writes_a_dump_the_doctor_reads() {
     let opts = CollectOptions {
         sysfs_root: root.clone(),
         host: Some("gpu01".into()),
-        tools: Tools { ethtool: Some(ethtool), mlnx_qos: Some(mlnx_qos), rdma: Some(rdma) },
+        tools: Tools { ethtool: Some(ethtool), mlnx_qos: Some(mlnx_qos), rdma: Some(rdma), ..Tools::default() },
         tool_timeout: Duration::from_millis(300),
+        proc_root: std::path::PathBuf::from("/proc"),
+        nccl_logs: Vec::new(),
+        gpu_path: true,
     };
     let raw = collect_raw(&opts, &ports);
     assert!(raw.meta.notes.iter().any(|n| n.contains("rdma statistic show timed out")), "{:?}", raw.meta.notes);
     let out = tmp("out");
     let path = write_snapshot(&out, &raw).unwrap();
     assert!(path.file_name().unwrap().to_string_lossy().starts_with("gpu01-20"));
-    let snaps = load_dump(&out).unwrap();
+    let snaps = load_dump(&out).unwrap().snapshots;
     assert_eq!(snaps.len(), 1);
     let s = &snaps[0];
     assert_eq!(s.host, "gpu01");
@@ -78,7 +81,7 @@ fn collect_writes_a_dump_the_doctor_reads() {
     // The same dump packed as .tar.gz reads the same.
     let tgz = out.with_extension("tar.gz");
     pack_tar_gz(&out, &tgz).unwrap();
-    let again = load_dump(&tgz).unwrap();
+    let again = load_dump(&tgz).unwrap().snapshots;
     assert_eq!(again.len(), 1);
     assert_eq!(again[0].rdma_ports, s.rdma_ports);
     assert_eq!(again[0].netdevs, s.netdevs);
@@ -112,4 +115,72 @@ fn malformed_dump_files_are_located_errors() {
     let e = load_dump(&dst).unwrap_err().to_string();
     assert!(e.contains("meta.json:2"), "{e}");
     std::fs::remove_dir_all(&dst).unwrap();
+}
+
+#[test]
+fn no_tools_says_not_run_not_not_installed() {
+    // Issue 16: with --no-tools the notes said "ethtool not installed" on hosts that have it.
+    let root = tmp("notools");
+    put(&root, "class/infiniband/mlx5_0/ports/1/hw_counters/np_cnp_sent", "12");
+    put(&root, "class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/0", "ens3np0");
+    let bin = tmp("notools-bin");
+    let ethtool = script(&bin, "ethtool", "printf 'NIC statistics:\\n     rx_prio3_pause: 5\\n'");
+    let ports = discover(&root);
+    let opts = CollectOptions {
+        sysfs_root: root.clone(),
+        host: Some("gpu01".into()),
+        tools: Tools { ethtool: Some(ethtool), ..Tools::none() },
+        tool_timeout: Duration::from_secs(5),
+        proc_root: std::path::PathBuf::from("/proc"),
+        nccl_logs: Vec::new(),
+        gpu_path: true,
+    };
+    let raw = collect_raw(&opts, &ports);
+    assert!(raw.netdevs["ens3np0"].ethtool_s.is_none(), "a disabled tool must not run");
+    for tool in ["ethtool", "mlnx_qos", "rdma"] {
+        let want = format!("{tool} not run (--no-tools)");
+        assert!(raw.meta.notes.iter().any(|n| n.starts_with(&want)), "{want}: {:?}", raw.meta.notes);
+    }
+    assert!(!raw.meta.notes.iter().any(|n| n.contains("not installed")), "{:?}", raw.meta.notes);
+    // Tools simply absent are "not installed".
+    let opts = CollectOptions { tools: Tools::default(), ..opts };
+    let raw = collect_raw(&opts, &ports);
+    assert!(raw.meta.notes.iter().any(|n| n.starts_with("ethtool not installed")), "{:?}", raw.meta.notes);
+    for d in [&root, &bin] {
+        std::fs::remove_dir_all(d).unwrap();
+    }
+}
+
+#[test]
+fn tarballs_are_read_without_the_system_tar_and_cannot_escape() {
+    // A tarball holding a snapshot and an entry that climbs out of the unpack directory.
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dumps/healthy");
+    let dir = tmp("tgz");
+    let tgz = dir.join("dump.tar.gz");
+    {
+        let f = std::fs::File::create(&tgz).unwrap();
+        let mut b = tar::Builder::new(flate2::write::GzEncoder::new(f, flate2::Compression::fast()));
+        b.append_dir_all("dump", &src).unwrap();
+        let mut h = tar::Header::new_gnu();
+        let body = b"not yours\n";
+        h.set_size(body.len() as u64);
+        h.set_mode(0o644);
+        // `set_path` refuses `..`; write the name bytes directly, as a hostile archive would.
+        h.as_gnu_mut().unwrap().name[..17].copy_from_slice(b"../../escaped.txt");
+        h.set_cksum();
+        b.append(&h, &body[..]).unwrap();
+        b.into_inner().unwrap().finish().unwrap();
+    }
+    let dump = load_dump(&tgz).unwrap();
+    assert_eq!(dump.snapshots.len(), 2);
+    assert!(dump.snapshots[0].origin.starts_with(&tgz.display().to_string()), "{}", dump.snapshots[0].origin);
+    let t = std::env::temp_dir();
+    for d in [t.clone(), t.parent().map(Path::to_path_buf).unwrap_or_default()] {
+        assert!(!d.join("escaped.txt").exists(), "escaped into {}", d.display());
+    }
+    // Not a gzip file: a located error, not a panic.
+    std::fs::write(dir.join("bad.tar.gz"), b"plain text").unwrap();
+    let e = load_dump(&dir.join("bad.tar.gz")).unwrap_err().to_string();
+    assert!(e.contains("cannot unpack"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -80,6 +80,9 @@ fn config(root: &Path, tools: Tools) -> ExporterConfig {
             host: Some("gpu07".into()),
             tools,
             tool_timeout: Duration::from_secs(5),
+            proc_root: std::path::PathBuf::from("/proc"),
+            nccl_logs: Vec::new(),
+            gpu_path: false,
         },
         ..ExporterConfig::default()
     }
@@ -92,7 +95,7 @@ fn value(body: &str, series: &str) -> Option<f64> {
 #[test]
 fn scrape_over_http_from_a_fake_sysfs_tree() {
     let root = fake_tree("scrape");
-    let tools = Tools { ethtool: Some(fake_ethtool(&root)), ..Tools::none() };
+    let tools = Tools { ethtool: Some(fake_ethtool(&root)), ..Tools::default() };
     let server = Exporter::bind(config(&root, tools)).unwrap().spawn().unwrap();
     let (code, head, body) = get(server.addr, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     assert_eq!(code, 200, "{head}\n{body}");
@@ -204,6 +207,9 @@ fn no_rdma_devices_is_an_empty_page_with_a_note() {
             host: Some("h".into()),
             tools: Tools::none(),
             tool_timeout: Duration::from_secs(1),
+            proc_root: std::path::PathBuf::from("/proc"),
+            nccl_logs: Vec::new(),
+            gpu_path: false,
         },
         3,
     );
@@ -221,7 +227,7 @@ fn a_slow_collection_answers_503_and_serves_the_next_scrape() {
     std::fs::write(&script, "#!/bin/sh\nif [ \"$1\" = -S ] && [ \"$2\" = ens3np0 ]; then sleep 1; printf 'NIC statistics:\\n     rx_prio3_pause: 1\\n'; else exit 95; fi\n").unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let mut cfg = config(&root, Tools { ethtool: Some(script), ..Tools::none() });
+    let mut cfg = config(&root, Tools { ethtool: Some(script), ..Tools::default() });
     cfg.scrape_timeout = Duration::from_millis(300);
     let server = Exporter::bind(cfg).unwrap().spawn().unwrap();
     let (code, _, body) = get(server.addr, "GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n");

@@ -3,7 +3,7 @@
 //! storms). The property: no parser panics, and every error names a line inside the input.
 //! `ROCELAB_FUZZ_ITERS` raises the iteration count (default 3,000 per parser and corpus).
 
-use rocelab_doctor::parse::{cumulus, ethtool, mlnx_qos, nccl, rdma, sonic, sysfs, ParseError};
+use rocelab_doctor::parse::{cumulus, ethtool, gpu, mlnx_qos, nccl, nccl_log, rdma, sonic, sysfs, ParseError};
 use std::path::PathBuf;
 
 /// xorshift64*: tiny, seeded, good enough to shake parsers.
@@ -88,6 +88,15 @@ fn parsers() -> Vec<(&'static str, Parser)> {
         ("cumulus roce", |t| cumulus::parse_roce_counters(t).map(drop)),
         ("cumulus watchdog", |t| cumulus::parse_pfc_watchdog(t).map(drop)),
         ("meta.json", |t| rocelab_doctor::dump::parse_meta(t).map(drop)),
+        ("nvidia-smi topo", |t| gpu::parse_topo(t).map(drop)),
+        ("modules", |t| {
+            gpu::parse_modules(t);
+            Ok(())
+        }),
+        ("nccl log", |t| {
+            nccl_log::parse(t);
+            Ok(())
+        }),
     ]
 }
 

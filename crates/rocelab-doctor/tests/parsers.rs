@@ -24,7 +24,9 @@ fn ethtool_stats_mlx5() {
     let bad = "NIC statistics:\n     rx_packets: 12\n     rx_bytes 99\n";
     let e = ethtool::parse_stats(bad).unwrap_err();
     assert_eq!((e.line, e.source.as_str()), (3, "ethtool -S"));
-    assert_eq!(ethtool::parse_stats("     rx_packets: 1\n").unwrap_err().line, 1);
+    // Counter lines without the header: a filtered copy, read and said to be one.
+    assert!(ethtool::parse_stats("     rx_packets: 1\n").unwrap().filtered);
+    assert_eq!(ethtool::parse_stats("rx_packets 1\n").unwrap_err().line, 1);
 }
 
 #[test]
@@ -209,4 +211,22 @@ fn nccl_several_collectives_back_to_back() {
     assert_eq!(runs[2].rows[1].in_place.as_ref().unwrap().wrong, None);
     assert_eq!(runs[2].rows[1].out_of_place.wrong, Some(0));
     assert_eq!(runs[2].avg_busbw_gbytes_per_s, Some(38.27));
+}
+
+#[test]
+fn nvidia_smi_topo_and_nccl_info_fixtures() {
+    use rocelab_doctor::parse::gpu::{parse_modules, parse_topo, PciePath};
+    let t = parse_topo(&fixture("nvidia-smi-topo.txt")).unwrap();
+    assert_eq!(t.gpus.len(), 8);
+    assert_eq!(t.nics[0], "mlx5_1", "names come from the NIC legend");
+    assert_eq!(t.nearest(3), Some((PciePath::Pxb, vec!["mlx5_2"])));
+    assert_eq!(t.nearest(7).unwrap().0, PciePath::Node);
+    assert!(parse_modules(&fixture("proc-modules.txt")).contains("nvidia_peermem"));
+    let log = rocelab_doctor::parse::nccl_log::parse(&fixture("nccl-info-gdr.txt"));
+    assert_eq!(log.hosts["gpu01"].ib_devices.len(), 8);
+    assert_eq!((log.hosts["gpu01"].net_channels_gdr, log.hosts["gpu02"].net_channels_no_gdr), (16, 16));
+    assert_eq!(log.hosts["gpu02"].gdr_disabled.len(), 8);
+    // The nccl-tests log carries the NET/IB line too.
+    let runs = rocelab_doctor::parse::nccl::parse(&fixture("nccl-all_reduce.txt"), None).unwrap();
+    assert_eq!(runs[0].log.hosts["gpu01"].ib_device_names().len(), 8);
 }

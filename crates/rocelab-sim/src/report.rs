@@ -319,22 +319,38 @@ impl RunReport {
         o
     }
 
-    /// The metrics in Prometheus text exposition format (one sample per line).
+    /// The metrics in Prometheus text exposition format 0.0.4: one `# HELP` and one `# TYPE`
+    /// line per metric family, then all of its samples together (families by name, samples in
+    /// report order), so `promtool check metrics` accepts the file.
     pub fn prometheus(&self) -> String {
-        let mut o = String::new();
-        let mut last = "";
+        let mut families: BTreeMap<&str, Vec<&Metric>> = BTreeMap::new();
         for mt in &self.metrics {
-            if mt.name != last {
-                let kind = if mt.name.ends_with("_total") { "counter" } else { "gauge" };
-                let _ = writeln!(o, "# TYPE {} {}", mt.name, kind);
-                last = mt.name;
+            families.entry(mt.name).or_default().push(mt);
+        }
+        let mut o = String::new();
+        for (name, samples) in families {
+            let kind = if name.ends_with("_total") { "counter" } else { "gauge" };
+            let _ = writeln!(o, "# HELP {name} {}", prometheus_help(name));
+            let _ = writeln!(o, "# TYPE {name} {kind}");
+            for mt in samples {
+                let labels: Vec<String> = mt
+                    .labels
+                    .iter()
+                    .map(|(k, v)| {
+                        format!("{k}=\"{}\"", v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n"))
+                    })
+                    .collect();
+                let value = match mt.value {
+                    v if v.is_nan() => "NaN".to_string(),
+                    v if v.is_infinite() => (if v > 0.0 { "+Inf" } else { "-Inf" }).to_string(),
+                    v => v.to_string(),
+                };
+                if labels.is_empty() {
+                    let _ = writeln!(o, "{name} {value}");
+                } else {
+                    let _ = writeln!(o, "{name}{{{}}} {value}", labels.join(","));
+                }
             }
-            let labels: Vec<String> = mt
-                .labels
-                .iter()
-                .map(|(k, v)| format!("{k}=\"{}\"", v.replace('\\', "\\\\").replace('"', "\\\"")))
-                .collect();
-            let _ = writeln!(o, "{}{{{}}} {}", mt.name, labels.join(","), mt.value);
         }
         o
     }
@@ -427,6 +443,27 @@ impl RunReport {
             );
         }
         o
+    }
+}
+
+/// `# HELP` text of a simulator metric (names and meanings as in the metric schema).
+fn prometheus_help(name: &str) -> &'static str {
+    match name {
+        "rocelab_pfc_pause_frames_total" => "PFC pause frames by priority and direction.",
+        "rocelab_pfc_paused_seconds_total" => "Time paused by PFC, by priority and direction.",
+        "rocelab_pfc_storm_events_total" => "PFC storm detections (watchdog).",
+        "rocelab_ecn_marked_packets_total" => "ECN CE-marked packets.",
+        "rocelab_buffer_occupancy_peak_bytes" => "Peak buffer occupancy of a queue.",
+        "rocelab_queue_delay_max_seconds" => "Longest queueing delay seen by a packet of a queue.",
+        "rocelab_drops_total" => "Packets dropped, by reason.",
+        "rocelab_link_utilization_ratio" => "Port bytes per second over line rate, over the run.",
+        "rocelab_tx_bytes_total" => "Bytes sent by a port.",
+        "rocelab_link_state_changes_total" => "Link down events.",
+        "rocelab_cnp_sent_total" => "CNPs sent by the notification point.",
+        "rocelab_cnp_received_total" => "CNPs received by the reaction point.",
+        "rocelab_flow_completion_seconds" => "Flow completion time.",
+        "rocelab_retransmitted_packets_total" => "Retransmitted packets.",
+        _ => "rocelab simulator metric.",
     }
 }
 

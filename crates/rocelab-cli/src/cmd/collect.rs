@@ -25,12 +25,18 @@ pub struct Args {
     /// Node name to record (default: this host's name); use the fabric file's name.
     #[arg(long)]
     node: Option<String>,
-    /// Deadline for each run of ethtool, mlnx_qos or rdma.
+    /// Deadline for each run of ethtool, mlnx_qos, rdma or nvidia-smi.
     #[arg(long, default_value = "5s", value_parser = rocelab_doctor::util::parse_duration)]
     tool_timeout: Duration,
-    /// Read sysfs only; do not run ethtool, mlnx_qos or rdma.
+    /// Read sysfs only; do not run ethtool, mlnx_qos, rdma or nvidia-smi.
     #[arg(long)]
     no_tools: bool,
+    /// Root of the procfs tree (loaded kernel modules: nvidia_peermem, ...).
+    #[arg(long, default_value = "/proc")]
+    proc_root: PathBuf,
+    /// A job's NCCL_DEBUG=INFO log to store with each snapshot (NICs used, GPU Direct RDMA).
+    #[arg(long, value_name = "LOG")]
+    nccl_log: Vec<PathBuf>,
 }
 
 pub fn run(a: Args) -> VerbResult {
@@ -50,6 +56,9 @@ pub fn run(a: Args) -> VerbResult {
         host: a.node.clone(),
         tools: if a.no_tools { Tools::none() } else { Tools::discover() },
         tool_timeout: a.tool_timeout,
+        proc_root: a.proc_root.clone(),
+        nccl_logs: a.nccl_log.clone(),
+        gpu_path: true,
     };
     let name = a.out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tarball = name.ends_with(".tar.gz") || name.ends_with(".tgz");

@@ -18,6 +18,9 @@ pub struct Args {
     /// nccl-tests output to judge against the expected bandwidth ("is it the network?").
     #[arg(long, value_name = "LOG")]
     nccl: Vec<PathBuf>,
+    /// A job's NCCL_DEBUG=INFO log (NICs used, GPU Direct RDMA, socket fallback).
+    #[arg(long, value_name = "LOG")]
+    nccl_log: Vec<PathBuf>,
     /// Expected network bandwidth of one GPU node in Gb/s (all its NICs), overriding the fabric.
     #[arg(long)]
     line_rate_gbps: Option<f64>,
@@ -65,8 +68,11 @@ pub fn run(a: Args) -> VerbResult {
         None => None,
     };
     let mut snaps = Vec::new();
+    let mut skipped_inputs = Vec::new();
     for d in &a.dumps {
-        snaps.extend(dump::load_dump(d).map_err(|e| Failure::bad_input(format!("error: {e}")))?);
+        let dump = dump::load_dump(d).map_err(|e| Failure::bad_input(format!("error: {e}")))?;
+        snaps.extend(dump.snapshots);
+        skipped_inputs.extend(dump.skipped);
     }
     let mut extra_nccl = Vec::new();
     for p in &a.nccl {
@@ -77,8 +83,21 @@ pub fn run(a: Args) -> VerbResult {
             .map_err(|e| Failure::bad_input(format!("error: {}", e.in_file(p))))?;
         extra_nccl.extend(runs);
     }
-    let opts =
-        Options { thresholds, intent, node_net_gbps: a.line_rate_gbps, roce_priority: a.roce_priority, extra_nccl };
+    let mut nccl_log = rocelab_doctor::parse::nccl_log::NcclLog::default();
+    for p in &a.nccl_log {
+        let text = rocelab_doctor::util::read_small(p)
+            .map_err(|e| Failure::bad_input(format!("error: cannot read {}: {e}", p.display())))?;
+        nccl_log.merge(&rocelab_doctor::parse::nccl_log::parse(&text));
+    }
+    let opts = Options {
+        nccl_log,
+        thresholds,
+        intent,
+        node_net_gbps: a.line_rate_gbps,
+        roce_priority: a.roce_priority,
+        extra_nccl,
+        skipped_inputs,
+    };
     let dx = diagnose::diagnose(snaps, &opts);
     let text = if a.json { report::json(&dx) } else { report::human(&dx) };
     match &a.out {

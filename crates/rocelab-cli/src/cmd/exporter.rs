@@ -1,6 +1,6 @@
 //! `rocelab exporter`: serve live RDMA counters as Prometheus metrics on `/metrics`.
 
-use crate::common::{Failure, VerbResult};
+use crate::common::{load_fabric, write_atomic, Failure, VerbResult};
 use rocelab_doctor::collect::CollectOptions;
 use rocelab_doctor::exporter::{Exporter, ExporterConfig};
 use rocelab_doctor::tools::Tools;
@@ -29,15 +29,41 @@ pub struct Args {
     /// Connections served at once; more get 503.
     #[arg(long, default_value_t = 16)]
     max_connections: usize,
-    /// Read sysfs only; do not run ethtool, mlnx_qos or rdma.
+    /// Read sysfs only; do not run ethtool, mlnx_qos, rdma or nvidia-smi.
     #[arg(long)]
     no_tools: bool,
     /// Priority of switch-side RoCE counters.
     #[arg(long, default_value_t = 3)]
     roce_priority: u8,
+    /// Write Prometheus alerting rules for these metrics to FILE and exit (thresholds from
+    /// --fabric: lossless priorities, line rate, MTU, NICs per node, PFC watchdog).
+    #[arg(long, value_name = "FILE")]
+    alert_rules: Option<PathBuf>,
+    /// Fabric file the alert thresholds come from (needed with --alert-rules).
+    #[arg(long, value_name = "FILE", requires = "alert_rules")]
+    fabric: Option<PathBuf>,
+}
+
+fn write_alert_rules(out: &std::path::Path, fabric: Option<&std::path::Path>) -> VerbResult {
+    let Some(fabric) = fabric else {
+        return Err(Failure::bad_input(
+            "error: --alert-rules needs --fabric FILE: the thresholds come from the fabric's priorities and line rates",
+        ));
+    };
+    let model = load_fabric(fabric)?;
+    let intent = rocelab_doctor::intent::from_model(&model, &fabric.display().to_string());
+    let wd = &model.config.qos.pfc_watchdog;
+    let inputs = rocelab_doctor::alerts::AlertInputs::from_intent(&intent, wd.enabled.then_some(wd.detection_ms));
+    let text = rocelab_doctor::alerts::alert_rules(&inputs, &rocelab_doctor::diagnose::Thresholds::default());
+    write_atomic(out, text.as_bytes())?;
+    println!("wrote alerting rules to {}; check them with `promtool check rules {}`", out.display(), out.display());
+    Ok(ExitCode::SUCCESS)
 }
 
 pub fn run(a: Args) -> VerbResult {
+    if let Some(out) = &a.alert_rules {
+        return write_alert_rules(out, a.fabric.as_deref());
+    }
     if a.max_connections == 0 {
         return Err(Failure::bad_input("error: --max-connections must be at least 1"));
     }
@@ -51,6 +77,9 @@ pub fn run(a: Args) -> VerbResult {
             host: a.node,
             tools: if a.no_tools { Tools::none() } else { Tools::discover() },
             tool_timeout: a.tool_timeout.min(a.scrape_timeout),
+            proc_root: PathBuf::from("/proc"),
+            nccl_logs: Vec::new(),
+            gpu_path: false,
         },
         max_connections: a.max_connections,
         scrape_timeout: a.scrape_timeout,

@@ -15,6 +15,12 @@ const SRC_I: &str = "ethtool -i";
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct EthtoolStats {
     pub counters: BTreeMap<String, u64>,
+    /// The text had no `NIC statistics:` header: a filtered copy (`ethtool -S eth0 | grep
+    /// pause`), so a counter it does not list is unknown, not absent.
+    pub filtered: bool,
+    /// What the text holds that was not taken at face value (a last line cut short, a
+    /// counter printed twice), in words; the dump reader turns them into notes.
+    pub warnings: Vec<String>,
 }
 
 impl EthtoolStats {
@@ -33,43 +39,80 @@ impl EthtoolStats {
     }
 }
 
+/// One `name: value` line, or why it is not one.
+fn counter_line(line: &str) -> Result<(&str, u64), String> {
+    // Counter names never contain ": ", values never contain ':'; split on the last colon.
+    let Some((name, value)) = line.rsplit_once(':') else {
+        return Err(format!("expected `name: value`, found `{}`", excerpt(line)));
+    };
+    let name = name.trim();
+    if name.is_empty() || name.contains(char::is_whitespace) {
+        return Err(format!("bad counter name in `{}`", excerpt(line)));
+    }
+    match parse_count(value) {
+        Some(v) => Ok((name, v)),
+        None => Err(format!("counter `{name}` has a non-numeric value `{}`", excerpt(value.trim()))),
+    }
+}
+
+/// Parses `ethtool -S` output, whole or filtered (`| grep pause`: counter lines without the
+/// header). A text that does not end in a newline was cut short (ethtool ends every line), so
+/// its last line is not trusted: a value cut mid-number would read as a smaller one. A
+/// counter printed twice keeps its first value and is reported.
 pub fn parse_stats(text: &str) -> Result<EthtoolStats, ParseError> {
-    let mut counters = BTreeMap::new();
+    let mut stats = EthtoolStats::default();
+    let mut first_line: BTreeMap<String, usize> = BTreeMap::new();
     let mut seen_header = false;
+    let cut = !text.is_empty() && !text.ends_with('\n');
+    let total = text.lines().count();
     for (i, raw) in text.lines().enumerate() {
         let n = i + 1;
         let line = raw.trim();
         if line.is_empty() {
             continue;
         }
+        if cut && n == total {
+            stats.warnings.push(format!(
+                "line {n} is cut short (no newline at the end of the file): `{}` not used",
+                excerpt(line)
+            ));
+            break;
+        }
         if !seen_header {
             if line == "NIC statistics:" {
                 seen_header = true;
                 continue;
             }
-            return Err(ParseError::new(SRC_S, n, format!("expected `NIC statistics:`, found `{}`", excerpt(line))));
+            if counter_line(line).is_err() {
+                return Err(ParseError::new(
+                    SRC_S,
+                    n,
+                    format!("expected `NIC statistics:` or a `name: value` counter line, found `{}`", excerpt(line)),
+                ));
+            }
+            seen_header = true;
+            stats.filtered = true;
+            stats.warnings.push(
+                "no `NIC statistics:` header: a filtered copy (e.g. `ethtool -S <if> | grep pause`); only the counters it lists are read".into(),
+            );
         }
-        // Counter names never contain ": ", values never contain ':'; split on the last colon.
-        let Some((name, value)) = line.rsplit_once(':') else {
-            return Err(ParseError::new(SRC_S, n, format!("expected `name: value`, found `{}`", excerpt(line))));
-        };
-        let name = name.trim();
-        if name.is_empty() || name.contains(char::is_whitespace) {
-            return Err(ParseError::new(SRC_S, n, format!("bad counter name in `{}`", excerpt(line))));
+        let (name, v) = counter_line(line).map_err(|m| ParseError::new(SRC_S, n, m))?;
+        if let Some(prev) = first_line.get(name) {
+            let had = stats.counters[name];
+            stats.warnings.push(if had == v {
+                format!("counter `{name}` is printed twice (lines {prev} and {n}) with the same value")
+            } else {
+                format!("counter `{name}` is printed twice with different values (line {prev}: {had}, line {n}: {v}); the first is used")
+            });
+            continue;
         }
-        let Some(v) = parse_count(value) else {
-            return Err(ParseError::new(
-                SRC_S,
-                n,
-                format!("counter `{name}` has a non-numeric value `{}`", excerpt(value.trim())),
-            ));
-        };
-        counters.insert(name.to_string(), v);
+        first_line.insert(name.to_string(), n);
+        stats.counters.insert(name.to_string(), v);
     }
     if !seen_header {
-        return Err(ParseError::new(SRC_S, 0, "empty output (no `NIC statistics:` header)"));
+        return Err(ParseError::new(SRC_S, 0, "empty output (no `NIC statistics:` header and no counter)"));
     }
-    Ok(EthtoolStats { counters })
+    Ok(stats)
 }
 
 /// `ethtool -i`: driver name and version, firmware version, PCI address.
@@ -148,9 +191,42 @@ mod tests {
         assert_eq!(e.line, 3);
         let e = parse_stats("garbage\n").unwrap_err();
         assert_eq!(e.line, 1);
+        let e = parse_stats("Some header:\n     rx_prio3_pause: 1\n").unwrap_err();
+        assert_eq!(e.line, 1);
         let e = parse_stats("NIC statistics:\n  no colon here\n").unwrap_err();
         assert_eq!(e.line, 2);
         assert_eq!(parse_stats("").unwrap_err().line, 0);
+    }
+
+    #[test]
+    fn grep_pause_output_is_read_and_said_to_be_filtered() {
+        // `ethtool -S ens3np0 | grep pause`, as shared in field reports.
+        let s = parse_stats("     rx_prio3_pause: 41927\n     rx_prio3_pause_duration: 8134\n     tx_prio3_pause: 1290418\n     tx_pause_storm_warning_events: 0\n").unwrap();
+        assert!(s.filtered);
+        assert_eq!(s.get("tx_prio3_pause"), Some(1_290_418));
+        assert_eq!(s.warnings.len(), 1);
+        assert!(s.warnings[0].contains("no `NIC statistics:` header"), "{:?}", s.warnings);
+        assert!(!parse_stats("NIC statistics:\n     a: 1\n").unwrap().filtered);
+    }
+
+    #[test]
+    fn a_file_cut_mid_line_drops_the_last_line_and_says_so() {
+        let s = parse_stats("NIC statistics:\n     rx_prio3_pause: 41927\n     rx_prio3_pause_duration: 81").unwrap();
+        assert_eq!(s.get("rx_prio3_pause"), Some(41927));
+        assert_eq!(s.get("rx_prio3_pause_duration"), None);
+        assert!(s.warnings[0].contains("line 3 is cut short"), "{:?}", s.warnings);
+        // Cut inside a name: not an error either, the line is simply not used.
+        let s = parse_stats("NIC statistics:\n     rx_prio3_pause: 41927\n     rx_prio3_pau").unwrap();
+        assert_eq!(s.counters.len(), 1);
+        assert_eq!(s.warnings.len(), 1);
+    }
+
+    #[test]
+    fn a_counter_printed_twice_is_reported() {
+        let s = parse_stats("NIC statistics:\n     rx_discards_phy: 5\n     tx_bytes: 1\n     rx_discards_phy: 9\n")
+            .unwrap();
+        assert_eq!(s.get("rx_discards_phy"), Some(5));
+        assert_eq!(s.warnings, vec!["counter `rx_discards_phy` is printed twice with different values (line 2: 5, line 4: 9); the first is used".to_string()]);
     }
 
     #[test]

@@ -7,8 +7,10 @@
 
 pub mod cumulus;
 pub mod ethtool;
+pub mod gpu;
 pub mod mlnx_qos;
 pub mod nccl;
+pub mod nccl_log;
 pub mod rdma;
 pub mod sonic;
 pub mod sysfs;

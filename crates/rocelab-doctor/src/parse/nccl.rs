@@ -27,6 +27,8 @@ pub struct NcclRun {
     pub avg_busbw_gbytes_per_s: Option<f64>,
     /// `# Out of bounds values : 0 OK`.
     pub out_of_bounds: Option<u64>,
+    /// NCCL's own INFO lines in the same output (NICs used, GPU Direct RDMA, channels).
+    pub log: super::nccl_log::NcclLog,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -214,6 +216,10 @@ pub fn parse(text: &str, op_hint: Option<&str>) -> Result<Vec<NcclRun>, ParseErr
     }
     if runs.iter().all(|r| r.rows.is_empty()) {
         return Err(ParseError::new(SRC, 0, "no result rows: not nccl-tests output, or the test did not run"));
+    }
+    let log = super::nccl_log::parse(text);
+    for r in &mut runs {
+        r.log = log.clone();
     }
     Ok(runs)
 }

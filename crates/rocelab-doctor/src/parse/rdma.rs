@@ -54,10 +54,17 @@ pub struct PortStatistics {
     pub device: String,
     pub port: u32,
     pub counters: Counters,
+    /// Values not taken at face value (a counter printed twice, a port listed twice, a last
+    /// value cut short), in words.
+    pub warnings: Vec<String>,
 }
 
+/// Parses `rdma statistic show`. A text without its final newline was cut short: the last
+/// value of the last line is not trusted (a number cut mid-way reads as a smaller one).
 pub fn parse_statistic_show(text: &str) -> Result<Vec<PortStatistics>, ParseError> {
     let mut out: Vec<PortStatistics> = Vec::new();
+    let cut = !text.is_empty() && !text.ends_with('\n');
+    let total = text.lines().count();
     for (i, raw) in text.lines().enumerate() {
         let n = i + 1;
         let mut tok = raw.split_whitespace();
@@ -82,8 +89,25 @@ pub fn parse_statistic_show(text: &str) -> Result<Vec<PortStatistics>, ParseErro
             return Err(ParseError::new(SRC_STAT, n, "empty device name"));
         }
         let mut counters = Counters::new();
+        let mut warnings = Vec::new();
+        if out.iter().any(|p| p.device == device && p.port == port) {
+            warnings.push(format!("line {n}: {device}/{port} is listed again; the first line is used"));
+        }
+        let mut pairs: Vec<(&str, Option<&str>)> = Vec::new();
         while let Some(name) = tok.next() {
-            let Some(value) = tok.next() else {
+            pairs.push((name, tok.next()));
+        }
+        if cut && n == total {
+            if let Some((name, value)) = pairs.pop() {
+                warnings.push(format!(
+                    "line {n} is cut short (no newline at the end of the file): `{} {}` not used",
+                    excerpt(name),
+                    excerpt(value.unwrap_or(""))
+                ));
+            }
+        }
+        for (name, value) in pairs {
+            let Some(value) = value else {
                 return Err(ParseError::new(SRC_STAT, n, format!("counter `{}` has no value", excerpt(name))));
             };
             let Some(v) = parse_count(value) else {
@@ -93,10 +117,18 @@ pub fn parse_statistic_show(text: &str) -> Result<Vec<PortStatistics>, ParseErro
                     format!("counter `{}` has a non-numeric value `{}`", excerpt(name), excerpt(value)),
                 ));
             };
+            if let Some(had) = counters.get(name) {
+                warnings.push(format!(
+                    "line {n}: counter `{}` is printed twice ({had}, then {v}); the first is used",
+                    excerpt(name)
+                ));
+                continue;
+            }
             counters.insert(name.to_string(), v);
         }
-        out.push(PortStatistics { device: device.to_string(), port, counters });
+        out.push(PortStatistics { device: device.to_string(), port, counters, warnings });
     }
+    // Stable: a port listed twice keeps its first line first.
     out.sort_by(|a, b| (&a.device, a.port).cmp(&(&b.device, b.port)));
     Ok(out)
 }
@@ -122,5 +154,17 @@ mod tests {
         assert_eq!(parse_statistic_show("link mlx5_0/1 a 1 b\n").unwrap_err().line, 1);
         assert_eq!(parse_statistic_show("\nlink mlx5_0 a 1\n").unwrap_err().line, 2);
         assert_eq!(parse_statistic_show("qp 7 a 1\n").unwrap_err().line, 1);
+    }
+
+    #[test]
+    fn statistic_duplicates_and_cuts_are_reported() {
+        let v =
+            parse_statistic_show("link mlx5_0/1 np_cnp_sent 12 np_cnp_sent 99\nlink mlx5_0/1 np_cnp_sent 5\n").unwrap();
+        assert_eq!(v[0].counters["np_cnp_sent"], 12);
+        assert!(v[0].warnings[0].contains("printed twice (12, then 99)"), "{:?}", v[0].warnings);
+        assert!(v[1].warnings[0].contains("listed again"), "{:?}", v[1].warnings);
+        let v = parse_statistic_show("link mlx5_0/1 np_cnp_sent 12 rp_cnp_handled 3").unwrap();
+        assert_eq!(v[0].counters.get("rp_cnp_handled"), None);
+        assert!(v[0].warnings[0].contains("cut short"), "{:?}", v[0].warnings);
     }
 }
