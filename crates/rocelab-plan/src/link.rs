@@ -1,8 +1,8 @@
 //! Link profiles: the interconnects a plan can use, each with its rate, one-way small-message
 //! latency as seen by a collective library, and the share of the rate a collective achieves.
 //!
-//! Rates and latencies: `reference/planner.md` (Intel and Thunderbolt briefs, NVIDIA docs,
-//! stas00/ml-engineering, Larsen et al. 2007). Efficiencies are measured ratios where one exists
+//! Rates and latencies (sources listed in docs/plan.md): Intel and Thunderbolt briefs, NVIDIA docs,
+//! stas00/ml-engineering, Larsen et al. 2007. Efficiencies are measured ratios where one exists
 //! (NVLink 4: 367.6/450 GB/s busbw, nccl-tests on 8×H200; RoCE 400G: 376.7/400 GB/s, 4 nodes ×
 //! 8×B200; USB4/TB: 16.4/20 Gb/s TCP) and stated assumptions otherwise; every preset carries its
 //! source string and every field can be overridden.
