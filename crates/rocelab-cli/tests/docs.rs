@@ -187,7 +187,8 @@ fn no_page_points_at_notes_outside_a_clone() {
     for f in markdown_files() {
         let text = std::fs::read_to_string(&f).unwrap();
         for (i, line) in text.lines().enumerate() {
-            for bad in ["../shared", "shared/reference", "reference/metrics.md", "reference/roce-mechanisms.md", "DESIGN.md"]
+            for bad in
+                ["../shared", "shared/reference", "reference/metrics.md", "reference/roce-mechanisms.md", "DESIGN.md"]
             {
                 assert!(!line.contains(bad), "{}:{}: mentions `{bad}`: {line}", f.display(), i + 1);
             }
