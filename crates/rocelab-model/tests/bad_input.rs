@@ -355,3 +355,29 @@ fn a_file_that_is_not_utf8() {
     let msg = load_file(&p).unwrap_err().to_string();
     assert!(msg.starts_with(&format!("{}:2:10: error:", p.display())), "{msg}");
 }
+
+#[test]
+fn roce_mtu_above_4096_is_refused() {
+    // 9000 is an Ethernet (port) MTU; RoCE path MTUs stop at 4096.
+    let e = expect(&format!("{BASE}[nic]\nmtu = 9000\n"), "8:7", &["`nic.mtu`", "9000", "256..=4096"]);
+    assert!(e.contains("help:"), "{e}");
+    expect(&format!("{BASE}[nic_profiles.big]\nmtu = 4097\n"), "8:7", &["`nic_profiles.big.mtu`"]);
+    expect(&format!("{BASE}[nic]\nmtu = 255\n"), "8:7", &["`nic.mtu`"]);
+    for ok in [256, 1000, 4000, 4096] {
+        assert!(load_str("f.toml", &format!("{BASE}[nic]\nmtu = {ok}\n")).is_ok(), "mtu {ok}");
+    }
+}
+
+#[test]
+fn simulation_times_must_be_positive() {
+    expect(
+        &format!("{BASE}[simulation]\nduration_us = -1\n"),
+        "8:15",
+        &["`simulation.duration_us`", "positive", "got -1"],
+    );
+    expect(&format!("{BASE}[simulation]\nduration_us = 0.0\n"), "8:15", &["`simulation.duration_us`"]);
+    expect(&format!("{BASE}[simulation]\nduration_us = nan\n"), "8:15", &["`simulation.duration_us`"]);
+    expect(&format!("{BASE}[simulation]\nduration_us = 1e13\n"), "8:15", &["`simulation.duration_us`"]);
+    expect(&format!("{BASE}[simulation]\nsample_interval_us = -5\n"), "8:22", &["`simulation.sample_interval_us`"]);
+    assert!(load_str("f.toml", &format!("{BASE}[simulation]\nduration_us = 0.5\nsample_interval_us = 10\n")).is_ok());
+}
