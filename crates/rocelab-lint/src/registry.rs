@@ -140,7 +140,7 @@ pub static RULES: &[RuleInfo] = &[
         title: "Host and switch PFC priorities differ",
         checks: "A NIC profile's `pfc_priorities` is not the switch's set of PFC priorities.",
         why: "A switch pausing a priority the NIC does not honour drops on the NIC side; a NIC sending pauses on a priority the switch treats as lossy makes nothing lossless.",
-        fix: "Enable PFC on exactly the same priorities on NICs (`mlnx_qos --pfc`) and switches.",
+        fix: "Enable PFC on exactly the same priorities on NICs (`mlnx_qos --pfc`) and switches, and fix the side that is wrong: the finding's hint says which. A switch priority that PFC002 flags (the default class, a class without RDMA) or that no class uses comes off the switches; it is not copied to the NICs.",
         source: MECH,
     },
     RuleInfo {
@@ -211,7 +211,7 @@ pub static RULES: &[RuleInfo] = &[
         severity: Warning,
         title: "ECN thresholds do not scale with port speed",
         checks: "Switch ports of speeds at least 2x apart (e.g. 100G and 400G) carry the class, and the class uses the same Kmin and Kmax on both (no `ecn_per_speed` entry that differs).",
-        why: "A threshold in bytes is a delay that depends on speed: 150 KB is 12 us at 100G but 3 us at 400G. Copied thresholds mark too early on fast ports or too late on slow ones.",
+        why: "A threshold in bytes is a delay that depends on speed: 150 KB is 12 µs at 100G but 3 µs at 400G. Copied thresholds mark too early on fast ports or too late on slow ones.",
         fix: "Add `ecn_per_speed.\"400\" = { ... }` with thresholds scaled by the speed ratio (HPCC ns-3 scales Kmin/Kmax linearly with bandwidth).",
         source: "HPCC ns-3 run.py: Kmin = 100 KB x bw/25G, Kmax = 400 KB x bw/25G. See [mechanisms.md](../mechanisms.md).",
     },

@@ -1107,7 +1107,9 @@ fn check_simulation(c: &SimulationConfig, errs: &mut Vec<Diagnostic>) {
                     format!("simulation.{key}"),
                     format!("`{key}` must be a positive number of µs up to 10¹² (11.6 days), got {v}"),
                     match key {
-                        "duration_us" => "e.g. `duration_us = 1000` for 1 ms; leave it out to run until every flow finishes",
+                        "duration_us" => {
+                            "e.g. `duration_us = 1000` for 1 ms; leave it out to run until every flow finishes"
+                        }
                         _ => "e.g. `sample_interval_us = 10`; leave it out for no time series",
                     },
                 ));
