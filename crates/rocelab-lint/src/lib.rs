@@ -135,8 +135,7 @@ impl std::error::Error for LintError {}
 /// Reads, validates and lints one fabric file.
 pub fn lint_file(path: &Path, opts: &Options) -> Result<FileReport, LintError> {
     let file = path.display().to_string();
-    let text =
-        std::fs::read_to_string(path).map_err(|error| LintError::Load(LoadError::Io { file: file.clone(), error }))?;
+    let text = rocelab_model::read_text(path).map_err(LintError::Load)?;
     let model = rocelab_model::load_str(&file, &text).map_err(LintError::Load)?;
     Ok(lint(&model, &file, &text, opts))
 }

@@ -71,6 +71,13 @@ impl std::error::Error for LoadError {}
 
 /// Reads, parses and validates a fabric file.
 pub fn load_file(path: &Path) -> Result<Model, LoadError> {
+    let text = read_text(path)?;
+    load_str(&path.display().to_string(), &text)
+}
+
+/// Reads a fabric file as UTF-8 text; a stray byte is a located error (`file:line:column`), the
+/// same for every verb that reads fabric files.
+pub fn read_text(path: &Path) -> Result<String, LoadError> {
     let file = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|error| LoadError::Io { file: file.clone(), error })?;
     let text = String::from_utf8(bytes).map_err(|e| {
@@ -88,7 +95,7 @@ pub fn load_file(path: &Path) -> Result<Model, LoadError> {
             location: Some(location),
         }])
     })?;
-    load_str(&file, &text)
+    Ok(text)
 }
 
 /// Parses and validates fabric-file text; `file` names it in diagnostics.

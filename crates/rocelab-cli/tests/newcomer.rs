@@ -1,0 +1,102 @@
+//! What a new user hits in the first hour, through the binary: every `init` template simulates
+//! as written, invalid settings are refused with a location and exit 2, and an output that
+//! cannot be written is bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn rocelab(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rocelab")).args(args).current_dir(dir).output().expect("run rocelab")
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("rocelab-cli-newcomer-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn templates(dir: &Path) -> Vec<String> {
+    let o = rocelab(dir, &["init", "--list"]);
+    assert_eq!(o.status.code(), Some(0));
+    text(&o.stdout).lines().map(|l| l.split_whitespace().next().unwrap().to_string()).collect()
+}
+
+#[test]
+fn every_init_template_simulates_as_written() {
+    let dir = temp_dir("init");
+    let names = templates(&dir);
+    assert!(names.len() >= 3, "{names:?}");
+    for t in &names {
+        let file = format!("{t}.toml");
+        let o = rocelab(&dir, &["init", "--template", t, &file]);
+        assert_eq!(o.status.code(), Some(0), "init {t}: {}", text(&o.stderr));
+        let body = std::fs::read_to_string(dir.join(&file)).unwrap();
+        assert!(body.contains("\n[[traffic]]\n") && body.contains("\n[simulation]\n"), "{t} has no traffic");
+        // The traffic section explains itself.
+        assert!(body.contains("# Traffic for `rocelab simulate`"), "{t}");
+        let o = rocelab(&dir, &["simulate", &file, "--quiet", "--no-files"]);
+        assert_eq!(o.status.code(), Some(0), "simulate {t}: {}", text(&o.stderr));
+        let out = text(&o.stdout);
+        let flows = out.lines().find(|l| l.trim_start().starts_with("flows:")).unwrap_or_default();
+        let (done, of) = flows.trim_start().trim_start_matches("flows: ").split_once(" of ").unwrap();
+        let of = of.split_whitespace().next().unwrap();
+        assert!(done == of && done != "0", "{t}: {flows}");
+        assert!(out.contains(", 0 dropped"), "{t}: {out}");
+        // And lint still passes on what init wrote.
+        let o = rocelab(&dir, &["lint", &file]);
+        assert_eq!(o.status.code(), Some(0), "lint {t}: {}", text(&o.stdout));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn invalid_settings_are_refused_with_a_location() {
+    let dir = temp_dir("invalid");
+    let o = rocelab(&dir, &["init", "--template", "leaf-spine", "f.toml"]);
+    assert_eq!(o.status.code(), Some(0));
+    let base = std::fs::read_to_string(dir.join("f.toml")).unwrap();
+    let cases = [
+        (base.replacen("[nic]\n", "[nic]\nmtu = 9000\n", 1), "`nic.mtu`: RoCE MTU 9000 is outside 256..=4096"),
+        (base.replacen("seed = 1 ", "duration_us = -1\nseed = 1 ", 1), "`simulation.duration_us`"),
+    ];
+    for (i, (body, want)) in cases.iter().enumerate() {
+        assert_ne!(body, &base, "case {i} did not change the file");
+        let f = format!("bad{i}.toml");
+        std::fs::write(dir.join(&f), body).unwrap();
+        let line =
+            body.lines().position(|l| l.starts_with("mtu = 9000") || l.starts_with("duration_us = -1")).unwrap() + 1;
+        for verb in ["simulate", "lint", "topo"] {
+            let o = rocelab(&dir, &[verb, &f]);
+            let err = text(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{verb} {f}: {err}");
+            assert!(err.contains(&format!("{f}:{line}:")) && err.contains(want), "{verb} {f}: {err}");
+            assert!(err.contains("= help:"), "{err}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn collect_to_an_unwritable_place_is_bad_input() {
+    let dir = temp_dir("collect");
+    let file = dir.join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    for out in ["/proc/forbidden/x".to_string(), file.join("x").display().to_string()] {
+        // Whether or not this host has RDMA devices, the output is checked first.
+        let o = rocelab(&dir, &["collect", "--out", &out, "--no-tools", "--sysfs-root", dir.to_str().unwrap()]);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{out}: {err}");
+        assert!(err.contains(&format!("error: cannot write {out}")), "{err}");
+    }
+    // A directory that does not exist yet but can be made is fine.
+    let ok = dir.join("new/dump");
+    let o =
+        rocelab(&dir, &["collect", "--out", ok.to_str().unwrap(), "--no-tools", "--sysfs-root", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+}
