@@ -100,3 +100,56 @@ fn collect_to_an_unwritable_place_is_bad_input() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// docs/first-fabric.md, step by step: the figures and edits it shows hold.
+#[test]
+fn the_first_fabric_page_holds() {
+    let dir = temp_dir("first");
+    let page =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/first-fabric.md")).unwrap();
+    assert_eq!(rocelab(&dir, &["init", "fabric.toml"]).status.code(), Some(0));
+    let o = rocelab(&dir, &["topo", "fabric.toml"]);
+    let topo = text(&o.stdout);
+    for l in
+        ["128 hosts (NICs) in 16 GPU nodes, 16 switches, 256 links", "2 hops, 1 ECMP path", "4 hops, 32 ECMP paths"]
+    {
+        assert!(topo.contains(l) && page.contains(l), "{l}");
+    }
+    let first = topo.lines().next().unwrap();
+    assert!(page.contains(first), "{first}");
+    let o = rocelab(&dir, &["lint", "fabric.toml"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(text(&o.stdout).contains("0 errors, 0 warnings in 1 file"));
+
+    let fresh = std::fs::read_to_string(dir.join("fabric.toml")).unwrap();
+    let comment = fresh.lines().find(|l| l.starts_with("# headroom_bytes")).expect("the comment the page edits");
+    std::fs::write(dir.join("fabric.toml"), fresh.replace(comment, "headroom_bytes = 50000")).unwrap();
+    let o = rocelab(&dir, &["lint", "fabric.toml"]);
+    assert_eq!(o.status.code(), Some(1));
+    let hdr = text(&o.stdout).lines().find(|l| l.contains("HDR001")).unwrap().to_string();
+    assert!(page.contains(&hdr[..hdr.find("needs XOFF").unwrap()]), "{hdr}");
+    assert!(page.contains("set headroom_bytes to at least 232448 (xoff + xon)"));
+
+    std::fs::write(dir.join("fabric.toml"), &fresh).unwrap();
+    let o = rocelab(&dir, &["simulate", "fabric.toml"]);
+    assert_eq!(o.status.code(), Some(0));
+    for l in text(&o.stdout).lines().take(7) {
+        assert!(page.contains(l), "the page lacks the line {l:?}");
+    }
+    for f in ["summary.json", "flows.csv", "metrics.prom"] {
+        assert!(dir.join("rocelab-out").join(f).is_file(), "{f}");
+    }
+
+    let pushed = fresh
+        .replace("senders = 8 ", "senders = 15 ")
+        .replace("size_bytes = 1000000 ", "size_bytes = 10000000 ")
+        .replace("congestion_control = \"dcqcn\"", "congestion_control = \"none\"");
+    assert_ne!(pushed, fresh);
+    std::fs::write(dir.join("fabric.toml"), &pushed).unwrap();
+    let o = rocelab(&dir, &["simulate", "fabric.toml", "--no-files"]);
+    let out = text(&o.stdout);
+    let pauses: u64 = out.split("PFC: ").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
+    assert!((16_000..17_500).contains(&pauses), "{out}");
+    assert!(out.contains("flows: 15 of 15 completed") && out.contains(", 0 dropped"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
