@@ -115,7 +115,16 @@ fn anchors(text: &str) -> BTreeSet<String> {
             fenced = !fenced;
             continue;
         }
-        if fenced || !line.starts_with('#') {
+        if fenced {
+            continue;
+        }
+        // Explicit anchors: <a id="name"></a>.
+        for part in line.split("<a id=\"").skip(1) {
+            if let Some(id) = part.split('"').next() {
+                seen.insert(id.to_string());
+            }
+        }
+        if !line.starts_with('#') {
             continue;
         }
         let h = line.trim_start_matches('#');
