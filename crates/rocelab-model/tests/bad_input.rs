@@ -381,3 +381,26 @@ fn simulation_times_must_be_positive() {
     expect(&format!("{BASE}[simulation]\nsample_interval_us = -5\n"), "8:22", &["`simulation.sample_interval_us`"]);
     assert!(load_str("f.toml", &format!("{BASE}[simulation]\nduration_us = 0.5\nsample_interval_us = 10\n")).is_ok());
 }
+
+/// Routing tables too large are refused from the counts, before the graph is built (it used to
+/// take seconds and a gigabyte to reach the same refusal).
+#[test]
+fn routing_tables_too_large_are_refused_before_building() {
+    let ft = "[topology.fat_tree]\nk = 140\nlink = { speed_gbps = 400 }\nswitch_model = \"big\"\n\
+              [switch_models.big]\npreset = \"tomahawk3\"\nports = 140\n";
+    let e = error(ft);
+    assert!(
+        e.contains(
+            "`topology.fat_tree`: routing tables would need 240100000 cells (24500 switches x 9800 destination leaves)"
+        ),
+        "{e}"
+    );
+    let ls = "[topology.leaf_spine]\nleaves = 20000\nspines = 16\nhosts_per_leaf = 1\n\
+              host_link = { speed_gbps = 100 }\nfabric_link = { speed_gbps = 100 }\n";
+    let e = error(ls);
+    assert!(e.contains("(20016 switches x 20000 destination leaves)"), "{e}");
+    let rail = "[topology.rail_optimized]\ngpu_nodes = 160000\nrails = 8\nnodes_per_su = 32\nsus_per_pod = 5000\n\
+                host_link = { speed_gbps = 400 }\nleaf_link = { speed_gbps = 400 }\n";
+    let e = error(rail);
+    assert!(e.contains("destination leaves)") && e.contains("routing tables would need"), "{e}");
+}
