@@ -42,6 +42,49 @@ pub fn load_fabric(path: &Path) -> Result<Model, Failure> {
     Ok(load_file(path)?)
 }
 
+/// `load_fabric` with each loading stage shown on `stages`.
+pub fn load_fabric_shown(path: &Path, stages: &Stages) -> Result<Model, Failure> {
+    Ok(rocelab_model::load_file_observed(path, &|s| stages.stage(s))?)
+}
+
+/// A spinner on standard error naming the stage of a long job and its elapsed time
+/// (`indicatif`). It appears only on a terminal and only once the job has run for a second, so
+/// quick runs, pipes and files see nothing; standard output is never touched.
+pub struct Stages {
+    bar: indicatif::ProgressBar,
+}
+
+impl Stages {
+    pub fn start(what: &str) -> Stages {
+        use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
+        let style = ProgressStyle::with_template("{spinner} {prefix}: {msg} ({elapsed})")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner());
+        bar.set_style(style);
+        bar.set_prefix(what.to_string());
+        let later = bar.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            if !later.is_finished() {
+                // `stderr()` draws nothing when standard error is not a terminal.
+                later.set_draw_target(ProgressDrawTarget::stderr());
+                later.enable_steady_tick(std::time::Duration::from_millis(100));
+            }
+        });
+        Stages { bar }
+    }
+
+    pub fn stage(&self, name: &'static str) {
+        self.bar.set_message(name);
+    }
+}
+
+impl Drop for Stages {
+    fn drop(&mut self) {
+        self.bar.finish_and_clear();
+    }
+}
+
 /// Writes `bytes` to `path` through a temporary file and a rename, so an interrupted run never
 /// leaves a half-written file that looks whole.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Failure> {

@@ -153,3 +153,41 @@ fn the_first_fabric_page_holds() {
     assert!(out.contains("flows: 15 of 15 completed") && out.contains(", 0 dropped"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A leaf-spine of `leaves` × 100 hosts. In a debug build, 1,200 leaves take `topo` more than a
+/// second (routing grows with leaves²) and 300 leaves take `lint` more than a second.
+fn big(leaves: u32) -> String {
+    format!(
+        "[topology.leaf_spine]\nleaves = {leaves}\nspines = 16\nhosts_per_leaf = 100\n\
+         host_link = {{ speed_gbps = 100 }}\nfabric_link = {{ speed_gbps = 400 }}\n\
+         [switch_models.spectrum-3]\npreset = \"tomahawk3\"\nports = {}\n",
+        leaves + 100
+    )
+}
+
+/// Long runs show a progress spinner on a terminal (run under `script`, which gives the
+/// command a pseudo-terminal), and nothing at all when standard error is a pipe.
+#[test]
+fn long_topo_and_lint_runs_show_progress_on_a_terminal_only() {
+    let dir = temp_dir("progress");
+    std::fs::write(dir.join("topo.toml"), big(1200)).unwrap();
+    std::fs::write(dir.join("lint.toml"), big(300)).unwrap();
+    let o = rocelab(&dir, &["topo", "topo.toml", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(o.stderr.is_empty(), "progress on a pipe: {}", text(&o.stderr));
+    serde_json::from_slice::<serde_json::Value>(&o.stdout).expect("stdout stays clean JSON");
+    let script = Path::new("/usr/bin/script");
+    if !script.exists() {
+        eprintln!("note: no /usr/bin/script here; the terminal half of this test did not run");
+        return;
+    }
+    for verb in ["topo", "lint"] {
+        let cmd = format!("{} {verb} {verb}.toml > out.txt", env!("CARGO_BIN_EXE_rocelab"));
+        let o = Command::new(script).args(["-qec", &cmd, "/dev/null"]).current_dir(&dir).output().unwrap();
+        let shown = text(&o.stdout);
+        assert!(shown.contains(&format!("{verb} {verb}.toml: ")), "{verb}: {shown}");
+        let out = std::fs::read_to_string(dir.join("out.txt")).unwrap();
+        assert!(!out.contains(&format!("{verb} {verb}.toml: ")), "{verb}: progress leaked into stdout");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -344,8 +344,16 @@ impl Model {
 
     /// Validates a config; `text` is hashed as the fabric identity.
     pub fn from_config(config: Config, text: &str) -> Result<Model, Vec<Diagnostic>> {
+        Self::from_config_observed(config, text, &|_| {})
+    }
+
+    /// `from_config`, naming each stage to `stage` as it starts (for a progress display: a
+    /// million-host fabric takes a while to build and route).
+    pub fn from_config_observed(config: Config, text: &str, stage: crate::Stage) -> Result<Model, Vec<Diagnostic>> {
         let mut errs = Vec::new();
+        stage("building the topology");
         let graph = topology::build(&config.topology, &mut errs);
+        stage("checking switch models and QoS");
         let switch_models = resolve_switch_models(&config, graph.as_ref(), &mut errs);
         let qos = resolve_qos(&config.qos, &mut errs);
         check_simulation(&config.simulation, &mut errs);
@@ -466,7 +474,9 @@ impl Model {
             return Err(errs);
         }
         let rails = collect_rails(&nodes, &ports);
+        stage("computing ECMP routes");
         let routing = Routing::compute(&nodes, &ports);
+        stage("checking the routes");
         if let Err(d) = routing.check_connected(&nodes) {
             errs.push(d);
         }

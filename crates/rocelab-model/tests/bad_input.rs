@@ -404,3 +404,20 @@ fn routing_tables_too_large_are_refused_before_building() {
     let e = error(rail);
     assert!(e.contains("destination leaves)") && e.contains("routing tables would need"), "{e}");
 }
+
+/// Loading names its stages in order, for the CLI's progress display.
+#[test]
+fn loading_reports_its_stages() {
+    let seen = std::cell::RefCell::new(Vec::new());
+    rocelab_model::load_str_observed("f.toml", BASE, &|s| seen.borrow_mut().push(s)).unwrap();
+    assert_eq!(
+        seen.into_inner(),
+        [
+            "parsing",
+            "building the topology",
+            "checking switch models and QoS",
+            "computing ECMP routes",
+            "checking the routes"
+        ]
+    );
+}
