@@ -205,6 +205,31 @@ fn no_page_points_at_notes_outside_a_clone() {
     }
 }
 
+/// The stated MSRV reaches every crate (clippy's `incompatible_msrv` lint reads each crate's own
+/// `rust-version`; a crate that does not inherit the workspace's is not checked at all), and
+/// the README states the same version.
+#[test]
+fn every_crate_carries_the_msrv() {
+    let root = repo();
+    let ws = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let msrv = ws.lines().find_map(|l| l.strip_prefix("rust-version = ")).expect("workspace rust-version");
+    let msrv = msrv.trim_matches('"');
+    for e in std::fs::read_dir(root.join("crates")).unwrap() {
+        let manifest = e.unwrap().path().join("Cargo.toml");
+        let text = std::fs::read_to_string(&manifest).unwrap();
+        assert!(
+            text.lines().any(|l| l == "rust-version.workspace = true"),
+            "{} lacks rust-version",
+            manifest.display()
+        );
+    }
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    assert!(readme.contains(&format!("Rust {msrv} or newer")), "README does not state Rust {msrv}");
+    let ci = std::fs::read_to_string(root.join(".ci/run")).unwrap();
+    assert!(ci.contains("cargo clippy --workspace --all-targets -- -D warnings"), "CI lost the clippy step");
+    assert!(ci.contains("cargo nextest run --workspace --no-fail-fast"), "CI lost the README's test command");
+}
+
 #[test]
 fn the_link_checker_catches_what_it_should() {
     let root = repo();
