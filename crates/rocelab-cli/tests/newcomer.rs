@@ -181,6 +181,20 @@ fn long_topo_and_lint_runs_show_progress_on_a_terminal_only() {
         eprintln!("note: no /usr/bin/script here; the terminal half of this test did not run");
         return;
     }
+    // A simulation that runs for more than a second in a debug build.
+    std::fs::write(
+        dir.join("simulate.toml"),
+        "[topology.leaf_spine]\nleaves = 16\nspines = 4\nhosts_per_leaf = 16\nhost_link = { speed_gbps = 100 }\n\
+         fabric_link = { speed_gbps = 400 }\n[simulation]\nseed = 1\n[[traffic]]\npattern = \"permutation\"\n\
+         size_bytes = 6000000\n",
+    )
+    .unwrap();
+    let cmd = format!("{} simulate simulate.toml --no-files > out.txt", env!("CARGO_BIN_EXE_rocelab"));
+    let o = Command::new(script).args(["-qec", &cmd, "/dev/null"]).current_dir(&dir).output().unwrap();
+    let shown = text(&o.stdout);
+    assert!(shown.contains("% ETA") && shown.contains("simulated "), "simulate: {shown}");
+    let out = std::fs::read_to_string(dir.join("out.txt")).unwrap();
+    assert!(out.starts_with("simulated ") && !out.contains("ETA"), "{out}");
     for verb in ["topo", "lint"] {
         let cmd = format!("{} {verb} {verb}.toml > out.txt", env!("CARGO_BIN_EXE_rocelab"));
         let o = Command::new(script).args(["-qec", &cmd, "/dev/null"]).current_dir(&dir).output().unwrap();
