@@ -2,7 +2,7 @@
 //!
 //! Prints data packets, packet-hops and events per second, peak RSS and wall/CPU time per
 //! scenario (the same scenarios as `rocelab bench`). A benchmark, not a test: nothing asserts
-//! on time. It does assert the hot-path rule of DESIGN.md — no allocation per event in steady
+//! on time. It does assert the hot-path rule of docs/architecture.md — no allocation per event in steady
 //! state — by counting allocations during the run: queues, buckets and the packet slab grow
 //! to their high-water marks and are then reused, so allocations must stay a vanishing
 //! fraction of events.

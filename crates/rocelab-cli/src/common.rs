@@ -42,6 +42,49 @@ pub fn load_fabric(path: &Path) -> Result<Model, Failure> {
     Ok(load_file(path)?)
 }
 
+/// `load_fabric` with each loading stage shown on `stages`.
+pub fn load_fabric_shown(path: &Path, stages: &Stages) -> Result<Model, Failure> {
+    Ok(rocelab_model::load_file_observed(path, &|s| stages.stage(s))?)
+}
+
+/// A spinner on standard error naming the stage of a long job and its elapsed time
+/// (`indicatif`). It appears only on a terminal and only once the job has run for a second, so
+/// quick runs, pipes and files see nothing; standard output is never touched.
+pub struct Stages {
+    bar: indicatif::ProgressBar,
+}
+
+impl Stages {
+    pub fn start(what: &str) -> Stages {
+        use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
+        let style = ProgressStyle::with_template("{spinner} {prefix}: {msg} ({elapsed})")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner());
+        bar.set_style(style);
+        bar.set_prefix(what.to_string());
+        let later = bar.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            if !later.is_finished() {
+                // `stderr()` draws nothing when standard error is not a terminal.
+                later.set_draw_target(ProgressDrawTarget::stderr());
+                later.enable_steady_tick(std::time::Duration::from_millis(100));
+            }
+        });
+        Stages { bar }
+    }
+
+    pub fn stage(&self, name: &'static str) {
+        self.bar.set_message(name);
+    }
+}
+
+impl Drop for Stages {
+    fn drop(&mut self) {
+        self.bar.finish_and_clear();
+    }
+}
+
 /// Writes `bytes` to `path` through a temporary file and a rename, so an interrupted run never
 /// leaves a half-written file that looks whole.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
@@ -76,52 +119,49 @@ pub fn located(path: &Path, diags: Vec<rocelab_model::Diagnostic>) -> Failure {
     Failure::bad_input(msgs.join("\n"))
 }
 
-/// A one-line progress display on stderr, shown only on a terminal and only for runs that
-/// last longer than a second; it never writes to stdout, so machine-readable output stays clean.
+/// The progress bar of a simulation on stderr (`indicatif`): share done, ETA and a status,
+/// shown only on a terminal and only for runs that last longer than a second; it never writes
+/// to stdout, so machine-readable output stays clean.
 pub struct ProgressLine {
     start: std::time::Instant,
-    enabled: bool,
+    bar: Option<indicatif::ProgressBar>,
     shown: bool,
 }
 
 impl ProgressLine {
     pub fn new(quiet: bool) -> Self {
-        use std::io::IsTerminal;
-        ProgressLine {
-            start: std::time::Instant::now(),
-            enabled: !quiet && std::io::stderr().is_terminal(),
-            shown: false,
-        }
+        let bar = (!quiet).then(|| {
+            let b = indicatif::ProgressBar::with_draw_target(Some(1000), indicatif::ProgressDrawTarget::hidden());
+            let style = indicatif::ProgressStyle::with_template("[{bar:30}] {percent:>3}% ETA {eta:>4} {wide_msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+                .progress_chars("#>-");
+            b.set_style(style);
+            b
+        });
+        ProgressLine { start: std::time::Instant::now(), bar, shown: false }
     }
     pub fn elapsed(&self) -> std::time::Duration {
         self.start.elapsed()
     }
     /// `done` in [0, 1] (None if unknown), plus a free-form status.
     pub fn update(&mut self, done: Option<f64>, status: &str) {
-        if !self.enabled {
-            return;
-        }
-        let el = self.start.elapsed().as_secs_f64();
-        if el < 1.0 {
-            return;
-        }
-        let bar = match done {
-            Some(f) => {
-                let f = f.clamp(0.0, 1.0);
-                let filled = (f * 30.0) as usize;
-                // No ETA before there is progress to extrapolate from.
-                let eta = if f > 0.0 { format!("{:>4.0}s", el / f - el) } else { "    ?".to_string() };
-                format!("[{}{}] {:>5.1}% ETA {eta} ", "#".repeat(filled), "-".repeat(30 - filled), f * 100.0)
+        let Some(bar) = &self.bar else { return };
+        if !self.shown {
+            if self.start.elapsed().as_secs_f64() < 1.0 {
+                return;
             }
-            None => String::new(),
-        };
-        eprint!("\r{bar}{status}\x1b[K");
-        self.shown = true;
+            // `stderr()` draws nothing when standard error is not a terminal.
+            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            self.shown = true;
+        }
+        if let Some(f) = done {
+            bar.set_position((f.clamp(0.0, 1.0) * 1000.0) as u64);
+        }
+        bar.set_message(status.to_string());
     }
     pub fn finish(&mut self) {
-        if self.shown {
-            eprint!("\r\x1b[K");
-            self.shown = false;
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
         }
     }
 }

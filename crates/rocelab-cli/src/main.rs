@@ -7,7 +7,8 @@
 mod cmd;
 mod common;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
+use std::io::Write;
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -41,6 +42,17 @@ enum Command {
     Doctor(cmd::doctor::Args),
     /// Serve live counters as Prometheus metrics.
     Exporter(cmd::exporter::Args),
+    /// Print a shell completion script (e.g. `rocelab completions bash > rocelab.bash`).
+    Completions {
+        /// The shell: bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page rocelab(1), in roff; `--out-dir` writes one page per subcommand too.
+    Man {
+        /// Write rocelab.1, rocelab-init.1, rocelab-import-ns3.1, ... into this directory.
+        #[arg(long)]
+        out_dir: Option<std::path::PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -62,6 +74,8 @@ fn main() -> ExitCode {
         Command::Collect(a) => cmd::collect::run(a),
         Command::Doctor(a) => cmd::doctor::run(a),
         Command::Exporter(a) => cmd::exporter::run(a),
+        Command::Completions { shell } => completions(shell),
+        Command::Man { out_dir } => man_pages(out_dir.as_deref()),
     };
     match result {
         Ok(code) => code,
@@ -70,6 +84,53 @@ fn main() -> ExitCode {
             ExitCode::from(f.status)
         }
     }
+}
+
+/// Both are generated from the same clap definition as the parser, so they cannot drift from it.
+fn completions(shell: clap_complete::Shell) -> common::VerbResult {
+    let mut cmd = Cli::command();
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "rocelab", &mut out);
+    print_bytes(&out)
+}
+
+/// rocelab(1) on standard output; with a directory, every page (one per subcommand, named as
+/// `man` looks them up: rocelab-import-ns3.1), each written atomically.
+fn man_pages(out_dir: Option<&std::path::Path>) -> common::VerbResult {
+    let render = |cmd: clap::Command| -> Result<Vec<u8>, common::Failure> {
+        let mut out = Vec::new();
+        clap_mangen::Man::new(cmd)
+            .source(concat!("rocelab ", env!("CARGO_PKG_VERSION")))
+            .render(&mut out)
+            .map_err(|e| common::Failure::bad_input(format!("error: cannot render the manual page: {e}")))?;
+        Ok(out)
+    };
+    let mut top = Cli::command().disable_help_subcommand(true);
+    top.build();
+    let Some(dir) = out_dir else {
+        return print_bytes(&render(top)?);
+    };
+    std::fs::create_dir_all(dir)
+        .map_err(|e| common::Failure::bad_input(format!("error: cannot create {}: {e}", dir.display())))?;
+    // Depth first, as clap_mangen names them: a subcommand's page is `<parent>-<name>.1`.
+    let mut stack = vec![top];
+    let mut written = 0;
+    while let Some(cmd) = stack.pop() {
+        stack.extend(cmd.get_subcommands().filter(|c| !c.is_hide_set()).cloned());
+        let name = format!("{}.1", cmd.get_display_name().unwrap_or_else(|| cmd.get_name()));
+        common::write_atomic(&dir.join(name), &render(cmd)?)?;
+        written += 1;
+    }
+    eprintln!("wrote {written} manual pages to {}; read one with `man {}/rocelab.1`", dir.display(), dir.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_bytes(b: &[u8]) -> common::VerbResult {
+    let mut so = std::io::stdout().lock();
+    so.write_all(b)
+        .and_then(|_| so.flush())
+        .map_err(|e| common::Failure::bad_input(format!("error: cannot write to standard output: {e}")))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Restores the default action of SIGPIPE (terminate) that the Rust runtime sets to ignore.

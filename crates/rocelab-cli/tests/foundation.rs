@@ -64,7 +64,7 @@ fn topo_text_leaf_spine_small() {
     assert_eq!(leaf.split_whitespace().collect::<Vec<_>>(), ["leaf", "4", "48", "3200", "1600", "2:1"]);
     let spine = out.lines().find(|l| l.trim_start().starts_with("spine ")).expect("spine row");
     assert_eq!(spine.split_whitespace().collect::<Vec<_>>(), ["spine", "2", "16", "1600", "0", "-"]);
-    assert!(out.contains("e.g. host1") && out.contains("2 hops, 1 ECMP paths"), "{out}");
+    assert!(out.contains("e.g. host1") && out.lines().any(|l| l.ends_with("2 hops, 1 ECMP path")), "{out}");
     assert!(out.contains("e.g. host8") && out.contains("4 hops, 8 ECMP paths"), "{out}");
 }
 
@@ -82,8 +82,8 @@ fn topo_text_rail_128gpu() {
     }
     let leaf = out.lines().find(|l| l.trim_start().starts_with("leaf ")).unwrap();
     assert_eq!(leaf.split_whitespace().collect::<Vec<_>>(), ["leaf", "8", "256", "51200", "51200", "1:1"]);
-    let paths: Vec<&str> = out.lines().filter(|l| l.contains("ECMP paths")).collect();
-    assert!(paths.iter().any(|l| l.contains("same leaf") && l.contains("2 hops, 1 ECMP paths")), "{out}");
+    let paths: Vec<&str> = out.lines().filter(|l| l.contains("ECMP path")).collect();
+    assert!(paths.iter().any(|l| l.contains("same leaf") && l.ends_with("2 hops, 1 ECMP path")), "{out}");
     assert!(paths.iter().any(|l| l.contains("different rails") && l.contains("4 hops, 32 ECMP paths")), "{out}");
 }
 
@@ -98,7 +98,7 @@ fn topo_text_rail_1024gpu() {
     ] {
         assert!(out.contains(want), "missing {want:?} in:\n{out}");
     }
-    let paths: Vec<&str> = out.lines().filter(|l| l.contains("ECMP paths")).collect();
+    let paths: Vec<&str> = out.lines().filter(|l| l.contains("ECMP path")).collect();
     assert!(paths.iter().any(|l| l.contains("same rail, other leaf") && l.contains("4 hops, 32 ECMP paths")));
     assert!(paths.iter().any(|l| l.contains("different rails") && l.contains("4 hops, 32 ECMP paths")));
 }

@@ -133,6 +133,22 @@ fn unreadable_or_invalid_files_exit_2_with_a_location() {
     assert!(stdout(&o).contains("rail-128gpu.toml\n  clean"));
 }
 
+/// A stray byte gets the same located message from `lint` as from `topo` and `simulate`.
+#[test]
+fn a_file_that_is_not_utf8_is_located_like_in_topo() {
+    let p = std::env::temp_dir().join(format!("rocelab-cli-lint-{}-latin1.toml", std::process::id()));
+    std::fs::write(&p, b"[fabric]\nname = \"caf\xe9\"\n").unwrap();
+    let file = p.to_str().unwrap();
+    let want = format!("{file}:2:12: error: the file is not UTF-8 text");
+    for verb in ["lint", "topo", "simulate"] {
+        let o = rocelab(&[verb, file]);
+        assert_eq!(status(&o), 2, "{verb}");
+        assert!(stderr(&o).contains(&want), "{verb}: {}", stderr(&o));
+        assert!(stderr(&o).contains("help: save the fabric file as UTF-8"), "{verb}: {}", stderr(&o));
+    }
+    let _ = std::fs::remove_file(&p);
+}
+
 #[test]
 fn json_format() {
     let o = rocelab(&["lint", "--format", "json", MISTAKES]);

@@ -133,3 +133,62 @@ fn fabric_file_supplies_the_cluster() {
     assert!(out.contains("128 × h100"), "{out}");
     assert!(out.contains("8 NIC(s) per node"), "{out}");
 }
+
+fn widest(s: &str) -> usize {
+    s.lines().map(|l| l.chars().count()).max().unwrap_or(0)
+}
+
+/// The --compare table fits a terminal: 100 columns when there is no terminal (the same bytes in
+/// a pipe or a file), `--width N` otherwise; a table too wide is printed one usage per block, with
+/// nothing lost. `--width 0` and markdown keep the wide grid.
+#[test]
+fn compare_fits_a_terminal() {
+    let wide = stdout(&rocelab(&["plan", "--compare", "--width", "0"]));
+    assert!(widest(&wide) > 200, "the grid is wide: {}", widest(&wide));
+    let o = rocelab(&["plan", "--compare"]);
+    let out = stdout(&o);
+    assert!(widest(&out) <= 100, "{} columns:\n{out}", widest(&out));
+    for w in ["60", "80"] {
+        let narrow = stdout(&rocelab(&["plan", "--compare", "--width", w]));
+        assert!(widest(&narrow) <= w.parse().unwrap(), "--width {w}:\n{narrow}");
+    }
+    // Nothing is lost: every cell of the grid is in the blocks, under its usage.
+    let links = ["tb5", "eth10-tcp", "eth25-tcp", "eth100-tcp", "roce100", "roce400", "ib-ndr", "roce800"];
+    assert!(out.contains("shared storage → eth10-tcp"), "{out}");
+    assert!(out.contains("multi-node tensor parallel → none of these"), "{out}");
+    let block = out.split("\nRAG → ").nth(1).unwrap().split("\n\n").next().unwrap();
+    for l in links {
+        assert!(block.lines().any(|x| x.trim_start().starts_with(l)), "{l} missing from:\n{block}");
+    }
+    assert!(wide.contains("acceptable (ckpt 105.149 s, 5.5%)") && out.contains("acceptable (ckpt 105.149 s, 5.5%)"));
+    let md = stdout(&rocelab(&["plan", "--compare", "--format", "markdown", "--width", "40"]));
+    assert!(md.lines().any(|l| l.starts_with("| usage | tb5 | eth10-tcp |")), "{md}");
+}
+
+#[test]
+fn labels_say_what_the_figures_are() {
+    let o = rocelab(&[
+        "plan",
+        "--model",
+        "llama3-8b",
+        "--gpu",
+        "rtx4090",
+        "--interconnect",
+        "tb5",
+        "--precision",
+        "int4",
+        "--inference",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    // 165 TFLOP/s is the RTX 4090's 16-bit tensor figure, not an int4 one.
+    assert!(out.contains("of its 165 TFLOP/s dense BF16 (int4 weights are computed in 16 bit) tensor peak"), "{out}");
+    assert!(!out.contains("dense int4"), "{out}");
+    assert!(out.contains("network tb5 at 80 Gb/s link, 64 Gb/s PCIe data"), "{out}");
+    let o = rocelab(&["plan", "--model", "llama3-8b", "--gpus", "8", "--interconnect", "tb4"]);
+    assert!(stdout(&o).contains("network tb4 at 40 Gb/s link, 32 Gb/s PCIe data"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("of its 989 TFLOP/s dense BF16 tensor peak"), "{}", stdout(&o));
+    // An overridden rate is just a rate.
+    let o = rocelab(&["plan", "--model", "llama3-8b", "--gpus", "8", "--interconnect", "tb4", "--link-gbps", "50"]);
+    assert!(stdout(&o).contains("network tb4@50G at 50 Gb/s ×"), "{}", stdout(&o));
+}

@@ -105,10 +105,13 @@ fn a_flow_too_large_for_the_engine_is_a_located_error() {
 
 #[test]
 fn a_fabric_without_traffic_says_how_to_add_some() {
-    let o = rocelab()
-        .args(["simulate", example("rail-128gpu.toml").to_str().unwrap(), "-q", "--no-files"])
-        .output()
-        .unwrap();
+    // The shipped example with its traffic section cut off.
+    let text = std::fs::read_to_string(example("rail-128gpu.toml")).unwrap();
+    let cut = text.find("# Traffic for `rocelab simulate`").expect("the example's traffic section");
+    let f = std::env::temp_dir().join(format!("rocelab-cli-sim-{}-no-traffic.toml", std::process::id()));
+    std::fs::write(&f, &text[..cut]).unwrap();
+    let o = rocelab().args(["simulate", f.to_str().unwrap(), "-q", "--no-files"]).output().unwrap();
+    let _ = std::fs::remove_file(&f);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("[[traffic]]"));
 }

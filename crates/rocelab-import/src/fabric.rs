@@ -129,8 +129,38 @@ fn gbps(bps: u64) -> f64 {
     bps as f64 / 1e9
 }
 
-/// Renders the scenario as a commented fabric file.
+/// The comments that tie generated settings to the source simulator's own names, so an htsim
+/// import does not cite ns-3 keys.
+pub struct Dialect {
+    /// Above the RoCE class.
+    pub classes: &'static str,
+    /// On the RoCE class when it has no ECN marking.
+    pub no_ecn: &'static str,
+    /// Above the ECN thresholds when there are some.
+    pub ecn_source: &'static str,
+    /// After `congestion_control = "none"`.
+    pub no_cc: &'static str,
+    /// `[qos.pfc_watchdog] enabled = false` with this comment, when the simulator has none
+    /// (the ns-3 switch preset writes its own).
+    pub no_watchdog: Option<&'static str>,
+}
+
+/// HPCC's ns-3 (config keys as in `mix/config.txt`).
+pub const NS3: Dialect = Dialect {
+    classes: "# ns-3 priority 3 -> the lossless RoCE class; CNPs strict on priority 6.",
+    no_ecn: "# No ECN marking (ENABLE_QCN 0).",
+    ecn_source: "# KMIN_MAP / KMAX_MAP / PMAX_MAP, per port speed in Gb/s (KB = 1000 B).",
+    no_cc: "",
+    no_watchdog: None,
+};
+
+/// Renders the scenario as a commented fabric file, with ns-3's names in the comments.
 pub fn to_toml(s: &Scenario) -> String {
+    to_toml_with(s, &NS3)
+}
+
+/// Renders the scenario as a commented fabric file, the comments in `d`'s words.
+pub fn to_toml_with(s: &Scenario, d: &Dialect) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "# Imported by `rocelab import` from:");
     for src in &s.sources {
@@ -158,7 +188,7 @@ pub fn to_toml(s: &Scenario) -> String {
     }
 
     // QoS: the three default classes, with the imported ECN thresholds on the RoCE class.
-    let _ = writeln!(o, "\n# ns-3 priority 3 -> the lossless RoCE class; CNPs strict on priority 6.");
+    let _ = writeln!(o, "\n{}", d.classes);
     let _ = writeln!(
         o,
         "[[qos.class]]\nname = \"roce\"\ndscp = [26]\npriority = 3\nlossless = true\nweight = 50\ncarries = [\"rdma\"]"
@@ -169,14 +199,14 @@ pub fn to_toml(s: &Scenario) -> String {
             if let Some(e) = map.values().last() {
                 let _ = writeln!(o, "ecn = {}", ecn(e));
             }
-            let _ = writeln!(o, "# KMIN_MAP / KMAX_MAP / PMAX_MAP, per port speed in Gb/s (KB = 1000 B).");
+            let _ = writeln!(o, "{}", d.ecn_source);
             for (bps, e) in map {
                 let _ = writeln!(o, "ecn_per_speed.\"{}\" = {}", gbps(*bps), ecn(e));
             }
         }
         Some(_) => {}
         None => {
-            let _ = writeln!(o, "# No ECN marking (ENABLE_QCN 0).");
+            let _ = writeln!(o, "{}", d.no_ecn);
         }
     }
     let _ = writeln!(
@@ -196,6 +226,8 @@ pub fn to_toml(s: &Scenario) -> String {
              # ns-3 has no PFC watchdog.\n[qos.pfc_watchdog]\nenabled = false",
             sw.headroom_bytes
         );
+    } else if let Some(c) = d.no_watchdog {
+        let _ = writeln!(o, "\n{c}\n[qos.pfc_watchdog]\nenabled = false");
     }
 
     // NIC.
@@ -203,7 +235,13 @@ pub fn to_toml(s: &Scenario) -> String {
     if let Some(m) = s.mtu {
         let _ = writeln!(o, "mtu = {m}  # PACKET_PAYLOAD_SIZE");
     }
-    let _ = writeln!(o, "congestion_control = \"{}\"", if s.dcqcn_on { "dcqcn" } else { "none" });
+    if s.dcqcn_on {
+        let _ = writeln!(o, "congestion_control = \"dcqcn\"");
+    } else if d.no_cc.is_empty() {
+        let _ = writeln!(o, "congestion_control = \"none\"");
+    } else {
+        let _ = writeln!(o, "congestion_control = \"none\"  {}", d.no_cc);
+    }
     let t = &s.transport;
     if let Some((v, why)) = &t.ack_timeout {
         let _ = writeln!(o, "ack_timeout = {v}  # {why}");

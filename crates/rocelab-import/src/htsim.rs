@@ -12,10 +12,16 @@
 //! `--tiers 1|2|3`, `--link-delay-ns`): tiers 3 builds the k-ary fat tree htsim uses by default
 //! (the smallest even k with k³/4 ≥ N; host i under ToR i/(k/2)), tiers 2 its leaf-spine (K
 //! ToRs of K/2 hosts, K/2 spines), tiers 1 one switch.
+//!
+//! Settings follow what htsim's RoCE experiments run (`datacenter/main_roce.cpp`): switch queues
+//! are `LosslessInputQueue`s (PFC on, the default `-queue_type lossless_input`), nothing marks
+//! ECN, and the sender (`RoceSrc`) has no congestion control, so the fabric file gets PFC on
+//! the RoCE class, no ECN thresholds and `congestion_control = "none"`. htsim pauses at 15 and
+//! resumes at 12 packets of input queue (`-pfc_thresholds`) and has no PFC watchdog; rocelab
+//! keeps its own headroom and dynamic threshold (noted) and turns the watchdog off.
 
-use crate::fabric::{Ecn, FlowSpec, LinkSpec, NodeSpec, Scenario};
+use crate::fabric::{Dialect, FlowSpec, LinkSpec, NodeSpec, Scenario};
 use crate::{read_text, ImportError};
-use std::collections::BTreeMap;
 use std::path::Path;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -335,7 +341,13 @@ pub fn import_str(name: &str, file: &str, text: &str, net: &Network) -> Result<S
         })
         .collect();
     let mut notes = vec![
-        "a .cm file carries traffic only: NIC, DCQCN, QoS and switch buffers are rocelab's defaults; edit them here"
+        "a .cm file carries traffic only: as in htsim's RoCE runs (main_roce.cpp), PFC is on, nothing marks ECN and \
+         the NICs run no congestion control (RoceSrc sends at line rate); switch buffers and NIC settings are \
+         rocelab's defaults; edit them here"
+            .to_string(),
+        "htsim pauses at 15 and resumes at 12 packets of input queue (-pfc_thresholds); rocelab keeps its \
+         computed headroom and dynamic PFC threshold, and 4096-byte RoCE packets (htsim's default -mtu is 9000, \
+         above RoCE's largest path MTU)"
             .to_string(),
         format!(
             "network from the command line: {topo_desc}, {} Mb/s links, {} ns per link",
@@ -353,8 +365,6 @@ pub fn import_str(name: &str, file: &str, text: &str, net: &Network) -> Result<S
             cm.priorities_ignored
         ));
     }
-    let mut ecn = BTreeMap::new();
-    ecn.insert(speed_bps, Ecn { kmin_bytes: 150_000, kmax_bytes: 1_500_000, pmax: 0.1 });
     Ok(Scenario {
         name: name.to_string(),
         description: format!("imported from htsim connection matrix {}", base(file)),
@@ -364,16 +374,27 @@ pub fn import_str(name: &str, file: &str, text: &str, net: &Network) -> Result<S
         flows,
         ns3_switch: None,
         mtu: None,
-        dcqcn_on: true,
+        dcqcn_on: false,
         dcqcn: Default::default(),
         transport: Default::default(),
-        ecn_by_speed: Some(ecn),
+        ecn_by_speed: None,
         duration_us: None,
         seed: 1,
         faults: Vec::new(),
         notes,
     })
 }
+
+/// The fabric file's comments in htsim's terms.
+pub const DIALECT: Dialect = Dialect {
+    classes: "# Every htsim flow rides the lossless RoCE class (priority 3, PFC on, as htsim's LosslessInputQueue); \
+              CNPs would ride priority 6, strict.",
+    no_ecn: "# No ECN marking, as in htsim's RoCE runs; to try DCQCN, add `ecn = { kmin_bytes = 150000, \
+             kmax_bytes = 1500000, pmax = 0.1 }` here and set `congestion_control = \"dcqcn\"` under [nic].",
+    ecn_source: "# ECN thresholds per port speed in Gb/s.",
+    no_cc: "# htsim's RoceSrc has no congestion control: it sends at line rate, PFC is the only brake",
+    no_watchdog: Some("# htsim has no PFC watchdog."),
+};
 
 /// Reads a `.cm` file. `--topo` files (htsim's per-tier `.topo`) are refused for now.
 pub fn import(cm: &Path, topo: Option<&Path>, net: &Network) -> Result<Scenario, ImportError> {

@@ -136,3 +136,25 @@ fn mutated_cm_never_panics() {
         }
     }
 }
+
+/// An htsim import runs what htsim's RoCE experiments run (main_roce.cpp): PFC on the RoCE
+/// class, no ECN marking, no DCQCN, no watchdog; and its comments speak htsim, not ns-3.
+#[test]
+fn imports_what_htsim_runs_pfc_only() {
+    let s = import(&data("incast.cm"), None, &Network::default()).unwrap();
+    assert!(!s.dcqcn_on && s.ecn_by_speed.is_none());
+    let text = rocelab_import::fabric::to_toml_with(&s, &htsim::DIALECT);
+    for ns3_key in ["ENABLE_QCN", "KMIN_MAP", "ns-3", "EWMA_GAIN", "HPCC"] {
+        assert!(!text.contains(ns3_key), "an htsim import cites `{ns3_key}`:\n{text}");
+    }
+    assert!(text.contains("htsim's RoceSrc has no congestion control") && text.contains("htsim has no PFC watchdog"));
+    let m = rocelab_model::load_str("cm.toml", &text).unwrap_or_else(|e| panic!("{e}"));
+    let roce = &m.qos.classes[m.qos.rdma_class()];
+    assert!(roce.lossless && roce.ecn.is_none() && roce.ecn_per_speed.is_empty());
+    assert_eq!(m.config.nic.congestion_control, Some(rocelab_model::config::CongestionControl::None));
+    assert!(!m.config.qos.pfc_watchdog.enabled);
+    let rep = rocelab_sim::simulate(&m, rocelab_sim::options_from_model(&m)).unwrap();
+    assert_eq!(rep.flows_completed, 3);
+    assert_eq!(rep.totals.ecn_marked_packets, 0);
+    assert_eq!(rep.totals.cnp_sent, 0);
+}

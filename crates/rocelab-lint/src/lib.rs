@@ -134,18 +134,31 @@ impl std::error::Error for LintError {}
 
 /// Reads, validates and lints one fabric file.
 pub fn lint_file(path: &Path, opts: &Options) -> Result<FileReport, LintError> {
+    lint_file_observed(path, opts, &|_| {})
+}
+
+/// `lint_file`, naming each stage to `stage` as it starts (for a progress display).
+pub fn lint_file_observed(path: &Path, opts: &Options, stage: rocelab_model::Stage) -> Result<FileReport, LintError> {
     let file = path.display().to_string();
-    let text =
-        std::fs::read_to_string(path).map_err(|error| LintError::Load(LoadError::Io { file: file.clone(), error }))?;
-    let model = rocelab_model::load_str(&file, &text).map_err(LintError::Load)?;
-    Ok(lint(&model, &file, &text, opts))
+    stage("reading the file");
+    let text = rocelab_model::read_text(path).map_err(LintError::Load)?;
+    let model = rocelab_model::load_str_observed(&file, &text, stage).map_err(LintError::Load)?;
+    Ok(lint_observed(&model, &file, &text, opts, stage))
 }
 
 /// Lints a validated model; `text` is the file it came from (for locations).
 pub fn lint(model: &Model, file: &str, text: &str, opts: &Options) -> FileReport {
+    lint_observed(model, file, text, opts, &|_| {})
+}
+
+/// `lint`, naming each stage to `stage` as it starts.
+pub fn lint_observed(model: &Model, file: &str, text: &str, opts: &Options, stage: rocelab_model::Stage) -> FileReport {
+    stage("deriving headroom and buffers");
     let cx = Ctx::new(model, file, text);
     let mut out = Findings { cx: &cx, list: Vec::new() };
+    stage("running the rules");
     rules::run_all(&cx, &mut out);
+    stage("checking for lossless deadlocks");
     deadlock::check(&cx, &mut out);
     let mut disabled: Vec<(&str, &str, &'static str)> = Vec::new();
     for (i, d) in model.config.lint.disable.iter().enumerate() {

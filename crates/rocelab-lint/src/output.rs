@@ -118,18 +118,22 @@ fn level(s: Severity) -> &'static str {
 
 /// A file path as a SARIF artifact URI: relative paths stay relative (resolved against the
 /// checkout by code-scanning UIs), with `/` separators and spaces escaped.
+/// A file path as an RFC 3986 URI reference: `/` separates segments, unreserved characters and
+/// the sub-delimiters stay, and every other byte of the UTF-8 path (space, `#`, `?`, `%`, `:`,
+/// `é`, ...) is percent-encoded. `:` is encoded too, so a first segment never reads as a scheme.
 fn uri(file: &str) -> String {
-    let mut u = String::new();
-    for ch in file.replace('\\', "/").chars() {
-        match ch {
-            ' ' => u.push_str("%20"),
-            '%' => u.push_str("%25"),
-            '#' => u.push_str("%23"),
-            '?' => u.push_str("%3F"),
-            c => u.push(c),
+    let path = file.replace('\\', "/");
+    let path = path.strip_prefix("./").unwrap_or(&path);
+    let mut u = String::with_capacity(path.len());
+    for &b in path.as_bytes() {
+        let keep = b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=@/".contains(&b);
+        if keep {
+            u.push(b as char);
+        } else {
+            u.push_str(&format!("%{b:02X}"));
         }
     }
-    u.strip_prefix("./").map(str::to_string).unwrap_or(u)
+    u
 }
 
 fn result(f: &Finding) -> Value {

@@ -41,7 +41,7 @@ pub fn page(r: &RuleInfo) -> String {
     )
 }
 
-const MECH: &str = "`../shared/reference/roce-mechanisms.md` (QoS conventions seen in the field)";
+const MECH: &str = "[QoS conventions seen in the field](../mechanisms.md#qos-conventions-seen-in-the-field), with their public sources (NVIDIA, Cumulus, SONiC, Cisco, Broadcom).";
 
 pub static RULES: &[RuleInfo] = &[
     RuleInfo {
@@ -51,7 +51,7 @@ pub static RULES: &[RuleInfo] = &[
         checks: "The switch PFC priorities (`qos.pfc.priorities`, or the priorities of the lossless classes) number more than two.",
         why: "PFC is a hop-by-hop local protection; every lossless priority can spread pauses (head-of-line blocking, congestion trees) across the fabric and needs its own headroom on every port. RoCE needs one lossless priority, sometimes two (RoCE plus lossless storage). More turns a local protection into a fabric-wide hazard and eats buffer.",
         fix: "Keep PFC on the RoCE priority only (e.g. `priorities = [3]`), or on 3 and 4 when a second lossless class is deliberate.",
-        source: "NVIDIA, Cumulus and Cisco AI/ML blueprints enable PFC on one priority (3); SONiC's default is 3 and 4. See roce-mechanisms.md.",
+        source: "NVIDIA, Cumulus and Cisco AI/ML blueprints enable PFC on one priority (3); SONiC's default is 3 and 4. See [mechanisms.md](../mechanisms.md#qos-conventions-seen-in-the-field).",
     },
     RuleInfo {
         code: "PFC002",
@@ -78,7 +78,7 @@ pub static RULES: &[RuleInfo] = &[
         checks: "The RDMA class is lossless but has no ECN/WRED marking (`ecn` and `ecn_per_speed` both absent).",
         why: "Without ECN, DCQCN never learns about congestion: the only brake is PFC, so every incast becomes pause frames that spread upstream (congestion spreading, victim flows, deadlock risk).",
         fix: "Add `ecn = { kmin_bytes = 150000, kmax_bytes = 1500000, pmax = 0.1 }` (Cumulus RoCE defaults) or thresholds sized for the port speed.",
-        source: "Cumulus `nv set qos roce` defaults: Kmin 150 000 B, Kmax 1 500 000 B; roce-mechanisms.md.",
+        source: "Cumulus `nv set qos roce` defaults: Kmin 150 000 B, Kmax 1 500 000 B; see [mechanisms.md](../mechanisms.md).",
     },
     RuleInfo {
         code: "CNP001",
@@ -87,7 +87,7 @@ pub static RULES: &[RuleInfo] = &[
         checks: "The class named by `qos.cnp_class` is the RDMA class, the default class, or a class that carries data (`rdma`, `tcp`, `storage`, `management`).",
         why: "A CNP tells a sender to slow down; if it queues behind the very data that is congested, it arrives late and DCQCN reacts to a congestion that has already caused pauses.",
         fix: "Declare a class for CNPs (DSCP 48 -> priority 6, `scheduler = \"strict\"`, `carries = [\"cnp\"]`) and name it in `qos.cnp_class`.",
-        source: "NVIDIA NIC default CNP DSCP 48 / priority 6; Cumulus TC6 strict; Cisco priority queue. roce-mechanisms.md.",
+        source: "NVIDIA NIC default CNP DSCP 48 / priority 6; Cumulus TC6 strict; Cisco priority queue. See [mechanisms.md](../mechanisms.md).",
     },
     RuleInfo {
         code: "CNP002",
@@ -140,7 +140,7 @@ pub static RULES: &[RuleInfo] = &[
         title: "Host and switch PFC priorities differ",
         checks: "A NIC profile's `pfc_priorities` is not the switch's set of PFC priorities.",
         why: "A switch pausing a priority the NIC does not honour drops on the NIC side; a NIC sending pauses on a priority the switch treats as lossy makes nothing lossless.",
-        fix: "Enable PFC on exactly the same priorities on NICs (`mlnx_qos --pfc`) and switches.",
+        fix: "Enable PFC on exactly the same priorities on NICs (`mlnx_qos --pfc`) and switches, and fix the side that is wrong: the finding's hint says which. A switch priority that PFC002 flags (the default class, a class without RDMA) or that no class uses comes off the switches; it is not copied to the NICs.",
         source: MECH,
     },
     RuleInfo {
@@ -159,7 +159,7 @@ pub static RULES: &[RuleInfo] = &[
         checks: "The switch marks ECN on the RoCE class, but a NIC profile has its notification point (`ecn_np_priorities`) or reaction point (`ecn_rp_priorities`) off for the RoCE priority.",
         why: "Without the NP the receiving NIC never turns a CE mark into a CNP; without the RP the sender ignores CNPs. Either way DCQCN is off and PFC becomes the only brake.",
         fix: "Enable ECN NP and RP on the RoCE priority (`/sys/class/net/IF/ecn/roce_np/enable/3`, `roce_rp/enable/3`).",
-        source: "NVIDIA DCQCN documentation (NP/RP per priority); roce-mechanisms.md.",
+        source: "NVIDIA DCQCN documentation (NP/RP per priority); see [mechanisms.md](../mechanisms.md).",
     },
     RuleInfo {
         code: "HOST006",
@@ -168,7 +168,7 @@ pub static RULES: &[RuleInfo] = &[
         checks: "The NIC's `roce_dscp` is not classified into the RDMA class by the switch, its `cnp_dscp` is not classified into the CNP class, or its `cnp_priority` is not the CNP class's priority.",
         why: "A mismatch here lands RoCE data in the lossy default class (drops, go-back-N) or CNPs in a data queue (late feedback).",
         fix: "Align the NIC (`roce_dscp`, `cnp_dscp`, `cnp_priority`) with the switch classes, e.g. 26 / 48 / 6.",
-        source: "NVIDIA NIC defaults: RoCE DSCP 26, CNP DSCP 48 priority 6; Broadcom Thor2 CNP priority 7. roce-mechanisms.md.",
+        source: "NVIDIA NIC defaults: RoCE DSCP 26, CNP DSCP 48 priority 6; Broadcom Thor2 CNP priority 7. See [mechanisms.md](../mechanisms.md).",
     },
     RuleInfo {
         code: "ECN001",
@@ -186,7 +186,7 @@ pub static RULES: &[RuleInfo] = &[
         checks: "A class's ECN `pmax` is 0.",
         why: "With Pmax = 0 nothing is marked between Kmin and Kmax; marking starts only when the queue passes Kmax, usually after PFC has already paused the upstream port.",
         fix: "Use a marking probability in (0, 1]: 0.01-0.2 is common (SONiC 5 %, HPCC ns-3 0.2).",
-        source: "DCQCN paper; SONiC and HPCC defaults in roce-mechanisms.md.",
+        source: "DCQCN paper; SONiC and HPCC defaults in [mechanisms.md](../mechanisms.md).",
     },
     RuleInfo {
         code: "ECN003",
@@ -195,7 +195,7 @@ pub static RULES: &[RuleInfo] = &[
         checks: "Kmax is above the largest length the egress queue can reach under the switch's dynamic threshold: alpha x S / (1 + alpha), with S the shared pool (buffer - headroom - reserves) and alpha the egress alpha of the class's pool (lossless or lossy).",
         why: "A queue that can never reach Kmax never marks at Pmax and beyond; the upper part of the ramp is configuration fiction, and often Kmin is unreachable too.",
         fix: "Lower Kmax below the limit, or raise the egress alpha of the pool.",
-        source: "Choudhury-Hahne dynamic threshold: a single congested queue settles at alpha B / (1 + alpha). roce-mechanisms.md.",
+        source: "Choudhury-Hahne dynamic threshold: a single congested queue settles at alpha B / (1 + alpha). See [mechanisms.md](../mechanisms.md).",
     },
     RuleInfo {
         code: "ECN004",
@@ -211,9 +211,9 @@ pub static RULES: &[RuleInfo] = &[
         severity: Warning,
         title: "ECN thresholds do not scale with port speed",
         checks: "Switch ports of speeds at least 2x apart (e.g. 100G and 400G) carry the class, and the class uses the same Kmin and Kmax on both (no `ecn_per_speed` entry that differs).",
-        why: "A threshold in bytes is a delay that depends on speed: 150 KB is 12 us at 100G but 3 us at 400G. Copied thresholds mark too early on fast ports or too late on slow ones.",
+        why: "A threshold in bytes is a delay that depends on speed: 150 KB is 12 µs at 100G but 3 µs at 400G. Copied thresholds mark too early on fast ports or too late on slow ones.",
         fix: "Add `ecn_per_speed.\"400\" = { ... }` with thresholds scaled by the speed ratio (HPCC ns-3 scales Kmin/Kmax linearly with bandwidth).",
-        source: "HPCC ns-3 run.py: Kmin = 100 KB x bw/25G, Kmax = 400 KB x bw/25G. roce-mechanisms.md.",
+        source: "HPCC ns-3 run.py: Kmin = 100 KB x bw/25G, Kmax = 400 KB x bw/25G. See [mechanisms.md](../mechanisms.md).",
     },
     RuleInfo {
         code: "ECN006",
@@ -222,7 +222,7 @@ pub static RULES: &[RuleInfo] = &[
         checks: "Kmax (or Kmin) is above the ingress XOFF point: the static `qos.pfc.xoff_bytes` if set, else the dynamic threshold of the ingress lossless pool alpha x S / (1 + alpha).",
         why: "ECN should slow senders before PFC stops the link; if the queue must grow past the pause point before marking is complete, PFC fires first on every incast.",
         fix: "Lower Kmax below the XOFF point, or raise XOFF (larger alpha of the ingress lossless pool).",
-        source: "DCQCN design: ECN acts before PFC; SONiC/ns-3 MMU model in roce-mechanisms.md.",
+        source: "DCQCN design: ECN acts before PFC; SONiC/ns-3 MMU model in [mechanisms.md](../mechanisms.md#the-ns-3-reference-switch-buffer).",
     },
     RuleInfo {
         code: "HDR001",
@@ -258,7 +258,7 @@ pub static RULES: &[RuleInfo] = &[
         checks: "PFC is enabled on some priority and `qos.pfc_watchdog.enabled` is false.",
         why: "A NIC or switch that stops draining (firmware hang, deadlock) pauses its neighbours forever; the pause spreads. The watchdog detects a queue paused for the detection time and drops or forwards to break the storm.",
         fix: "Enable it: `[qos.pfc_watchdog] enabled = true` (SONiC defaults 200 ms detection and restoration).",
-        source: "SONiC pfcwd defaults; Cumulus, Juniper and Cisco recommend it for RoCE. roce-mechanisms.md.",
+        source: "SONiC pfcwd defaults; Cumulus, Juniper and Cisco recommend it for RoCE. See [mechanisms.md](../mechanisms.md).",
     },
     RuleInfo {
         code: "NIC001",

@@ -186,7 +186,32 @@ fn host003_pfc_priorities_mismatch() {
     let t = edit("[nic.qos]\ntrust = \"dscp\"", "[nic.qos]\ntrust = \"dscp\"\npfc_priorities = [3, 4]");
     let f = fires(&t, "HOST003");
     assert!(f.message.contains("[3, 4]") && f.message.contains("[3]"), "{}", f.message);
+    // The NIC is the wrong side here: the fix says so, and does not ask the switches to follow.
+    assert_eq!(f.hint, "remove [4] from the NIC's `pfc_priorities`; then both sides use [3]");
+    let t = edit("[nic.qos]\ntrust = \"dscp\"", "[nic.qos]\ntrust = \"dscp\"\npfc_priorities = []");
+    assert_eq!(fires(&t, "HOST003").hint, "add [3] to the NIC's `pfc_priorities`; then both sides use [3]");
     quiet(&edit("[nic.qos]\ntrust = \"dscp\"", "[nic.qos]\ntrust = \"dscp\"\npfc_priorities = [3]"), "HOST003");
+}
+
+/// The switches make the default class lossless (PFC002) and pause an unused priority; the NIC
+/// pauses only the RoCE priority. HOST003 must not tell the NIC to copy the switches' mistake
+/// (it used to say "use [0, 3, 4] on NICs and switches" while PFC002 said "remove 0").
+#[test]
+fn host003_points_at_the_switch_when_the_switch_is_wrong() {
+    let t = format!(
+        "{}\n[qos.pfc]\npriorities = [0, 3, 4]\n",
+        edit("[nic.qos]\ntrust = \"dscp\"", "[nic.qos]\ntrust = \"dscp\"\npfc_priorities = [3]")
+    );
+    let all = run(&t);
+    let pfc002 = all.iter().find(|f| f.code == "PFC002").expect("PFC002 fires");
+    assert!(pfc002.hint.contains("remove priority 0 from PFC"), "{}", pfc002.hint);
+    let f = fires(&t, "HOST003");
+    assert_eq!(
+        f.hint,
+        "the switches are wrong on [0]: take it out of their PFC (PFC002); no class uses [4]: drop it from the \
+         switches' PFC too (PFC001); then both sides use [3]"
+    );
+    assert!(!f.hint.contains("[0, 3, 4]"), "{}", f.hint);
 }
 
 #[test]
@@ -275,6 +300,7 @@ fn ecn005_thresholds_do_not_scale() {
     let t = edit("fabric_link = { speed_gbps = 100,", "fabric_link = { speed_gbps = 400,");
     let f = fires(&t, "ECN005");
     assert!(f.message.contains("100G") && f.message.contains("400G"), "{}", f.message);
+    assert!(f.message.contains(" µs vs ") && !f.message.contains(" us "), "{}", f.message);
     let scaled = t.replace(
         "ecn = { kmin_bytes = 150000, kmax_bytes = 1500000, pmax = 0.1 }",
         "ecn = { kmin_bytes = 150000, kmax_bytes = 1500000, pmax = 0.1 }\necn_per_speed.\"400\" = { kmin_bytes = 600000, kmax_bytes = 6000000, pmax = 0.1 }",
@@ -349,7 +375,13 @@ const SECOND_PROFILE: &str = "\n[nic_profiles.old]\nmtu = 4096\nfirmware = \"28.
 fn nic001_dcqcn_differs() {
     let t = format!("{BASE}{SECOND_PROFILE}[nic_profiles.old.dcqcn]\nrate_ai_mbps = 40\n");
     let f = fires(&t, "NIC001");
-    assert!(f.message.contains("rate_ai"), "{}", f.message);
+    // Keys and values as the file writes them.
+    assert!(f.message.ends_with("differs from `default`: rate_ai_mbps 5 vs 40"), "{}", f.message);
+    let t = format!("{BASE}{SECOND_PROFILE}[nic_profiles.old.dcqcn]\nvariant = \"paper\"\n");
+    let f = fires(&t, "NIC001");
+    assert!(f.message.contains("variant \"mlx5\" vs \"paper\""), "{}", f.message);
+    assert!(f.message.contains("alpha_timer_us 1 vs 55"), "{}", f.message);
+    assert!(!f.message.contains("Mlx5") && !f.message.contains("Paper"), "{}", f.message);
     quiet(&format!("{BASE}{SECOND_PROFILE}"), "NIC001");
 }
 

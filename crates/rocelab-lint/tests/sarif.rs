@@ -48,7 +48,7 @@ fn validate(root: &Value, schema: &Value, v: &Value, path: &str, errs: &mut Vec<
         }
     }
     if let (Some(f), Some(text)) = (s.get("format").and_then(Value::as_str), v.as_str()) {
-        let bad_chars = text.chars().any(|c| c.is_whitespace() || c == '\\' || c == '"');
+        let bad_chars = !uri_reference_ok(text);
         let scheme = text.split_once(':').is_some_and(|(sch, _)| {
             sch.len() > 1 && sch.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
         });
@@ -112,6 +112,14 @@ fn validate(root: &Value, schema: &Value, v: &Value, path: &str, errs: &mut Vec<
     }
 }
 
+/// RFC 3986: only unreserved and reserved ASCII characters, and `%` only as `%XX`.
+fn uri_reference_ok(text: &str) -> bool {
+    let b = text.as_bytes();
+    let escapes_ok = (0..b.len())
+        .all(|i| b[i] != b'%' || (i + 2 < b.len() && b[i + 1].is_ascii_hexdigit() && b[i + 2].is_ascii_hexdigit()));
+    escapes_ok && text.chars().all(|c| c.is_ascii_alphanumeric() || "-._~:/?#[]@!$&'()*+,;=%".contains(c))
+}
+
 fn check(v: &Value) -> Vec<String> {
     let root: Value = serde_json::from_str(SCHEMA).expect("schema parses");
     let mut errs = Vec::new();
@@ -138,6 +146,32 @@ fn sarif_output_validates_against_the_2_1_0_schema() {
     assert_eq!(results.iter().filter(|r| r.get("suppressions").is_some()).count(), 2);
     // A path with a space becomes a valid URI reference.
     assert_eq!(results[0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"], "fabrics/x%20y.toml");
+}
+
+/// Non-ASCII names (`é` is two UTF-8 bytes), `#`, `?`, `%` and `:` are percent-encoded, so the URI
+/// is a strict RFC 3986 `uri-reference`, and decoding it gives the path back.
+#[test]
+fn sarif_uris_are_strict_rfc_3986() {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/common-mistakes.toml")).unwrap();
+    for (file, want) in [
+        ("réseau/fabric é.toml", "r%C3%A9seau/fabric%20%C3%A9.toml"),
+        ("a#b?c%d:e.toml", "a%23b%3Fc%25d%3Ae.toml"),
+        ("./x/y.toml", "x/y.toml"),
+        ("C:\\fab\\f.toml", "C%3A/fab/f.toml"),
+    ] {
+        let model = rocelab_model::load_str(file, &text).expect("the example loads");
+        let r = lint(&model, file, &text, &Options::default());
+        let v: Value = serde_json::from_str(&output::sarif(&[r])).unwrap();
+        assert_eq!(check(&v), Vec::<String>::new(), "{file}");
+        let loc = &v["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"];
+        assert_eq!(loc.as_str().unwrap(), want, "{file}");
+    }
+    // The checker itself refuses what a strict uri-reference cannot hold.
+    for bad in ["fabric é.toml", "a b", "50%", "%zz", "a\\b"] {
+        assert!(!uri_reference_ok(bad), "{bad}");
+    }
+    assert!(uri_reference_ok("r%C3%A9seau/x.toml"));
 }
 
 #[test]

@@ -524,7 +524,7 @@ pub struct NicConfig {
 }
 
 /// DCQCN knobs; any left out take the defaults of the chosen `variant`
-/// (see `../shared/reference/roce-mechanisms.md`, the defaults table).
+/// (see docs/mechanisms.md, the DCQCN variants table).
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct DcqcnConfig {

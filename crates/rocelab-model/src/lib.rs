@@ -69,8 +69,24 @@ impl fmt::Display for LoadError {
 
 impl std::error::Error for LoadError {}
 
+/// Receives the name of each loading stage as it starts ("computing ECMP routes").
+pub type Stage<'a> = &'a dyn Fn(&'static str);
+
 /// Reads, parses and validates a fabric file.
 pub fn load_file(path: &Path) -> Result<Model, LoadError> {
+    load_file_observed(path, &|_| {})
+}
+
+/// `load_file`, naming each stage to `stage` as it starts.
+pub fn load_file_observed(path: &Path, stage: Stage) -> Result<Model, LoadError> {
+    stage("reading the file");
+    let text = read_text(path)?;
+    load_str_observed(&path.display().to_string(), &text, stage)
+}
+
+/// Reads a fabric file as UTF-8 text; a stray byte is a located error (`file:line:column`), the
+/// same for every verb that reads fabric files.
+pub fn read_text(path: &Path) -> Result<String, LoadError> {
     let file = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|error| LoadError::Io { file: file.clone(), error })?;
     let text = String::from_utf8(bytes).map_err(|e| {
@@ -88,14 +104,20 @@ pub fn load_file(path: &Path) -> Result<Model, LoadError> {
             location: Some(location),
         }])
     })?;
-    load_str(&file, &text)
+    Ok(text)
 }
 
 /// Parses and validates fabric-file text; `file` names it in diagnostics.
 pub fn load_str(file: &str, text: &str) -> Result<Model, LoadError> {
+    load_str_observed(file, text, &|_| {})
+}
+
+/// `load_str`, naming each stage to `stage` as it starts.
+pub fn load_str_observed(file: &str, text: &str, stage: Stage) -> Result<Model, LoadError> {
+    stage("parsing");
     let map = SourceMap::new(file, text);
     let config = parse_config(file, text, &map)?;
-    model::Model::from_config(config, text).map_err(|mut ds| {
+    model::Model::from_config_observed(config, text, stage).map_err(|mut ds| {
         for d in &mut ds {
             d.location = Some(map.locate(text, &d.path));
         }

@@ -360,10 +360,19 @@ impl Model {
 
     /// Validates a config; `text` is hashed as the fabric identity.
     pub fn from_config(config: Config, text: &str) -> Result<Model, Vec<Diagnostic>> {
+        Self::from_config_observed(config, text, &|_| {})
+    }
+
+    /// `from_config`, naming each stage to `stage` as it starts (for a progress display: a
+    /// million-host fabric takes a while to build and route).
+    pub fn from_config_observed(config: Config, text: &str, stage: crate::Stage) -> Result<Model, Vec<Diagnostic>> {
         let mut errs = Vec::new();
+        stage("building the topology");
         let graph = topology::build(&config.topology, &mut errs);
+        stage("checking switch models and QoS");
         let switch_models = resolve_switch_models(&config, graph.as_ref(), &mut errs);
         let qos = resolve_qos(&config.qos, &mut errs);
+        check_simulation(&config.simulation, &mut errs);
         let gpu_node = resolve_gpu_node(&config);
         let (graph, qos) = match (graph, qos) {
             (Some(g), Some(q)) if errs.is_empty() => (g, q),
@@ -481,7 +490,9 @@ impl Model {
             return Err(errs);
         }
         let rails = collect_rails(&nodes, &ports);
+        stage("computing ECMP routes");
         let routing = Routing::compute(&nodes, &ports);
+        stage("checking the routes");
         if let Err(d) = routing.check_connected(&nodes) {
             errs.push(d);
         }
@@ -949,11 +960,14 @@ fn resolve_nic(
         BitsPerSec::from_gbps_f64(s.max(0.001))
     });
     let mtu = c.mtu.unwrap_or(4096);
-    if !(256..=9000).contains(&mtu) {
+    // RoCE inherits InfiniBand's path MTUs (256 to 4096 bytes of payload); a 9000-byte Ethernet
+    // MTU is the port's, not RoCE's. Sizes in between model other simulators' payloads (ns-3's
+    // 1000, htsim's 4000).
+    if !(256..=4096).contains(&mtu) {
         errs.push(Diagnostic::new(
             format!("{path}.mtu"),
-            format!("RoCE MTU {mtu} is outside 256..=9000 bytes"),
-            "real NICs use 1024, 2048 or 4096 (4096 with jumbo-frame ports is usual); other sizes are for comparing with other simulators",
+            format!("RoCE MTU {mtu} is outside 256..=4096 bytes (RoCE path MTUs are 256, 512, 1024, 2048 and 4096)"),
+            "use 4096 (with 9000-byte or larger Ethernet MTUs on the ports, the usual setting), 2048 or 1024; the Ethernet MTU belongs on the links (`mtu` of a link)",
         ));
     }
     let d = &c.dcqcn;
@@ -1166,6 +1180,28 @@ fn transport_timeout(c: &NicConfig, path: &str, errs: &mut Vec<Diagnostic>) -> O
         return None;
     }
     ib_ack_timeout(e)
+}
+
+/// `[simulation]`: times must be positive, finite and fit the engine's picosecond clock.
+fn check_simulation(c: &SimulationConfig, errs: &mut Vec<Diagnostic>) {
+    // 10¹² µs (11.6 days) of simulated time, well inside u64 picoseconds (213 days).
+    const MAX_US: f64 = 1e12;
+    for (key, v) in [("duration_us", c.duration_us), ("sample_interval_us", c.sample_interval_us)] {
+        if let Some(v) = v {
+            if !(v.is_finite() && v > 0.0 && v <= MAX_US) {
+                errs.push(Diagnostic::new(
+                    format!("simulation.{key}"),
+                    format!("`{key}` must be a positive number of µs up to 10¹² (11.6 days), got {v}"),
+                    match key {
+                        "duration_us" => {
+                            "e.g. `duration_us = 1000` for 1 ms; leave it out to run until every flow finishes"
+                        }
+                        _ => "e.g. `sample_interval_us = 10`; leave it out for no time series",
+                    },
+                ));
+            }
+        }
+    }
 }
 
 fn resolve_gpu_node(c: &Config) -> GpuNode {

@@ -1,6 +1,6 @@
 //! Presets and published defaults: switch ASIC classes, PFC peer-response times, DCQCN knobs.
 //!
-//! Figures come from `../shared/reference/roce-mechanisms.md`. Buffer sizes of ASIC classes are
+//! Figures come from docs/mechanisms.md. Buffer sizes of ASIC classes are
 //! public but low-confidence figures: presets say `approximate = true` and every value can be
 //! overridden in the fabric file.
 
@@ -140,8 +140,8 @@ pub const SPEED_OF_LIGHT_IN_CABLE_M_PER_S: f64 = 1.98e8;
 /// 8·1024, which is the same figure up to a factor 1.024; the design document's formula, used
 /// here, is the physical one). Checked against SONiC's static Spectrum-2 table
 /// (pg_profile_lookup.ini), 100G / 300 m: xoff 165888, xon 18432, size 184320 — reproduced
-/// exactly. The "worked example" 100G / 100 m -> xoff 144384 quoted in
-/// `../shared/reference/roce-mechanisms.md` is *not* what this formula gives with Spectrum-2's
+/// exactly. A "worked example" 100G / 100 m -> xoff 144384 once quoted in rocelab's design
+/// notes is *not* what this formula gives with Spectrum-2's
 /// inputs (cell 144 B, 1024 B lossless MTU, 100 % small packets, 394 quanta): it gives 108544.
 /// Reaching 144384 needs a cell occupancy of 3.0 instead of 144/64 = 2.25, and no published
 /// SONiC input set yields both figures; the tests pin the formula to the static-table row and

@@ -260,7 +260,12 @@ pub fn render_text(s: &TopoSummary) -> String {
         s.bisection_gbps / 1000.0,
         s.bisection_ratio * 100.0
     );
-    let _ = writeln!(o, "  diameter: {} hops; {} distinct ECMP groups", s.diameter_hops, s.ecmp_groups);
+    let _ = writeln!(
+        o,
+        "  diameter: {}; {}",
+        plural(s.diameter_hops as u64, "hop"),
+        plural(s.ecmp_groups as u64, "distinct ECMP group")
+    );
     if !s.rails.is_empty() {
         let _ = writeln!(o, "\n  rails:");
         for r in &s.rails {
@@ -282,11 +287,23 @@ pub fn render_text(s: &TopoSummary) -> String {
     for p in &s.paths {
         let _ = writeln!(
             o,
-            "    {:<24} e.g. {:<18} {} hops, {} ECMP paths",
-            p.relation, p.example_dst, p.hops, p.ecmp_paths
+            "    {:<24} e.g. {:<18} {}, {}",
+            p.relation,
+            p.example_dst,
+            plural(p.hops as u64, "hop"),
+            plural(p.ecmp_paths, "ECMP path")
         );
     }
     o
+}
+
+/// `1 hop`, `2 hops`: a count with its noun in the right number.
+fn plural(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
 
 /// Graphviz DOT: tiers as ranks, parallel links merged with a count.

@@ -202,6 +202,26 @@ fn too_big(count: u64, path: &str, errs: &mut Vec<Diagnostic>) -> bool {
 /// Refuses link counts too large to hold (e.g. `links_per_leaf_spine = 1000000000`).
 const MAX_LINKS: u128 = 8_000_000;
 
+/// Refuses routing tables too large to hold (switches × destination leaves), from the counts
+/// alone, before a single node is built; the loader checks the built graph again.
+fn too_many_cells(switches: u128, leaves: u128, path: &str, errs: &mut Vec<Diagnostic>) -> bool {
+    let cells = switches * leaves;
+    let max = crate::routing::MAX_TABLE_CELLS as u128;
+    if cells > max {
+        errs.push(Diagnostic::new(
+            path,
+            format!(
+                "routing tables would need {cells} cells ({switches} switches x {leaves} destination leaves), more \
+                 than rocelab's limit of {max}"
+            ),
+            "check the counts; a 100k-GPU rail-optimized fabric needs about 15 million",
+        ));
+        true
+    } else {
+        false
+    }
+}
+
 fn too_many_links(count: u128, path: &str, errs: &mut Vec<Diagnostic>) -> bool {
     if count > MAX_LINKS {
         errs.push(Diagnostic::new(
@@ -260,7 +280,11 @@ fn leaf_spine(c: &LeafSpineConfig, errs: &mut Vec<Diagnostic>) -> Option<Graph> 
     let fab = spec(&c.fabric_link, &format!("{p}.fabric_link"), errs);
     let total = c.leaves as u64 * (1 + c.hosts_per_leaf as u64) + c.spines as u64;
     let links = c.leaves as u128 * (uplinks as u128 + c.hosts_per_leaf as u128);
-    if errs.len() > e0 || too_big(total, p, errs) || too_many_links(links, p, errs) {
+    if errs.len() > e0
+        || too_big(total, p, errs)
+        || too_many_links(links, p, errs)
+        || too_many_cells(c.leaves as u128 + c.spines as u128, c.leaves as u128, p, errs)
+    {
         return None;
     }
     let (host, fab) = (host?, fab?);
@@ -299,7 +323,11 @@ fn fat_tree(c: &FatTreeConfig, errs: &mut Vec<Diagnostic>) -> Option<Graph> {
     let host = c.host_link.as_ref().map(|s| spec(s, &format!("{p}.host_link"), errs));
     let core = c.core_link.as_ref().map(|s| spec(s, &format!("{p}.core_link"), errs));
     let k = c.k as u64;
-    if errs.len() > e0 || too_big(k * k * k / 4 + 5 * k * k / 4, p, errs) {
+    // 5k²/4 switches; every edge switch (k²/2 of them) is a destination leaf.
+    if errs.len() > e0
+        || too_big(k * k * k / 4 + 5 * k * k / 4, p, errs)
+        || too_many_cells(5 * k as u128 * k as u128 / 4, k as u128 * k as u128 / 2, p, errs)
+    {
         return None;
     }
     let link = link?;
@@ -401,6 +429,11 @@ fn rail_optimized(c: &RailOptimizedConfig, errs: &mut Vec<Diagnostic>) -> Option
             return None;
         }
         g.pod_oversubscription = Some(spine_down as f64 / spine_up as f64);
+    }
+    // Every NIC attaches to one rail leaf: the leaves are the destination groups.
+    let leaves = sus as u128 * c.rails as u128;
+    if too_many_cells(leaves + pods as u128 * spines as u128 + cores_n as u128, leaves, p, errs) {
+        return None;
     }
     let cores: Vec<u32> = (0..cores_n).map(|i| g.node(format!("core{i}"), Tier::Core, c.core_model.clone())).collect();
     let mut node = 0u32;

@@ -355,3 +355,69 @@ fn a_file_that_is_not_utf8() {
     let msg = load_file(&p).unwrap_err().to_string();
     assert!(msg.starts_with(&format!("{}:2:10: error:", p.display())), "{msg}");
 }
+
+#[test]
+fn roce_mtu_above_4096_is_refused() {
+    // 9000 is an Ethernet (port) MTU; RoCE path MTUs stop at 4096.
+    let e = expect(&format!("{BASE}[nic]\nmtu = 9000\n"), "8:7", &["`nic.mtu`", "9000", "256..=4096"]);
+    assert!(e.contains("help:"), "{e}");
+    expect(&format!("{BASE}[nic_profiles.big]\nmtu = 4097\n"), "8:7", &["`nic_profiles.big.mtu`"]);
+    expect(&format!("{BASE}[nic]\nmtu = 255\n"), "8:7", &["`nic.mtu`"]);
+    for ok in [256, 1000, 4000, 4096] {
+        assert!(load_str("f.toml", &format!("{BASE}[nic]\nmtu = {ok}\n")).is_ok(), "mtu {ok}");
+    }
+}
+
+#[test]
+fn simulation_times_must_be_positive() {
+    expect(
+        &format!("{BASE}[simulation]\nduration_us = -1\n"),
+        "8:15",
+        &["`simulation.duration_us`", "positive", "got -1"],
+    );
+    expect(&format!("{BASE}[simulation]\nduration_us = 0.0\n"), "8:15", &["`simulation.duration_us`"]);
+    expect(&format!("{BASE}[simulation]\nduration_us = nan\n"), "8:15", &["`simulation.duration_us`"]);
+    expect(&format!("{BASE}[simulation]\nduration_us = 1e13\n"), "8:15", &["`simulation.duration_us`"]);
+    expect(&format!("{BASE}[simulation]\nsample_interval_us = -5\n"), "8:22", &["`simulation.sample_interval_us`"]);
+    assert!(load_str("f.toml", &format!("{BASE}[simulation]\nduration_us = 0.5\nsample_interval_us = 10\n")).is_ok());
+}
+
+/// Routing tables too large are refused from the counts, before the graph is built (it used to
+/// take seconds and a gigabyte to reach the same refusal).
+#[test]
+fn routing_tables_too_large_are_refused_before_building() {
+    let ft = "[topology.fat_tree]\nk = 140\nlink = { speed_gbps = 400 }\nswitch_model = \"big\"\n\
+              [switch_models.big]\npreset = \"tomahawk3\"\nports = 140\n";
+    let e = error(ft);
+    assert!(
+        e.contains(
+            "`topology.fat_tree`: routing tables would need 240100000 cells (24500 switches x 9800 destination leaves)"
+        ),
+        "{e}"
+    );
+    let ls = "[topology.leaf_spine]\nleaves = 20000\nspines = 16\nhosts_per_leaf = 1\n\
+              host_link = { speed_gbps = 100 }\nfabric_link = { speed_gbps = 100 }\n";
+    let e = error(ls);
+    assert!(e.contains("(20016 switches x 20000 destination leaves)"), "{e}");
+    let rail = "[topology.rail_optimized]\ngpu_nodes = 160000\nrails = 8\nnodes_per_su = 32\nsus_per_pod = 5000\n\
+                host_link = { speed_gbps = 400 }\nleaf_link = { speed_gbps = 400 }\n";
+    let e = error(rail);
+    assert!(e.contains("destination leaves)") && e.contains("routing tables would need"), "{e}");
+}
+
+/// Loading names its stages in order, for the CLI's progress display.
+#[test]
+fn loading_reports_its_stages() {
+    let seen = std::cell::RefCell::new(Vec::new());
+    rocelab_model::load_str_observed("f.toml", BASE, &|s| seen.borrow_mut().push(s)).unwrap();
+    assert_eq!(
+        seen.into_inner(),
+        [
+            "parsing",
+            "building the topology",
+            "checking switch models and QoS",
+            "computing ECMP routes",
+            "checking the routes"
+        ]
+    );
+}

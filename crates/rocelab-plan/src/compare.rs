@@ -119,6 +119,7 @@ pub fn parse_link(s: &str) -> Result<LinkProfile, PlanError> {
     if let Some(r) = rate {
         l.name = format!("{name}@{r}G");
         l.rate_gbps = r;
+        l.link_gbps = None;
     }
     Ok(l)
 }

@@ -1000,11 +1000,11 @@ fn assumptions(s: &Scenario, extra: &[String]) -> Vec<String> {
     let mut a = vec![
         {
             let peak = c.gpu.peak_bf16_tflops * s.precision.peak_multiplier();
-            format!("{} sustains {:.0} TFLOP/s of model math while busy: {:.1}% of its {:.0} TFLOP/s dense {} peak",
-                c.gpu.name, c.sustained_tflops, 100.0 * c.sustained_tflops / peak, peak, s.precision.name())
+            format!("{} sustains {:.0} TFLOP/s of model math while busy: {:.1}% of its {:.0} TFLOP/s dense {} tensor peak",
+                c.gpu.name, c.sustained_tflops, 100.0 * c.sustained_tflops / peak, peak, s.precision.peak_label())
         },
-        format!("{} GPUs per node over {} ({:.0} GB/s effective); network {} at {} Gb/s × {:.0}% efficiency, {} µs, {} NIC(s) per node ({:.1} GB/s per GPU)",
-            c.gpus_per_node, c.intra_node.name, c.intra_node.effective_bytes_per_s() / 1e9, c.network.name, c.network.rate_gbps,
+        format!("{} GPUs per node over {} ({:.0} GB/s effective); network {} at {} × {:.0}% efficiency, {} µs, {} NIC(s) per node ({:.1} GB/s per GPU)",
+            c.gpus_per_node, c.intra_node.name, c.intra_node.effective_bytes_per_s() / 1e9, c.network.name, c.network.rate_text(),
             c.network.efficiency * 100.0, c.network.latency_us, c.nics_per_node, c.nic_bytes_per_s_per_gpu() / 1e9),
         format!("overlap of layer collectives: TP {:.0}%, CP {:.0}%, EP {:.0}%, PP {:.0}%",
             s.overlap.tp * 100.0, s.overlap.cp * 100.0, s.overlap.ep * 100.0, s.overlap.pp * 100.0),

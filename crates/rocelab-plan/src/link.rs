@@ -1,8 +1,8 @@
 //! Link profiles: the interconnects a plan can use, each with its rate, one-way small-message
 //! latency as seen by a collective library, and the share of the rate a collective achieves.
 //!
-//! Rates and latencies: `reference/planner.md` (Intel and Thunderbolt briefs, NVIDIA docs,
-//! stas00/ml-engineering, Larsen et al. 2007). Efficiencies are measured ratios where one exists
+//! Rates and latencies (sources listed in docs/plan.md): Intel and Thunderbolt briefs, NVIDIA docs,
+//! stas00/ml-engineering, Larsen et al. 2007. Efficiencies are measured ratios where one exists
 //! (NVLink 4: 367.6/450 GB/s busbw, nccl-tests on 8×H200; RoCE 400G: 376.7/400 GB/s, 4 nodes ×
 //! 8×B200; USB4/TB: 16.4/20 Gb/s TCP) and stated assumptions otherwise; every preset carries its
 //! source string and every field can be overridden.
@@ -24,8 +24,11 @@ pub enum Transport {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LinkProfile {
     pub name: String,
-    /// Signalling rate per port and direction, Gb/s.
+    /// Data rate per port and direction, Gb/s: what the formulas use.
     pub rate_gbps: f64,
+    /// The link rate users know the port by, when the data rate is lower (Thunderbolt 4 is a
+    /// 40 Gb/s link that carries 32 Gb/s of PCIe data). `None`: the same as `rate_gbps`.
+    pub link_gbps: Option<f64>,
     /// One-way small-message latency, µs.
     pub latency_us: f64,
     /// Share of `rate_gbps` a large collective achieves (busbw / rate).
@@ -77,6 +80,7 @@ impl LinkProfile {
             LinkProfile {
                 name: name.into(),
                 rate_gbps,
+                link_gbps: None,
                 latency_us,
                 efficiency,
                 transport,
@@ -97,10 +101,10 @@ impl LinkProfile {
                 "PCIe Gen4 x16 ≈31 GB/s per direction (stas00); efficiency assumed"),
             "pcie5" => l("pcie5", 504.0, 1.5, 0.80, Pcie, None, None,
                 "PCIe Gen5 x16 ≈63 GB/s per direction (stas00); efficiency assumed"),
-            "tb4" => l("tb4", 32.0, 30.0, 0.82, Tcp, Some(4), Some(1),
-                "Thunderbolt 4: 32 Gb/s host-to-host networking (Intel TB4 brief); 16.4/20 Gb/s TCP measured on USB4 (jiribrejcha.net); no switches"),
-            "tb5" => l("tb5", 64.0, 30.0, 0.82, Tcp, Some(4), Some(1),
-                "Thunderbolt 5: 64 Gb/s host networking (TB5 brief); TCP latency order of magnitude (jeffgeerling.com); no switches"),
+            "tb4" => LinkProfile { link_gbps: Some(40.0), ..l("tb4", 32.0, 30.0, 0.82, Tcp, Some(4), Some(1),
+                "Thunderbolt 4: 40 Gb/s link, 32 Gb/s of PCIe data for host-to-host networking (Intel TB4 brief); 16.4/20 Gb/s TCP measured on USB4 (jiribrejcha.net); no switches") },
+            "tb5" => LinkProfile { link_gbps: Some(80.0), ..l("tb5", 64.0, 30.0, 0.82, Tcp, Some(4), Some(1),
+                "Thunderbolt 5: 80 Gb/s link, 64 Gb/s of PCIe data for host networking (TB5 brief); TCP latency order of magnitude (jeffgeerling.com); no switches") },
             "eth10-tcp" => l("eth10-tcp", 10.0, 15.0, 0.94, Tcp, None, Some(1),
                 "10 GbE + kernel TCP: payload ≈94% at MTU 1500; ≥10 µs one-way in the stack (Larsen et al. 2007)"),
             "eth25-tcp" => l("eth25-tcp", 25.0, 15.0, 0.90, Tcp, None, Some(1),
@@ -123,6 +127,15 @@ impl LinkProfile {
                 "InfiniBand XDR 4x 800 Gb/s; latency assumed as HDR"),
             _ => return None,
         })
+    }
+
+    /// The rate as users know it: `400 Gb/s`, or `40 Gb/s link, 32 Gb/s PCIe data` for a port
+    /// whose data rate is below its link rate.
+    pub fn rate_text(&self) -> String {
+        match self.link_gbps {
+            Some(l) if l != self.rate_gbps => format!("{l} Gb/s link, {} Gb/s PCIe data", self.rate_gbps),
+            _ => format!("{} Gb/s", self.rate_gbps),
+        }
     }
 
     /// Bytes per second a large transfer achieves on one port: rate/8 × efficiency.

@@ -59,6 +59,18 @@ impl Precision {
         }
     }
 
+    /// The tensor-core figure `peak_multiplier` scales to, as vendors label it: int4 weight-only
+    /// kernels run their math in 16 bit, so their peak is the BF16 one, not an int4 figure.
+    pub fn peak_label(self) -> &'static str {
+        match self {
+            Precision::Fp32 => "TF32",
+            Precision::Bf16 => "BF16",
+            Precision::Fp16 => "FP16",
+            Precision::Fp8 => "FP8",
+            Precision::Int4 => "BF16 (int4 weights are computed in 16 bit)",
+        }
+    }
+
     /// Tensor-core throughput relative to dense BF16: FP32 runs as TF32 at half rate, FP8 at
     /// twice the rate on Hopper and Blackwell; int4 weight-only kernels compute in 16 bit.
     pub fn peak_multiplier(self) -> f64 {

@@ -319,6 +319,39 @@ pub fn render_plan(s: &crate::Scenario, e: &Estimate, f: Format) -> String {
 
 /// The usage → acceptable network table.
 pub fn render_compare(t: &CompareTable, f: Format) -> String {
+    render_compare_fit(t, f, None)
+}
+
+/// Words of `text` on lines of at most `width` characters (longer words stand alone), each
+/// line after the first indented by `indent` spaces.
+fn wrap(text: &str, width: usize, first: &str, indent: usize) -> String {
+    let mut out = String::new();
+    let mut line = first.to_string();
+    let mut fresh = true;
+    for word in text.split(' ') {
+        let len = line.chars().count();
+        if !fresh && len + 1 + word.chars().count() > width {
+            out += line.trim_end();
+            out.push('\n');
+            line = " ".repeat(indent);
+            fresh = true;
+        }
+        if !fresh {
+            line.push(' ');
+        }
+        line.push_str(word);
+        fresh = false;
+    }
+    out += line.trim_end();
+    out.push('\n');
+    out
+}
+
+/// The `--compare` table for a terminal `width` characters wide (`None`: no limit). When the
+/// grid (usages down, links across) does not fit, it is transposed: one block per usage, one
+/// line per link, so its width no longer grows with the number of links; footnotes are
+/// wrapped. Markdown and JSON are never narrowed (they are for wide use).
+pub fn render_compare_fit(t: &CompareTable, f: Format, width: Option<usize>) -> String {
     if f == Format::Json {
         return json(t);
     }
@@ -338,20 +371,42 @@ pub fn render_compare(t: &CompareTable, f: Format) -> String {
         g.row(cells);
     }
     let mut o = String::new();
+    let grid = g.render(f);
+    let limit = if f == Format::Markdown { None } else { width };
+    let fits = limit.is_none_or(|w| grid.lines().all(|l| l.chars().count() <= w));
     if f == Format::Markdown {
         o += "# rocelab plan --compare\n\n";
-    } else {
+        o += &grid;
+    } else if fits {
         o += "rocelab plan --compare — usage → acceptable network (cell: verdict, deciding figure)\n\n";
+        o += &grid;
+    } else {
+        let w = limit.unwrap_or(usize::MAX);
+        o += &wrap("rocelab plan --compare — per usage, each network's verdict and deciding figure", w, "", 2);
+        let name_w = t.links.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+        for r in &t.rows {
+            o += "\n";
+            let head = format!("{} → {}", r.usage, r.acceptable.as_deref().unwrap_or("none of these"));
+            o += &wrap(&head, w, "", 2);
+            for (link, c) in t.links.iter().zip(&r.cells) {
+                let first = format!("  {link:<name_w$}  ");
+                let indent = first.chars().count();
+                o += &wrap(&format!("{} {}", c.verdict.name(), c.figure), w, &first, indent);
+            }
+        }
     }
-    o += &g.render(f);
     o += "\n";
+    let w = limit.unwrap_or(usize::MAX);
+    let (lead, cont) = if f == Format::Markdown { ("- ", 2) } else { ("  ", 4) };
     for r in &t.rows {
-        o += &format!("{}{}: {}\n", if f == Format::Markdown { "- " } else { "  " }, r.usage, r.scenario);
+        o += &wrap(&format!("{}: {}", r.usage, r.scenario), w, lead, cont);
     }
-    o += &format!("\n{}verdict from the share of time GPUs wait on the network: good ≤ {:.0}%, acceptable ≤ {:.0}%, marginal ≤ {:.0}%, poor above; unbuildable: the link has no switches for that many hosts\n",
-        if f == Format::Markdown { "" } else { "  " },
+    let lead = if f == Format::Markdown { "" } else { "  " };
+    let verdicts = format!("verdict from the share of time GPUs wait on the network: good ≤ {:.0}%, acceptable ≤ {:.0}%, marginal ≤ {:.0}%, poor above; unbuildable: the link has no switches for that many hosts",
         crate::estimate::GOOD_SHARE * 100.0, crate::estimate::ACCEPTABLE_SHARE * 100.0, crate::estimate::MARGINAL_SHARE * 100.0);
-    o += &format!("{}{}\n", if f == Format::Markdown { "" } else { "  " }, t.note);
+    o += "\n";
+    o += &wrap(&verdicts, w, lead, lead.len() + 2);
+    o += &wrap(&t.note, w, lead, lead.len() + 2);
     o
 }
 

@@ -385,6 +385,7 @@ pub fn resolve(spec: &PlanSpec) -> Result<Scenario, PlanError> {
             network.name = format!("{}@{}G", network.name, v);
         }
         network.rate_gbps = v;
+        network.link_gbps = None;
     }
     if let Some(v) = ic.latency_us {
         network.latency_us = v;

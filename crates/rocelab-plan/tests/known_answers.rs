@@ -1,4 +1,4 @@
-//! Known answers from the references (reference/planner.md): each test fails if its formula is
+//! Known answers from the public sources listed in docs/plan.md: each test fails if its formula is
 //! wrong, and the Llama 3 405B step time lands within a factor 1.5 of the published ≈6.2 s.
 
 use rocelab_plan::collective::{alpha_beta_seconds, nccl_seconds, Collective};

@@ -1,5 +1,5 @@
 //! Counters the engine writes on the hot path: preallocated, plain integers, no names.
-//! Names from the metric schema (`../shared/reference/metrics.md`) are attached at report time.
+//! Names from the metric schema (docs/metrics.md) are attached at report time.
 
 use rocelab_model::SimTime;
 

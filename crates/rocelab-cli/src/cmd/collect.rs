@@ -4,7 +4,7 @@
 use crate::common::{Failure, VerbResult};
 use rocelab_doctor::collect::{self, CollectOptions};
 use rocelab_doctor::tools::Tools;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -43,6 +43,8 @@ pub fn run(a: Args) -> VerbResult {
     if a.count == 0 {
         return Err(Failure::bad_input("error: --count must be at least 1"));
     }
+    // An output that cannot be written is bad input whether or not this host has RDMA ports.
+    writable_dir_for(&a.out)?;
     let ports = collect::discover(&a.sysfs_root);
     if ports.is_empty() {
         println!(
@@ -92,4 +94,31 @@ pub fn run(a: Args) -> VerbResult {
     }
     println!("wrote {} snapshot(s) to {}; next: rocelab doctor {}", written.len(), a.out.display(), a.out.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// Checks, before any work, that `out` (a directory, or a `.tar.gz` beside its scratch
+/// directory) can be created: the nearest existing ancestor must be a directory we can write in.
+fn writable_dir_for(out: &Path) -> Result<(), Failure> {
+    let mut dir = out;
+    while !dir.as_os_str().is_empty() && !dir.exists() {
+        dir = dir.parent().unwrap_or(Path::new(""));
+    }
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    let fail = |why: String| {
+        Failure::bad_input(format!(
+            "error: cannot write {}: {why}\n  = help: give --out a directory you can write to",
+            out.display()
+        ))
+    };
+    if !dir.is_dir() {
+        return Err(fail(format!("{} is not a directory", dir.display())));
+    }
+    let probe = dir.join(format!(".rocelab-collect-probe-{}", std::process::id()));
+    match std::fs::File::create(&probe) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(fail(format!("{}: {e}", dir.display()))),
+    }
 }

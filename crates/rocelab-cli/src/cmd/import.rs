@@ -91,11 +91,11 @@ fn notes(s: &Scenario, quiet: bool) {
     }
 }
 
-fn write_fabric(s: &Scenario, out: &Path) -> Result<PathBuf, Failure> {
+fn write_fabric(s: &Scenario, dialect: &fabric::Dialect, out: &Path) -> Result<PathBuf, Failure> {
     std::fs::create_dir_all(out)
         .map_err(|e| Failure::bad_input(format!("error: cannot create {}: {e}", out.display())))?;
     let path = out.join("fabric.toml");
-    write_atomic(&path, fabric::to_toml(s).as_bytes())?;
+    write_atomic(&path, fabric::to_toml_with(s, dialect).as_bytes())?;
     println!(
         "wrote {} ({} hosts, {} switches, {} links, {} flows)",
         path.display(),
@@ -123,7 +123,7 @@ pub fn run(a: Args) -> VerbResult {
             }
             let imp = ns3::import(&n.config, n.topology.as_deref(), n.flows.as_deref()).map_err(failure)?;
             notes(&imp.scenario, n.quiet);
-            write_fabric(&imp.scenario, &n.out)?;
+            write_fabric(&imp.scenario, &fabric::NS3, &n.out)?;
             Ok(ExitCode::SUCCESS)
         }
         What::Htsim(h) => {
@@ -135,7 +135,7 @@ pub fn run(a: Args) -> VerbResult {
             };
             let s = htsim::import(&h.cm, h.topo.as_deref(), &net).map_err(failure)?;
             notes(&s, h.quiet);
-            write_fabric(&s, &h.out)?;
+            write_fabric(&s, &htsim::DIALECT, &h.out)?;
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -155,7 +155,7 @@ pub fn simulate_ns3(
 ) -> VerbResult {
     let imp = ns3::import(config, topology, flows).map_err(failure)?;
     notes(&imp.scenario, quiet);
-    let path = write_fabric(&imp.scenario, out)?;
+    let path = write_fabric(&imp.scenario, &fabric::NS3, out)?;
     let model = crate::common::load_fabric(&path)?;
     let mut opts = rocelab_sim::options_from_model(&model);
     if let Some(s) = seed {

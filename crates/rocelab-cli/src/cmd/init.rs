@@ -43,6 +43,7 @@ pub fn run(a: Args) -> VerbResult {
         )));
     }
     write_atomic(&a.path, t.text.as_bytes())?;
-    eprintln!("wrote {} ({}); next: rocelab topo {}", a.path.display(), t.about, a.path.display());
+    let p = a.path.display();
+    eprintln!("wrote {p} ({}); next: rocelab topo {p}, rocelab lint {p}, rocelab simulate {p}", t.about);
     Ok(ExitCode::SUCCESS)
 }

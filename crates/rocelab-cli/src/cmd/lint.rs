@@ -4,7 +4,7 @@
 //! with `--deny warnings`), 2 if a file could not be read or validated, else 0.
 
 use crate::common::{write_atomic, Failure, VerbResult, EXIT_FAILED_CHECK};
-use rocelab_lint::{lint_file, output, registry, FileReport, Options};
+use rocelab_lint::{lint_file_observed, output, registry, FileReport, Options};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -101,7 +101,8 @@ pub fn run(a: Args) -> VerbResult {
     let mut reports: Vec<FileReport> = Vec::new();
     let mut bad: Vec<String> = Vec::new();
     for f in &a.files {
-        match lint_file(f, &opts) {
+        let stages = crate::common::Stages::start(&format!("lint {}", f.display()));
+        match lint_file_observed(f, &opts, &|s| stages.stage(s)) {
             Ok(r) => reports.push(r),
             Err(e) => bad.push(e.to_string()),
         }

@@ -7,7 +7,7 @@
 
 use crate::common::{write_atomic, Failure, VerbResult};
 use rocelab_plan::compare::CompareSpec;
-use rocelab_plan::render::{render_compare, render_plan, render_search, Format};
+use rocelab_plan::render::{render_compare_fit, render_plan, render_search, Format};
 use rocelab_plan::spec::{self, InferenceInput, PlanSpec, TrainingInput};
 use rocelab_plan::{compare, estimate, resolve, search, FabricFacts, PlanError, SearchSpec};
 use std::path::PathBuf;
@@ -49,6 +49,10 @@ pub struct Args {
     /// Write the result to FILE (atomically) instead of stdout.
     #[arg(long, short, value_name = "FILE")]
     output: Option<PathBuf>,
+    /// Width of the --compare table in characters (0: no limit). Default: the terminal's
+    /// width, else $COLUMNS, else 100; a table wider than that is printed one usage per block.
+    #[arg(long)]
+    width: Option<usize>,
 
     /// Model preset: llama3-8b, llama3-70b, llama3-405b, mixtral-8x7b, deepseek-v3.
     #[arg(long, help_heading = "Model")]
@@ -333,6 +337,21 @@ fn fabric_facts(path: &std::path::Path) -> Result<FabricFacts, Failure> {
     })
 }
 
+/// The width the --compare table must fit: the flag, the terminal, $COLUMNS, or 100, so the
+/// same command gives the same bytes in a pipe or a file.
+fn compare_width(flag: Option<usize>, to_file: bool) -> Option<usize> {
+    if let Some(w) = flag {
+        return (w > 0).then_some(w);
+    }
+    if !to_file {
+        if let Some((_, cols)) = console::Term::stdout().size_checked() {
+            return Some(cols as usize);
+        }
+    }
+    let env = std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse::<usize>().ok()).filter(|w| *w > 0);
+    Some(env.unwrap_or(100))
+}
+
 pub fn run(a: Args) -> VerbResult {
     let format = Format::parse(&a.format).unwrap_or(Format::Table);
     let flags = a.flags_spec();
@@ -356,7 +375,7 @@ pub fn run(a: Args) -> VerbResult {
     let out = if a.compare {
         let cs = CompareSpec::from_plan(spec).map_err(|e| sources.failure(e))?;
         let t = compare(&cs).map_err(|e| sources.failure(e))?;
-        render_compare(&t, format)
+        render_compare_fit(&t, format, compare_width(a.width, a.output.is_some()))
     } else if a.search {
         let gpus = spec.hardware.gpus.ok_or_else(|| {
             Failure::bad_input(

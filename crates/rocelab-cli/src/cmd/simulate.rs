@@ -4,7 +4,7 @@
 //! `--out DIR`: `summary.json`, `flows.csv`, `metrics.prom` and, with sampling on,
 //! `timeseries.csv`. Seed, version, fabric hash and simulated time are in every report.
 
-use crate::common::{load_fabric, located, write_atomic, Failure, ProgressLine, VerbResult};
+use crate::common::{load_fabric_shown, located, write_atomic, Failure, ProgressLine, VerbResult};
 use rocelab_model::SimTime;
 use rocelab_sim::{report, RunReport};
 use std::path::PathBuf;
@@ -64,7 +64,8 @@ pub fn run(a: Args) -> VerbResult {
         return crate::cmd::import::simulate_ns3(c, None, None, &a.out, a.seed, a.duration_us, a.quiet);
     }
     let file = a.file.clone().unwrap_or_default();
-    let model = load_fabric(&file)?;
+    let stages = crate::common::Stages::start(&format!("simulate {}", file.display()));
+    let model = load_fabric_shown(&file, &stages)?;
     let mut opts = rocelab_sim::options_from_model(&model);
     if let Some(s) = a.seed {
         opts.seed = s;
@@ -82,7 +83,9 @@ pub fn run(a: Args) -> VerbResult {
         opts.ack_interval = n;
     }
     let end = opts.duration;
+    stages.stage("building the simulation");
     let mut sim = rocelab_sim::build(&model, opts).map_err(|d| located(&file, d))?;
+    drop(stages);
     let mut bar = ProgressLine::new(a.quiet);
     sim.run(&mut |p| {
         let el = bar.elapsed().as_secs_f64().max(1e-9);

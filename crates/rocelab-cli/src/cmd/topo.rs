@@ -1,6 +1,6 @@
 //! `rocelab topo FILE`: the fabric summary (text, JSON or Graphviz DOT).
 
-use crate::common::{load_fabric, VerbResult};
+use crate::common::{load_fabric_shown, Stages, VerbResult};
 use rocelab_model::summary;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,7 +21,9 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> VerbResult {
-    let model = load_fabric(&a.file)?;
+    let stages = Stages::start(&format!("topo {}", a.file.display()));
+    let model = load_fabric_shown(&a.file, &stages)?;
+    stages.stage("summarizing");
     let out = match a.format {
         Format::Text => summary::render_text(&summary::summarize(&model)),
         Format::Json => {
@@ -31,6 +33,7 @@ pub fn run(a: Args) -> VerbResult {
         }
         Format::Dot => summary::render_dot(&model),
     };
+    drop(stages);
     print!("{out}");
     Ok(ExitCode::SUCCESS)
 }

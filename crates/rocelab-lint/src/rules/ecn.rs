@@ -166,7 +166,7 @@ pub fn check(cx: &Ctx, out: &mut Findings) {
                                 "ECN005",
                                 sets[0].0.clone(),
                                 format!(
-                                    "class `{}` marks at Kmin {} / Kmax {} on both {} and {} ports: {:.2} us vs {:.2} us of queueing",
+                                    "class `{}` marks at Kmin {} / Kmax {} on both {} and {} ports: {:.2} µs vs {:.2} µs of queueing",
                                     class.name,
                                     bytes(x.kmin_bytes),
                                     bytes(x.kmax_bytes),

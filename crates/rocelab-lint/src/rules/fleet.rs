@@ -2,22 +2,37 @@
 
 use super::used_nics;
 use crate::{Ctx, Findings};
-use rocelab_model::config::CongestionControl;
+use rocelab_model::config::{CongestionControl, DcqcnVariant};
 use rocelab_model::Dcqcn;
 
-/// Names of the DCQCN knobs that differ between two profiles, with both values.
+/// The knobs of `[nic.dcqcn]` that differ between two profiles, named and valued as the fabric
+/// file writes them (`variant "mlx5" vs "paper"`, `alpha_timer_us 1 vs 55`).
 fn dcqcn_diff(a: &Dcqcn, b: &Dcqcn) -> Vec<String> {
-    let mut d = Vec::new();
-    macro_rules! cmp {
-        ($fmt:literal: $($f:ident),*) => {$(
-            if a.$f != b.$f {
-                d.push(format!(concat!("{} ", $fmt, " vs ", $fmt), stringify!($f), a.$f, b.$f));
-            }
-        )*};
+    fn variant(v: DcqcnVariant) -> &'static str {
+        match v {
+            DcqcnVariant::Mlx5 => "\"mlx5\"",
+            DcqcnVariant::Paper => "\"paper\"",
+        }
     }
-    cmp!("{:?}": variant, g, byte_counter_bytes, fast_recovery_steps, initial_alpha, clamp_target_rate);
-    cmp!("{}": alpha_timer, increase_timer, rate_reduce_period, cnp_interval, cnp_delay, rate_ai, rate_hai, min_rate);
-    d
+    let us = |t: rocelab_model::SimTime| format!("{}", t.as_us_f64());
+    let mbps = |r: rocelab_model::BitsPerSec| format!("{}", r.0 as f64 / 1e6);
+    let knobs: [(&str, String, String); 14] = [
+        ("variant", variant(a.variant).into(), variant(b.variant).into()),
+        ("g", a.g.to_string(), b.g.to_string()),
+        ("alpha_timer_us", us(a.alpha_timer), us(b.alpha_timer)),
+        ("increase_timer_us", us(a.increase_timer), us(b.increase_timer)),
+        ("byte_counter_bytes", a.byte_counter_bytes.to_string(), b.byte_counter_bytes.to_string()),
+        ("fast_recovery_steps", a.fast_recovery_steps.to_string(), b.fast_recovery_steps.to_string()),
+        ("rate_ai_mbps", mbps(a.rate_ai), mbps(b.rate_ai)),
+        ("rate_hai_mbps", mbps(a.rate_hai), mbps(b.rate_hai)),
+        ("min_rate_mbps", mbps(a.min_rate), mbps(b.min_rate)),
+        ("rate_reduce_period_us", us(a.rate_reduce_period), us(b.rate_reduce_period)),
+        ("initial_alpha", a.initial_alpha.to_string(), b.initial_alpha.to_string()),
+        ("clamp_target_rate", a.clamp_target_rate.to_string(), b.clamp_target_rate.to_string()),
+        ("cnp_interval_us", us(a.cnp_interval), us(b.cnp_interval)),
+        ("cnp_delay_us", us(a.cnp_delay), us(b.cnp_delay)),
+    ];
+    knobs.into_iter().filter(|(_, x, y)| x != y).map(|(k, x, y)| format!("{k} {x} vs {y}")).collect()
 }
 
 pub fn check(cx: &Ctx, out: &mut Findings) {

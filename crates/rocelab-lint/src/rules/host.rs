@@ -1,6 +1,6 @@
 //! Host (NIC) against switch: trust mode, DSCP map, PFC priorities, MTU, ECN NP/RP, marks.
 
-use super::{priorities, used_nics};
+use super::{misplaced_pfc_mask, priorities, used_nics};
 use crate::{Ctx, Findings, ROCE_HEADER_BYTES};
 use rocelab_model::config::Trust;
 
@@ -64,6 +64,37 @@ pub fn check(cx: &Ctx, out: &mut Findings) {
             );
         }
         if hq.pfc_mask != q.pfc_mask {
+            // The fix names the side that is wrong: a switch priority PFC002 flags (the default
+            // class, a class without RDMA) must leave the switches, not join the NICs.
+            // A lossless switch priority no class uses is not one the NICs need either (PFC001).
+            let wrong_on_switch = misplaced_pfc_mask(q, q.pfc_mask);
+            let used = q.classes.iter().fold(0u8, |m, c| m | (1 << c.priority));
+            let unused_on_switch = q.pfc_mask & !used & !wrong_on_switch;
+            let intended = q.pfc_mask & !wrong_on_switch & !unused_on_switch;
+            let nic_add = intended & !hq.pfc_mask;
+            let nic_remove = hq.pfc_mask & !intended;
+            let switch_remove = wrong_on_switch & !hq.pfc_mask;
+            let switch_unused = unused_on_switch & !hq.pfc_mask;
+            let mut fix = Vec::new();
+            if switch_remove != 0 {
+                fix.push(format!(
+                    "the switches are wrong on {}: take it out of their PFC (PFC002)",
+                    priorities(switch_remove)
+                ));
+            }
+            if switch_unused != 0 {
+                fix.push(format!(
+                    "no class uses {}: drop it from the switches' PFC too (PFC001)",
+                    priorities(switch_unused)
+                ));
+            }
+            if nic_add != 0 {
+                fix.push(format!("add {} to the NIC's `pfc_priorities`", priorities(nic_add)));
+            }
+            if nic_remove != 0 {
+                fix.push(format!("remove {} from the NIC's `pfc_priorities`", priorities(nic_remove)));
+            }
+            let fix = format!("{}; then both sides use {}", fix.join("; "), priorities(intended));
             out.emit(
                 "HOST003",
                 format!("{p}.qos.pfc_priorities"),
@@ -73,7 +104,7 @@ pub fn check(cx: &Ctx, out: &mut Findings) {
                     priorities(hq.pfc_mask),
                     priorities(q.pfc_mask)
                 ),
-                format!("use the same PFC priorities on NICs and switches: {}", priorities(q.pfc_mask)),
+                fix,
             );
         }
         if let Some((pi, port)) = smallest {

@@ -33,6 +33,26 @@ pub(crate) fn carries_non_rdma_data(c: &TrafficClass) -> bool {
         .any(|k| matches!(k, TrafficKind::Tcp | TrafficKind::Storage | TrafficKind::Management | TrafficKind::Other))
 }
 
+/// Whether PFC on this class is a mistake (PFC002): the default class, where unmapped DSCPs
+/// land, or a class carrying other traffic and no RDMA.
+pub(crate) fn pfc_misplaced(q: &rocelab_model::Qos, class_index: usize) -> bool {
+    let c = &q.classes[class_index];
+    class_index == q.default_class || (carries_non_rdma_data(c) && !c.carries.contains(&TrafficKind::Rdma))
+}
+
+/// The lossless priorities of `mask` that PFC002 flags, less the RDMA class's own priority
+/// (which must stay lossless whatever else shares it).
+pub(crate) fn misplaced_pfc_mask(q: &rocelab_model::Qos, mask: u8) -> u8 {
+    let rdma_priority = q.classes[q.rdma_class()].priority;
+    (0..8u8)
+        .filter(|p| mask & (1 << p) != 0 && *p != rdma_priority)
+        .filter(|p| {
+            let on: Vec<usize> = (0..q.classes.len()).filter(|&i| q.classes[i].priority == *p).collect();
+            !on.is_empty() && on.iter().any(|&i| pfc_misplaced(q, i))
+        })
+        .fold(0, |m, p| m | (1 << p))
+}
+
 pub(crate) fn kinds(c: &TrafficClass) -> String {
     if c.carries.is_empty() {
         return "nothing declared".to_string();

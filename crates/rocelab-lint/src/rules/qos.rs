@@ -1,6 +1,6 @@
 //! Switch-side QoS: which priorities are lossless, where RDMA and CNPs ride, the watchdog.
 
-use super::{carries_non_rdma_data, class_path, kinds};
+use super::{carries_non_rdma_data, class_path, kinds, pfc_misplaced};
 use crate::{Ctx, Findings};
 use rocelab_model::config::{SchedulerKind, TrafficKind};
 
@@ -34,8 +34,7 @@ pub fn check(cx: &Ctx, out: &mut Findings) {
     for &p in &cx.lossless_priorities {
         for (i, c) in q.classes.iter().enumerate().filter(|(_, c)| c.priority == p) {
             let is_default = i == q.default_class;
-            let tcp_like = carries_non_rdma_data(c) && !c.carries.contains(&TrafficKind::Rdma);
-            if is_default || tcp_like {
+            if pfc_misplaced(q, i) {
                 let why =
                     if is_default { "the default class (unmapped DSCPs land there)" } else { "a class without RDMA" };
                 out.emit(
