@@ -79,3 +79,21 @@ fn incast_400g_defaults_pfc_only_and_tuned_as_documented() {
     let slow = last_byte(&tuned) / ideal;
     assert!(slow > 1.1 && slow < 1.3, "tuned takes {slow:.3}x ideal");
 }
+
+/// FNV-1a, 64 bits: a fixed, dependency-free hash of output bytes.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+}
+
+#[test]
+fn the_16to1_summary_is_golden() {
+    // The hash of `summary.json` for examples/incast-16to1.toml, checked in. The run uses
+    // floating-point arithmetic only in plain operations (no libm `pow`/`exp` on any path that
+    // changes results), so the bytes must match on every machine. When a change to the model
+    // moves this run on purpose, say so in the commit and update the hash.
+    let r = run_text(&example("incast-16to1.toml"));
+    let json = r.to_json();
+    assert_eq!(fnv1a(json.as_bytes()), GOLDEN_16TO1, "summary.json changed:\n{json}");
+}
+
+const GOLDEN_16TO1: u64 = 3656518684479521232;
