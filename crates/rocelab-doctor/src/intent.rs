@@ -36,8 +36,13 @@ pub fn dcqcn_knobs(d: &DcqcnConfig) -> BTreeMap<String, i64> {
     put("roce_rp/rate_reduce_monitor_period", d.rate_reduce_period_us);
     put("roce_rp/dce_tcp_rtt", d.alpha_timer_us);
     // mlx5 holds alpha in 10 bits: 1023 = 1.0.
-    put("roce_rp/initial_alpha_value", d.initial_alpha.map(|a| a * 1023.0));
+    put("roce_rp/initial_alpha_value", d.initial_alpha.map(|a| (a * 1024.0).min(1023.0)));
+    // dce_tcp_g is the share of α kept per period, in 1/1024: g = 5/1024 is 1019.
+    put("roce_rp/dce_tcp_g", d.g.map(|g| 1024.0 - g * 1024.0));
     put("roce_rp/clamp_tgt_rate", d.clamp_target_rate.map(|c| c as u8 as f64));
+    put("roce_rp/clamp_tgt_rate_after_time_inc", d.clamp_target_rate_after_time_inc.map(|c| c as u8 as f64));
+    put("roce_rp/rpg_min_dec_fac", d.min_dec_fac_percent);
+    put("roce_rp/rate_to_set_on_first_cnp", d.rate_on_first_cnp_mbps);
     put("roce_np/min_time_between_cnps", d.cnp_interval_us);
     k
 }
@@ -128,7 +133,7 @@ mod tests {
 
     #[test]
     fn intent_from_a_leaf_spine_fabric() {
-        let text = "[topology.leaf_spine]\nleaves = 2\nspines = 2\nhosts_per_leaf = 2\nhost_link = { speed_gbps = 400, length_m = 3 }\nfabric_link = { speed_gbps = 400, length_m = 30 }\n\n[nic]\nmtu = 4096\nfirmware = \"28.39.1002\"\n[nic.dcqcn]\nrate_ai_mbps = 5\ncnp_interval_us = 4\n";
+        let text = "[topology.leaf_spine]\nleaves = 2\nspines = 2\nhosts_per_leaf = 2\nhost_link = { speed_gbps = 400, length_m = 3 }\nfabric_link = { speed_gbps = 400, length_m = 30 }\n\n[nic]\nmtu = 4096\nfirmware = \"28.39.1002\"\n[nic.dcqcn]\nrate_ai_mbps = 5\ncnp_interval_us = 4\ng = 0.0048828125\ninitial_alpha = 0.9990234375\nclamp_target_rate_after_time_inc = true\nmin_dec_fac_percent = 50\n";
         let model = rocelab_model::load_str("t.toml", text).expect("valid fabric");
         let i = from_model(&model, "t.toml");
         let h = i.for_host("host0");
@@ -140,6 +145,11 @@ mod tests {
         assert_eq!(h.firmware.as_deref(), Some("28.39.1002"));
         assert_eq!(h.dcqcn.get("roce_rp/rpg_ai_rate"), Some(&5));
         assert_eq!(h.dcqcn.get("roce_np/min_time_between_cnps"), Some(&4));
+        // ConnectX's own encodings: g = 5/1024 is dce_tcp_g 1019, α = 1023/1024 is 1023.
+        assert_eq!(h.dcqcn.get("roce_rp/dce_tcp_g"), Some(&1019));
+        assert_eq!(h.dcqcn.get("roce_rp/initial_alpha_value"), Some(&1023));
+        assert_eq!(h.dcqcn.get("roce_rp/clamp_tgt_rate_after_time_inc"), Some(&1));
+        assert_eq!(h.dcqcn.get("roce_rp/rpg_min_dec_fac"), Some(&50));
         assert_eq!(h.line_rate_gbps, Some(400.0));
         assert_eq!(i.node_net_gbps("host0"), Some(400.0));
     }

@@ -16,7 +16,7 @@ fn dcqcn_diff(a: &Dcqcn, b: &Dcqcn) -> Vec<String> {
     }
     let us = |t: rocelab_model::SimTime| format!("{}", t.as_us_f64());
     let mbps = |r: rocelab_model::BitsPerSec| format!("{}", r.0 as f64 / 1e6);
-    let knobs: [(&str, String, String); 14] = [
+    let knobs: [(&str, String, String); 17] = [
         ("variant", variant(a.variant).into(), variant(b.variant).into()),
         ("g", a.g.to_string(), b.g.to_string()),
         ("alpha_timer_us", us(a.alpha_timer), us(b.alpha_timer)),
@@ -29,6 +29,13 @@ fn dcqcn_diff(a: &Dcqcn, b: &Dcqcn) -> Vec<String> {
         ("rate_reduce_period_us", us(a.rate_reduce_period), us(b.rate_reduce_period)),
         ("initial_alpha", a.initial_alpha.to_string(), b.initial_alpha.to_string()),
         ("clamp_target_rate", a.clamp_target_rate.to_string(), b.clamp_target_rate.to_string()),
+        (
+            "clamp_target_rate_after_time_inc",
+            a.clamp_target_rate_after_time_inc.to_string(),
+            b.clamp_target_rate_after_time_inc.to_string(),
+        ),
+        ("min_dec_fac_percent", (a.max_cut_fraction * 100.0).to_string(), (b.max_cut_fraction * 100.0).to_string()),
+        ("rate_on_first_cnp_mbps", mbps(a.rate_on_first_cnp), mbps(b.rate_on_first_cnp)),
         ("cnp_interval_us", us(a.cnp_interval), us(b.cnp_interval)),
         ("cnp_delay_us", us(a.cnp_delay), us(b.cnp_delay)),
     ];
