@@ -740,6 +740,12 @@ pub enum FaultKind {
     /// A host stops draining its receive buffer (a PFC storm source).
     HostStall,
     HostResume,
+    /// A switch reboots: every port down, its buffers flushed, all back after `duration_us`.
+    SwitchReboot,
+    /// A link goes down and up `count` times, once per `period_us` (down for half of it).
+    LinkFlap,
+    /// The ECMP hash changes mid-run: switch `a` (or every switch, `a = "*"`) takes `seed`.
+    EcmpReseed,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -747,8 +753,21 @@ pub enum FaultKind {
 pub struct FaultConfig {
     pub kind: FaultKind,
     pub at_us: f64,
-    /// For link faults: the two ends (`a`, `b`); for host faults: `a` is the host.
+    /// For link faults: the two ends (`a`, `b`); for host faults: `a` is the host; for switch
+    /// faults: `a` is the switch.
     pub a: String,
     #[serde(default)]
     pub b: Option<String>,
+    /// `switch-reboot`: how long the switch is down.
+    #[serde(default)]
+    pub duration_us: Option<f64>,
+    /// `link-flap`: one down/up cycle per period (down for its first half).
+    #[serde(default)]
+    pub period_us: Option<f64>,
+    /// `link-flap`: how many cycles.
+    #[serde(default)]
+    pub count: Option<u32>,
+    /// `ecmp-reseed`: the new hash seed.
+    #[serde(default)]
+    pub seed: Option<u64>,
 }

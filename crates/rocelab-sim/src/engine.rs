@@ -26,7 +26,7 @@ use crate::rng::{mix64, Rng};
 use crate::stats::*;
 use crate::traffic::FlowSpec;
 use crate::workload::{Delivered, FixedFlows, Net, Workload};
-use rocelab_model::config::{CongestionControl, FaultKind, HashField, SchedulerKind, WatchdogAction};
+use rocelab_model::config::{CongestionControl, FaultConfig, FaultKind, HashField, SchedulerKind, WatchdogAction};
 use rocelab_model::{BitsPerSec, Dcqcn, Diagnostic, Model, NodeId, PortId, Role, SimTime};
 use std::collections::VecDeque;
 
@@ -243,15 +243,23 @@ impl Qp {
     }
 }
 
-/// A fault with a resolved target.
+/// What a fault does when it happens, with its target resolved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultAction {
+    /// A link (both port ids) goes down or comes back.
+    Link { ports: (u32, u32), up: bool },
+    /// A host stops draining its receive buffer, or resumes.
+    Host { host: NodeId, stall: bool },
+    /// A switch (or every switch) takes a new ECMP hash seed.
+    Reseed { switch: Option<NodeId>, seed: u64 },
+}
+
+/// One timed fault. A `[[fault]]` table may expand to several (a reboot is every link of the
+/// switch down, then up; a flap is `count` down/up pairs).
 #[derive(Clone, Debug)]
 pub struct Fault {
-    pub kind: FaultKind,
     pub at: SimTime,
-    /// Links: both port ids.
-    pub ports: Option<(u32, u32)>,
-    /// Host faults: the host.
-    pub host: Option<NodeId>,
+    pub action: FaultAction,
 }
 
 /// Progress reported to the caller during a run.
@@ -287,6 +295,8 @@ pub struct Sim<'m> {
     queue_prio_mask: [u8; 8],
     dcqcn: Vec<Dcqcn>,
     qps_left: usize,
+    /// QPs started and not finished.
+    active_qps: usize,
     /// Payload bytes of all QPs.
     bytes_total: u64,
     pub(crate) events: u64,
@@ -313,6 +323,15 @@ pub struct Sim<'m> {
     sport_rng: Rng,
     /// QPs created so far per host (a multi-port host takes its ports round-robin).
     qps_at: Vec<u32>,
+}
+
+/// The ECMP hash seed of switch `i` for a base seed: its own, or the same everywhere.
+fn switch_seed(base: u64, i: usize, per_switch: bool) -> u64 {
+    if per_switch {
+        mix64(base ^ mix64(i as u64 + 1))
+    } else {
+        mix64(base)
+    }
 }
 
 /// Prefetches the first line of a port (what every transmission and arrival reads).
@@ -403,11 +422,7 @@ impl<'m> Sim<'m> {
                 Role::Switch { model } => {
                     let sp = &m.switch_models[*model].params;
                     node_sw[i] = switches.len() as u32;
-                    let seed = if per_switch_seed {
-                        mix64(m.config.routing.ecmp_seed ^ mix64(i as u64 + 1))
-                    } else {
-                        mix64(m.config.routing.ecmp_seed)
-                    };
+                    let seed = switch_seed(m.config.routing.ecmp_seed, i, per_switch_seed);
                     switches.push(Switch {
                         node: i as u32,
                         buffer: sp.buffer_bytes,
@@ -531,6 +546,7 @@ impl<'m> Sim<'m> {
             queue_prio_mask,
             dcqcn,
             qps_left: 0,
+            active_qps: 0,
             bytes_total: 0,
             events: 0,
             stats: GlobalStats::default(),
@@ -653,7 +669,20 @@ impl<'m> Sim<'m> {
         let n = &mut self.qps_at[host.idx()];
         let nic = self.node_nic[host.idx()] + *n % self.m.node(host).num_ports.max(1);
         *n += 1;
-        nic
+        self.live_nic(nic)
+    }
+
+    /// `nic`, or while its port is down the next NIC of the same host whose port is up (LAG
+    /// tx affinity); `nic` itself when none is.
+    fn live_nic(&self, nic: u32) -> u32 {
+        let up = |n: u32| self.ports[self.nics[n as usize].port as usize].up;
+        if up(nic) {
+            return nic;
+        }
+        let host = NodeId(self.nics[nic as usize].node);
+        let all = self.nics_of(host);
+        let (first, ports) = (all.start, all.end - all.start);
+        (1..ports).map(|k| first + (nic - first + k) % ports).find(|&n| up(n)).unwrap_or(nic)
     }
 
     /// The NICs of `host` (one per port).
@@ -726,8 +755,9 @@ impl<'m> Sim<'m> {
                     break;
                 }
             }
-            if self.pkts.live() == 0 {
-                // Nothing in the fabric (between flows, or before the first): no stall.
+            if self.pkts.live() == 0 && self.active_qps == 0 {
+                // Nothing in the fabric and nothing trying to send (between flows, or before
+                // the first): no stall.
                 stall_since = t;
             }
             let (t, ev) = self.q.pop().expect("peeked");
@@ -747,8 +777,15 @@ impl<'m> Sim<'m> {
                     left = gone;
                     stall_since = t;
                 } else if t.0 - stall_since.0 > NO_PROGRESS_LIMIT.0 {
-                    self.stopped_no_progress = true;
-                    break;
+                    // A QP waiting for its retransmit timeout will make progress; anything
+                    // else stuck this long (a host that never drains, a QP whose only port is
+                    // down) never will.
+                    if self.qps.iter().any(|q| q.rto_armed && q.sender_done.is_none()) {
+                        stall_since = t;
+                    } else {
+                        self.stopped_no_progress = true;
+                        break;
+                    }
                 }
             }
             if self.events >= next_report {
@@ -810,8 +847,11 @@ impl<'m> Sim<'m> {
                 }
             }
             Ev::QpStart { qp } => {
-                let nic = self.qps[qp as usize].src_nic;
+                // Its port may have gone down since the QP was created.
+                let nic = self.live_nic(self.qps[qp as usize].src_nic);
+                self.qps[qp as usize].src_nic = nic;
                 self.nics[nic as usize].active.push(qp);
+                self.active_qps += 1;
                 self.nic_try_send(nic);
             }
             Ev::Delivered { flow } => self.on_delivered(flow),
@@ -952,20 +992,25 @@ impl<'m> Sim<'m> {
             let cands = r.candidates(NodeId(node), NodeId(dst));
             let seed = self.switches[sw as usize].seed;
             let h = mix64(hash as u64 ^ seed);
-            let n = cands.len() as u64;
-            let mut choice = NONE;
-            if n > 0 {
-                let first = (h % n) as usize;
-                for k in 0..cands.len() {
-                    let c = cands[(first + k) % cands.len()];
-                    let cp = &self.ports[c.idx()];
-                    if cp.up && cp.node == node && self.next_hop_reaches(cp.peer, dst) {
-                        choice = c.0;
-                        break;
+            let usable = |c: &PortId| {
+                let cp = &self.ports[c.idx()];
+                cp.up && cp.node == node && self.next_hop_reaches(cp.peer, dst)
+            };
+            match cands.get((h % cands.len().max(1) as u64) as usize) {
+                None => NONE,
+                Some(c) if usable(c) => c.0,
+                // Resilient hashing, as switch ASICs do it: only the flows hashed to a dead (or,
+                // at a multi-homed host's switch, a foreign) member move, spread over the usable
+                // members by a second hash; every other flow keeps its path.
+                Some(_) => {
+                    let live = cands.iter().filter(|c| usable(c)).count() as u64;
+                    if live == 0 {
+                        NONE
+                    } else {
+                        cands.iter().filter(|c| usable(c)).nth((mix64(h) % live) as usize).map_or(NONE, |c| c.0)
                     }
                 }
             }
-            choice
         };
         if out == NONE {
             self.drop_pkt(in_port, queue, pkt, DropReason::LinkDown);
@@ -1553,6 +1598,7 @@ impl<'m> Sim<'m> {
                     q.sender_done = Some(now);
                     q.rto_gen = q.rto_gen.wrapping_add(1);
                     self.qps_left -= 1;
+                    self.active_qps -= 1;
                     let list = &mut self.nics[src_nic as usize].active;
                     if let Some(pos) = list.iter().position(|x| *x == qi) {
                         list.remove(pos);
@@ -1645,6 +1691,7 @@ impl<'m> Sim<'m> {
                 q.st.failed = true;
                 q.sender_done = Some(now);
                 self.qps_left -= 1;
+                self.active_qps -= 1;
                 let src_nic = q.src_nic;
                 let list = &mut self.nics[src_nic as usize].active;
                 if let Some(pos) = list.iter().position(|x| *x == qi) {
@@ -1810,7 +1857,16 @@ impl<'m> Sim<'m> {
         if row == NONE {
             return true;
         }
-        reach[row as usize * r.groups.len() + r.host_group[dst as usize] as usize]
+        let cell = row as usize * r.groups.len() + r.host_group[dst as usize] as usize;
+        if r.dist[cell] == 0 {
+            // The next switch is one of `dst`'s own: it must still have a live link to it (a
+            // dual-homed host whose link there is down is reached through its other switch).
+            return r.host_facing[dst as usize].iter().any(|p| {
+                let hp = &self.ports[p.idx()];
+                hp.up && hp.node as usize == node
+            });
+        }
+        reach[cell]
     }
 
     /// Recomputes which switches still reach each destination group over live links, in order
@@ -1825,6 +1881,21 @@ impl<'m> Sim<'m> {
         let rows = r.switch_row.iter().filter(|x| **x != NONE).count();
         let max_d = r.dist.iter().filter(|d| **d != rocelab_model::routing::UNREACHABLE).max().copied().unwrap_or(0);
         let mut reach = vec![false; rows * ng];
+        // An attachment switch reaches a group while one of its links to a host of the group
+        // is up.
+        for (h, ports) in r.host_facing.iter().enumerate() {
+            if ports.is_empty() {
+                continue;
+            }
+            let g = r.host_group[h] as usize;
+            for p in ports {
+                let sp = &self.ports[p.idx()];
+                let row = r.switch_row[sp.node as usize];
+                if sp.up && row != NONE {
+                    reach[row as usize * ng + g] = true;
+                }
+            }
+        }
         let switches: Vec<(usize, u32)> =
             r.switch_row.iter().enumerate().filter(|(_, row)| **row != NONE).map(|(n, row)| (n, *row)).collect();
         for d in 0..=max_d {
@@ -1835,7 +1906,7 @@ impl<'m> Sim<'m> {
                         continue;
                     }
                     reach[cell] = if d == 0 {
-                        true
+                        reach[cell]
                     } else {
                         let hops = match r.next_hop[cell] {
                             NONE => &[][..],
@@ -1857,11 +1928,8 @@ impl<'m> Sim<'m> {
     }
 
     fn on_fault(&mut self, idx: usize) {
-        let f = self.faults[idx].clone();
-        match f.kind {
-            FaultKind::LinkDown | FaultKind::LinkUp => {
-                let (a, b) = f.ports.expect("link fault has ports");
-                let up = f.kind == FaultKind::LinkUp;
+        match self.faults[idx].action {
+            FaultAction::Link { ports: (a, b), up } => {
                 for p in [a, b] {
                     let port = &mut self.ports[p as usize];
                     if port.up == up {
@@ -1880,20 +1948,23 @@ impl<'m> Sim<'m> {
                             pkt = next;
                         }
                         self.flush_queues(p, None, DropReason::LinkDown);
-                        // NIC-side queued control packets stay queued until the link returns.
+                        let nic = self.ports[p as usize].nic;
+                        if nic != NONE {
+                            self.nic_failover(nic);
+                        }
                     } else {
                         self.kick(p);
                     }
                 }
                 self.reconverge();
             }
-            FaultKind::HostStall => {
-                for n in f.host.map(|h| self.nics_of(h)).unwrap_or(0..0) {
+            FaultAction::Host { host, stall: true } => {
+                for n in self.nics_of(host) {
                     self.nics[n as usize].stalled = true;
                 }
             }
-            FaultKind::HostResume => {
-                for n in f.host.map(|h| self.nics_of(h)).unwrap_or(0..0) {
+            FaultAction::Host { host, stall: false } => {
+                for n in self.nics_of(host) {
                     self.nics[n as usize].stalled = false;
                     while let Some(pkt) = self.nics[n as usize].rx_q.pop_front() {
                         self.host_receive(n, pkt);
@@ -1908,7 +1979,44 @@ impl<'m> Sim<'m> {
                     }
                 }
             }
+            FaultAction::Reseed { switch, seed } => {
+                let per_switch = self.m.config.routing.per_switch_seed;
+                for (i, s) in self.switches.iter_mut().enumerate() {
+                    if switch.is_none_or(|n| n.0 == s.node) {
+                        s.seed = switch_seed(seed, i, per_switch);
+                    }
+                }
+            }
         }
+    }
+
+    /// A host port went down: its QPs, as senders and as receivers, and its queued ACKs and
+    /// CNPs move to another port of the host that is up, as mlx5 RoCE LAG moves a QP's tx
+    /// affinity when a port fails. A host with no other live port keeps them (they wait for
+    /// the link to return).
+    fn nic_failover(&mut self, dead: u32) {
+        let live = self.live_nic(dead);
+        if live == dead {
+            return;
+        }
+        let moved = std::mem::take(&mut self.nics[dead as usize].active);
+        for &qi in &moved {
+            self.qps[qi as usize].src_nic = live;
+        }
+        self.nics[live as usize].active.extend(moved);
+        for q in &mut self.qps {
+            if q.dst_nic == dead {
+                q.dst_nic = live;
+            }
+        }
+        let (cnps, acks) = {
+            let d = &mut self.nics[dead as usize];
+            (std::mem::take(&mut d.cnp_q), std::mem::take(&mut d.ack_q))
+        };
+        let l = &mut self.nics[live as usize];
+        l.cnp_q.extend(cnps);
+        l.ack_q.extend(acks);
+        self.nic_try_send(live);
     }
 
     /// Closes open pause intervals at the end of the run.
@@ -1956,67 +2064,119 @@ pub fn resolve_faults(m: &Model) -> Result<Vec<Fault>, Vec<Diagnostic>> {
     let mut out = Vec::new();
     let mut errs = Vec::new();
     for (i, f) in m.config.fault.iter().enumerate() {
-        let p = format!("fault[{i}]");
-        if !(f.at_us.is_finite() && f.at_us >= 0.0) {
-            errs.push(Diagnostic::new(
-                format!("{p}.at_us"),
-                format!("fault time {} µs is not valid", f.at_us),
-                "use a time >= 0",
-            ));
-            continue;
-        }
-        let at = SimTime::from_secs_f64(f.at_us * 1e-6);
-        let Some(a) = m.node_by_name(&f.a) else {
-            errs.push(Diagnostic::new(
-                format!("{p}.a"),
-                format!("no node named `{}`", f.a),
-                "use a node name from the fabric",
-            ));
-            continue;
-        };
-        match f.kind {
-            FaultKind::LinkDown | FaultKind::LinkUp => {
-                let Some(bn) = &f.b else {
-                    errs.push(Diagnostic::new(format!("{p}.b"), "a link fault needs both ends", "add `b = \"NODE\"`"));
-                    continue;
-                };
-                let Some(b) = m.node_by_name(bn) else {
-                    errs.push(Diagnostic::new(
-                        format!("{p}.b"),
-                        format!("no node named `{bn}`"),
-                        "use a node name from the fabric",
-                    ));
-                    continue;
-                };
-                match m.node(a).ports().find(|pp| m.port(m.port(*pp).peer).node == b) {
-                    Some(pa) => {
-                        out.push(Fault { kind: f.kind, at, ports: Some((pa.0, m.port(pa).peer.0)), host: None })
-                    }
-                    None => errs.push(Diagnostic::new(
-                        format!("{p}.b"),
-                        format!("`{}` and `{bn}` are not linked", f.a),
-                        "name the two ends of an existing link",
-                    )),
-                }
-            }
-            FaultKind::HostStall | FaultKind::HostResume => {
-                if !m.node(a).is_host() {
-                    errs.push(Diagnostic::new(
-                        format!("{p}.a"),
-                        format!("`{}` is a switch", f.a),
-                        "host faults take a host",
-                    ));
-                    continue;
-                }
-                out.push(Fault { kind: f.kind, at, ports: None, host: Some(a) });
-            }
+        if let Err(e) = resolve_fault(m, &format!("fault[{i}]"), f, &mut out) {
+            errs.push(e);
         }
     }
+    // Faults at the same time happen in file order (the sort is stable).
+    out.sort_by_key(|f| f.at);
     if errs.is_empty() {
         Ok(out)
     } else {
         Err(errs)
     }
+}
+
+/// A time in µs from a fault table, positive (or ≥ 0 for `at_us`) and finite.
+fn fault_time(p: &str, key: &str, v: Option<f64>, zero_ok: bool) -> Result<SimTime, Diagnostic> {
+    match v {
+        Some(x) if x.is_finite() && (x > 0.0 || zero_ok && x == 0.0) && x < 1e12 => {
+            Ok(SimTime::from_secs_f64(x * 1e-6))
+        }
+        Some(x) => {
+            Err(Diagnostic::new(format!("{p}.{key}"), format!("{key} = {x} is not a valid time"), "a time in µs, > 0"))
+        }
+        None => Err(Diagnostic::new(format!("{p}.{key}"), format!("this fault kind needs `{key}`"), "a time in µs")),
+    }
+}
+
+fn fault_node(m: &Model, path: String, name: &str) -> Result<NodeId, Diagnostic> {
+    m.node_by_name(name)
+        .ok_or_else(|| Diagnostic::new(path, format!("no node named `{name}`"), "use a node name from the fabric"))
+}
+
+fn resolve_fault(m: &Model, p: &str, f: &FaultConfig, out: &mut Vec<Fault>) -> Result<(), Diagnostic> {
+    let at = fault_time(p, "at_us", Some(f.at_us), true)?;
+    let link_ports = |a: NodeId| -> Result<(u32, u32), Diagnostic> {
+        let bn = f
+            .b
+            .as_deref()
+            .ok_or_else(|| Diagnostic::new(format!("{p}.b"), "a link fault needs both ends", "add `b = \"NODE\"`"))?;
+        let b = fault_node(m, format!("{p}.b"), bn)?;
+        let pa = m.node(a).ports().find(|pp| m.port(m.port(*pp).peer).node == b).ok_or_else(|| {
+            Diagnostic::new(
+                format!("{p}.b"),
+                format!("`{}` and `{bn}` are not linked", f.a),
+                "name the two ends of an existing link",
+            )
+        })?;
+        Ok((pa.0, m.port(pa).peer.0))
+    };
+    let node = || fault_node(m, format!("{p}.a"), &f.a);
+    match f.kind {
+        FaultKind::EcmpReseed => {
+            let seed = f
+                .seed
+                .ok_or_else(|| Diagnostic::new(format!("{p}.seed"), "ecmp-reseed needs `seed`", "e.g. seed = 7"))?;
+            // `a = "*"`: every switch.
+            let switch = if f.a == "*" { None } else { Some(node()?) };
+            if switch.is_some_and(|n| m.node(n).is_host()) {
+                return Err(Diagnostic::new(
+                    format!("{p}.a"),
+                    format!("`{}` is a host", f.a),
+                    "name a switch, or \"*\" for all",
+                ));
+            }
+            out.push(Fault { at, action: FaultAction::Reseed { switch, seed } });
+        }
+        FaultKind::LinkDown | FaultKind::LinkUp => {
+            let a = node()?;
+            out.push(Fault {
+                at,
+                action: FaultAction::Link { ports: link_ports(a)?, up: f.kind == FaultKind::LinkUp },
+            });
+        }
+        FaultKind::LinkFlap => {
+            let ports = link_ports(node()?)?;
+            let period = fault_time(p, "period_us", f.period_us, false)?;
+            let count = f.count.filter(|c| (1..=100_000).contains(c)).ok_or_else(|| {
+                Diagnostic::new(format!("{p}.count"), "link-flap needs `count` (1..=100000)", "e.g. count = 5")
+            })?;
+            for k in 0..count as u64 {
+                let down = at + SimTime(k * period.0);
+                out.push(Fault { at: down, action: FaultAction::Link { ports, up: false } });
+                out.push(Fault { at: down + SimTime(period.0 / 2), action: FaultAction::Link { ports, up: true } });
+            }
+        }
+        FaultKind::SwitchReboot => {
+            let a = node()?;
+            if m.node(a).is_host() {
+                return Err(Diagnostic::new(
+                    format!("{p}.a"),
+                    format!("`{}` is a host", f.a),
+                    "a reboot takes a switch",
+                ));
+            }
+            let back = at + fault_time(p, "duration_us", f.duration_us, false)?;
+            for pa in m.node(a).ports() {
+                let ports = (pa.0, m.port(pa).peer.0);
+                out.push(Fault { at, action: FaultAction::Link { ports, up: false } });
+                out.push(Fault { at: back, action: FaultAction::Link { ports, up: true } });
+            }
+        }
+        FaultKind::HostStall | FaultKind::HostResume => {
+            let a = node()?;
+            if !m.node(a).is_host() {
+                return Err(Diagnostic::new(
+                    format!("{p}.a"),
+                    format!("`{}` is a switch", f.a),
+                    "host faults take a host",
+                ));
+            }
+            out.push(Fault { at, action: FaultAction::Host { host: a, stall: f.kind == FaultKind::HostStall } });
+        }
+    }
+    Ok(())
 }
 
 impl Sim<'_> {

@@ -1,0 +1,193 @@
+//! Faults that behave like a fabric: resilient ECMP rehash, a dual-homed host that loses one
+//! link, a switch reboot, a flapping link, an ECMP hash change mid-run.
+
+use rocelab_model::{load_str, Model};
+use rocelab_sim::{build, RunReport, SimOptions};
+
+fn model(text: &str) -> Model {
+    load_str("t.toml", text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+fn run(m: &Model) -> RunReport {
+    let mut sim = build(m, SimOptions { seed: 3, ..SimOptions::default() }).unwrap_or_else(|d| panic!("{d:?}"));
+    sim.run(&mut |_| {});
+    sim.check_invariants().unwrap_or_else(|e| panic!("{e:#?}"));
+    RunReport::from_sim(&sim)
+}
+
+/// Bytes `from` sent on its port toward `to`.
+fn tx_toward(m: &Model, r: &RunReport, from: &str, to: &str) -> f64 {
+    let a = m.node_by_name(from).unwrap();
+    let b = m.node_by_name(to).unwrap();
+    let p = m.node(a).ports().find(|p| m.port(m.port(*p).peer).node == b).unwrap();
+    let port = m.port_name(p).rsplit(':').next().unwrap().to_string();
+    r.metrics
+        .iter()
+        .filter(|x| x.name == "rocelab_tx_bytes_total" && x.labels["node"] == from && x.labels["port"] == port)
+        .map(|x| x.value)
+        .sum()
+}
+
+/// Two leaves, four spines; 16 hosts on leaf0 each send 400 KB over 4 QPs to a host on leaf1.
+fn four_spines(fault: &str) -> String {
+    let mut t = String::from(
+        r#"[fabric]
+name = "ls4"
+[topology.leaf_spine]
+leaves = 2
+spines = 4
+hosts_per_leaf = 16
+host_link = { speed_gbps = 100, length_m = 3 }
+fabric_link = { speed_gbps = 400, length_m = 30 }
+[nic]
+congestion_control = "none"
+"#,
+    );
+    for i in 0..16 {
+        t.push_str(&format!(
+            "[[traffic]]\npattern = \"flow\"\nsrc = \"host{i}\"\ndst = \"host{}\"\nsize_bytes = 400000\nqps = 4\n",
+            16 + i
+        ));
+    }
+    t.push_str(fault);
+    t
+}
+
+#[test]
+fn a_dead_ecmp_member_moves_only_its_own_flows_spread_over_the_rest() {
+    let healthy = model(&four_spines(""));
+    let h = run(&healthy);
+    let down = "[[fault]]\nkind = \"link-down\"\nat_us = 0\na = \"leaf0\"\nb = \"spine0\"\n";
+    let failed = model(&four_spines(down));
+    let f = run(&failed);
+    assert_eq!(f.flows_completed, 16);
+    let before: Vec<f64> = (0..4).map(|s| tx_toward(&healthy, &h, &format!("spine{s}"), "leaf1")).collect();
+    let after: Vec<f64> = (0..4).map(|s| tx_toward(&failed, &f, &format!("spine{s}"), "leaf1")).collect();
+    assert!(before.iter().all(|b| *b > 0.0), "every spine carries some of the 64 QPs: {before:?}");
+    assert_eq!(after[0], 0.0, "nothing crosses the dead link");
+    for s in 1..4 {
+        // No QP leaves a live member: each keeps at least what it carried.
+        assert!(after[s] >= before[s], "spine{s}: {} < {}", after[s], before[s]);
+        // The dead member's QPs are spread: no single survivor takes all of them (moving every
+        // one to the next member would double its load).
+        assert!(after[s] - before[s] < 0.8 * before[0], "spine{s} took {} of {}", after[s] - before[s], before[0]);
+    }
+}
+
+#[test]
+fn a_dual_homed_host_stays_reachable_through_its_other_link() {
+    // h1 hangs off both leaves and loses its link to sw0 1 µs before the traffic starts. h0 on
+    // the spine sends to h1 and h1 sends to h0. The spine must stop sending h1's traffic to
+    // sw0, which has no way to h1 (it used to: the attachment switch counted as always
+    // reachable, a black hole), and h1's QPs and ACKs on the dead port move to its live one.
+    let text = r#"[fabric]
+name = "dual"
+[switch_models.leaf]
+preset = "spectrum-2"
+ports = 4
+[nic]
+congestion_control = "none"
+[topology.explicit]
+node = [ { name = "sp", kind = "switch", model = "leaf" }, { name = "sw0", kind = "switch", model = "leaf" }, { name = "sw1", kind = "switch", model = "leaf" },
+         { name = "h0", kind = "host" }, { name = "h1", kind = "host" } ]
+link = [ { a = "sw0", b = "sp", speed_gbps = 100, length_m = 10 }, { a = "sw1", b = "sp", speed_gbps = 100, length_m = 10 },
+         { a = "h0", b = "sp", speed_gbps = 100, length_m = 2 },
+         { a = "h1", b = "sw0", speed_gbps = 100, length_m = 2 }, { a = "h1", b = "sw1", speed_gbps = 100, length_m = 2 } ]
+[[traffic]]
+pattern = "flow"
+src = "h0"
+dst = "h1"
+size_bytes = 4000000
+qps = 8
+start_us = 1
+[[traffic]]
+pattern = "flow"
+src = "h1"
+dst = "h0"
+size_bytes = 4000000
+qps = 8
+start_us = 1
+[[fault]]
+kind = "link-down"
+at_us = 0
+a = "h1"
+b = "sw0"
+"#;
+    let m = model(text);
+    let r = run(&m);
+    assert_eq!(r.flows_completed, 2);
+    assert_eq!(r.totals.packets_dropped, 0, "nothing is sent toward the dead link: {:?}", r.totals.drops_by_reason);
+    assert_eq!(r.totals.retransmitted_packets, 0);
+    assert_eq!(tx_toward(&m, &r, "sp", "sw0"), 0.0, "the spine sends nothing to sw0 for h1");
+    assert!(tx_toward(&m, &r, "sw1", "h1") >= 4_000_000.0);
+    assert!(tx_toward(&m, &r, "h1", "sw1") >= 4_000_000.0, "h1 sends everything on its live port");
+}
+
+#[test]
+fn a_rebooting_spine_drops_its_buffer_and_comes_back() {
+    let reboot = "[[fault]]\nkind = \"switch-reboot\"\nat_us = 5\na = \"spine1\"\nduration_us = 10\n";
+    let m = model(&four_spines(reboot));
+    let r = run(&m);
+    assert_eq!(r.flows_completed, 16, "go-back-N recovers every flow");
+    assert!(r.totals.drops_by_reason["link_down"] > 0, "what was queued or on the wires is lost");
+    let changes: f64 = r
+        .metrics
+        .iter()
+        .filter(|x| x.name == "rocelab_link_state_changes_total" && x.labels["node"] == "spine1")
+        .map(|x| x.value)
+        .sum();
+    assert_eq!(changes, 4.0, "both of spine1's links go down once and up once");
+}
+
+#[test]
+fn a_flapping_link_counts_every_transition() {
+    let flap = "[[fault]]\nkind = \"link-flap\"\nat_us = 5\na = \"leaf0\"\nb = \"spine2\"\nperiod_us = 20\ncount = 3\n";
+    let m = model(&four_spines(flap));
+    let r = run(&m);
+    assert_eq!(r.flows_completed, 16);
+    let changes: f64 = r
+        .metrics
+        .iter()
+        .filter(|x| x.name == "rocelab_link_state_changes_total" && x.labels["node"] == "leaf0")
+        .map(|x| x.value)
+        .sum();
+    assert_eq!(changes, 6.0, "3 cycles, each down and up, seen at leaf0's end");
+}
+
+#[test]
+fn an_ecmp_reseed_moves_flows_and_loses_nothing() {
+    let h = model(&four_spines(""));
+    let base = run(&h);
+    let reseed = "[[fault]]\nkind = \"ecmp-reseed\"\nat_us = 0\na = \"*\"\nseed = 99\n";
+    let m = model(&four_spines(reseed));
+    let r = run(&m);
+    assert_eq!(r.flows_completed, 16);
+    assert_eq!(r.totals.packets_dropped, 0);
+    let load =
+        |m: &Model, r: &RunReport| (0..4).map(|s| tx_toward(m, r, &format!("spine{s}"), "leaf1")).collect::<Vec<_>>();
+    assert_ne!(load(&h, &base), load(&m, &r), "a new seed hashes the QPs onto other spines");
+}
+
+#[test]
+fn bad_fault_tables_are_refused_with_their_key() {
+    for (fault, key, words) in [
+        ("kind = \"switch-reboot\"\nat_us = 1\na = \"host0\"\nduration_us = 5", "fault[0].a", "is a host"),
+        ("kind = \"switch-reboot\"\nat_us = 1\na = \"spine0\"", "fault[0].duration_us", "needs `duration_us`"),
+        ("kind = \"link-flap\"\nat_us = 1\na = \"leaf0\"\nb = \"spine0\"\nperiod_us = 10", "fault[0].count", "count"),
+        (
+            "kind = \"link-flap\"\nat_us = 1\na = \"leaf0\"\nb = \"spine0\"\nperiod_us = -1\ncount = 2",
+            "fault[0].period_us",
+            "not a valid time",
+        ),
+        ("kind = \"ecmp-reseed\"\nat_us = 1\na = \"*\"", "fault[0].seed", "needs `seed`"),
+        ("kind = \"ecmp-reseed\"\nat_us = 1\na = \"host3\"\nseed = 1", "fault[0].a", "is a host"),
+    ] {
+        let m = model(&four_spines(&format!("[[fault]]\n{fault}\n")));
+        let e = match build(&m, SimOptions::default()) {
+            Ok(_) => panic!("accepted: {fault}"),
+            Err(e) => e,
+        };
+        let all = format!("{e:?}");
+        assert!(all.contains(key) && all.contains(words), "{fault}: {all}");
+    }
+}
