@@ -1,21 +1,50 @@
-//! rocelab's packet-level engine.
+//! rocelab's packet-level engine. Read this page first: it says which module owns what and
+//! where to change a mechanism.
 //!
 //! A discrete-event simulator of a RoCEv2 fabric at packet granularity: NICs with RC queue
 //! pairs (segmentation into MTU packets with real header overhead, per-QP DCQCN rate limiting
-//! in `paper` and `mlx5` variants, ACK/NAK, go-back-N), switches with a shared-buffer MMU
-//! (ingress accounting per priority group, PFC XOFF/XON with headroom, dynamic thresholds),
-//! strict/DWRR schedulers, ECN/RED marking, ECMP by 5-tuple hash with per-switch seeds, PFC
-//! watchdog, and timed faults (link down/up, a host that stops draining).
+//! in `paper` and `mlx5` variants, ACK/NAK, go-back-N with IB timeouts, an optional window),
+//! switches with a shared-buffer MMU (ingress accounting per priority group, PFC XOFF/XON with
+//! headroom, dynamic or static thresholds), strict/DWRR schedulers, ECN/RED marking, ECMP by
+//! 5-tuple hash with per-switch seeds and resilient failover, a PFC watchdog, and timed faults
+//! (links, flaps, switch reboots, host stalls, ECMP reseeds). A [`workload::Workload`] posts the
+//! messages and hears when each is delivered.
 //!
-//! * `event`   — the `(time, seq)` event heap;
-//! * `packet`  — packets, header overheads, the packet slab;
-//! * `engine`  — state and handlers (ports, switch MMU, NICs) and the event loop;
-//! * `dcqcn`   — the reaction point's rate state machine;
-//! * `traffic` — `[[traffic]]` tables expanded into flows;
-//! * `stats`   — hot-path counters; `report` — the same counters under the shared metric names;
-//! * `outputs` — per-flow times and the optional PFC event log (other simulators' layouts).
+//! # Where things live
 //!
-//! Time is integer picoseconds. Same model + same seed → byte-identical reports.
+//! | to change… | look in |
+//! |---|---|
+//! | the event loop, dispatch, run termination, sampling | `engine` (`engine.rs`) |
+//! | serialization, propagation, wire arrival, drops | `engine::wire` |
+//! | forwarding, admission, ingress accounting, release | `engine::mmu` |
+//! | PFC pause/refresh/resume, the watchdog, queue flushes | `engine::pfc` |
+//! | strict and DWRR scheduling, ECN marking at dequeue | `engine::sched` |
+//! | ECMP hashing, next-hop choice and failover, reconvergence | `engine::ecmp` |
+//! | QPs: sending, receiving, ACK/NAK/CNP, timeouts, port choice | `engine::nic` |
+//! | what a fault does when it happens | `engine::faults`; resolving `[[fault]]`: `engine::resolve_faults` |
+//! | invariants recounted from the packets | `engine::invariants` |
+//! | DCQCN's rate state machine (both variants) | `dcqcn` |
+//! | pacing a QP at its rate | `pacer` |
+//! | the workload API (messages, delivery callbacks) | `workload` |
+//! | `[[traffic]]` patterns → flows | `traffic` |
+//! | the event queue (16-ary radix heap, FIFO among equal times) | `event` |
+//! | packets, header overheads, the packet slab | `packet` |
+//! | hot-path counters → reports under the shared metric names | `stats`, `report` |
+//! | other simulators' output layouts (per-flow times, PFC log) | `outputs` |
+//!
+//! Benchmark scenarios and their timing live in the `rocelab-bench` crate, outside the engine.
+//!
+//! # Rules of the hot path
+//!
+//! Time is integer picoseconds (`SimTime`). Ports, switches, NICs and QPs are plain structs in
+//! typed vectors indexed by `u32`; a port's fields are grouped `repr(C)` by what one packet
+//! touches; packets are 48 bytes in a slab with a free list; events are small `Copy` values and
+//! an event entry is 24 bytes. No allocation per event in steady state (`rocelab-bench` counts
+//! them), no `dyn` call per event (the workload is called once per delivered message), stale
+//! timers are cancelled by generation counters. Rare handlers (faults, the watchdog, samples)
+//! are `#[cold]` so they stay out of the dispatch loop's code. No platform `libm` call on a
+//! path that changes results, no `HashMap` iteration, no wall clock: same model + same seed →
+//! byte-identical reports (a golden test checks one summary's hash).
 
 pub mod dcqcn;
 pub mod engine;

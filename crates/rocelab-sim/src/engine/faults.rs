@@ -1,0 +1,102 @@
+//! Timed faults as they happen: links down and up (with host-port failover), host stalls,
+//! ECMP reseeds. Resolving `[[fault]]` tables into these actions is `resolve_faults`.
+
+use super::*;
+
+impl Sim<'_> {
+    #[cold]
+    #[inline(never)]
+    pub(super) fn on_fault(&mut self, idx: usize) {
+        match self.faults[idx].action {
+            FaultAction::Link { ports: (a, b), up } => {
+                for p in [a, b] {
+                    let port = &mut self.ports[p as usize];
+                    if port.up == up {
+                        continue;
+                    }
+                    port.up = up;
+                    port.st.link_state_changes += 1;
+                    if !up {
+                        // Packets on the cable are lost; queued packets are flushed.
+                        let mut pkt = std::mem::replace(&mut self.ports[p as usize].wire_head, NONE);
+                        self.ports[p as usize].wire_tail = NONE;
+                        while pkt != NONE {
+                            let next = self.pkts.get(pkt).next;
+                            let q = self.classes[self.pkts.get(pkt).class as usize].queue;
+                            self.drop_pkt(p, q, pkt, DropReason::LinkDown);
+                            pkt = next;
+                        }
+                        self.flush_queues(p, None, DropReason::LinkDown);
+                        let nic = self.ports[p as usize].nic;
+                        if nic != NONE {
+                            self.nic_failover(nic);
+                        }
+                    } else {
+                        self.kick(p);
+                    }
+                }
+                self.reconverge();
+            }
+            FaultAction::Host { host, stall: true } => {
+                for n in self.nics_of(host) {
+                    self.nics[n as usize].stalled = true;
+                }
+            }
+            FaultAction::Host { host, stall: false } => {
+                for n in self.nics_of(host) {
+                    self.nics[n as usize].stalled = false;
+                    while let Some(pkt) = self.nics[n as usize].rx_q.pop_front() {
+                        self.host_receive(n, pkt);
+                    }
+                    self.nics[n as usize].rx_bytes = 0;
+                    let port = self.nics[n as usize].port;
+                    for prio in 0..8u8 {
+                        if self.nics[n as usize].rx_xoff[prio as usize] {
+                            self.nics[n as usize].rx_xoff[prio as usize] = false;
+                            self.send_pfc(port, prio, 0);
+                        }
+                    }
+                }
+            }
+            FaultAction::Reseed { switch, seed } => {
+                let per_switch = self.m.config.routing.per_switch_seed;
+                for (i, s) in self.switches.iter_mut().enumerate() {
+                    if switch.is_none_or(|n| n.0 == s.node) {
+                        s.seed = switch_seed(seed, i, per_switch);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A host port went down: its QPs, as senders and as receivers, and its queued ACKs and
+    /// CNPs move to another port of the host that is up, as mlx5 RoCE LAG moves a QP's tx
+    /// affinity when a port fails. A host with no other live port keeps them (they wait for
+    /// the link to return).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn nic_failover(&mut self, dead: u32) {
+        let live = self.live_nic(dead);
+        if live == dead {
+            return;
+        }
+        let moved = std::mem::take(&mut self.nics[dead as usize].active);
+        for &qi in &moved {
+            self.qps[qi as usize].src_nic = live;
+        }
+        self.nics[live as usize].active.extend(moved);
+        for q in &mut self.qps {
+            if q.dst_nic == dead {
+                q.dst_nic = live;
+            }
+        }
+        let (cnps, acks) = {
+            let d = &mut self.nics[dead as usize];
+            (std::mem::take(&mut d.cnp_q), std::mem::take(&mut d.ack_q))
+        };
+        let l = &mut self.nics[live as usize];
+        l.cnp_q.extend(cnps);
+        l.ack_q.extend(acks);
+        self.nic_try_send(live);
+    }
+}
