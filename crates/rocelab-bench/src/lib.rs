@@ -146,7 +146,9 @@ node = [
 /// the next rail (so every flow crosses the spine tier).
 pub fn rail_1024() -> String {
     let mut s = String::from(include_str!("../../../examples/rail-1024gpu.toml"));
-    s.push_str("\n[simulation]\nseed = 1\n");
+    if !s.contains("\n[simulation]") {
+        s.push_str("\n[simulation]\nseed = 1\n");
+    }
     for node in 0..128 {
         for r in 0..8 {
             let _ = write!(
@@ -310,4 +312,22 @@ fn run_once(s: &Scenario, m: &rocelab_model::Model, probe: &dyn Fn() -> u64) -> 
         runs: 1,
     };
     Ok((r, probed))
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every scenario's fabric loads and builds (a broken one would only show in a release
+    /// bench run otherwise).
+    #[test]
+    fn every_scenario_builds() {
+        for s in super::all() {
+            let m = rocelab_model::load_str(s.name, &s.fabric).unwrap_or_else(|e| panic!("{}: {e}", s.name));
+            let opts = rocelab_sim::options_from_model(&m);
+            let built = match s.workload {
+                Some(w) => rocelab_sim::Sim::with_workload(&m, w(&m), Vec::new(), opts).map(|_| ()),
+                None => rocelab_sim::build(&m, opts).map(|_| ()),
+            };
+            built.unwrap_or_else(|d| panic!("{}: {d:?}", s.name));
+        }
+    }
 }

@@ -363,7 +363,8 @@ pub fn import(config: &Path, topology: Option<&Path>, flows: Option<&Path>) -> R
 /// FLOW_FILE) resolves, or the config's parent's parent (`simulation/` for `mix/config.txt`).
 fn ns3_run_dir(cfg: &Ns3Config, config_path: &Path) -> PathBuf {
     for key in ["TOPOLOGY_FILE", "FLOW_FILE"] {
-        if let Some(v) = cfg.get(key).and_then(|e| e.values.first()) {
+        // An absolute input path says nothing about where ns-3 ran.
+        if let Some(v) = cfg.get(key).and_then(|e| e.values.first()).filter(|v| Path::new(v).is_relative()) {
             for c in resolve(config_path, v) {
                 if c.is_file() {
                     let mut base = c.clone();
@@ -817,12 +818,12 @@ pub fn import_str(
 
     // NIC.
     let payload = match cfg.num::<u32>("PACKET_PAYLOAD_SIZE", "a whole number of bytes")? {
-        Some((line, v)) if !(256..=9000).contains(&v) => {
+        Some((line, v)) if !(256..=4096).contains(&v) => {
             return Err(ImportError::at(
                 cfg_file,
                 line,
-                format!("PACKET_PAYLOAD_SIZE {v} is outside 256..=9000"),
-                "rocelab accepts payloads of 256 to 9000 bytes",
+                format!("PACKET_PAYLOAD_SIZE {v} is outside 256..=4096"),
+                "rocelab models RoCE path MTUs, 256 to 4096 bytes of payload",
             ))
         }
         Some((_, v)) => v,
@@ -1018,14 +1019,16 @@ fn ns3_transport(cfg: &Ns3Config, topo: &Topology, payload: u32) -> Result<Trans
     } else {
         "HAS_WIN 1, GLOBAL_T 0: ns-3 gives each pair its own BDP; rocelab's window is per NIC, so the largest"
     };
-    t.window_bytes = Some((bdp, why.into()));
+    // (0 would mean "no window" to rocelab; one byte still allows one packet at a time.)
+    t.window_bytes = Some((bdp.max(1), why.into()));
     t.window_scales_with_rate = Some((var, format!("VAR_WIN {}", var as u8)));
     Ok(t)
 }
 
 /// third.cc's window: for each host pair on a shortest path, rtt = 2 · (sum of link delays) +
-/// one payload's serialization per hop at that hop's rate, bdp = rtt · (the source host's link
-/// rate) / 8; the largest over all pairs.
+/// one payload's serialization per hop at that hop's rate, bdp = rtt · (the slowest link on the
+/// path) / 8; the largest over all pairs. One BFS per host: fine for ns-3-sized topologies
+/// (thousands of hosts), slow beyond.
 pub fn max_bdp_bytes(topo: &Topology, payload: u32) -> u64 {
     let n = topo.nodes as usize;
     let mut adj: Vec<Vec<(usize, u64, u64)>> = vec![Vec::new(); n];
@@ -1036,11 +1039,13 @@ pub fn max_bdp_bytes(topo: &Topology, payload: u32) -> u64 {
     let mut best = 0u64;
     let mut dist = vec![u32::MAX; n];
     let mut rtt_ps = vec![0u128; n];
+    // The slowest link on the path (third.cc's pairBw).
+    let mut bw = vec![u64::MAX; n];
     for src in (0..n).filter(|&i| !topo.is_switch[i]) {
-        let Some(&(_, host_bps, _)) = adj[src].first() else { continue };
         dist.iter_mut().for_each(|d| *d = u32::MAX);
         dist[src] = 0;
         rtt_ps[src] = 0;
+        bw[src] = u64::MAX;
         let mut q = std::collections::VecDeque::from([src]);
         while let Some(u) = q.pop_front() {
             // Hosts do not forward.
@@ -1052,12 +1057,13 @@ pub fn max_bdp_bytes(topo: &Topology, payload: u32) -> u64 {
                     dist[v] = dist[u] + 1;
                     let tx_ps = payload as u128 * 8 * 1_000_000_000_000 / bps.max(1) as u128;
                     rtt_ps[v] = rtt_ps[u] + 2 * ps as u128 + tx_ps;
+                    bw[v] = bw[u].min(bps);
                     q.push_back(v);
                 }
             }
         }
         for dst in (0..n).filter(|&j| j != src && !topo.is_switch[j] && dist[j] != u32::MAX) {
-            let bdp = rtt_ps[dst] * host_bps as u128 / 8 / 1_000_000_000_000;
+            let bdp = rtt_ps[dst] * bw[dst] as u128 / 8 / 1_000_000_000_000;
             best = best.max(bdp.min(u64::MAX as u128) as u64);
         }
     }

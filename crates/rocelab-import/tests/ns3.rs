@@ -358,7 +358,7 @@ fn malformed_inputs_give_line_numbered_errors() {
             "cfg",
             cfg.replace("PACKET_PAYLOAD_SIZE 1000", "PACKET_PAYLOAD_SIZE 100"),
             "config.txt:3",
-            "outside 256..=9000",
+            "outside 256..=4096",
         ),
         ("cfg", cfg.replace("LINK_DOWN 0 0 0", "LINK_DOWN 5 0 1"), "config.txt:37", "share no link"),
         ("cfg", cfg.replace("LINK_DOWN 0 0 0", "LINK_DOWN 5 0"), "config.txt:37", "LINK_DOWN takes"),
@@ -512,4 +512,38 @@ fn ns3_imports_have_no_retransmit_timeout_and_take_the_hpcc_window() {
     assert_eq!(t.window_scales_with_rate.as_ref().map(|w| w.0), Some(true));
     let toml = to_toml(&imp.scenario);
     assert!(toml.contains("window_bytes = 52000") && toml.contains("ack_timeout = 0"), "{toml}");
+}
+
+#[test]
+fn hpccs_shipped_fat_tree_and_flow_file_import_and_run() {
+    let fat = std::fs::read_to_string(data("hpcc/fat.txt")).unwrap();
+    let flows = std::fs::read_to_string(data("hpcc/flow.txt")).unwrap();
+    let cfg = star_cfg()
+        .replace(
+            "KMAX_MAP 3 25000000000 400 40000000000 800 100000000000 1600",
+            "KMAX_MAP 2 100000000000 1600 400000000000 6400",
+        )
+        .replace(
+            "KMIN_MAP 3 25000000000 100 40000000000 200 100000000000 400",
+            "KMIN_MAP 2 100000000000 400 400000000000 1600",
+        )
+        .replace(
+            "PMAX_MAP 3 25000000000 0.2 40000000000 0.2 100000000000 0.2",
+            "PMAX_MAP 2 100000000000 0.2 400000000000 0.2",
+        );
+    let imp = from(&cfg, &fat, &flows).expect("HPCC's own files import unchanged");
+    let s = &imp.scenario;
+    assert_eq!(s.nodes.iter().filter(|n| n.is_switch).count(), 56);
+    assert_eq!(s.nodes.iter().filter(|n| !n.is_switch).count(), 320);
+    assert_eq!(s.links.len(), 480);
+    assert_eq!(s.flows.len(), 2, "the 2 flows the first line declares");
+    assert!(s.notes.iter().any(|n| n.contains("announces 2 flows")), "{:?}", s.notes);
+    assert!(!s.notes.iter().any(|n| n.contains("links; from line")), "fat.txt holds exactly its 480 links");
+    // It runs: 20 µs of its two 200 MB flows into host 1, as ns-3 would start them.
+    let m = rocelab_model::load_str("fat.toml", &to_toml(s)).unwrap_or_else(|e| panic!("{e}"));
+    let mut opts = rocelab_sim::options_from_model(&m);
+    opts.duration = Some(rocelab_model::SimTime::from_secs_f64(2.00002));
+    let run = ns3::run(&imp, &m, opts).unwrap();
+    assert!(run.report.totals.data_packets_delivered > 0);
+    assert_eq!(run.report.totals.packets_dropped, 0);
 }

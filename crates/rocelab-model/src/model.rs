@@ -1010,6 +1010,13 @@ fn resolve_nic(
     let rate_ai = rate(d.rate_ai_mbps, base.rate_ai_mbps, "rate_ai_mbps", errs);
     let rate_hai = rate(d.rate_hai_mbps, base.rate_hai_mbps, "rate_hai_mbps", errs);
     let min_rate = rate(d.min_rate_mbps, base.min_rate_mbps, "min_rate_mbps", errs);
+    if min_rate.0 == 0 && d.min_rate_mbps.is_some() {
+        errs.push(Diagnostic::new(
+            format!("{dp}.min_rate_mbps"),
+            "the DCQCN rate floor must be above 0 Mb/s".to_string(),
+            "ConnectX's rpg_min_rate defaults to 1 Mb/s",
+        ));
+    }
     let rate_on_first_cnp = rate(d.rate_on_first_cnp_mbps, base.rate_on_first_cnp_mbps, "rate_on_first_cnp_mbps", errs);
     let min_dec_fac = d.min_dec_fac_percent.unwrap_or(base.min_dec_fac_percent);
     if !(min_dec_fac > 0.0 && min_dec_fac <= 100.0) {

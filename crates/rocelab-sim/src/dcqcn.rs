@@ -148,8 +148,17 @@ impl RateState {
                     self.alpha = p.initial_alpha;
                     self.alpha_t = now;
                     if p.rate_on_first_cnp.0 > 0 {
+                        // The first CNP sets the rate instead of cutting it: that is this
+                        // flow's first reduction, and the next waits a full period.
                         self.rc = (p.rate_on_first_cnp.0 as f64).min(self.line);
                         self.rt = self.rc;
+                        self.alpha_bit = true;
+                        self.last_reduce = Some(now);
+                        self.t_count = 0;
+                        self.b_count = 0;
+                        self.bytes = 0;
+                        self.inc_gen = self.inc_gen.wrapping_add(1);
+                        return Todo::ArmIncrease(now + p.increase_timer);
                     }
                 } else {
                     self.settle_alpha(now, p);
@@ -452,8 +461,13 @@ mod tests {
         let mut p = params(DcqcnVariant::Mlx5);
         p.rate_on_first_cnp = BitsPerSec(10_000_000_000);
         let mut r = RateState::new(LINE, &p);
-        r.on_cnp(SimTime(US), &p);
+        // The first CNP sets Rc = Rt = 10 G and counts as the first cut: no cut at once.
+        assert_eq!(r.on_cnp(SimTime(US), &p), Todo::ArmIncrease(SimTime(US) + p.increase_timer));
         rates(&r, 10e9, 10e9);
+        // A CNP 1 µs later is cut at the end of the period, with α updated meanwhile.
+        assert_eq!(r.on_cnp(SimTime(2 * US), &p), Todo::ArmReduce(SimTime(5 * US)));
+        r.on_reduce_check(SimTime(5 * US), &p);
+        assert!(r.rc < 10e9 && r.rc >= 5e9, "{}", r.rc);
     }
 
     #[test]

@@ -241,7 +241,7 @@ impl Qp {
         if self.window == 0 {
             return true;
         }
-        let in_flight = (self.snd_nxt - self.snd_una) as u64 * self.mtu as u64;
+        let in_flight = self.snd_nxt.saturating_sub(self.snd_una) as u64 * self.mtu as u64;
         let w = match (&self.cc, self.window_var) {
             (Some(cc), true) => ((self.window as f64 * cc.rc / cc.line) as u64).max(1),
             _ => self.window,
@@ -304,6 +304,10 @@ pub struct Sim<'m> {
     qps_left: usize,
     /// QPs started and not finished.
     active_qps: usize,
+    /// Fault events not yet handled.
+    faults_due: usize,
+    /// Per flow: a QP of it gave up (retry count exhausted).
+    flow_failed: Vec<bool>,
     /// Payload bytes of all QPs.
     bytes_total: u64,
     pub(crate) events: u64,
@@ -554,6 +558,8 @@ impl<'m> Sim<'m> {
             dcqcn,
             qps_left: 0,
             active_qps: 0,
+            faults_due: 0,
+            flow_failed: Vec::new(),
             bytes_total: 0,
             events: 0,
             stats: GlobalStats::default(),
@@ -577,6 +583,7 @@ impl<'m> Sim<'m> {
         for (i, f) in sim.faults.iter().enumerate() {
             sim.q.push(f.at, Ev::Fault { idx: i as u32 });
         }
+        sim.faults_due = sim.faults.len();
         if let Some(iv) = sim.opts.sample_interval {
             sim.q.push(iv, Ev::Sample);
         }
@@ -657,6 +664,7 @@ impl<'m> Sim<'m> {
             qps += 1;
         }
         self.flow_rx_left.push(qps);
+        self.flow_failed.push(false);
         self.flows.push(f);
         fi
     }
@@ -668,7 +676,8 @@ impl<'m> Sim<'m> {
         self.deliveries_due -= 1;
         let Some(mut w) = self.workload.take() else { return };
         let f = &self.flows[fi as usize];
-        let done = Delivered { msg: fi, tag: f.tag, src: f.src, dst: f.dst, start: f.start, at: self.now };
+        let failed = self.flow_failed[fi as usize];
+        let done = Delivered { msg: fi, tag: f.tag, src: f.src, dst: f.dst, start: f.start, at: self.now, failed };
         w.on_delivered(done, &mut Net { sim: self });
         self.workload = Some(w);
     }
@@ -741,7 +750,10 @@ impl<'m> Sim<'m> {
                     // A QP waiting for its retransmit timeout will make progress; anything
                     // else stuck this long (a host that never drains, a QP whose only port is
                     // down) never will.
-                    if self.qps.iter().any(|q| q.rto_armed && q.sender_done.is_none()) {
+                    // (A timeout only brings progress with packets outstanding; a QP with
+                    // none re-arms its timer for ever.) A fault still to come may revive it.
+                    let awaiting = |q: &Qp| q.rto_armed && q.sender_done.is_none() && q.snd_una < q.snd_nxt;
+                    if self.faults_due > 0 || self.qps.iter().any(awaiting) {
                         stall_since = t;
                     } else {
                         self.stopped_no_progress = true;
@@ -985,6 +997,18 @@ fn resolve_fault(m: &Model, p: &str, f: &FaultConfig, out: &mut Vec<Fault>) -> R
             let count = f.count.filter(|c| (1..=100_000).contains(c)).ok_or_else(|| {
                 Diagnostic::new(format!("{p}.count"), "link-flap needs `count` (1..=100000)", "e.g. count = 5")
             })?;
+            // The last cycle must end inside the engine's clock range (10¹² µs).
+            let end = (count as u128 * period.0 as u128).saturating_add(at.0 as u128);
+            if end > 1_000_000_000_000_000_000 || period.0 < 2 {
+                return Err(Diagnostic::new(
+                    format!("{p}.period_us"),
+                    format!(
+                        "{count} cycles of {} µs end beyond 10¹² µs, or the period is too short",
+                        period.as_us_f64()
+                    ),
+                    "use a shorter period or fewer cycles",
+                ));
+            }
             for k in 0..count as u64 {
                 let down = at + SimTime(k * period.0);
                 out.push(Fault { at: down, action: FaultAction::Link { ports, up: false } });

@@ -27,7 +27,8 @@ pub fn gap(wire: u32, rate_bps: f64, line_bps: f64) -> SimTime {
     if rate_bps >= line_bps {
         SimTime::ZERO
     } else {
-        SimTime((wire as f64 * 8.0 * 1e12 / rate_bps).ceil() as u64)
+        // At most 1,000 s, so `now + gap` cannot overflow whatever the rate.
+        SimTime((wire as f64 * 8.0 * 1e12 / rate_bps).ceil().min(1e15) as u64)
     }
 }
 

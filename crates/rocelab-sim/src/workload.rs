@@ -18,6 +18,8 @@
 //!   Several deliveries at one time are reported in the order they happened. Messages posted
 //!   from a callback start at `now` or at their `start`, whichever is later; a NIC sends what
 //!   is posted at `now` at once if its port is free.
+//! * A message that cannot be delivered — one of its QPs exhausted its retries — is reported
+//!   once, with `failed` set, when that QP gives up.
 //! * A workload sees the fabric only through [`Net`]: the time, the model (read only), and
 //!   `post`. It cannot touch queues, packets or counters, so it cannot break the engine's
 //!   invariants, and nothing it does depends on wall-clock time.
@@ -30,6 +32,10 @@ use crate::engine::Sim;
 use crate::traffic::FlowSpec;
 use rocelab_model::{Model, NodeId, SimTime};
 use std::fmt;
+
+/// No message starts later than this (10¹² µs, 11.6 days: far inside the u64 picosecond
+/// clock, so timers after it cannot overflow).
+pub const LATEST_START: SimTime = SimTime(1_000_000_000_000_000_000);
 
 /// The index of a posted message: its row in the run's per-flow results.
 pub type MsgId = u32;
@@ -72,6 +78,9 @@ pub struct Delivered {
     /// When it was posted to start, and when its last byte arrived.
     pub start: SimTime,
     pub at: SimTime,
+    /// The message will never arrive: one of its QPs exhausted its retries (`retry_cnt`) and
+    /// went to the error state, at `at`. Reported once per message.
+    pub failed: bool,
 }
 
 /// Why a message was refused.
@@ -123,6 +132,9 @@ impl<'m> Net<'_, 'm> {
         }
         let now = self.sim.now();
         let start = msg.start.map_or(now, |s| s.max(now));
+        if start > crate::workload::LATEST_START {
+            return Err(PostError(format!("start at {:?} is beyond the engine's clock range", start)));
+        }
         Ok(self.sim.post_flow(FlowSpec {
             src: msg.src,
             dst: msg.dst,

@@ -158,7 +158,8 @@ fn a_flapping_link_counts_every_transition() {
 fn an_ecmp_reseed_moves_flows_and_loses_nothing() {
     let h = model(&four_spines(""));
     let base = run(&h);
-    let reseed = "[[fault]]\nkind = \"ecmp-reseed\"\nat_us = 0\na = \"*\"\nseed = 99\n";
+    // Mid-run: the 400 KB flows take ~33 µs; the new seed applies from 10 µs.
+    let reseed = "[[fault]]\nkind = \"ecmp-reseed\"\nat_us = 10\na = \"*\"\nseed = 99\n";
     let m = model(&four_spines(reseed));
     let r = run(&m);
     assert_eq!(r.flows_completed, 16);
@@ -190,4 +191,19 @@ fn bad_fault_tables_are_refused_with_their_key() {
         let all = format!("{e:?}");
         assert!(all.contains(key) && all.contains(words), "{fault}: {all}");
     }
+}
+
+#[test]
+fn a_host_cut_off_for_good_ends_the_run_as_stuck() {
+    // host0 loses its only link mid-flow and never gets it back. Its QPs time out, go back N
+    // and have nothing outstanding; nothing can move. The run must stop (it used to re-arm
+    // the timeout for ever until the clock overflowed) and say so.
+    let cut = "[[fault]]\nkind = \"link-down\"\nat_us = 5\na = \"host0\"\nb = \"leaf0\"\n";
+    let m = model(&four_spines(cut));
+    let mut sim = build(&m, SimOptions::default()).unwrap();
+    sim.run(&mut |_| {});
+    let r = RunReport::from_sim(&sim);
+    assert!(r.stopped_no_progress, "{:?}", r.totals);
+    assert_eq!(r.flows_completed, 15, "every other flow completes");
+    assert!(r.simulated_seconds < 20.0, "stopped after {} s", r.simulated_seconds);
 }

@@ -174,9 +174,18 @@ pub fn simulate_ns3(
     write_atomic(&out.join("metrics.prom"), r.report.prometheus().as_bytes())?;
     write_atomic(&out.join(&imp.fct_file), r.fct.as_bytes())?;
     write_atomic(&out.join(&imp.pfc_file), r.pfc.as_bytes())?;
-    // Also where ns-3 itself writes them, so scripts that read ns-3's outputs find them.
+    // Also where ns-3 itself writes them, so scripts that read ns-3's outputs find them; a
+    // file already there (ns-3's own results, to compare with) is never overwritten.
     if let Some((fct, pfc)) = &imp.ns3_outputs {
         for (path, text) in [(fct, &r.fct), (pfc, &r.pfc)] {
+            if path.exists() {
+                eprintln!(
+                    "warning: {} exists (ns-3's own output?): not overwritten; rocelab's copy is in {}",
+                    path.display(),
+                    out.display()
+                );
+                continue;
+            }
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                 std::fs::create_dir_all(dir)
                     .map_err(|e| Failure::bad_input(format!("error: cannot create {}: {e}", dir.display())))?;

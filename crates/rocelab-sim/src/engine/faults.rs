@@ -7,6 +7,7 @@ impl Sim<'_> {
     #[cold]
     #[inline(never)]
     pub(super) fn on_fault(&mut self, idx: usize) {
+        self.faults_due -= 1;
         match self.faults[idx].action {
             FaultAction::Link { ports: (a, b), up } => {
                 for p in [a, b] {
@@ -33,6 +34,16 @@ impl Sim<'_> {
                         }
                     } else {
                         self.kick(p);
+                        // A host port is back: QPs stranded on its host's dead ports move here.
+                        let nic = self.ports[p as usize].nic;
+                        if nic != NONE {
+                            let host = NodeId(self.nics[nic as usize].node);
+                            for n in self.nics_of(host) {
+                                if !self.ports[self.nics[n as usize].port as usize].up {
+                                    self.nic_failover(n);
+                                }
+                            }
+                        }
                     }
                 }
                 self.reconverge();
@@ -60,9 +71,10 @@ impl Sim<'_> {
             }
             FaultAction::Reseed { switch, seed } => {
                 let per_switch = self.m.config.routing.per_switch_seed;
-                for (i, s) in self.switches.iter_mut().enumerate() {
+                for s in &mut self.switches {
                     if switch.is_none_or(|n| n.0 == s.node) {
-                        s.seed = switch_seed(seed, i, per_switch);
+                        // Keyed by node index, as at build time.
+                        s.seed = switch_seed(seed, s.node as usize, per_switch);
                     }
                 }
             }

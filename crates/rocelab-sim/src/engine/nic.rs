@@ -220,8 +220,11 @@ impl Sim<'_> {
                     if last && q.finish.is_none() {
                         q.finish = Some(now);
                         let fl = q.flow as usize;
-                        self.flow_rx_left[fl] -= 1;
-                        if self.flow_rx_left[fl] == 0 && self.deliveries_wanted {
+                        // (Zero already when another QP of the flow gave up: reported then.)
+                        if self.flow_rx_left[fl] > 0 {
+                            self.flow_rx_left[fl] -= 1;
+                        }
+                        if self.flow_rx_left[fl] == 0 && !self.flow_failed[fl] && self.deliveries_wanted {
                             self.deliveries_due += 1;
                             self.q.push(now, Ev::Delivered { flow: fl as u32 });
                         }
@@ -252,9 +255,12 @@ impl Sim<'_> {
                     q.last_progress = now;
                     q.timeouts_in_row = 0;
                 }
+                // An ACK delayed past a timeout can acknowledge more than was resent.
+                q.snd_nxt = q.snd_nxt.max(q.snd_una);
                 if p.kind == Kind::Nak {
                     q.st.naks += 1;
-                    if q.snd_nxt > p.psn {
+                    // (A stale NAK for a PSN already acknowledged rewinds nothing.)
+                    if q.snd_nxt > p.psn && p.psn >= q.snd_una {
                         q.snd_nxt = p.psn;
                     }
                 }
@@ -357,7 +363,16 @@ impl Sim<'_> {
                 q.sender_done = Some(now);
                 self.qps_left -= 1;
                 self.active_qps -= 1;
-                let src_nic = q.src_nic;
+                let (src_nic, fl) = (q.src_nic, q.flow as usize);
+                // The workload hears once that the message will not arrive.
+                if !self.flow_failed[fl] && self.flow_rx_left[fl] > 0 {
+                    self.flow_failed[fl] = true;
+                    self.flow_rx_left[fl] = 0;
+                    if self.deliveries_wanted {
+                        self.deliveries_due += 1;
+                        self.q.push(now, Ev::Delivered { flow: fl as u32 });
+                    }
+                }
                 let list = &mut self.nics[src_nic as usize].active;
                 if let Some(pos) = list.iter().position(|x| *x == qi) {
                     list.remove(pos);
