@@ -10,7 +10,7 @@ use std::process::ExitCode;
 #[derive(clap::Args)]
 pub struct Args {
     /// Scenarios to run (default: all): incast, permutation-16, permutation-128,
-    /// permutation-1024, rail-1024.
+    /// permutation-1024, permutation-1024-htsim, rail-1024, chain-10k.
     names: Vec<String>,
     /// Run every scenario in this process (peak memory then accumulates).
     #[arg(long)]

@@ -53,14 +53,8 @@ impl Sim<'_> {
 
     #[inline]
     pub(super) fn on_tx_done(&mut self, port: u32) {
-        let p = &mut self.ports[port as usize];
-        p.tx_pending = false;
-        if p.sw != NONE {
-            self.switch_try_tx(port);
-        } else {
-            let nic = p.nic;
-            self.nic_try_send(nic);
-        }
+        self.ports[port as usize].tx_pending = false;
+        self.kick(port);
     }
 
     #[inline]
