@@ -641,11 +641,20 @@ pub struct RoutingConfig {
     /// Give every switch its own hash seed (true) or the same one (false, shows polarization).
     #[serde(default = "yes")]
     pub per_switch_seed: bool,
+    /// How long a link failure (or repair) takes to reach each further switch hop, µs.
+    /// Default 0: every switch learns at once.
+    #[serde(default)]
+    pub convergence_us_per_hop: Option<f64>,
 }
 
 impl Default for RoutingConfig {
     fn default() -> Self {
-        RoutingConfig { ecmp_hash_fields: default_hash_fields(), ecmp_seed: 0, per_switch_seed: true }
+        RoutingConfig {
+            ecmp_hash_fields: default_hash_fields(),
+            ecmp_seed: 0,
+            per_switch_seed: true,
+            convergence_us_per_hop: None,
+        }
     }
 }
 

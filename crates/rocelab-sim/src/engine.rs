@@ -317,9 +317,15 @@ pub struct Sim<'m> {
     /// Stopped because no packet left the fabric for `NO_PROGRESS_LIMIT` (no duration set).
     pub(crate) stopped_no_progress: bool,
     pub(crate) hash_fields: u8,
-    /// With links down: `reach[row * groups + g]` = switch `row` still has a live shortest path
+    /// Routing states, one per link change (epoch): `views[e][row * groups + g]` = switch `row`
+    /// still has a live shortest path
     /// to destination group `g` (routing reconverged over the surviving equal-cost paths).
-    reach: Option<Vec<bool>>,
+    /// (`None`: every link up. A state no switch holds any more is emptied.)
+    views: Vec<Option<Vec<bool>>>,
+    /// The routing state each switch has learned (index into `views`).
+    sw_view: Vec<u32>,
+    /// Per switch hop, how long a link change takes to reach a switch.
+    convergence_per_hop: SimTime,
     /// PFC frames as received, recorded only after `enable_pfc_log` (see `outputs`).
     pub(crate) pfc_log: Option<Vec<crate::outputs::PfcEvent>>,
     /// What posts the messages (taken out while one of its callbacks runs).
@@ -538,6 +544,18 @@ impl<'m> Sim<'m> {
                 };
         }
         let dcqcn: Vec<Dcqcn> = m.nics.iter().map(|n| n.dcqcn.clone()).collect();
+        let n_switches = switches.len();
+        let convergence_per_hop = match m.config.routing.convergence_us_per_hop {
+            None => SimTime::ZERO,
+            Some(us) if us.is_finite() && (0.0..1e9).contains(&us) => SimTime::from_secs_f64(us * 1e-6),
+            Some(us) => {
+                return Err(vec![Diagnostic::new(
+                    "routing.convergence_us_per_hop",
+                    format!("convergence_us_per_hop = {us} is not a time in µs"),
+                    "e.g. 100 (µs per switch hop); 0 or leave it out: every switch learns at once",
+                )])
+            }
+        };
         let mut sim = Sim {
             m,
             now: SimTime::ZERO,
@@ -567,7 +585,9 @@ impl<'m> Sim<'m> {
             stopped_at_duration: false,
             stopped_no_progress: false,
             hash_fields,
-            reach: None,
+            views: vec![None],
+            sw_view: vec![0; n_switches],
+            convergence_per_hop,
             pfc_log: None,
             deliveries_wanted: workload.wants_deliveries(),
             workload: None,
@@ -828,6 +848,7 @@ impl<'m> Sim<'m> {
                 self.nic_try_send(nic);
             }
             Ev::Delivered { flow } => self.on_delivered(flow),
+            Ev::RouteLearn { sw, epoch } => self.on_route_learn(sw, epoch),
             Ev::RateIncrease { qp, gen } => self.on_rate_increase(qp, gen),
             Ev::RateReduce { qp } => self.on_rate_reduce(qp),
             Ev::Rto { qp, gen } => self.on_rto(qp, gen),

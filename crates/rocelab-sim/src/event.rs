@@ -51,6 +51,11 @@ pub enum Ev {
     Delivered {
         flow: u32,
     },
+    /// Switch `sw` learns the routing state of `epoch` (a link change reached it).
+    RouteLearn {
+        sw: u32,
+        epoch: u32,
+    },
     /// DCQCN timers and transport timeout of a QP.
     RateIncrease {
         qp: u32,

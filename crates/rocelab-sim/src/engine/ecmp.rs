@@ -3,6 +3,22 @@
 
 use super::*;
 
+/// The routing state one switch forwards by: its table (`None`: all links up) and whether it
+/// is the newest (only then does it also see which host links are down).
+#[derive(Clone, Copy)]
+struct View<'a> {
+    table: Option<&'a [bool]>,
+    current: bool,
+}
+
+impl<'a> View<'a> {
+    #[inline]
+    fn of(sim: &'a Sim<'_>, sw: u32) -> Self {
+        let e = sim.sw_view[sw as usize] as usize;
+        View { table: sim.views[e].as_deref(), current: e + 1 == sim.views.len() }
+    }
+}
+
 impl Sim<'_> {
     pub(super) fn flow_hash(&self, src: u32, dst: u32, sport: u32) -> u32 {
         let f = self.hash_fields;
@@ -26,7 +42,8 @@ impl Sim<'_> {
     }
 
     /// The egress port switch `sw` forwards a packet for host `dst` with flow hash `hash` on
-    /// (`NONE`: no usable port). ECMP by the switch's seeded hash; resilient on failure.
+    /// (`NONE`: no usable port). ECMP by the switch's seeded hash, resilient on failure, judged
+    /// by the routing state the switch has learned.
     #[inline]
     pub(super) fn ecmp_choose(&self, sw: u32, dst: u32, hash: u32) -> u32 {
         let node = self.switches[sw as usize].node;
@@ -36,35 +53,39 @@ impl Sim<'_> {
         }
         let h = mix64(hash as u64 ^ self.switches[sw as usize].seed);
         let c = cands[(h % cands.len() as u64) as usize];
-        if self.ecmp_usable(c, node, dst) {
+        let view = View::of(self, sw);
+        if self.ecmp_usable(view, c, node, dst) {
             return c.0;
         }
-        self.ecmp_rehash(cands, node, dst, h)
+        self.ecmp_rehash(view, cands, node, dst, h)
     }
 
+    /// A local port is usable if it is up (a switch sees its own links at once) and, by what
+    /// the switch has learned, its peer still reaches `dst`.
     #[inline]
-    fn ecmp_usable(&self, c: PortId, node: u32, dst: u32) -> bool {
+    fn ecmp_usable(&self, view: View, c: PortId, node: u32, dst: u32) -> bool {
         let cp = &self.ports[c.idx()];
-        cp.up && cp.node == node && self.next_hop_reaches(cp.peer, dst)
+        cp.up && cp.node == node && self.next_hop_reaches(view, cp.peer, dst)
     }
 
     /// Resilient hashing, as switch ASICs do it: only the flows hashed to a dead (or, at a
     /// multi-homed host's switch, a foreign) member move, spread over the usable members by a
     /// second hash; every other flow keeps its path.
     #[cold]
-    fn ecmp_rehash(&self, cands: &[PortId], node: u32, dst: u32, h: u64) -> u32 {
-        let live = cands.iter().filter(|c| self.ecmp_usable(**c, node, dst)).count() as u64;
+    fn ecmp_rehash(&self, view: View, cands: &[PortId], node: u32, dst: u32, h: u64) -> u32 {
+        let live = cands.iter().filter(|c| self.ecmp_usable(view, **c, node, dst)).count() as u64;
         if live == 0 {
             return NONE;
         }
         let k = (mix64(h) % live) as usize;
-        cands.iter().filter(|c| self.ecmp_usable(**c, node, dst)).nth(k).map_or(NONE, |c| c.0)
+        cands.iter().filter(|c| self.ecmp_usable(view, **c, node, dst)).nth(k).map_or(NONE, |c| c.0)
     }
 
-    /// After a failure, a next hop is usable only if its switch still reaches the destination.
+    /// After a failure, a next hop is usable only if its switch still reaches the destination,
+    /// as far as the deciding switch knows.
     #[inline]
-    pub(super) fn next_hop_reaches(&self, peer_port: u32, dst: u32) -> bool {
-        let Some(reach) = &self.reach else { return true };
+    fn next_hop_reaches(&self, view: View, peer_port: u32, dst: u32) -> bool {
+        let Some(reach) = view.table else { return true };
         let r = &self.m.routing;
         let node = self.ports[peer_port as usize].node as usize;
         let row = r.switch_row[node];
@@ -72,7 +93,7 @@ impl Sim<'_> {
             return true;
         }
         let cell = row as usize * r.groups.len() + r.host_group[dst as usize] as usize;
-        if r.dist[cell] == 0 {
+        if r.dist[cell] == 0 && view.current {
             // The next switch is one of `dst`'s own: it must still have a live link to it (a
             // dual-homed host whose link there is down is reached through its other switch).
             return r.host_facing[dst as usize].iter().any(|p| {
@@ -83,13 +104,80 @@ impl Sim<'_> {
         reach[cell]
     }
 
+    /// Switch `sw` learns routing state `epoch` (unless it already knows a newer one); states
+    /// no switch holds any more are emptied.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn on_route_learn(&mut self, sw: u32, epoch: u32) {
+        let v = &mut self.sw_view[sw as usize];
+        *v = (*v).max(epoch);
+        let oldest = self.sw_view.iter().copied().min().unwrap_or(0) as usize;
+        for t in &mut self.views[..oldest] {
+            if t.as_ref().is_some_and(|t| !t.is_empty()) {
+                *t = Some(Vec::new());
+            }
+        }
+    }
+
+    /// After a link change at `origin` (the nodes at its ends): switches at the ends learn the
+    /// new routing state at once, each further switch `convergence_per_hop` later per switch
+    /// hop, as a withdrawal travels hop by hop. Until then a switch forwards as before, into
+    /// the failure.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn spread_route_change(&mut self, origin: [u32; 2]) {
+        let epoch = (self.views.len() - 1) as u32;
+        let node_sw = |n: u32| self.switches.iter().position(|s| s.node == n);
+        if self.convergence_per_hop == SimTime::ZERO {
+            self.sw_view.iter_mut().for_each(|v| *v = epoch);
+            self.on_route_learn(0, epoch);
+            return;
+        }
+        // Switch hops from the change, over links that are up.
+        let mut hops = vec![u32::MAX; self.switches.len()];
+        let mut q = std::collections::VecDeque::new();
+        for n in origin {
+            if let Some(i) = node_sw(n) {
+                hops[i] = 0;
+                q.push_back(i);
+            }
+        }
+        let m = self.m;
+        while let Some(i) = q.pop_front() {
+            let node = NodeId(self.switches[i].node);
+            for p in m.node(node).ports() {
+                if !self.ports[p.idx()].up {
+                    continue;
+                }
+                let peer = m.port(m.port(p).peer).node;
+                if let Some(j) = (!m.node(peer).is_host()).then(|| node_sw(peer.0)).flatten() {
+                    if hops[j] == u32::MAX {
+                        hops[j] = hops[i] + 1;
+                        q.push_back(j);
+                    }
+                }
+            }
+        }
+        for (i, &h) in hops.iter().enumerate() {
+            match h {
+                0 => self.sw_view[i] = self.sw_view[i].max(epoch),
+                u32::MAX => {}
+                h => {
+                    let at = self.now + SimTime(self.convergence_per_hop.0 * h as u64);
+                    self.q.push(at, Ev::RouteLearn { sw: i as u32, epoch });
+                }
+            }
+        }
+    }
+
     /// Recomputes which switches still reach each destination group over live links, in order
     /// of distance (a switch reaches a group if one of its live next hops does).
     #[cold]
     #[inline(never)]
-    pub(super) fn reconverge(&mut self) {
+    pub(super) fn reconverge(&mut self, origin: [u32; 2]) {
         if self.ports.iter().all(|p| p.up) {
-            self.reach = None;
+            self.views.push(None);
+            self.spread_route_change(origin);
             return;
         }
         let r = &self.m.routing;
@@ -140,6 +228,7 @@ impl Sim<'_> {
                 }
             }
         }
-        self.reach = Some(reach);
+        self.views.push(Some(reach));
+        self.spread_route_change(origin);
     }
 }

@@ -46,7 +46,8 @@ impl Sim<'_> {
                         }
                     }
                 }
-                self.reconverge();
+                let origin = [self.ports[a as usize].node, self.ports[b as usize].node];
+                self.reconverge(origin);
             }
             FaultAction::Host { host, stall: true } => {
                 for n in self.nics_of(host) {
