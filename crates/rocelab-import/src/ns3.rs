@@ -1247,7 +1247,7 @@ pub fn run(
         opts.ack_interval = a;
     }
     let mut sim = rocelab_sim::build(m, opts)?;
-    sim.enable_pfc_log();
+    let pfc = sim.record_pfc();
     sim.run(&mut |_| {});
     let report = rocelab_sim::RunReport::from_sim(&sim);
     let starts = sim.flow_starts();
@@ -1255,8 +1255,8 @@ pub fn run(
     // HPCC logs a line when a queue pauses and when it resumes; rocelab refreshes a pause
     // before it expires, and a refresh is not a new pause.
     let mut paused: BTreeMap<(PortId, u8), bool> = BTreeMap::new();
-    let events: Vec<PfcRecord> = sim
-        .pfc_log()
+    let events: Vec<PfcRecord> = pfc
+        .events()
         .iter()
         .filter(|e| paused.insert((e.port, e.priority), e.pause).unwrap_or(false) != e.pause)
         .map(|e| PfcRecord { time: e.time, port: e.port, pause: e.pause })

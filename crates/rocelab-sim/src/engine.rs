@@ -20,6 +20,7 @@
 
 use crate::dcqcn::{RateState, Todo};
 use crate::event::{Ev, EventQueue};
+use crate::observer::{Observed, Observer};
 use crate::pacer::Pacer;
 use crate::packet::*;
 use crate::rng::{mix64, Rng};
@@ -326,8 +327,8 @@ pub struct Sim<'m> {
     sw_view: Vec<u32>,
     /// Per switch hop, how long a link change takes to reach a switch.
     convergence_per_hop: SimTime,
-    /// PFC frames as received, recorded only after `enable_pfc_log` (see `outputs`).
-    pub(crate) pfc_log: Option<Vec<crate::outputs::PfcEvent>>,
+    /// Told of PFC frames, drops, marks, CNPs, deliveries and samples (see `observer`).
+    observers: Vec<Box<dyn Observer + 'm>>,
     /// What posts the messages (taken out while one of its callbacks runs).
     workload: Option<Box<dyn Workload + 'm>>,
     /// Whether the workload is told of deliveries.
@@ -588,7 +589,7 @@ impl<'m> Sim<'m> {
             views: vec![None],
             sw_view: vec![0; n_switches],
             convergence_per_hop,
-            pfc_log: None,
+            observers: Vec::new(),
             deliveries_wanted: workload.wants_deliveries(),
             workload: None,
             flow_rx_left: Vec::new(),
@@ -687,6 +688,27 @@ impl<'m> Sim<'m> {
         self.flow_failed.push(false);
         self.flows.push(f);
         fi
+    }
+
+    /// Adds an observer; it hears everything from now on.
+    pub fn add_observer(&mut self, o: Box<dyn Observer + 'm>) {
+        self.observers.push(o);
+    }
+
+    /// Tells the observers, if any (one length check otherwise).
+    #[inline]
+    fn notify(&mut self, e: Observed) {
+        if !self.observers.is_empty() {
+            self.notify_all(e);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn notify_all(&mut self, e: Observed) {
+        for o in &mut self.observers {
+            o.observe(&e);
+        }
     }
 
     /// Tells the workload that flow `fi` was delivered.
@@ -875,6 +897,7 @@ impl<'m> Sim<'m> {
     #[inline(never)]
     fn on_sample(&mut self) {
         let now = self.now;
+        self.notify(Observed::Sample { time: now });
         #[cfg(debug_assertions)]
         if let Err(e) = self.check_invariants() {
             panic!("engine invariants broken at {now:?}:\n{}", e.join("\n"));

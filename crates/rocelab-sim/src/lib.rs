@@ -30,7 +30,8 @@
 //! | the event queue (16-ary radix heap, FIFO among equal times) | `event` |
 //! | packets, header overheads, the packet slab | `packet` |
 //! | hot-path counters → reports under the shared metric names | `stats`, `report` |
-//! | other simulators' output layouts (per-flow times, PFC log) | `outputs` |
+//! | other simulators' output layouts (per-flow times) | `outputs` |
+//! | traces of what happens (PFC frames, drops, marks, CNPs, deliveries, samples) | `observer` |
 //!
 //! Benchmark scenarios and their timing live in the `rocelab-bench` crate, outside the engine.
 //!
@@ -49,6 +50,7 @@
 pub mod dcqcn;
 pub mod engine;
 pub mod event;
+pub mod observer;
 pub mod outputs;
 pub mod pacer;
 pub mod packet;

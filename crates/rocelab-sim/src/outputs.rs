@@ -1,33 +1,20 @@
-//! Per-flow times and an optional PFC event log, for outputs in other simulators' layouts
+//! Per-flow times and the PFC record, for outputs in other simulators' layouts
 //! (`rocelab-import` writes HPCC ns-3's FCT and PFC files from them).
 //!
-//! Read-only views of the engine's state after a run; nothing here touches the hot path. The
-//! PFC log is off unless `Sim::enable_pfc_log` is called before the run.
+//! Read-only views of the engine's state after a run; nothing here touches the hot path. PFC
+//! frames are recorded only when `Sim::record_pfc` is called before the run.
 
 use crate::engine::Sim;
-use rocelab_model::{PortId, SimTime};
-
-/// One PFC frame, recorded where it is received (as ns-3's PFC trace does).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PfcEvent {
-    pub time: SimTime,
-    /// The receiving port.
-    pub port: PortId,
-    pub priority: u8,
-    /// XOFF (quanta > 0) or resume (quanta 0).
-    pub pause: bool,
-}
+pub use crate::observer::PfcEvent;
+use crate::observer::PfcRecord;
+use rocelab_model::SimTime;
 
 impl Sim<'_> {
-    /// Starts recording every PFC frame received (call before `run`). Off by default: the
-    /// engine then pays one branch per PFC frame and nothing per data packet.
-    pub fn enable_pfc_log(&mut self) {
-        self.pfc_log.get_or_insert_with(Vec::new);
-    }
-
-    /// The PFC frames received so far, in time order (empty unless `enable_pfc_log` was called).
-    pub fn pfc_log(&self) -> &[PfcEvent] {
-        self.pfc_log.as_deref().unwrap_or(&[])
+    /// Records every PFC frame received from now on (call before `run`); read the record after.
+    pub fn record_pfc(&mut self) -> PfcRecord {
+        let rec = PfcRecord::default();
+        self.add_observer(Box::new(rec.clone()));
+        rec
     }
 
     /// When each flow started (flow order = `RunReport::flows` order).

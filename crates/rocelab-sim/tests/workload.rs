@@ -130,3 +130,92 @@ fn bad_messages_are_refused_with_a_reason() {
     let r = RunReport::from_sim(&sim);
     assert_eq!((r.flows.len(), r.flows_completed), (1, 1));
 }
+
+/// Counts what an observer is told.
+#[derive(Default)]
+struct Counts {
+    pfc: u64,
+    drops: u64,
+    marks: u64,
+    cnps: u64,
+    done: u64,
+    samples: u64,
+}
+
+struct Counter(Rc<RefCell<Counts>>);
+
+impl rocelab_sim::observer::Observer for Counter {
+    fn observe(&mut self, e: &rocelab_sim::observer::Observed) {
+        use rocelab_sim::observer::Observed::*;
+        let mut c = self.0.borrow_mut();
+        match e {
+            PfcReceived { .. } => c.pfc += 1,
+            Drop { .. } => c.drops += 1,
+            EcnMark { .. } => c.marks += 1,
+            CnpSent { .. } => c.cnps += 1,
+            MessageDone { .. } => c.done += 1,
+            Sample { .. } => c.samples += 1,
+        }
+    }
+}
+
+#[test]
+fn an_observer_hears_exactly_what_the_counters_count_and_changes_nothing() {
+    // A 16:1 DCQCN incast into a small buffer: pauses, marks, CNPs and headroom drops all happen.
+    let mut text = String::from(
+        r#"[fabric]
+name = "obs"
+[switch_models.sw]
+preset = "ns3-reference"
+ports = 17
+buffer_bytes = 2000000
+[nic]
+congestion_control = "dcqcn"
+ack_timeout = 8
+[qos.pfc]
+headroom_bytes = 3000
+[simulation]
+sample_interval_us = 10
+[topology.explicit]
+node = [ { name = "sw0", kind = "switch", model = "sw" }"#,
+    );
+    let mut links = String::new();
+    for i in 0..17 {
+        text.push_str(&format!(", {{ name = \"h{i}\", kind = \"host\" }}"));
+        links.push_str(&format!(
+            "{}{{ a = \"h{i}\", b = \"sw0\", speed_gbps = 100, length_m = 2 }}",
+            if i > 0 { ", " } else { "" }
+        ));
+    }
+    text.push_str(&format!(
+        " ]\nlink = [ {links} ]\n[[traffic]]\npattern = \"incast\"\ndst = \"h0\"\nsenders = 16\nsize_bytes = 500000\n"
+    ));
+    let m = load_str("obs.toml", &text).unwrap_or_else(|e| panic!("{e}"));
+    let opts = rocelab_sim::options_from_model(&m);
+    let plain = {
+        let mut sim = rocelab_sim::build(&m, opts.clone()).unwrap();
+        sim.run(&mut |_| {});
+        RunReport::from_sim(&sim)
+    };
+    let counts = Rc::new(RefCell::new(Counts::default()));
+    let mut sim = rocelab_sim::build(&m, opts).unwrap();
+    sim.add_observer(Box::new(Counter(counts.clone())));
+    sim.run(&mut |_| {});
+    let r = RunReport::from_sim(&sim);
+    assert_eq!(r.to_json(), plain.to_json(), "observing changes nothing");
+    let c = counts.borrow();
+    let t = &r.totals;
+    let pfc_rx: f64 = r
+        .metrics
+        .iter()
+        .filter(|x| x.name == "rocelab_pfc_pause_frames_total" && x.labels["direction"] == "rx")
+        .map(|x| x.value)
+        .sum();
+    assert!(c.pfc > 0 && c.drops > 0 && c.marks > 0 && c.cnps > 0, "the scenario exercises every kind");
+    assert_eq!(c.pfc as f64, pfc_rx);
+    assert_eq!(c.drops, t.packets_dropped);
+    assert_eq!(c.marks, t.ecn_marked_packets);
+    assert_eq!(c.cnps, t.cnp_sent);
+    assert_eq!(c.done, r.flows_completed as u64);
+    assert!(c.samples >= (r.simulated_seconds / 10e-6) as u64, "{} samples in {} s", c.samples, r.simulated_seconds);
+}

@@ -209,6 +209,7 @@ impl Sim<'_> {
                     }
                 }
                 let ack_iv = self.opts.ack_interval.max(1);
+                let mut message_done = None;
                 let q = &mut self.qps[qi as usize];
                 if p.psn == q.rcv_nxt {
                     q.rcv_nxt += 1;
@@ -223,10 +224,9 @@ impl Sim<'_> {
                         // (Zero already when another QP of the flow gave up: reported then.)
                         if self.flow_rx_left[fl] > 0 {
                             self.flow_rx_left[fl] -= 1;
-                        }
-                        if self.flow_rx_left[fl] == 0 && !self.flow_failed[fl] && self.deliveries_wanted {
-                            self.deliveries_due += 1;
-                            self.q.push(now, Ev::Delivered { flow: fl as u32 });
+                            if self.flow_rx_left[fl] == 0 && !self.flow_failed[fl] {
+                                message_done = Some(fl as u32);
+                            }
                         }
                     }
                     if last || q.since_ack >= ack_iv {
@@ -245,6 +245,13 @@ impl Sim<'_> {
                     q.st.duplicate += 1;
                     let psn = q.rcv_nxt - 1;
                     self.send_ctrl(qi, Kind::Ack, psn);
+                }
+                if let Some(flow) = message_done {
+                    self.notify(Observed::MessageDone { time: now, flow });
+                    if self.deliveries_wanted {
+                        self.deliveries_due += 1;
+                        self.q.push(now, Ev::Delivered { flow });
+                    }
                 }
             }
             Kind::Ack | Kind::Nak => {
@@ -433,6 +440,8 @@ impl Sim<'_> {
         let pkt = self.ctrl_packet(qi, Kind::Cnp, 0, cnp_class, prof.qos.cnp_priority, CNP_WIRE);
         self.stats.sent += 1;
         self.nics[nic as usize].st.cnp_sent += 1;
+        let flow = self.qps[qi as usize].flow;
+        self.notify(Observed::CnpSent { time: self.now, flow });
         let id = self.pkts.alloc(pkt);
         self.nics[nic as usize].cnp_q.push_back(id);
         self.nic_try_send(nic);

@@ -99,9 +99,7 @@ impl Sim<'_> {
     pub(super) fn on_pfc(&mut self, from: u32, prio: u8, quanta: u16) {
         let target = self.ports[from as usize].peer;
         let now = self.now;
-        if let Some(log) = &mut self.pfc_log {
-            log.push(crate::outputs::PfcEvent { time: now, port: PortId(target), priority: prio, pause: quanta > 0 });
-        }
+        self.notify(Observed::PfcReceived { time: now, port: PortId(target), priority: prio, pause: quanta > 0 });
         let t = &mut self.ports[target as usize];
         t.st.pfc_rx[prio as usize] += 1;
         if t.nic != NONE {

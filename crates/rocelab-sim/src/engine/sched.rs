@@ -130,6 +130,7 @@ impl Sim<'_> {
                 if mark {
                     self.pkts.get_mut(pkt).ecn = CE;
                     self.ports[port as usize].st.ecn_marked[q] += 1;
+                    self.notify(Observed::EcnMark { time: self.now, port: PortId(port), queue: q as u8 });
                 }
             }
         }

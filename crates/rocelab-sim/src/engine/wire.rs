@@ -93,5 +93,6 @@ impl Sim<'_> {
         self.stats.dropped += 1;
         self.ports[port as usize].st.drops[queue as usize][reason as usize] += 1;
         self.pkts.free(pkt);
+        self.notify(Observed::Drop { time: self.now, port: PortId(port), queue, reason });
     }
 }
