@@ -122,6 +122,11 @@ impl RateState {
     /// The cut common to both variants, and the restart of the increase machinery.
     fn cut(&mut self, now: SimTime, p: &Dcqcn, factor: f64) -> Todo {
         self.rc = (self.rc * factor).max(p.min_rate.0 as f64);
+        self.restart_increase(now, p)
+    }
+
+    /// After a reduction: both counters start over and the increase timer is re-armed.
+    fn restart_increase(&mut self, now: SimTime, p: &Dcqcn) -> Todo {
         self.t_count = 0;
         self.b_count = 0;
         self.bytes = 0;
@@ -154,11 +159,7 @@ impl RateState {
                         self.rt = self.rc;
                         self.alpha_bit = true;
                         self.last_reduce = Some(now);
-                        self.t_count = 0;
-                        self.b_count = 0;
-                        self.bytes = 0;
-                        self.inc_gen = self.inc_gen.wrapping_add(1);
-                        return Todo::ArmIncrease(now + p.increase_timer);
+                        return self.restart_increase(now, p);
                     }
                 } else {
                     self.settle_alpha(now, p);

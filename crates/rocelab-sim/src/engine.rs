@@ -325,6 +325,8 @@ pub struct Sim<'m> {
     views: Vec<Option<Vec<bool>>>,
     /// The routing state each switch has learned (index into `views`).
     sw_view: Vec<u32>,
+    /// `views` below this index are emptied.
+    views_freed: usize,
     /// Per switch hop, how long a link change takes to reach a switch.
     convergence_per_hop: SimTime,
     /// Told of PFC frames, drops, marks, CNPs, deliveries and samples (see `observer`).
@@ -588,6 +590,7 @@ impl<'m> Sim<'m> {
             hash_fields,
             views: vec![None],
             sw_view: vec![0; n_switches],
+            views_freed: 0,
             convergence_per_hop,
             observers: Vec::new(),
             deliveries_wanted: workload.wants_deliveries(),
@@ -1043,7 +1046,7 @@ fn resolve_fault(m: &Model, p: &str, f: &FaultConfig, out: &mut Vec<Fault>) -> R
             })?;
             // The last cycle must end inside the engine's clock range (10¹² µs).
             let end = (count as u128 * period.0 as u128).saturating_add(at.0 as u128);
-            if end > 1_000_000_000_000_000_000 || period.0 < 2 {
+            if end > crate::workload::LATEST_START.0 as u128 || period.0 < 2 {
                 return Err(Diagnostic::new(
                     format!("{p}.period_us"),
                     format!(

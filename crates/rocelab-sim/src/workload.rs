@@ -132,7 +132,7 @@ impl<'m> Net<'_, 'm> {
         }
         let now = self.sim.now();
         let start = msg.start.map_or(now, |s| s.max(now));
-        if start > crate::workload::LATEST_START {
+        if start > LATEST_START {
             return Err(PostError(format!("start at {:?} is beyond the engine's clock range", start)));
         }
         Ok(self.sim.post_flow(FlowSpec {

@@ -112,22 +112,20 @@ impl Sim<'_> {
         let v = &mut self.sw_view[sw as usize];
         *v = (*v).max(epoch);
         let oldest = self.sw_view.iter().copied().min().unwrap_or(0) as usize;
-        for t in &mut self.views[..oldest] {
-            if t.as_ref().is_some_and(|t| !t.is_empty()) {
-                *t = Some(Vec::new());
-            }
+        for t in &mut self.views[self.views_freed..oldest] {
+            *t = Some(Vec::new());
         }
+        self.views_freed = self.views_freed.max(oldest);
     }
 
-    /// After a link change at `origin` (the nodes at its ends): switches at the ends learn the
-    /// new routing state at once, each further switch `convergence_per_hop` later per switch
-    /// hop, as a withdrawal travels hop by hop. Until then a switch forwards as before, into
-    /// the failure.
+    /// After a link change between ports `origin`: the switches at its ends learn the new
+    /// routing state at once, each further switch `convergence_per_hop` later per switch hop,
+    /// as a withdrawal travels hop by hop. Until then a switch forwards as before, into the
+    /// failure.
     #[cold]
     #[inline(never)]
     pub(super) fn spread_route_change(&mut self, origin: [u32; 2]) {
         let epoch = (self.views.len() - 1) as u32;
-        let node_sw = |n: u32| self.switches.iter().position(|s| s.node == n);
         if self.convergence_per_hop == SimTime::ZERO {
             self.sw_view.iter_mut().for_each(|v| *v = epoch);
             self.on_route_learn(0, epoch);
@@ -136,25 +134,21 @@ impl Sim<'_> {
         // Switch hops from the change, over links that are up.
         let mut hops = vec![u32::MAX; self.switches.len()];
         let mut q = std::collections::VecDeque::new();
-        for n in origin {
-            if let Some(i) = node_sw(n) {
-                hops[i] = 0;
-                q.push_back(i);
+        for p in origin {
+            let sw = self.ports[p as usize].sw;
+            if sw != NONE {
+                hops[sw as usize] = 0;
+                q.push_back(sw as usize);
             }
         }
         let m = self.m;
         while let Some(i) = q.pop_front() {
-            let node = NodeId(self.switches[i].node);
-            for p in m.node(node).ports() {
-                if !self.ports[p.idx()].up {
-                    continue;
-                }
-                let peer = m.port(m.port(p).peer).node;
-                if let Some(j) = (!m.node(peer).is_host()).then(|| node_sw(peer.0)).flatten() {
-                    if hops[j] == u32::MAX {
-                        hops[j] = hops[i] + 1;
-                        q.push_back(j);
-                    }
+            for p in m.node(NodeId(self.switches[i].node)).ports() {
+                let port = &self.ports[p.idx()];
+                let j = self.ports[port.peer as usize].sw;
+                if port.up && j != NONE && hops[j as usize] == u32::MAX {
+                    hops[j as usize] = hops[i] + 1;
+                    q.push_back(j as usize);
                 }
             }
         }
@@ -171,7 +165,8 @@ impl Sim<'_> {
     }
 
     /// Recomputes which switches still reach each destination group over live links, in order
-    /// of distance (a switch reaches a group if one of its live next hops does).
+    /// of distance (a switch reaches a group if one of its live next hops does), after the link
+    /// between ports `origin` changed, and spreads the news.
     #[cold]
     #[inline(never)]
     pub(super) fn reconverge(&mut self, origin: [u32; 2]) {

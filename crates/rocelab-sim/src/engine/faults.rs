@@ -46,8 +46,7 @@ impl Sim<'_> {
                         }
                     }
                 }
-                let origin = [self.ports[a as usize].node, self.ports[b as usize].node];
-                self.reconverge(origin);
+                self.reconverge([a, b]);
             }
             FaultAction::Host { host, stall: true } => {
                 for n in self.nics_of(host) {
