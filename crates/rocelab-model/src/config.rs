@@ -755,6 +755,9 @@ pub enum FaultKind {
     LinkFlap,
     /// The ECMP hash changes mid-run: switch `a` (or every switch, `a = "*"`) takes `seed`.
     EcmpReseed,
+    /// The fields every switch hashes change mid-run (`fields`), e.g. the source port is
+    /// dropped from the hash; `a = "*"`.
+    EcmpHashFields,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -779,4 +782,7 @@ pub struct FaultConfig {
     /// `ecmp-reseed`: the new hash seed.
     #[serde(default)]
     pub seed: Option<u64>,
+    /// `ecmp-hash-fields`: the fields hashed from then on.
+    #[serde(default)]
+    pub fields: Option<Vec<HashField>>,
 }

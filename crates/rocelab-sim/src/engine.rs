@@ -210,6 +210,8 @@ pub(crate) struct Qp {
     class: u8,
     pcp: u8,
     hash: u32,
+    /// Its UDP source port (the hash is recomputed from it when the hashed fields change).
+    sport: u16,
     ect: bool,
     /// In-flight window in bytes (0: none; ConnectX's DCQCN is rate-based and has none).
     window: u64,
@@ -260,6 +262,8 @@ pub enum FaultAction {
     Host { host: NodeId, stall: bool },
     /// A switch (or every switch) takes a new ECMP hash seed.
     Reseed { switch: Option<NodeId>, seed: u64 },
+    /// Every switch hashes other fields from now on (a bit set, as `Sim::hash_fields`).
+    HashFields { mask: u8 },
 }
 
 /// One timed fault. A `[[fault]]` table may expand to several (a reboot is every link of the
@@ -339,10 +343,27 @@ pub struct Sim<'m> {
     flow_rx_left: Vec<u32>,
     /// `Delivered` events queued and not yet handled.
     deliveries_due: u32,
+    /// Tags of the workload's wake-ups by slot, and the free slots (a wake-up due holds one).
+    wakes: Vec<u64>,
+    free_wakes: Vec<u32>,
     /// The stream of UDP source ports, one per QP in posting order.
     sport_rng: Rng,
     /// QPs created so far per host (a multi-port host takes its ports round-robin).
     qps_at: Vec<u32>,
+}
+
+/// The hashed fields as the bit set `Sim::hash_fields` holds (bit 0 source IP … bit 4
+/// destination port).
+pub(crate) fn hash_field_mask(fields: &[HashField]) -> u8 {
+    fields.iter().fold(0, |m, f| {
+        m | 1 << match f {
+            HashField::SrcIp => 0,
+            HashField::DstIp => 1,
+            HashField::Protocol => 2,
+            HashField::SrcPort => 3,
+            HashField::DstPort => 4,
+        }
+    })
 }
 
 /// The ECMP hash seed of switch `i` for a base seed: its own, or the same everywhere.
@@ -535,17 +556,7 @@ impl<'m> Sim<'m> {
                 st: Box::default(),
             });
         }
-        let mut hash_fields = 0u8;
-        for f in &m.config.routing.ecmp_hash_fields {
-            hash_fields |= 1
-                << match f {
-                    HashField::SrcIp => 0,
-                    HashField::DstIp => 1,
-                    HashField::Protocol => 2,
-                    HashField::SrcPort => 3,
-                    HashField::DstPort => 4,
-                };
-        }
+        let hash_fields = hash_field_mask(&m.config.routing.ecmp_hash_fields);
         let dcqcn: Vec<Dcqcn> = m.nics.iter().map(|n| n.dcqcn.clone()).collect();
         let n_switches = switches.len();
         let convergence_per_hop = match m.config.routing.convergence_us_per_hop {
@@ -597,6 +608,8 @@ impl<'m> Sim<'m> {
             workload: None,
             flow_rx_left: Vec::new(),
             deliveries_due: 0,
+            wakes: Vec::new(),
+            free_wakes: Vec::new(),
             sport_rng: Rng::new(opts.seed, 0x5150_0000),
             qps_at: vec![0; m.nodes.len()],
             opts,
@@ -645,7 +658,11 @@ impl<'m> Sim<'m> {
             let src_nic = self.host_nic(f.src);
             let dst_nic = self.host_nic(f.dst);
             let line = self.ports[self.nics[src_nic as usize].port as usize].speed.0 as f64;
-            let sport = 49152 + (self.sport_rng.below(16384) as u32);
+            let sport = match f.sport {
+                // (49152 = 3 · 16384: a port in the range keeps its value for k = 0.)
+                Some(base) => 49152 + (base as u32 % 16384 + k) % 16384,
+                None => 49152 + (self.sport_rng.below(16384) as u32),
+            };
             let mtu = prof.mtu;
             let npkts = size.div_ceil(mtu as u64).min(u32::MAX as u64 - 1) as u32;
             let hash = self.flow_hash(f.src.0, f.dst.0, sport);
@@ -661,6 +678,7 @@ impl<'m> Sim<'m> {
                 class: switch_class,
                 pcp,
                 hash,
+                sport: sport as u16,
                 ect: cc_on || prof.qos.ecn_np_mask & (1 << pcp) != 0,
                 window: prof.window_bytes,
                 window_var: prof.window_scales_with_rate,
@@ -727,6 +745,31 @@ impl<'m> Sim<'m> {
         self.workload = Some(w);
     }
 
+    /// Queues a wake-up of the workload (see `Net::wake_at`).
+    pub(crate) fn push_wake(&mut self, at: SimTime, tag: u64) {
+        let slot = match self.free_wakes.pop() {
+            Some(s) => {
+                self.wakes[s as usize] = tag;
+                s
+            }
+            None => {
+                self.wakes.push(tag);
+                self.wakes.len() as u32 - 1
+            }
+        };
+        self.q.push(at, Ev::Wake { slot });
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn on_wake(&mut self, slot: u32) {
+        let tag = self.wakes[slot as usize];
+        self.free_wakes.push(slot);
+        let Some(mut w) = self.workload.take() else { return };
+        w.on_wake(tag, &mut Net { sim: self });
+        self.workload = Some(w);
+    }
+
     pub fn now(&self) -> SimTime {
         self.now
     }
@@ -779,7 +822,12 @@ impl<'m> Sim<'m> {
             self.now = t;
             self.events += 1;
             self.dispatch(ev);
-            if self.qps_left == 0 && !self.qps.is_empty() && self.pkts.live() == 0 && self.deliveries_due == 0 {
+            if self.qps_left == 0
+                && !self.qps.is_empty()
+                && self.pkts.live() == 0
+                && self.deliveries_due == 0
+                && self.free_wakes.len() == self.wakes.len()
+            {
                 self.stopped_at_duration = false;
                 break;
             }
@@ -873,6 +921,7 @@ impl<'m> Sim<'m> {
                 self.nic_try_send(nic);
             }
             Ev::Delivered { flow } => self.on_delivered(flow),
+            Ev::Wake { slot } => self.on_wake(slot),
             Ev::RouteLearn { sw, epoch } => self.on_route_learn(sw, epoch),
             Ev::RateIncrease { qp, gen } => self.on_rate_increase(qp, gen),
             Ev::RateReduce { qp } => self.on_rate_reduce(qp),
@@ -1030,6 +1079,23 @@ fn resolve_fault(m: &Model, p: &str, f: &FaultConfig, out: &mut Vec<Fault>) -> R
                 ));
             }
             out.push(Fault { at, action: FaultAction::Reseed { switch, seed } });
+        }
+        FaultKind::EcmpHashFields => {
+            let fields = f.fields.as_deref().ok_or_else(|| {
+                Diagnostic::new(
+                    format!("{p}.fields"),
+                    "ecmp-hash-fields needs `fields`",
+                    "e.g. fields = [\"src-ip\", \"dst-ip\", \"protocol\", \"dst-port\"]",
+                )
+            })?;
+            if f.a != "*" {
+                return Err(Diagnostic::new(
+                    format!("{p}.a"),
+                    "the hashed fields change on every switch at once",
+                    "write a = \"*\"",
+                ));
+            }
+            out.push(Fault { at, action: FaultAction::HashFields { mask: hash_field_mask(fields) } });
         }
         FaultKind::LinkDown | FaultKind::LinkUp => {
             let a = node()?;

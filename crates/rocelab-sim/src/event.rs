@@ -51,6 +51,10 @@ pub enum Ev {
     Delivered {
         flow: u32,
     },
+    /// The workload's wake-up (`Sim::wakes[slot]` holds its tag).
+    Wake {
+        slot: u32,
+    },
     /// Switch `sw` learns the routing state of `epoch` (a link change reached it).
     RouteLearn {
         sw: u32,

@@ -18,13 +18,16 @@
 //!   Several deliveries at one time are reported in the order they happened. Messages posted
 //!   from a callback start at `now` or at their `start`, whichever is later; a NIC sends what
 //!   is posted at `now` at once if its port is free.
+//! * [`Workload::on_wake`] runs at the time asked with [`Net::wake_at`], after the events
+//!   already due at that time; wake-ups due at one time run in the order they were asked.
+//!   It is how a workload waits without the fabric: compute phases, intra-node copies.
 //! * A message that cannot be delivered — one of its QPs exhausted its retries — is reported
 //!   once, with `failed` set, when that QP gives up.
 //! * A workload sees the fabric only through [`Net`]: the time, the model (read only), and
 //!   `post`. It cannot touch queues, packets or counters, so it cannot break the engine's
 //!   invariants, and nothing it does depends on wall-clock time.
 //! * The run ends when every posted message is acknowledged at its sender, nothing is in the
-//!   fabric, and no callback is due: a workload that posts nothing more ends the run.
+//!   fabric, and no callback (delivery or wake-up) is due: a workload that posts nothing more ends the run.
 //! * Callbacks cost nothing per packet; a workload that does not want them
 //!   ([`Workload::wants_deliveries`] false, as [`FixedFlows`]) adds no event at all.
 
@@ -54,12 +57,17 @@ pub struct Message {
     pub tag: u64,
     /// Earliest start; `None`: now.
     pub start: Option<SimTime>,
+    /// UDP source port of its first QP; QP k takes the k-th port after it (wrapping inside
+    /// the dynamic range 49152..=65535). Give a connection's messages the same ports to keep
+    /// them on the same ECMP paths, as an application's long-lived QPs are (NCCL creates its
+    /// QPs once per connection). `None`: drawn from the run's seed, one per QP.
+    pub sport: Option<u16>,
 }
 
 impl Message {
     /// One QP of RDMA traffic from `src` to `dst`, starting now.
     pub fn new(src: NodeId, dst: NodeId, size_bytes: u64) -> Self {
-        Message { src, dst, size_bytes, class: None, qps: 1, tag: 0, start: None }
+        Message { src, dst, size_bytes, class: None, qps: 1, tag: 0, start: None, sport: None }
     }
 
     pub fn tag(mut self, tag: u64) -> Self {
@@ -144,7 +152,20 @@ impl<'m> Net<'_, 'm> {
             qps: msg.qps,
             origin: usize::MAX,
             tag: msg.tag,
+            sport: msg.sport,
         }))
+    }
+
+    /// Asks for [`Workload::on_wake`] with `tag` at `at` (or now, if `at` is past): the end of a
+    /// compute phase, a transfer that does not cross the fabric (NVLink), a delayed start.
+    /// The run does not end while a wake-up is due.
+    pub fn wake_at(&mut self, at: SimTime, tag: u64) -> Result<(), PostError> {
+        let at = at.max(self.sim.now());
+        if at > LATEST_START {
+            return Err(PostError(format!("a wake-up at {:?} is beyond the engine's clock range", at)));
+        }
+        self.sim.push_wake(at, tag);
+        Ok(())
     }
 }
 
@@ -155,6 +176,9 @@ pub trait Workload {
 
     /// A message has been delivered (see the module doc for when exactly).
     fn on_delivered(&mut self, _done: Delivered, _net: &mut Net<'_, '_>) {}
+
+    /// A wake-up asked for with [`Net::wake_at`] is due.
+    fn on_wake(&mut self, _tag: u64, _net: &mut Net<'_, '_>) {}
 
     /// Whether `on_delivered` should be called at all (false skips the bookkeeping).
     fn wants_deliveries(&self) -> bool {

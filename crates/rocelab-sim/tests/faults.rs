@@ -170,6 +170,26 @@ fn an_ecmp_reseed_moves_flows_and_loses_nothing() {
 }
 
 #[test]
+fn dropping_the_source_port_from_the_hash_puts_each_host_pair_on_one_spine() {
+    // Each of the 16 host pairs stripes its 400 KB over 4 QPs (4 source ports). Hashed on the
+    // 5-tuple, those spread over the spines; once every switch hashes without the source port
+    // (from 0 µs, before the flows start at 1 µs), all 4 QPs of a pair take one spine, so
+    // every spine carries a whole number of pairs' bytes.
+    let late = |f: &str| four_spines(f).replace("qps = 4\n", "qps = 4\nstart_us = 1\n");
+    let h = model(&late(""));
+    let change = "[[fault]]\nkind = \"ecmp-hash-fields\"\nat_us = 0\na = \"*\"\nfields = [\"src-ip\", \"dst-ip\", \"protocol\", \"dst-port\"]\n";
+    let m = model(&late(change));
+    let (base, r) = (run(&h), run(&m));
+    assert_eq!((r.flows_completed, r.totals.packets_dropped), (16, 0));
+    let load = |m: &Model, r: &RunReport| (0..4).map(|s| tx_toward(m, r, &format!("spine{s}"), "leaf1")).collect::<Vec<_>>();
+    let (before, after) = (load(&h, &base), load(&m, &r));
+    let pair = after.iter().sum::<f64>() / 16.0;
+    let whole = |v: &[f64]| v.iter().all(|b| (b / pair).fract() == 0.0);
+    assert!(whole(&after), "each spine carries whole pairs: {after:?} (pair = {pair} B)");
+    assert!(!whole(&before), "with the source port hashed, QPs of one pair split: {before:?}");
+}
+
+#[test]
 fn bad_fault_tables_are_refused_with_their_key() {
     for (fault, key, words) in [
         ("kind = \"switch-reboot\"\nat_us = 1\na = \"host0\"\nduration_us = 5", "fault[0].a", "is a host"),
@@ -182,6 +202,8 @@ fn bad_fault_tables_are_refused_with_their_key() {
         ),
         ("kind = \"ecmp-reseed\"\nat_us = 1\na = \"*\"", "fault[0].seed", "needs `seed`"),
         ("kind = \"ecmp-reseed\"\nat_us = 1\na = \"host3\"\nseed = 1", "fault[0].a", "is a host"),
+        ("kind = \"ecmp-hash-fields\"\nat_us = 1\na = \"*\"", "fault[0].fields", "needs `fields`"),
+        ("kind = \"ecmp-hash-fields\"\nat_us = 1\na = \"leaf0\"\nfields = [\"dst-ip\"]", "fault[0].a", "every switch"),
     ] {
         let m = model(&four_spines(&format!("[[fault]]\n{fault}\n")));
         let e = match build(&m, SimOptions::default()) {

@@ -78,6 +78,17 @@ impl Sim<'_> {
                     }
                 }
             }
+            FaultAction::HashFields { mask } => {
+                // The hash is the QP's, carried by its packets: recompute it from the stored
+                // source port. Packets already in flight keep the old one (as packets already
+                // past a switch keep the path it chose).
+                self.hash_fields = mask;
+                for i in 0..self.qps.len() {
+                    let q = &self.qps[i];
+                    let h = self.flow_hash(q.src, q.dst, q.sport as u32);
+                    self.qps[i].hash = h;
+                }
+            }
         }
     }
 
