@@ -356,13 +356,14 @@ pub struct Sim<'m> {
 /// destination port).
 pub(crate) fn hash_field_mask(fields: &[HashField]) -> u8 {
     fields.iter().fold(0, |m, f| {
-        m | 1 << match f {
-            HashField::SrcIp => 0,
-            HashField::DstIp => 1,
-            HashField::Protocol => 2,
-            HashField::SrcPort => 3,
-            HashField::DstPort => 4,
-        }
+        m | 1
+            << match f {
+                HashField::SrcIp => 0,
+                HashField::DstIp => 1,
+                HashField::Protocol => 2,
+                HashField::SrcPort => 3,
+                HashField::DstPort => 4,
+            }
     })
 }
 

@@ -126,7 +126,8 @@ fn expand_one(m: &Model, t: &TrafficConfig, i: usize, p: &str, seed: u64) -> Res
         return Err(Diagnostic::new(format!("{p}.qps"), format!("{qps} queue pairs per flow"), "use 1 to 1024"));
     }
     let start = SimTime::from_secs_f64(start_us * 1e-6);
-    let mk = |src, dst| FlowSpec { src, dst, size_bytes: t.size_bytes, start, class, qps, origin: i, tag: 0, sport: None };
+    let mk =
+        |src, dst| FlowSpec { src, dst, size_bytes: t.size_bytes, start, class, qps, origin: i, tag: 0, sport: None };
     let need = |v: &Option<String>, f: &str| {
         v.clone().ok_or_else(|| {
             Diagnostic::new(

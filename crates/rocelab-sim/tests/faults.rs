@@ -181,7 +181,8 @@ fn dropping_the_source_port_from_the_hash_puts_each_host_pair_on_one_spine() {
     let m = model(&late(change));
     let (base, r) = (run(&h), run(&m));
     assert_eq!((r.flows_completed, r.totals.packets_dropped), (16, 0));
-    let load = |m: &Model, r: &RunReport| (0..4).map(|s| tx_toward(m, r, &format!("spine{s}"), "leaf1")).collect::<Vec<_>>();
+    let load =
+        |m: &Model, r: &RunReport| (0..4).map(|s| tx_toward(m, r, &format!("spine{s}"), "leaf1")).collect::<Vec<_>>();
     let (before, after) = (load(&h, &base), load(&m, &r));
     let pair = after.iter().sum::<f64>() / 16.0;
     let whole = |v: &[f64]| v.iter().all(|b| (b / pair).fract() == 0.0);

@@ -357,7 +357,9 @@ congestion_control = "none"
                 let p = m.node(sp).ports().find(|p| m.port(m.port(*p).peer).node == leaf1).unwrap();
                 let port = m.port_name(p).rsplit(':').next().unwrap().to_string();
                 r.metrics.iter().any(|x| {
-                    x.name == "rocelab_tx_bytes_total" && x.labels["node"] == m.node(sp).name && x.labels["port"] == port
+                    x.name == "rocelab_tx_bytes_total"
+                        && x.labels["node"] == m.node(sp).name
+                        && x.labels["port"] == port
                 })
             })
             .count()

@@ -49,6 +49,41 @@ pub struct Args {
     /// No progress display.
     #[arg(long, short)]
     quiet: bool,
+    /// Run an NCCL-like collective instead of the file's [[traffic]], as nccl-tests does:
+    /// all_reduce, all_gather or reduce_scatter, over every host. Prints nccl-tests' table.
+    #[arg(long, conflicts_with = "ns3_config")]
+    collective: Option<String>,
+    /// Smallest size of the sweep (nccl-tests' -b; K, M, G suffixes are powers of 1024).
+    #[arg(long, default_value = "8", requires = "collective")]
+    min_bytes: String,
+    /// Largest size of the sweep (nccl-tests' -e); default: --min-bytes.
+    #[arg(long, requires = "collective")]
+    max_bytes: Option<String>,
+    /// Size multiplier between steps of the sweep (nccl-tests' -f).
+    #[arg(long, default_value_t = 2, requires = "collective")]
+    step_factor: u64,
+    /// NCCL channels (NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS).
+    #[arg(long, default_value_t = 2, requires = "collective")]
+    channels: u32,
+    /// NCCL_IB_QPS_PER_CONNECTION: QPs each chunk is split over.
+    #[arg(long, default_value_t = 1, requires = "collective")]
+    qps_per_connection: u32,
+}
+
+/// nccl-tests' sizes: a number with an optional K, M or G suffix (powers of 1024).
+fn parse_size(s: &str, flag: &str) -> Result<u64, Failure> {
+    let t = s.trim();
+    let (num, mult) = match t.chars().last().map(|c| c.to_ascii_uppercase()) {
+        Some('K') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('M') => (&t[..t.len() - 1], 1 << 20),
+        Some('G') => (&t[..t.len() - 1], 1 << 30),
+        _ => (t, 1),
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .filter(|&n| n > 0)
+        .ok_or_else(|| Failure::bad_input(format!("error: {flag} `{s}`: a size in bytes, e.g. 8, 64K, 1G")))
 }
 
 fn positive_time(v: Option<f64>, flag: &str) -> Result<Option<SimTime>, Failure> {
@@ -81,6 +116,10 @@ pub fn run(a: Args) -> VerbResult {
             return Err(Failure::bad_input("error: --ack-interval must be at least 1"));
         }
         opts.ack_interval = n;
+    }
+    if let Some(name) = &a.collective {
+        drop(stages);
+        return run_collective(&a, name, &model, &file, opts);
     }
     let end = opts.duration;
     stages.stage("building the simulation");
@@ -134,6 +173,53 @@ pub fn run(a: Args) -> VerbResult {
             rep.events as f64 / wall.as_secs_f64().max(1e-9) / 1e6,
             rep.totals.data_packets_sent as f64 / wall.as_secs_f64().max(1e-9) / 1e6
         );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--collective`: the sweep nccl-tests would run, on the twin; the table on stdout (or JSON)
+/// and, unless `--no-files`, `collective.txt` and `collective.json` in `--out`.
+fn run_collective(
+    a: &Args,
+    name: &str,
+    model: &rocelab_model::Model,
+    file: &std::path::Path,
+    opts: rocelab_sim::SimOptions,
+) -> VerbResult {
+    let op = rocelab_workload::parse_op(name).map_err(|e| Failure::bad_input(format!("error: --collective: {e}")))?;
+    let min = parse_size(&a.min_bytes, "--min-bytes")?;
+    let max = match &a.max_bytes {
+        Some(s) => parse_size(s, "--max-bytes")?,
+        None => min,
+    };
+    let sizes = rocelab_workload::sweep_sizes(min, max, a.step_factor)
+        .map_err(|e| Failure::bad_input(format!("error: {e}")))?;
+    let spec = rocelab_workload::CollectiveSpec {
+        channels: a.channels.max(1),
+        qps_per_connection: a.qps_per_connection.max(1),
+        ..rocelab_workload::CollectiveSpec::new(op, min)
+    };
+    let mut bar = ProgressLine::new(a.quiet);
+    let total = sizes.len();
+    let results = rocelab_workload::sweep(model, &spec, &sizes, opts, &mut |i, r| {
+        bar.update(Some((i + 1) as f64 / total as f64), &format!("{} B: {:.1} µs", r.bytes, r.time_us));
+    })
+    .map_err(|d| located(file, d))?;
+    bar.finish();
+    let table = rocelab_workload::table::render(&results, &model.config.fabric.name);
+    let json = serde_json::to_string_pretty(&results).map_err(|e| Failure::bad_input(format!("error: {e}")))? + "\n";
+    if !a.no_files {
+        std::fs::create_dir_all(&a.out)
+            .map_err(|e| Failure::bad_input(format!("error: cannot create {}: {e}", a.out.display())))?;
+        write_atomic(&a.out.join("collective.txt"), table.as_bytes())?;
+        write_atomic(&a.out.join("collective.json"), json.as_bytes())?;
+    }
+    match a.format {
+        Format::Text => print!("{table}"),
+        Format::Json => print!("{json}"),
+    }
+    if !a.quiet {
+        eprintln!("wall {:.2} s", bar.elapsed().as_secs_f64());
     }
     Ok(ExitCode::SUCCESS)
 }

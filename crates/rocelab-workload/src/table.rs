@@ -1,0 +1,66 @@
+//! The layout of nccl-tests' `*_perf` output, so a twin's table reads like a real one (and
+//! `rocelab doctor` parses both with the same parser).
+//!
+//! The twin runs each size once and has no separate in-place buffer: the in-place columns
+//! repeat the out-of-place figures. `#wrong` is 0 for a size that completed; a size whose
+//! chunks did not all arrive (a QP exhausted its retries) gets a comment line instead of a
+//! row, as nccl-tests would never print one for a collective that hung.
+
+use crate::CollectiveResult;
+use std::fmt::Write;
+
+/// nccl-tests' element type for the count column (`-d float`, 4 bytes).
+const TYPE: &str = "float";
+const TYPE_BYTES: u64 = 4;
+
+/// The whole output for a sweep of one collective, header and footer included.
+pub fn render(results: &[CollectiveResult], fabric: &str) -> String {
+    let mut s = String::new();
+    let Some(first) = results.first() else { return s };
+    let _ = writeln!(s, "# Collective test starting: {}_perf", first.op);
+    let _ = writeln!(
+        s,
+        "# rocelab twin of fabric `{fabric}`: {} ranks (one per host NIC), {} channels, packet-level engine",
+        first.ranks, first.channels
+    );
+    s.push_str("#\n");
+    s.push_str("#                                                              out-of-place                       in-place          \n");
+    s.push_str("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n");
+    s.push_str("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       \n");
+    let mut done = 0usize;
+    let mut sum = 0.0;
+    for r in results {
+        if !r.time_us.is_finite() {
+            let _ = writeln!(s, "# {} B: did not complete ({} chunks never arrived)", r.bytes, r.failed_chunks);
+            continue;
+        }
+        let redop = if r.op == "all_gather" { "none" } else { "sum" };
+        let group =
+            format!("  {:>7}  {:>6.2}  {:>6.2}  {:>5}", time(r.time_us), r.algbw_gbytes_per_s, r.busbw_gbytes_per_s, 0);
+        let _ = writeln!(
+            s,
+            "{:>12}  {:>12}  {:>8}  {:>6}  {:>6}{group}{group}",
+            r.bytes,
+            r.bytes / TYPE_BYTES,
+            TYPE,
+            redop,
+            -1
+        );
+        done += 1;
+        sum += r.busbw_gbytes_per_s;
+    }
+    let _ = writeln!(s, "# Out of bounds values : 0 OK");
+    let avg = if done > 0 { sum / done as f64 } else { 0.0 };
+    let _ = writeln!(s, "# Avg bus bandwidth    : {avg:.4}");
+    s.push_str("#\n");
+    s
+}
+
+/// nccl-tests prints times with 1 decimal below 10 ms and none above.
+fn time(us: f64) -> String {
+    if us < 10_000.0 {
+        format!("{us:.1}")
+    } else {
+        format!("{us:.0}")
+    }
+}

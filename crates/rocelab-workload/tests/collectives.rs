@@ -1,0 +1,117 @@
+//! Collectives on the packet engine against first principles, and their table against the
+//! doctor's nccl-tests parser.
+
+use rocelab_model::{load_str, Model};
+use rocelab_sim::packet::DATA_OVERHEAD;
+use rocelab_sim::SimOptions;
+use rocelab_workload::{run_collective, table, Collective, CollectiveSpec};
+
+/// 8 hosts on 2 leaves at 100G, 2 spines at 400G: non-blocking for a ring (each host sends
+/// one stream and receives one).
+fn fabric(extra: &str) -> Model {
+    let text = format!(
+        r#"[fabric]
+name = "ring8"
+[topology.leaf_spine]
+leaves = 2
+spines = 2
+hosts_per_leaf = 4
+host_link = {{ speed_gbps = 100, length_m = 3 }}
+fabric_link = {{ speed_gbps = 400, length_m = 30 }}
+{extra}"#
+    );
+    load_str("ring8.toml", &text).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Payload goodput of a host link in bytes/s: 100 Gb/s × MTU / (MTU + per-packet headers).
+fn goodput(m: &Model) -> f64 {
+    let mtu = m.nics[0].mtu as f64;
+    100e9 / 8.0 * mtu / (mtu + DATA_OVERHEAD as f64)
+}
+
+#[test]
+fn ring_all_reduce_reaches_the_alpha_beta_bound() {
+    let m = fabric("");
+    let s = 16u64 << 20;
+    let r = run_collective(&m, &CollectiveSpec::new(Collective::AllReduce, s), SimOptions::default()).unwrap();
+    assert_eq!(r.ranks, 8);
+    // α-β: 2(n−1)/n · S / B, B the link's payload goodput. Nothing can beat it; latency
+    // (14 steps of a few µs against 2 MB per step) keeps the run within 10 % of it.
+    let bound_us = 2.0 * 7.0 / 8.0 * s as f64 / goodput(&m) * 1e6;
+    assert!(r.time_us >= bound_us, "faster than the wire: {} µs < {bound_us} µs", r.time_us);
+    assert!(r.time_us <= bound_us / 0.9, "{} µs against a bound of {bound_us} µs", r.time_us);
+    // busbw = algbw · 2(n−1)/n approaches the goodput.
+    let busbw = s as f64 / (r.time_us * 1e-6) * 1.75 / 1e9;
+    assert!((r.busbw_gbytes_per_s - busbw).abs() < 1e-9);
+    assert!(r.busbw_gbytes_per_s >= 0.9 * goodput(&m) / 1e9);
+    assert_eq!(r.report.totals.packets_dropped, 0);
+}
+
+#[test]
+fn all_gather_and_reduce_scatter_take_half_the_steps() {
+    let m = fabric("");
+    let s = 16u64 << 20;
+    let ar = run_collective(&m, &CollectiveSpec::new(Collective::AllReduce, s), SimOptions::default()).unwrap();
+    for op in [Collective::AllGather, Collective::ReduceScatter] {
+        let r = run_collective(&m, &CollectiveSpec::new(op, s), SimOptions::default()).unwrap();
+        // (n−1)/n · S / B: half of all-reduce's wire time, so about half its time.
+        let ratio = r.time_us / ar.time_us;
+        assert!((0.45..=0.55).contains(&ratio), "{op:?}: {ratio}");
+        let bound_us = 7.0 / 8.0 * s as f64 / goodput(&m) * 1e6;
+        assert!(r.time_us >= bound_us && r.time_us <= bound_us / 0.9, "{op:?}: {} vs {bound_us}", r.time_us);
+    }
+}
+
+#[test]
+fn a_link_lost_mid_collective_costs_time_and_loses_only_what_was_on_it() {
+    let m = fabric("");
+    let s = 16u64 << 20;
+    let healthy = run_collective(&m, &CollectiveSpec::new(Collective::AllReduce, s), SimOptions::default()).unwrap();
+    // A host link of the ring goes down for 200 µs mid-run: its QPs time out and go back N.
+    let cut = fabric(
+        "[[fault]]\nkind = \"link-down\"\nat_us = 500\na = \"host0\"\nb = \"leaf0\"\n\
+         [[fault]]\nkind = \"link-up\"\nat_us = 700\na = \"host0\"\nb = \"leaf0\"\n",
+    );
+    let r = run_collective(&cut, &CollectiveSpec::new(Collective::AllReduce, s), SimOptions::default()).unwrap();
+    assert_eq!(r.failed_chunks, 0, "the collective completes");
+    assert!(r.time_us.is_finite());
+    assert!(r.time_us > healthy.time_us + 200.0, "{} µs vs {} µs healthy", r.time_us, healthy.time_us);
+    let t = &r.report.totals;
+    assert!(t.packets_dropped > 0);
+    assert_eq!(t.drops_by_reason["link_down"], t.packets_dropped, "{:?}", t.drops_by_reason);
+}
+
+#[test]
+fn the_twin_table_reads_as_nccl_tests_output() {
+    let m = fabric("");
+    let spec = CollectiveSpec::new(Collective::AllReduce, 1 << 20);
+    let sizes = rocelab_workload::sweep_sizes(1 << 16, 1 << 20, 4).unwrap();
+    assert_eq!(sizes, vec![1 << 16, 1 << 18, 1 << 20]);
+    let rs = rocelab_workload::sweep(&m, &spec, &sizes, SimOptions::default(), &mut |_, _| {}).unwrap();
+    let text = table::render(&rs, "ring8");
+    let runs = rocelab_doctor::parse::nccl::parse(&text, None).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
+    assert_eq!(runs.len(), 1, "{text}");
+    let run = &runs[0];
+    assert_eq!(run.op.as_deref(), Some("all_reduce"));
+    assert_eq!(run.rows.len(), 3);
+    for (row, r) in run.rows.iter().zip(&rs) {
+        assert_eq!(row.size_bytes, r.bytes);
+        let busbw = row.out_of_place.busbw_gbytes_per_s;
+        assert!((busbw - r.busbw_gbytes_per_s).abs() < 0.006, "{busbw} vs {}", r.busbw_gbytes_per_s);
+    }
+    // Bigger messages amortize the per-step latency: busbw grows with size.
+    assert!(rs.windows(2).all(|w| w[1].busbw_gbytes_per_s > w[0].busbw_gbytes_per_s));
+}
+
+#[test]
+fn names_and_sizes_are_checked() {
+    assert_eq!(rocelab_workload::parse_op("all_reduce_perf").unwrap(), Collective::AllReduce);
+    assert_eq!(rocelab_workload::parse_op("allgather").unwrap(), Collective::AllGather);
+    assert!(rocelab_workload::parse_op("alltoall").unwrap_err().contains("not on the twin yet"));
+    assert!(rocelab_workload::parse_op("allreduse").is_err());
+    assert!(rocelab_workload::sweep_sizes(0, 8, 2).is_err());
+    assert!(rocelab_workload::sweep_sizes(8, 4, 2).is_err());
+    assert!(rocelab_workload::sweep_sizes(8, 64, 1).is_err());
+    assert_eq!(rocelab_workload::sweep_sizes(8, 70, 2).unwrap(), vec![8, 16, 32, 64]);
+    assert_eq!(rocelab_workload::sweep_sizes(1, u64::MAX, 1 << 32).unwrap().len(), 2);
+}
