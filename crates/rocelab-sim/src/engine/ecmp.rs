@@ -227,3 +227,133 @@ impl Sim<'_> {
         self.spread_route_change(origin);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! ECMP hashing and member choice against counts worked out by hand.
+    use super::*;
+    use std::collections::HashSet;
+
+    /// 2 leaves, 4 spines, one uplink from each leaf to each spine (4 equal-cost members),
+    /// 2 hosts per leaf; `routing` is the `[routing]` table's body.
+    fn fabric(routing: &str) -> Model {
+        let text = format!(
+            r#"[fabric]
+name = "ls"
+[topology.leaf_spine]
+leaves = 2
+spines = 4
+hosts_per_leaf = 2
+uplinks_per_leaf = 4
+host_link = {{ speed_gbps = 100, length_m = 3 }}
+fabric_link = {{ speed_gbps = 100, length_m = 30 }}
+leaf_model = "spectrum-2"
+spine_model = "spectrum-2"
+[routing]
+{routing}
+"#
+        );
+        rocelab_model::load_str("ls.toml", &text).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn sim(m: &Model) -> Sim<'_> {
+        Sim::new(m, Vec::new(), Vec::new(), SimOptions::default()).unwrap_or_else(|d| panic!("{d:?}"))
+    }
+
+    fn node(m: &Model, name: &str) -> u32 {
+        m.node_by_name(name).unwrap_or_else(|| panic!("no {name}")).0
+    }
+
+    fn sw(sim: &Sim, node: u32) -> u32 {
+        sim.switches.iter().position(|s| s.node == node).unwrap() as u32
+    }
+
+    /// 10,000 flows host0 → host2 (leaf0 to leaf1) differing in UDP source port.
+    fn hashes(sim: &Sim, src: u32, dst: u32) -> Vec<u32> {
+        (0..10_000u32).map(|i| sim.flow_hash(src, dst, 49_152 + i)).collect()
+    }
+
+    #[test]
+    fn four_members_each_take_a_quarter_of_10000_flows() {
+        let m = fabric("");
+        let sim = sim(&m);
+        let (src, dst) = (node(&m, "host0"), node(&m, "host2"));
+        let leaf0 = sw(&sim, node(&m, "leaf0"));
+        let cands = m.routing.candidates(NodeId(node(&m, "leaf0")), NodeId(dst)).to_vec();
+        assert_eq!(cands.len(), 4, "one uplink to each of 4 spines");
+        let hs = hashes(&sim, src, dst);
+        assert!(hs.iter().collect::<HashSet<_>>().len() >= 9_990, "source ports give distinct hashes");
+        let mut count = [0u32; 4];
+        for &h in &hs {
+            let out = sim.ecmp_choose(leaf0, dst, h);
+            let k = cands.iter().position(|c| c.0 == out).expect("a candidate");
+            count[k] += 1;
+        }
+        // 10,000 / 4 = 2,500 each, ±5 % = ±125 (binomial σ ≈ 43).
+        for (k, &c) in count.iter().enumerate() {
+            assert!((2_375..=2_625).contains(&c), "member {k}: {c} of 10000 ({count:?})");
+        }
+        assert_eq!(count.iter().sum::<u32>(), 10_000);
+    }
+
+    #[test]
+    fn a_dead_member_moves_only_its_flows_and_spreads_them_over_the_rest() {
+        let m = fabric("");
+        let mut sim = sim(&m);
+        let (src, dst) = (node(&m, "host0"), node(&m, "host2"));
+        let leaf0 = sw(&sim, node(&m, "leaf0"));
+        let cands = m.routing.candidates(NodeId(node(&m, "leaf0")), NodeId(dst)).to_vec();
+        let hs = hashes(&sim, src, dst);
+        let before: Vec<u32> = hs.iter().map(|&h| sim.ecmp_choose(leaf0, dst, h)).collect();
+        // Take the link leaf0 – (the spine behind member 1) down, as a link-down fault does.
+        let dead = cands[1].0;
+        let peer = sim.ports[dead as usize].peer;
+        sim.ports[dead as usize].up = false;
+        sim.ports[peer as usize].up = false;
+        sim.reconverge([dead, peer]);
+        let mut moved = [0u32; 4];
+        let mut on_dead = 0;
+        for (i, &h) in hs.iter().enumerate() {
+            let after = sim.ecmp_choose(leaf0, dst, h);
+            assert_ne!(after, dead, "flow {i} still on the dead member");
+            assert_ne!(after, NONE, "flow {i} has no path");
+            if before[i] == dead {
+                on_dead += 1;
+                moved[cands.iter().position(|c| c.0 == after).unwrap()] += 1;
+            } else {
+                assert_eq!(after, before[i], "flow {i} was not on the dead member and moved");
+            }
+        }
+        assert!((2_375..=2_625).contains(&on_dead), "{on_dead} flows were on member 1");
+        // The moved flows spread over the 3 live members: on_dead / 3 each, ±10 % (σ ≈ 24).
+        assert_eq!(moved[1], 0);
+        let third = on_dead as f64 / 3.0;
+        for k in [0, 2, 3] {
+            let c = moved[k] as f64;
+            assert!((c - third).abs() <= 0.10 * third, "member {k} took {c} of {on_dead} moved flows ({moved:?})");
+        }
+    }
+
+    #[test]
+    fn removing_the_source_port_field_makes_flows_differing_only_in_it_collide() {
+        let full = fabric("");
+        let no_sport = fabric(r#"ecmp_hash_fields = ["src-ip", "dst-ip", "protocol", "dst-port"]"#);
+        let (sf, sn) = (sim(&full), sim(&no_sport));
+        assert_eq!(sf.hash_fields, 0b11111);
+        assert_eq!(sn.hash_fields, 0b10111, "src-port is bit 3");
+        let (src, dst) = (node(&full, "host0"), node(&full, "host2"));
+        let with: HashSet<u32> = (0..1_000u32).map(|i| sf.flow_hash(src, dst, 49_152 + i)).collect();
+        let without: HashSet<u32> = (0..1_000u32).map(|i| sn.flow_hash(src, dst, 49_152 + i)).collect();
+        // 1,000 source ports: (nearly) 1,000 hashes with the field, exactly 1 without it.
+        assert!(with.len() >= 999, "{} distinct hashes", with.len());
+        assert_eq!(without.len(), 1);
+        // So every such flow takes the same member at leaf0.
+        let leaf0 = sw(&sn, node(&no_sport, "leaf0"));
+        let outs: HashSet<u32> = without.iter().map(|&h| sn.ecmp_choose(leaf0, dst, h)).collect();
+        assert_eq!(outs.len(), 1);
+        // The fields still hashed still matter: another source or destination, another hash.
+        let h = sn.flow_hash(src, dst, 50_000);
+        assert_ne!(h, sn.flow_hash(node(&full, "host1"), dst, 50_000));
+        assert_ne!(h, sn.flow_hash(src, node(&full, "host3"), 50_000));
+    }
+}

@@ -217,3 +217,256 @@ impl Sim<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! PFC against thresholds from the configuration and pause times from 802.3's quantum
+    //! (512 bit times).
+    use super::*;
+
+    /// One switch, h0 at 100 Gb/s and h1 at 400 Gb/s; default classes (RoCE on priority 3,
+    /// lossless); static XOFF 20,000 B / XON 10,000 B; XOFF frames carry 1,000 quanta; the
+    /// watchdog (if `watchdog`) drops after 1 ms paused and restores for 2 ms.
+    fn star(watchdog: bool) -> Model {
+        let text = format!(r#"[fabric]
+name = "pfc"
+[switch_models.sw]
+preset = "ns3-reference"
+ports = 2
+[topology.explicit]
+node = [ {{ name = "sw0", kind = "switch", model = "sw" }}, {{ name = "h0", kind = "host" }}, {{ name = "h1", kind = "host" }} ]
+link = [ {{ a = "h0", b = "sw0", speed_gbps = 100, length_m = 2 }}, {{ a = "h1", b = "sw0", speed_gbps = 400, length_m = 2 }} ]
+[qos.pfc]
+xoff_bytes = 20000
+xon_bytes = 10000
+pause_quanta = 1000
+[qos.pfc_watchdog]
+detection_ms = 1
+restoration_ms = 2
+poll_ms = 1
+enabled = {watchdog}
+action = "drop"
+"#);
+        rocelab_model::load_str("pfc.toml", &text).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn sim(m: &Model) -> Sim<'_> {
+        Sim::new(m, Vec::new(), Vec::new(), SimOptions::default()).unwrap_or_else(|d| panic!("{d:?}"))
+    }
+
+    /// The switch port facing the host of that port speed (Gb/s).
+    fn switch_port(sim: &Sim, gbps: u64) -> u32 {
+        sim.ports.iter().position(|p| p.sw != NONE && p.speed.0 == gbps * 1_000_000_000).unwrap() as u32
+    }
+
+    /// Drains the event queue, the clock following it as in the event loop: the PFC frames
+    /// (sender port, quanta) and refresh timers (time).
+    fn drain(sim: &mut Sim) -> (Vec<(u32, u16)>, Vec<SimTime>) {
+        let (mut frames, mut refresh) = (Vec::new(), Vec::new());
+        while let Some((t, ev)) = sim.q.pop() {
+            sim.now = t;
+            match ev {
+                Ev::PfcArrive { from, prio, quanta } => {
+                    assert_eq!(prio, 3);
+                    frames.push((from, quanta));
+                }
+                Ev::PauseRefresh { prio, .. } => {
+                    assert_eq!(prio, 3);
+                    refresh.push(t);
+                }
+                _ => {}
+            }
+        }
+        (frames, refresh)
+    }
+
+    #[test]
+    fn xoff_exactly_when_shared_use_reaches_xoff_and_xon_when_it_falls_to_xon() {
+        let m = star(false);
+        let mut s = sim(&m);
+        assert_eq!(s.q.len(), 0, "no flows, no watchdog: nothing scheduled");
+        let ip = switch_port(&s, 100);
+        let sw = s.ports[ip as usize].sw;
+        assert_eq!(s.pfc_threshold(sw), 20_000, "static XOFF");
+        let r = s.switches[sw as usize].reserve;
+        assert_eq!(r, 4_096, "ns3-reference reserve");
+        // Shared use is what the priority group holds above its reserve.
+        s.ports[ip as usize].pg[3].ing = r + 19_999;
+        s.check_pause(sw, ip, 3);
+        assert!(!s.ports[ip as usize].xoff[3]);
+        assert_eq!(s.ports[ip as usize].st.pfc_tx[3], 0, "1 byte below XOFF: no pause");
+        s.ports[ip as usize].pg[3].ing = r + 20_000;
+        s.check_pause(sw, ip, 3);
+        assert!(s.ports[ip as usize].xoff[3]);
+        assert_eq!(s.ports[ip as usize].st.pfc_tx[3], 1);
+        s.check_pause(sw, ip, 3);
+        assert_eq!(s.ports[ip as usize].st.pfc_tx[3], 1, "one XOFF, not one per packet");
+        assert_eq!(drain(&mut s).0, vec![(ip, 1_000)], "XOFF upstream with the configured quanta");
+        // Falling: 1 byte above XON keeps the pause, XON itself resumes.
+        s.ports[ip as usize].pg[3].ing = r + 10_001;
+        s.check_resume(sw, ip, 3);
+        assert!(s.ports[ip as usize].xoff[3]);
+        s.ports[ip as usize].pg[3].ing = r + 10_000;
+        s.check_resume(sw, ip, 3);
+        assert!(!s.ports[ip as usize].xoff[3]);
+        assert_eq!(s.ports[ip as usize].st.pfc_tx[3], 2);
+        assert_eq!(drain(&mut s).0, vec![(ip, 0)], "XON is a zero-quanta frame");
+        // Headroom in use pauses whatever the shared use, and holds the pause.
+        s.ports[ip as usize].pg[3] = IngressPg { ing: 0, hdrm: 1 };
+        s.check_pause(sw, ip, 3);
+        assert!(s.ports[ip as usize].xoff[3]);
+        s.check_resume(sw, ip, 3);
+        assert!(s.ports[ip as usize].xoff[3], "no XON while headroom holds bytes");
+    }
+
+    #[test]
+    fn a_pause_lasts_quanta_times_512_bit_times_at_the_port_speed() {
+        let m = star(false);
+        let mut s = sim(&m);
+        assert_eq!(s.q.len(), 0, "no flows, no watchdog: nothing scheduled");
+        let p100 = switch_port(&s, 100);
+        let p400 = switch_port(&s, 400);
+        let t0 = SimTime(5_000_000);
+        s.now = t0;
+        // 1,000 quanta · 512 bits / 100 Gb/s = 5.12 µs.
+        s.on_pfc(s.ports[p100 as usize].peer, 3, 1_000);
+        let until = s.ports[p100 as usize].pause[3].until;
+        assert_eq!(until, t0 + SimTime(5_120_000));
+        assert!(s.is_paused(p100, 3));
+        assert!(!s.is_paused(p100, 2), "only the paused priority");
+        assert_eq!(s.ports[p100 as usize].st.pfc_rx[3], 1);
+        // 65,535 quanta · 512 bits / 400 Gb/s = 83.8848 µs.
+        s.on_pfc(s.ports[p400 as usize].peer, 3, 65_535);
+        assert_eq!(s.ports[p400 as usize].pause[3].until, t0 + SimTime(83_884_800));
+        // Refreshes go out at half the pause time.
+        assert_eq!(s.refresh_period(p100), SimTime(2_560_000));
+        // The expiry: paused 5.12 µs in all, no longer paused.
+        let expiries: Vec<SimTime> = std::iter::from_fn(|| s.q.pop())
+            .filter_map(|(t, ev)| matches!(ev, Ev::PauseExpire { port, .. } if port == p100).then_some(t))
+            .collect();
+        assert_eq!(expiries, vec![until]);
+        s.now = SimTime(until.0 - 1);
+        assert!(s.is_paused(p100, 3));
+        s.now = until;
+        assert!(!s.is_paused(p100, 3));
+        s.on_pause_expire(p100, 3);
+        assert_eq!(s.ports[p100 as usize].st.paused_ps[3], 5_120_000);
+        assert_eq!(s.ports[p100 as usize].paused_since[3], SimTime::MAX);
+    }
+
+    #[test]
+    fn xon_ends_a_pause_early_and_the_later_expiry_counts_nothing_more() {
+        let m = star(false);
+        let mut s = sim(&m);
+        assert_eq!(s.q.len(), 0, "no flows, no watchdog: nothing scheduled");
+        let p = switch_port(&s, 100);
+        let from = s.ports[p as usize].peer;
+        s.now = SimTime(5_000_000);
+        s.on_pfc(from, 3, 1_000);
+        s.now = SimTime(6_000_000);
+        s.on_pfc(from, 3, 0);
+        assert!(!s.is_paused(p, 3));
+        assert_eq!(s.ports[p as usize].st.paused_ps[3], 1_000_000, "paused from 5 µs to 6 µs");
+        s.now = SimTime(10_120_000);
+        s.on_pause_expire(p, 3);
+        assert_eq!(s.ports[p as usize].st.paused_ps[3], 1_000_000);
+        // A refresh before expiry extends the pause: 1,000 quanta from 7 µs, to 12.12 µs.
+        s.now = SimTime(7_000_000);
+        s.on_pfc(from, 3, 1_000);
+        s.now = SimTime(9_000_000);
+        s.on_pfc(from, 3, 1_000);
+        assert_eq!(s.ports[p as usize].pause[3].until, SimTime(14_120_000));
+        s.now = SimTime(12_120_000);
+        s.on_pause_expire(p, 3);
+        assert!(s.is_paused(p, 3), "the first expiry is stale after a refresh");
+        s.now = SimTime(14_120_000);
+        s.on_pause_expire(p, 3);
+        assert_eq!(s.ports[p as usize].st.paused_ps[3], 1_000_000 + 7_120_000);
+    }
+
+    #[test]
+    fn xoff_is_refreshed_every_half_pause_while_congested_and_not_after_xon() {
+        let m = star(false);
+        let mut s = sim(&m);
+        assert_eq!(s.q.len(), 0, "no flows, no watchdog: nothing scheduled");
+        let ip = switch_port(&s, 100);
+        let sw = s.ports[ip as usize].sw;
+        let r = s.switches[sw as usize].reserve;
+        s.ports[ip as usize].pg[3].ing = r + 25_000;
+        s.check_pause(sw, ip, 3);
+        // Half of 5.12 µs.
+        let (frames, refresh) = drain(&mut s);
+        assert_eq!((frames, refresh.clone()), (vec![(ip, 1_000)], vec![SimTime(2_560_000)]));
+        s.now = refresh[0];
+        s.on_pause_refresh(ip, 3);
+        assert_eq!(s.ports[ip as usize].st.pfc_tx[3], 2);
+        let (frames, refresh) = drain(&mut s);
+        assert_eq!((frames, refresh.clone()), (vec![(ip, 1_000)], vec![SimTime(5_120_000)]));
+        // Below XON before the next refresh: XON, then the refresh timer sends nothing.
+        s.ports[ip as usize].pg[3].ing = r;
+        s.check_resume(sw, ip, 3);
+        s.now = refresh[0];
+        s.on_pause_refresh(ip, 3);
+        assert_eq!(s.ports[ip as usize].st.pfc_tx[3], 3, "XOFF, refresh, XON");
+        assert_eq!(drain(&mut s), (vec![(ip, 0)], vec![]));
+    }
+
+    #[test]
+    fn watchdog_drops_a_queue_paused_for_the_detection_time_and_ignores_pauses_while_restoring() {
+        let m = star(true);
+        let mut s = sim(&m);
+        drain(&mut s);
+        let out = switch_port(&s, 400);
+        let ip = switch_port(&s, 100);
+        let sw = s.ports[out as usize].sw;
+        // One 1,000 B RoCE packet (priority 3, queue 3) from h0 queued toward h1, charged to
+        // the reserve of h0's ingress.
+        let pkt = s.pkts.alloc(Packet {
+            enq_time: SimTime::ZERO,
+            qp: 0,
+            psn: 0,
+            dst: 0,
+            hash: 0,
+            in_port: ip,
+            next: NONE,
+            next_gap: u32::MAX,
+            wire_bytes: 1_000,
+            payload: 1_000,
+            kind: Kind::Data,
+            class: 0,
+            pcp: 3,
+            ecn: 0,
+            in_prio: 3,
+        });
+        s.ports[out as usize].queues[3].ring.push_back(pkt);
+        s.ports[out as usize].queues[3].bytes = 1_000;
+        s.ports[out as usize].nonempty = 1 << 3;
+        s.ports[ip as usize].pg[3].ing = 1_000;
+        s.switches[sw as usize].used = 1_000;
+        // Paused since 0, for longer than the detection time.
+        s.ports[out as usize].pause[3].until = SimTime(10_000_000_000);
+        s.ports[out as usize].paused_since[3] = SimTime::ZERO;
+        // 1 ps short of 1 ms: no storm.
+        s.now = SimTime(1_000_000_000 - 1);
+        s.on_watchdog();
+        assert_eq!(s.stats.storms, 0);
+        assert_eq!(s.ports[out as usize].queues[3].bytes, 1_000);
+        // At 1 ms: a storm; the queue is flushed, the buffer released, the pause ignored for
+        // 2 ms.
+        s.now = SimTime(1_000_000_000);
+        s.on_watchdog();
+        assert_eq!(s.stats.storms, 1);
+        assert_eq!(s.ports[out as usize].st.storms[3], 1);
+        assert_eq!(s.ports[out as usize].queues[3].bytes, 0);
+        assert_eq!(s.ports[out as usize].st.drops[3][DropReason::Watchdog as usize], 1);
+        assert_eq!(s.switches[sw as usize].used, 0);
+        assert_eq!(s.ports[ip as usize].pg[3].ing, 0);
+        assert_eq!(s.ports[out as usize].pause[3].wd_until, SimTime(3_000_000_000));
+        assert!(!s.is_paused(out, 3), "paused by the peer, but the watchdog overrides");
+        s.now = SimTime(3_000_000_000);
+        assert!(s.is_paused(out, 3), "restoration over, the peer's pause holds again");
+        // Nothing queued any more: no second storm.
+        s.on_watchdog();
+        assert_eq!(s.stats.storms, 1);
+    }
+}

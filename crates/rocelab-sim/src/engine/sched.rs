@@ -148,3 +148,167 @@ impl Sim<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The egress scheduler against service orders and byte shares worked out by hand.
+    use super::*;
+
+    /// One switch, two hosts at 100 Gb/s; DWRR queues 3 (weight 3, lossless) and 1 (weight
+    /// 1), strict queues 6 and 7.
+    fn star() -> Model {
+        let text = r#"[fabric]
+name = "sched"
+[switch_models.sw]
+preset = "ns3-reference"
+ports = 2
+[topology.explicit]
+node = [ { name = "sw0", kind = "switch", model = "sw" }, { name = "h0", kind = "host" }, { name = "h1", kind = "host" } ]
+link = [ { a = "h0", b = "sw0", speed_gbps = 100, length_m = 2 }, { a = "h1", b = "sw0", speed_gbps = 100, length_m = 2 } ]
+[[qos.class]]
+name = "roce"
+dscp = [26]
+priority = 3
+lossless = true
+weight = 3
+carries = ["rdma"]
+[[qos.class]]
+name = "bulk"
+dscp = [10]
+priority = 1
+weight = 1
+[[qos.class]]
+name = "cnp"
+dscp = [48]
+priority = 6
+scheduler = "strict"
+carries = ["cnp"]
+[[qos.class]]
+name = "ctl"
+dscp = [56]
+priority = 7
+scheduler = "strict"
+"#;
+        rocelab_model::load_str("sched.toml", text).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn sim(m: &Model) -> Sim<'_> {
+        Sim::new(m, Vec::new(), Vec::new(), SimOptions::default()).unwrap_or_else(|d| panic!("{d:?}"))
+    }
+
+    fn switch_port(sim: &Sim) -> u32 {
+        sim.ports.iter().position(|p| p.sw != NONE).unwrap() as u32
+    }
+
+    /// Queues a packet of `bytes` wire bytes at egress queue `q` of `port`.
+    fn enqueue(sim: &mut Sim, port: u32, q: usize, bytes: u16) {
+        let pkt = sim.pkts.alloc(Packet {
+            enq_time: sim.now,
+            qp: 0,
+            psn: 0,
+            dst: 0,
+            hash: 0,
+            in_port: port,
+            next: NONE,
+            next_gap: u32::MAX,
+            wire_bytes: bytes,
+            payload: bytes,
+            kind: Kind::Data,
+            class: 0,
+            pcp: q as u8,
+            ecn: 0,
+            in_prio: q as u8,
+        });
+        let p = &mut sim.ports[port as usize];
+        p.queues[q].ring.push_back(pkt);
+        p.queues[q].bytes += bytes as u64;
+        p.nonempty |= 1 << q;
+    }
+
+    /// Picks `n` times without dequeuing (the heads stay, so every queue stays backlogged)
+    /// and adds up the head bytes served per queue.
+    fn serve(sim: &mut Sim, port: u32, n: usize) -> [u64; 8] {
+        let mut bytes = [0u64; 8];
+        for _ in 0..n {
+            let q = sim.pick_queue(port).expect("a queue is eligible");
+            let head = *sim.ports[port as usize].queues[q].ring.front().unwrap();
+            bytes[q] += sim.pkts.get(head).wire_bytes as u64;
+        }
+        bytes
+    }
+
+    #[test]
+    fn config_gives_strict_queues_highest_priority_first_and_quanta_by_weight() {
+        let m = star();
+        let s = sim(&m);
+        assert_eq!(s.strict_queues, vec![7, 6]);
+        assert_eq!(s.dwrr_queues, vec![1, 3]);
+        // 256 bytes per unit of weight.
+        assert_eq!(s.quantum[3], 3 * 256);
+        assert_eq!(s.quantum[1], 256);
+    }
+
+    #[test]
+    fn dwrr_with_weights_3_to_1_serves_bytes_3_to_1() {
+        let m = star();
+        let mut s = sim(&m);
+        let port = switch_port(&s);
+        // Different packet sizes: the share is in bytes, not packets.
+        enqueue(&mut s, port, 3, 1_000);
+        enqueue(&mut s, port, 1, 1_500);
+        let b = serve(&mut s, port, 40_000);
+        assert_eq!(b[3] + b[1], b.iter().sum::<u64>(), "only the backlogged DWRR queues are served");
+        let ratio = b[3] as f64 / b[1] as f64;
+        assert!((ratio - 3.0).abs() < 0.03, "bytes {} : {} = {ratio:.4}, weights say 3", b[3], b[1]);
+        // Packets: 3:1 in bytes with 1,000 B against 1,500 B is 4.5:1 in packets.
+        let pkts = (b[3] / 1_000) as f64 / (b[1] / 1_500) as f64;
+        assert!((pkts - 4.5).abs() < 0.05, "packets {pkts:.4}");
+    }
+
+    #[test]
+    fn strict_priority_serves_the_higher_queue_first_always() {
+        let m = star();
+        let mut s = sim(&m);
+        let port = switch_port(&s);
+        for q in [1, 3, 6, 7] {
+            enqueue(&mut s, port, q, 1_000);
+        }
+        assert!((0..100).all(|_| s.pick_queue(port) == Some(7)), "queue 7 (priority 7) while backlogged");
+        s.ports[port as usize].nonempty &= !(1 << 7);
+        assert!((0..100).all(|_| s.pick_queue(port) == Some(6)), "then queue 6");
+        s.ports[port as usize].nonempty &= !(1 << 6);
+        let b = serve(&mut s, port, 400);
+        assert_eq!(b[6] + b[7], 0);
+        assert!(b[1] > 0 && b[3] > 0, "then DWRR among the rest: {b:?}");
+        s.ports[port as usize].nonempty = 0;
+        assert_eq!(s.pick_queue(port), None, "nothing queued");
+    }
+
+    #[test]
+    fn a_paused_priority_makes_its_queue_ineligible_until_the_pause_ends_or_the_watchdog_overrides() {
+        let m = star();
+        let mut s = sim(&m);
+        let port = switch_port(&s);
+        assert!(!s.queue_eligible(port, 3), "empty");
+        enqueue(&mut s, port, 3, 1_000);
+        enqueue(&mut s, port, 1, 1_000);
+        assert!(s.queue_eligible(port, 3));
+        // Priority 3 paused for 1 µs from t = 10 µs.
+        s.now = SimTime(10_000_000);
+        s.ports[port as usize].pause[3].until = SimTime(11_000_000);
+        assert!(!s.queue_eligible(port, 3));
+        assert!(s.queue_eligible(port, 1), "other priorities are not paused");
+        assert!((0..100).all(|_| s.pick_queue(port) == Some(1)), "DWRR skips the paused queue");
+        // Watchdog restoration in force: the pause is ignored.
+        s.ports[port as usize].pause[3].wd_until = SimTime(10_500_000);
+        assert!(s.queue_eligible(port, 3));
+        s.ports[port as usize].pause[3].wd_until = SimTime::ZERO;
+        // Last picosecond of the pause, then its end.
+        s.now = SimTime(10_999_999);
+        assert!(!s.queue_eligible(port, 3));
+        s.now = SimTime(11_000_000);
+        assert!(s.queue_eligible(port, 3));
+        let b = serve(&mut s, port, 1_000);
+        assert!(b[3] > 0, "served again once the pause is over");
+    }
+}
