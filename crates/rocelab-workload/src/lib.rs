@@ -36,7 +36,7 @@ pub struct CollectiveSpec {
     pub op: Collective,
     /// nccl-tests' size: see the crate doc.
     pub bytes: u64,
-    /// The ranks in ring order; `None`: every host of the fabric in file order.
+    /// The ranks in ring order; `None`: every host, as [`default_ranks`] orders them.
     pub ranks: Option<Vec<NodeId>>,
     /// NCCL channels (`NCCL_MIN_NCHANNELS`/`NCCL_MAX_NCHANNELS` pinned to one value).
     pub channels: u32,
@@ -64,6 +64,9 @@ pub struct CollectiveResult {
     /// Chunks that never arrived (a QP exhausted its retries); nccl-tests' `#wrong` shows
     /// corrupted elements, which the twin never has, so this is its nearest figure.
     pub failed_chunks: u64,
+    /// The engine's work: events handled and data packets sent.
+    pub events: u64,
+    pub data_packets: u64,
     #[serde(skip)]
     pub report: RunReport,
 }
@@ -92,6 +95,21 @@ pub fn parse_op(name: &str) -> Result<Collective, String> {
     }
 }
 
+/// Every host of the fabric in ring order. On a rail-optimized fabric the ring walks rail by
+/// rail (rail 0 of every node, then rail 1, ...), so consecutive ranks share a rail leaf and
+/// only the step from one rail to the next crosses the spines: the rail-aligned rings NCCL
+/// builds on such fabrics, where each inter-node hop stays on one rail. (NCCL's hops between
+/// the GPUs of one node go over NVLink, which the twin does not carry yet; here they are the
+/// rail-to-rail steps.) Elsewhere: file order.
+pub fn default_ranks(m: &Model) -> Vec<NodeId> {
+    let hosts: Vec<NodeId> = m.hosts().collect();
+    let on_rails: usize = m.rails.iter().map(|r| r.hosts.len()).sum();
+    if m.rails.is_empty() || on_rails != hosts.len() {
+        return hosts;
+    }
+    m.rails.iter().flat_map(|r| r.hosts.iter().copied()).collect()
+}
+
 /// Runs one collective to completion on `m` (with the fabric file's faults).
 pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Result<CollectiveResult, Vec<Diagnostic>> {
     let name = nccl_name(spec.op).ok_or_else(|| {
@@ -101,7 +119,7 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
             "use all_reduce, all_gather or reduce_scatter",
         )]
     })?;
-    let ranks = spec.ranks.clone().unwrap_or_else(|| m.hosts().collect());
+    let ranks = spec.ranks.clone().unwrap_or_else(|| default_ranks(m));
     if ranks.len() < 2 {
         return Err(vec![Diagnostic::new(
             "collective",
@@ -149,6 +167,8 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
         algbw_gbytes_per_s: algbw,
         busbw_gbytes_per_s: algbw * spec.op.busbw_factor(n as u32),
         failed_chunks: o.failed + expected.saturating_sub(o.delivered + o.failed),
+        events: report.events,
+        data_packets: report.totals.data_packets_sent,
         report,
     })
 }

@@ -30,8 +30,12 @@ impl Sim<'_> {
         if first {
             p.wire_head = pkt;
         }
-        if p.nic != NONE {
-            // NICs nearly always have more to send.
+        if p.nic != NONE && !p.tx_pending {
+            // NICs nearly always have more to send. (One TxDone per port at most: a port
+            // that sends again at the very instant its previous TxDone is due, before that
+            // event runs, already has one coming; it re-arms itself for the new end. A
+            // second one here would run early, re-arm, and the duplicates would multiply
+            // with every such tie — 50 stale events per packet on a long ring all-reduce.)
             p.tx_pending = true;
             self.q.push(now + ser, Ev::TxDone { port });
         }
