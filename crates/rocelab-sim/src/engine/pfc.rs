@@ -228,7 +228,8 @@ mod tests {
     /// lossless); static XOFF 20,000 B / XON 10,000 B; XOFF frames carry 1,000 quanta; the
     /// watchdog (if `watchdog`) drops after 1 ms paused and restores for 2 ms.
     fn star(watchdog: bool) -> Model {
-        let text = format!(r#"[fabric]
+        let text = format!(
+            r#"[fabric]
 name = "pfc"
 [switch_models.sw]
 preset = "ns3-reference"
@@ -246,7 +247,8 @@ restoration_ms = 2
 poll_ms = 1
 enabled = {watchdog}
 action = "drop"
-"#);
+"#
+        );
         rocelab_model::load_str("pfc.toml", &text).unwrap_or_else(|e| panic!("{e}"))
     }
 
