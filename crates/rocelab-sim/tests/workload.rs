@@ -288,25 +288,16 @@ fn wake_ups_carry_compute_phases_and_keep_the_run_alive() {
 }
 
 fn net_refuses_a_wake_beyond_the_clock() -> bool {
-    struct Late(bool);
+    struct Late(Rc<RefCell<bool>>);
     impl Workload for Late {
         fn start(&mut self, net: &mut Net<'_, '_>) {
             let beyond = SimTime(rocelab_sim::workload::LATEST_START.0 + 1);
-            self.0 = net.wake_at(beyond, 0).is_err();
+            *self.0.borrow_mut() = net.wake_at(beyond, 0).is_err();
         }
     }
     let m = model();
     let refused = Rc::new(RefCell::new(false));
-    struct Probe(Late, Rc<RefCell<bool>>);
-    impl Workload for Probe {
-        fn start(&mut self, net: &mut Net<'_, '_>) {
-            self.0.start(net);
-            *self.1.borrow_mut() = self.0 .0;
-        }
-    }
-    let mut sim =
-        Sim::with_workload(&m, Box::new(Probe(Late(false), refused.clone())), Vec::new(), SimOptions::default())
-            .unwrap();
+    let mut sim = Sim::with_workload(&m, Box::new(Late(refused.clone())), Vec::new(), SimOptions::default()).unwrap();
     sim.run(&mut |_| {});
     let r = *refused.borrow();
     r
