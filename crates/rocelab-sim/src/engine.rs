@@ -1166,6 +1166,21 @@ impl Sim<'_> {
     }
 }
 
+/// What the mechanism modules' unit tests share: a model from a TOML text, and an engine
+/// built on it with no traffic, whose methods a test then calls directly.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use super::*;
+
+    pub fn model(file: &str, text: &str) -> Model {
+        rocelab_model::load_str(file, text).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    pub fn idle_sim(m: &Model) -> Sim<'_> {
+        Sim::new(m, Vec::new(), Vec::new(), SimOptions::default()).unwrap_or_else(|d| panic!("{d:?}"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1188,7 +1203,7 @@ src = "h0"
 dst = "h1"
 size_bytes = 100000
 "#;
-        rocelab_model::load_str("pair.toml", text).unwrap_or_else(|e| panic!("{e}"))
+        test_support::model("pair.toml", text)
     }
 
     fn next_pfc(sim: &mut Sim) -> SimTime {

@@ -131,10 +131,8 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
         return Err(vec![Diagnostic::new("collective", "a collective of 0 bytes", "give a size of 1 B or more")]);
     }
     let n = ranks.len() as u64;
-    let steps = match spec.op {
-        Collective::AllReduce => 2 * (n - 1),
-        _ => n - 1,
-    };
+    // 2(n−1) steps for all-reduce, n−1 for all-gather and reduce-scatter (as `plan` counts them).
+    let steps = spec.op.ring_steps(n as u32);
     // S/n per step and rank, rounded up (NCCL pads the last chunk).
     let chunk = spec.bytes.div_ceil(n);
     let out = Rc::new(RefCell::new(RingOutcome::default()));
@@ -146,12 +144,12 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
         seed: opts.seed,
     };
     let w = Ring::new(m.nodes.len(), ranks, plan, out.clone());
+    let expected = w.chunks_to_deliver();
     let faults = rocelab_sim::engine::resolve_faults(m)?;
     let mut sim = Sim::with_workload(m, Box::new(w), faults, opts)?;
     sim.run(&mut |_| {});
     let report = RunReport::from_sim(&sim);
     let o = out.borrow().clone();
-    let expected = steps * n * spec.channels.min(chunk.min(u32::MAX as u64) as u32).max(1) as u64;
     let complete = o.failed == 0 && o.delivered == expected;
     let time_us = match (complete, o.end) {
         (true, Some(end)) => end.0 as f64 * 1e-6,

@@ -76,6 +76,11 @@ impl Ring {
         Ring { ranks, rank_of, steps, chunk, sports, class: None, qps: qps.max(1), out }
     }
 
+    /// Chunks the whole collective delivers: every step, rank and channel in use.
+    pub fn chunks_to_deliver(&self) -> u64 {
+        self.steps as u64 * self.ranks.len() as u64 * self.chunk.len() as u64
+    }
+
     /// Posts step `step` of channel `ch` from rank `r` to the next rank.
     fn send(&self, net: &mut Net<'_, '_>, r: usize, ch: usize, step: u32) {
         let n = self.ranks.len();

@@ -231,6 +231,7 @@ impl Sim<'_> {
 #[cfg(test)]
 mod tests {
     //! ECMP hashing and member choice against counts worked out by hand.
+    use super::super::test_support::{idle_sim as sim, model};
     use super::*;
     use std::collections::HashSet;
 
@@ -253,11 +254,7 @@ spine_model = "spectrum-2"
 {routing}
 "#
         );
-        rocelab_model::load_str("ls.toml", &text).unwrap_or_else(|e| panic!("{e}"))
-    }
-
-    fn sim(m: &Model) -> Sim<'_> {
-        Sim::new(m, Vec::new(), Vec::new(), SimOptions::default()).unwrap_or_else(|d| panic!("{d:?}"))
+        model("ls.toml", &text)
     }
 
     fn node(m: &Model, name: &str) -> u32 {

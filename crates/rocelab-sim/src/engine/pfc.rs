@@ -222,6 +222,7 @@ impl Sim<'_> {
 mod tests {
     //! PFC against thresholds from the configuration and pause times from 802.3's quantum
     //! (512 bit times).
+    use super::super::test_support::{idle_sim as sim, model};
     use super::*;
 
     /// One switch, h0 at 100 Gb/s and h1 at 400 Gb/s; default classes (RoCE on priority 3,
@@ -249,11 +250,7 @@ enabled = {watchdog}
 action = "drop"
 "#
         );
-        rocelab_model::load_str("pfc.toml", &text).unwrap_or_else(|e| panic!("{e}"))
-    }
-
-    fn sim(m: &Model) -> Sim<'_> {
-        Sim::new(m, Vec::new(), Vec::new(), SimOptions::default()).unwrap_or_else(|d| panic!("{d:?}"))
+        model("pfc.toml", &text)
     }
 
     /// The switch port facing the host of that port speed (Gb/s).

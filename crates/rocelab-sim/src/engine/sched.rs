@@ -152,6 +152,7 @@ impl Sim<'_> {
 #[cfg(test)]
 mod tests {
     //! The egress scheduler against service orders and byte shares worked out by hand.
+    use super::super::test_support::{idle_sim as sim, model};
     use super::*;
 
     /// One switch, two hosts at 100 Gb/s; DWRR queues 3 (weight 3, lossless) and 1 (weight
@@ -189,11 +190,7 @@ dscp = [56]
 priority = 7
 scheduler = "strict"
 "#;
-        rocelab_model::load_str("sched.toml", text).unwrap_or_else(|e| panic!("{e}"))
-    }
-
-    fn sim(m: &Model) -> Sim<'_> {
-        Sim::new(m, Vec::new(), Vec::new(), SimOptions::default()).unwrap_or_else(|d| panic!("{d:?}"))
+        model("sched.toml", text)
     }
 
     fn switch_port(sim: &Sim) -> u32 {
