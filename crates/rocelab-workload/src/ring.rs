@@ -51,7 +51,6 @@ pub struct Ring {
     chunk: Vec<u64>,
     /// UDP source port per (rank, channel): rank-major.
     sports: Vec<u16>,
-    class: Option<usize>,
     qps: u32,
     out: Rc<RefCell<RingOutcome>>,
 }
@@ -73,7 +72,7 @@ impl Ring {
         }
         let mut rng = Rng::new(seed, 0x4e43_434c);
         let sports = (0..ranks.len() * chunk.len()).map(|_| 49152 + rng.below(16384) as u16).collect();
-        Ring { ranks, rank_of, steps, chunk, sports, class: None, qps: qps.max(1), out }
+        Ring { ranks, rank_of, steps, chunk, sports, qps: qps.max(1), out }
     }
 
     /// Chunks the whole collective delivers: every step, rank and channel in use.
@@ -89,7 +88,8 @@ impl Ring {
             src: self.ranks[r],
             dst: self.ranks[(r + 1) % n],
             size_bytes: bytes,
-            class: self.class,
+            // The fabric's RDMA class, as NCCL's traffic is.
+            class: None,
             qps: self.qps.min(bytes.min(u32::MAX as u64) as u32),
             tag: (ch as u64) << 32 | step as u64,
             start: None,
