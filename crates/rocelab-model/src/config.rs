@@ -758,6 +758,12 @@ pub enum FaultKind {
     /// The fields every switch hashes change mid-run (`fields`), e.g. the source port is
     /// dropped from the hash; `a = "*"`.
     EcmpHashFields,
+    /// A routing change with the link left up: both ends of the switch-to-switch link `a`–`b`
+    /// stop routing over it (a BGP session shut down for maintenance, a route-map that drops
+    /// its routes). What is queued on it still drains; nothing is lost.
+    RouteWithdraw,
+    /// The withdrawn link carries routes again.
+    RouteRestore,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]

@@ -130,6 +130,11 @@ pub(crate) struct Port {
     /// The port is serializing until then.
     busy_until: SimTime,
     pub up: bool,
+    /// ECMP may choose this port: it is up and its routes are not withdrawn (what routing
+    /// sees, where `up` is what the wire does).
+    routed: bool,
+    /// A `route-withdraw` fault holds the link's routes back (cold; `routed` is the hot copy).
+    withdrawn: bool,
     /// A TxDone event is pending: scheduled only when something waits to be sent, so an idle
     /// port costs no event after its last packet.
     tx_pending: bool,
@@ -258,6 +263,9 @@ impl Qp {
 pub enum FaultAction {
     /// A link (both port ids) goes down or comes back.
     Link { ports: (u32, u32), up: bool },
+    /// A switch-to-switch link (both port ids) stops carrying routes, or carries them again;
+    /// it stays up.
+    Route { ports: (u32, u32), withdrawn: bool },
     /// A host stops draining its receive buffer, or resumes.
     Host { host: NodeId, stall: bool },
     /// A switch (or every switch) takes a new ECMP hash seed.
@@ -322,11 +330,11 @@ pub struct Sim<'m> {
     /// Stopped because no packet left the fabric for `NO_PROGRESS_LIMIT` (no duration set).
     pub(crate) stopped_no_progress: bool,
     pub(crate) hash_fields: u8,
-    /// Routing states, one per link change (epoch): `views[e][row * groups + g]` = switch `row`
-    /// still has a live shortest path
-    /// to destination group `g` (routing reconverged over the surviving equal-cost paths).
-    /// (`None`: every link up. A state no switch holds any more is emptied.)
-    views: Vec<Option<Vec<bool>>>,
+    /// Routing states, one per link change (epoch): `views[e][row * groups + g]` = how switch
+    /// `row` still reaches destination group `g` over the surviving equal-cost paths, a
+    /// `RouteLevel` (routing reconverged). `None`: every link up and routed. A state no switch
+    /// holds any more is emptied.
+    views: Vec<Option<Vec<u8>>>,
     /// The routing state each switch has learned (index into `views`).
     sw_view: Vec<u32>,
     /// `views` below this index are emptied.
@@ -534,6 +542,8 @@ impl<'m> Sim<'m> {
                 ps_per_byte,
                 delay: p.delay,
                 up: true,
+                routed: true,
+                withdrawn: false,
                 busy_until: SimTime::ZERO,
                 tx_pending: false,
                 queues: Default::default(),
@@ -1128,6 +1138,18 @@ fn resolve_fault(m: &Model, p: &str, f: &FaultConfig, out: &mut Vec<Fault>) -> R
                 out.push(Fault { at: down, action: FaultAction::Link { ports, up: false } });
                 out.push(Fault { at: down + SimTime(period.0 / 2), action: FaultAction::Link { ports, up: true } });
             }
+        }
+        FaultKind::RouteWithdraw | FaultKind::RouteRestore => {
+            let a = node()?;
+            let ports = link_ports(a)?;
+            if m.node(a).is_host() || m.node(m.port(PortId(ports.1)).node).is_host() {
+                return Err(Diagnostic::new(
+                    format!("{p}.a"),
+                    "a host link carries no routes",
+                    "withdraw a switch-to-switch link, or take a host link down with `link-down`",
+                ));
+            }
+            out.push(Fault { at, action: FaultAction::Route { ports, withdrawn: f.kind == FaultKind::RouteWithdraw } });
         }
         FaultKind::SwitchReboot => {
             let a = node()?;

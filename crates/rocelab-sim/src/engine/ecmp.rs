@@ -1,13 +1,22 @@
 //! ECMP: the 5-tuple hash, the choice of an equal-cost next hop (resilient on failure), and
-//! which switches still reach each destination after links go down.
+//! how each switch still reaches each destination after links go down or routes are withdrawn.
 
 use super::*;
 
-/// The routing state one switch forwards by: its table (`None`: all links up) and whether it
-/// is the newest (only then does it also see which host links are down).
+/// How well a next hop leads to a destination, as routing ranks it: over links whose routes
+/// stand (`PREFERRED`), only through a link whose routes were withdrawn and so are kept as a
+/// last resort (`FALLBACK`, RFC 8326 graceful shutdown: the routes stay, depreferenced, until
+/// traffic has moved), or not at all.
+pub(super) type RouteLevel = u8;
+pub(super) const UNREACHED: RouteLevel = 0;
+pub(super) const FALLBACK: RouteLevel = 1;
+pub(super) const PREFERRED: RouteLevel = 2;
+
+/// The routing state one switch forwards by: its table (`None`: all links up and routed) and
+/// whether it is the newest (only then does it also see which host links are down).
 #[derive(Clone, Copy)]
 struct View<'a> {
-    table: Option<&'a [bool]>,
+    table: Option<&'a [RouteLevel]>,
     current: bool,
 }
 
@@ -16,6 +25,19 @@ impl<'a> View<'a> {
     fn of(sim: &'a Sim<'_>, sw: u32) -> Self {
         let e = sim.sw_view[sw as usize] as usize;
         View { table: sim.views[e].as_deref(), current: e + 1 == sim.views.len() }
+    }
+}
+
+/// What one link itself offers routing: its routes, or with them withdrawn only a last resort
+/// while it is up.
+#[inline]
+fn link_level(p: &Port) -> RouteLevel {
+    if p.routed {
+        PREFERRED
+    } else if p.up {
+        FALLBACK
+    } else {
+        UNREACHED
     }
 }
 
@@ -60,46 +82,59 @@ impl Sim<'_> {
         self.ecmp_rehash(view, cands, node, dst, h)
     }
 
-    /// A local port is usable if it is up (a switch sees its own links at once) and, by what
-    /// the switch has learned, its peer still reaches `dst`.
+    /// A local port is usable if its routes stand (a switch sees its own links at once) and, by
+    /// what the switch has learned, its peer still reaches `dst` over routes that stand.
     #[inline]
     fn ecmp_usable(&self, view: View, c: PortId, node: u32, dst: u32) -> bool {
         let cp = &self.ports[c.idx()];
-        cp.up && cp.node == node && self.next_hop_reaches(view, cp.peer, dst)
+        cp.routed && cp.node == node && self.next_hop_reaches(view, cp.peer, dst) == PREFERRED
+    }
+
+    /// How member `c` leads to `dst`: the worse of its own link and what lies beyond it.
+    fn member_level(&self, view: View, c: PortId, node: u32, dst: u32) -> RouteLevel {
+        let cp = &self.ports[c.idx()];
+        if cp.node != node {
+            return UNREACHED;
+        }
+        link_level(cp).min(self.next_hop_reaches(view, cp.peer, dst))
     }
 
     /// Resilient hashing, as switch ASICs do it: only the flows hashed to a dead (or, at a
-    /// multi-homed host's switch, a foreign) member move, spread over the usable members by a
-    /// second hash; every other flow keeps its path.
+    /// multi-homed host's switch, a foreign, or a withdrawn) member move, spread over the usable
+    /// members by a second hash; every other flow keeps its path. With no preferred member
+    /// left, the last-resort ones carry the traffic.
     #[cold]
     fn ecmp_rehash(&self, view: View, cands: &[PortId], node: u32, dst: u32, h: u64) -> u32 {
-        let live = cands.iter().filter(|c| self.ecmp_usable(view, **c, node, dst)).count() as u64;
-        if live == 0 {
+        let levels = || cands.iter().map(|c| (c, self.member_level(view, *c, node, dst)));
+        let best = levels().map(|(_, l)| l).max().unwrap_or(UNREACHED);
+        if best == UNREACHED {
             return NONE;
         }
+        let live = levels().filter(|(_, l)| *l == best).count() as u64;
         let k = (mix64(h) % live) as usize;
-        cands.iter().filter(|c| self.ecmp_usable(view, **c, node, dst)).nth(k).map_or(NONE, |c| c.0)
+        levels().filter(|(_, l)| *l == best).nth(k).map_or(NONE, |(c, _)| c.0)
     }
 
-    /// After a failure, a next hop is usable only if its switch still reaches the destination,
-    /// as far as the deciding switch knows.
+    /// After a failure or a withdrawal, how a next hop still reaches the destination, as far as
+    /// the deciding switch knows.
     #[inline]
-    fn next_hop_reaches(&self, view: View, peer_port: u32, dst: u32) -> bool {
-        let Some(reach) = view.table else { return true };
+    fn next_hop_reaches(&self, view: View, peer_port: u32, dst: u32) -> RouteLevel {
+        let Some(reach) = view.table else { return PREFERRED };
         let r = &self.m.routing;
         let node = self.ports[peer_port as usize].node as usize;
         let row = r.switch_row[node];
         if row == NONE {
-            return true;
+            return PREFERRED;
         }
         let cell = row as usize * r.groups.len() + r.host_group[dst as usize] as usize;
         if r.dist[cell] == 0 && view.current {
             // The next switch is one of `dst`'s own: it must still have a live link to it (a
             // dual-homed host whose link there is down is reached through its other switch).
-            return r.host_facing[dst as usize].iter().any(|p| {
+            let attached = r.host_facing[dst as usize].iter().any(|p| {
                 let hp = &self.ports[p.idx()];
                 hp.up && hp.node as usize == node
             });
+            return if attached { PREFERRED } else { UNREACHED };
         }
         reach[cell]
     }
@@ -164,13 +199,14 @@ impl Sim<'_> {
         }
     }
 
-    /// Recomputes which switches still reach each destination group over live links, in order
-    /// of distance (a switch reaches a group if one of its live next hops does), after the link
-    /// between ports `origin` changed, and spreads the news.
+    /// Recomputes how every switch still reaches each destination group (`RouteLevel`), in
+    /// order of distance: a switch reaches a group as well as its best next hop does, no better
+    /// than the link to it allows. Runs after the link between ports `origin` changed, and
+    /// spreads the news.
     #[cold]
     #[inline(never)]
     pub(super) fn reconverge(&mut self, origin: [u32; 2]) {
-        if self.ports.iter().all(|p| p.up) {
+        if self.ports.iter().all(|p| p.routed) {
             self.views.push(None);
             self.spread_route_change(origin);
             return;
@@ -179,9 +215,9 @@ impl Sim<'_> {
         let ng = r.groups.len();
         let rows = r.switch_row.iter().filter(|x| **x != NONE).count();
         let max_d = r.dist.iter().filter(|d| **d != rocelab_model::routing::UNREACHABLE).max().copied().unwrap_or(0);
-        let mut reach = vec![false; rows * ng];
+        let mut reach = vec![UNREACHED; rows * ng];
         // An attachment switch reaches a group while one of its links to a host of the group
-        // is up.
+        // is up (host links carry no routes to withdraw).
         for (h, ports) in r.host_facing.iter().enumerate() {
             if ports.is_empty() {
                 continue;
@@ -191,35 +227,35 @@ impl Sim<'_> {
                 let sp = &self.ports[p.idx()];
                 let row = r.switch_row[sp.node as usize];
                 if sp.up && row != NONE {
-                    reach[row as usize * ng + g] = true;
+                    reach[row as usize * ng + g] = PREFERRED;
                 }
             }
         }
         let switches: Vec<(usize, u32)> =
             r.switch_row.iter().enumerate().filter(|(_, row)| **row != NONE).map(|(n, row)| (n, *row)).collect();
-        for d in 0..=max_d {
+        for d in 1..=max_d {
             for &(node, row) in &switches {
                 for g in 0..ng {
                     let cell = row as usize * ng + g;
                     if r.dist[cell] != d {
                         continue;
                     }
-                    reach[cell] = if d == 0 {
-                        reach[cell]
-                    } else {
-                        let hops = match r.next_hop[cell] {
-                            NONE => &[][..],
-                            id => &r.ecmp_groups[id as usize][..],
-                        };
-                        hops.iter().any(|p| {
-                            let port = &self.ports[p.idx()];
-                            let peer_node = self.ports[port.peer as usize].node as usize;
-                            port.up && port.node as usize == node && {
-                                let prow = r.switch_row[peer_node];
-                                prow != NONE && reach[prow as usize * ng + g]
-                            }
-                        })
+                    let hops = match r.next_hop[cell] {
+                        NONE => &[][..],
+                        id => &r.ecmp_groups[id as usize][..],
                     };
+                    reach[cell] = hops
+                        .iter()
+                        .map(|p| {
+                            let port = &self.ports[p.idx()];
+                            let prow = r.switch_row[self.ports[port.peer as usize].node as usize];
+                            if port.node as usize != node || prow == NONE {
+                                return UNREACHED;
+                            }
+                            link_level(port).min(reach[prow as usize * ng + g])
+                        })
+                        .max()
+                        .unwrap_or(UNREACHED);
                 }
             }
         }
@@ -305,8 +341,10 @@ spine_model = "spectrum-2"
         // Take the link leaf0 – (the spine behind member 1) down, as a link-down fault does.
         let dead = cands[1].0;
         let peer = sim.ports[dead as usize].peer;
-        sim.ports[dead as usize].up = false;
-        sim.ports[peer as usize].up = false;
+        for p in [dead, peer] {
+            sim.ports[p as usize].up = false;
+            sim.ports[p as usize].routed = false;
+        }
         sim.reconverge([dead, peer]);
         let mut moved = [0u32; 4];
         let mut on_dead = 0;
@@ -329,6 +367,38 @@ spine_model = "spectrum-2"
             let c = moved[k] as f64;
             assert!((c - third).abs() <= 0.10 * third, "member {k} took {c} of {on_dead} moved flows ({moved:?})");
         }
+    }
+
+    #[test]
+    fn a_withdrawn_member_is_avoided_while_others_stand_and_kept_as_the_last_resort() {
+        let m = fabric("");
+        let mut sim = sim(&m);
+        let (src, dst) = (node(&m, "host0"), node(&m, "host2"));
+        let (leaf0, spine1) = (sw(&sim, node(&m, "leaf0")), sw(&sim, node(&m, "spine1")));
+        let cands = m.routing.candidates(NodeId(node(&m, "leaf0")), NodeId(dst)).to_vec();
+        // Withdraw the routes of the link leaf0 – (the spine behind member 1), as a
+        // route-withdraw fault does: the link stays up.
+        let (w, peer) = (cands[1].0, sim.ports[cands[1].idx()].peer);
+        for p in [w, peer] {
+            sim.ports[p as usize].withdrawn = true;
+            sim.ports[p as usize].routed = false;
+        }
+        sim.reconverge([w, peer]);
+        let hs = hashes(&sim, src, dst);
+        assert!(hs.iter().all(|&h| sim.ecmp_choose(leaf0, dst, h) != w), "leaf0 has 3 members whose routes stand");
+        // The spine behind it reaches host0 only over the withdrawn link: it keeps using it
+        // (RFC 8326: routes withdrawn gracefully stay as the last resort), so nothing queued
+        // there or on its way is black-holed.
+        let spine = sim.ports[peer as usize].node;
+        assert_eq!(sw(&sim, spine), spine1, "member 1 leads to spine1");
+        let back = sim.flow_hash(dst, src, 50_000);
+        assert_eq!(sim.ecmp_choose(spine1, src, back), peer);
+        // With the link down instead, the spine has no way to host0 at all.
+        for p in [w, peer] {
+            sim.ports[p as usize].up = false;
+        }
+        sim.reconverge([w, peer]);
+        assert_eq!(sim.ecmp_choose(spine1, src, back), NONE);
     }
 
     #[test]

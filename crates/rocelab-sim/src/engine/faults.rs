@@ -1,5 +1,5 @@
-//! Timed faults as they happen: links down and up (with host-port failover), host stalls,
-//! ECMP reseeds. Resolving `[[fault]]` tables into these actions is `resolve_faults`.
+//! Timed faults as they happen: links down and up (with host-port failover), route
+//! withdrawals, host stalls, ECMP reseeds and hash changes. Resolving `[[fault]]` tables into these actions is `resolve_faults`.
 
 use super::*;
 
@@ -16,6 +16,7 @@ impl Sim<'_> {
                         continue;
                     }
                     port.up = up;
+                    port.routed = up && !port.withdrawn;
                     port.st.link_state_changes += 1;
                     if !up {
                         // Packets on the cable are lost; queued packets are flushed.
@@ -45,6 +46,16 @@ impl Sim<'_> {
                             }
                         }
                     }
+                }
+                self.reconverge([a, b]);
+            }
+            FaultAction::Route { ports: (a, b), withdrawn } => {
+                // Only routing changes: the wire, its queues and PFC carry on, so what is
+                // already queued on the link drains and nothing is lost.
+                for p in [a, b] {
+                    let port = &mut self.ports[p as usize];
+                    port.withdrawn = withdrawn;
+                    port.routed = port.up && !withdrawn;
                 }
                 self.reconverge([a, b]);
             }
