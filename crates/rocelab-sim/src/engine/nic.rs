@@ -137,7 +137,7 @@ impl Sim<'_> {
         // (Without congestion control the port alone paces the QP.)
         if let Some(cc) = &mut q.cc {
             cc.on_sent(wire as u64, &self.dcqcn[prof]);
-            q.pacer.sent(now, wire, cc.rc, cc.line);
+            q.pacer.sent(now, wire, cc.rate_bps(), cc.line_rate_bps());
         }
         if !q.rto_armed {
             if let Some(rto) = self.m.nics[prof].retransmit_timeout {
@@ -292,7 +292,7 @@ impl Sim<'_> {
                 q.st.cnps += 1;
                 if let Some(cc) = &mut q.cc {
                     let todo = cc.on_cnp(now, &self.dcqcn[prof]);
-                    let gen = cc.inc_gen;
+                    let gen = cc.increase_gen();
                     self.apply_todo(qi, todo, gen);
                 }
             }
@@ -304,7 +304,7 @@ impl Sim<'_> {
     pub(super) fn apply_todo(&mut self, qp: u32, todo: Todo, gen: u32) {
         let q = &mut self.qps[qp as usize];
         if let Some(cc) = &q.cc {
-            if let Some(at) = q.pacer.retime(cc.rc, cc.line) {
+            if let Some(at) = q.pacer.retime(cc.rate_bps(), cc.line_rate_bps()) {
                 let (nic, at) = (q.src_nic, at.max(self.now));
                 self.wake_nic_at(nic, at);
             }
@@ -324,11 +324,11 @@ impl Sim<'_> {
             return;
         }
         if let Some(cc) = &mut q.cc {
-            if cc.inc_gen != gen {
+            if cc.increase_gen() != gen {
                 return;
             }
             let todo = cc.on_increase_timer(now, &self.dcqcn[prof]);
-            let g = cc.inc_gen;
+            let g = cc.increase_gen();
             self.apply_todo(qi, todo, g);
         }
     }
@@ -339,7 +339,7 @@ impl Sim<'_> {
         let q = &mut self.qps[qi as usize];
         if let Some(cc) = &mut q.cc {
             let todo = cc.on_reduce_check(now, &self.dcqcn[prof]);
-            let g = cc.inc_gen;
+            let g = cc.increase_gen();
             self.apply_todo(qi, todo, g);
         }
     }
