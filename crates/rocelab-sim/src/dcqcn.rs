@@ -40,7 +40,8 @@
 //! decay, the three-phase increase — and differ only where the module doc above says they
 //! do. A QP holds a [`Cc`], an enum of the variants that implements the trait by a `match`:
 //! no `dyn` call per packet and no `Box` per QP. A new algorithm is a new type implementing
-//! the trait and a new arm of [`Cc`].
+//! the trait and a new arm of [`Cc`] (its knobs beside [`Dcqcn`] in the NIC profile, if it
+//! has its own).
 
 use rocelab_model::config::DcqcnVariant;
 use rocelab_model::{Dcqcn, SimTime};

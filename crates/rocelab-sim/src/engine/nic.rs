@@ -459,23 +459,31 @@ mod tests {
     /// One switch, h0 and h1 on 100 Gb/s links (2 m), 4,096 B MTU, DCQCN with CNPs at most
     /// every 50 µs per QP and sent at once; no watchdog (nothing scheduled but what a test does).
     fn pair() -> Model {
-        let text = r#"[fabric]
+        pair_with("")
+    }
+
+    /// `pair` with more `[nic]` keys.
+    fn pair_with(nic: &str) -> Model {
+        let text = format!(
+            r#"[fabric]
 name = "nic"
 [switch_models.sw]
 preset = "ns3-reference"
 ports = 2
 [topology.explicit]
-node = [ { name = "sw0", kind = "switch", model = "sw" }, { name = "h0", kind = "host" }, { name = "h1", kind = "host" } ]
-link = [ { a = "h0", b = "sw0", speed_gbps = 100, length_m = 2 }, { a = "h1", b = "sw0", speed_gbps = 100, length_m = 2 } ]
+node = [ {{ name = "sw0", kind = "switch", model = "sw" }}, {{ name = "h0", kind = "host" }}, {{ name = "h1", kind = "host" }} ]
+link = [ {{ a = "h0", b = "sw0", speed_gbps = 100, length_m = 2 }}, {{ a = "h1", b = "sw0", speed_gbps = 100, length_m = 2 }} ]
 [nic]
 mtu = 4096
+{nic}
 [nic.dcqcn]
 cnp_interval_us = 50
 cnp_delay_us = 0
 [qos.pfc_watchdog]
 enabled = false
-"#;
-        model("nic.toml", text)
+"#
+        );
+        model("nic.toml", &text)
     }
 
     /// An engine holding one message of `size` bytes h0 → h1 on QP 0, created but not started
@@ -708,5 +716,50 @@ enabled = false
         ack(&mut s, Kind::Ack, 2);
         assert_eq!(una_nxt(&s), (3, 3));
         assert!(s.qps[0].sender_done.is_none(), "25 packets, 3 acknowledged");
+    }
+
+    #[test]
+    fn a_timeout_resends_from_the_oldest_unacknowledged_and_the_retry_count_ends_the_qp() {
+        // 100 µs timeout, one retry.
+        let m = pair_with("retransmit_timeout_us = 100\nretry_cnt = 1");
+        let mut s = with_message(&m, 100_000);
+        // Started, as its start event would have done.
+        let nic = s.qps[0].src_nic;
+        s.nics[nic as usize].active.push(0);
+        s.active_qps = 1;
+        send_next(&mut s);
+        send_next(&mut s);
+        // The first send armed the timer 100 µs out; the second did not arm another. (The
+        // rest: the port's TxDone and the first frame's arrival, carrying the second's.)
+        let port = s.nics[nic as usize].port;
+        let peer = s.ports[port as usize].peer;
+        let mut evs = Vec::new();
+        while let Some(e) = s.q.pop() {
+            evs.push(e);
+        }
+        assert_eq!(
+            evs,
+            vec![
+                (SimTime(334_240), Ev::TxDone { port }),
+                (SimTime(344_240), Ev::WireArrive { port, pkt: s.ports[port as usize].wire_head, peer }),
+                (SimTime(100_000_000), Ev::Rto { qp: 0, gen: 1 }),
+            ]
+        );
+        // No ACK by 100 µs: the first timeout rewinds to PSN 0 and re-arms 100 µs out. (The NIC
+        // resends PSN 0 at once.)
+        s.now = SimTime(100_000_000);
+        s.on_rto(0, 1);
+        assert_eq!((s.qps[0].st.timeouts, s.qps[0].snd_una), (1, 0));
+        assert_eq!(on_wire(&s, port).last(), Some(&(0, 4_096, 4_178)), "PSN 0 again");
+        assert!(!s.qps[0].st.failed);
+        // Still nothing by 200 µs: a second timeout in a row is past retry_cnt = 1, the QP
+        // gives up (the IB error state) and the message is failed once.
+        s.now = SimTime(200_000_000);
+        s.on_rto(0, 1);
+        let q = &s.qps[0];
+        assert_eq!((q.st.timeouts, q.st.failed, q.sender_done), (2, true, Some(SimTime(200_000_000))));
+        assert!(s.flow_failed[0]);
+        assert_eq!((s.flow_rx_left[0], s.active_qps, s.qps_left), (0, 0, 0));
+        assert!(s.nics[nic as usize].active.is_empty());
     }
 }
