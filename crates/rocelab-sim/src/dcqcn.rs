@@ -13,16 +13,16 @@
 //! With the byte counter off (B = 0) only the timer counts, so F fast-recovery steps are
 //! followed by one additive step and then hyper increase, as in HPCC's Mellanox model.
 //!
-//! * `paper` (Zhu et al., "Congestion Control for Large-Scale RDMA Deployments", SIGCOMM
-//!   2015): every CNP cuts at once, Rt ← Rc, Rc ← Rc·(1−α/2), then α ← (1−g)α + g; α decays
-//!   by (1−g) every K without a CNP (the clock restarts at each CNP); both counters and the
-//!   timer restart at each cut.
-//! * `mlx5` (ConnectX firmware as NVIDIA documents its parameters; HPCC's `rdma-hw.cc`
-//!   where the documentation is silent): α is set to `initial_alpha` on the first CNP and
-//!   updated once per `dce_tcp_rtt` (K) period, up by g if a CNP arrived in it, down otherwise.
-//!   A cut happens at most once per `rate_reduce_monitor_period` and only if a CNP arrived
-//!   since the last one — the first CNP cuts at once, since the period is documented as the
-//!   minimum time *between two* cuts (HPCC waits one period first). The cut is
+//! * `paper` ([`PaperDcqcn`]; Zhu et al., "Congestion Control for Large-Scale RDMA
+//!   Deployments", SIGCOMM 2015): every CNP cuts at once, Rt ← Rc, Rc ← Rc·(1−α/2), then
+//!   α ← (1−g)α + g; α decays by (1−g) every K without a CNP (the clock restarts at each CNP);
+//!   both counters and the timer restart at each cut.
+//! * `mlx5` ([`Mlx5Dcqcn`]; ConnectX firmware as NVIDIA documents its parameters; HPCC's
+//!   `rdma-hw.cc` where the documentation is silent): α is set to `initial_alpha` on the first
+//!   CNP and updated once per `dce_tcp_rtt` (K) period, up by g if a CNP arrived in it, down
+//!   otherwise. A cut happens at most once per `rate_reduce_monitor_period` and only if a CNP
+//!   arrived since the last one — the first CNP cuts at once, since the period is documented
+//!   as the minimum time *between two* cuts (HPCC waits one period first). The cut is
 //!   Rc ← max(min_rate, Rc·max(1−α/2, 1−`rpg_min_dec_fac`)); Rt ← Rc first when
 //!   `clamp_tgt_rate` is set, or when `clamp_tgt_rate_after_time_inc` is set and the timer
 //!   raised the rate since the last cut (byte-counter increases alone leave Rt).
@@ -30,10 +30,59 @@
 //! α is updated lazily (closed form over the elapsed periods, by repeated squaring: no
 //! platform `powf`, so results do not depend on the machine's libm) and an idle QP costs no
 //! events. Rates are f64 bits/s; the pacer turns them into integer picosecond gaps.
+//!
+//! # Shape of the code
+//!
+//! The engine talks to a sender's congestion control through the small [`CongestionControl`]
+//! trait: four events in (CNP, reduce check, increase timer, bytes sent), a [`Todo`] out, and
+//! the rate the pacer must hold. Both variants are built on one [`RateState`] (Rc, Rt, α, the
+//! counters, the increase timer's generation) that owns what they share — the cut, the α
+//! decay, the three-phase increase — and differ only where the module doc above says they
+//! do. A QP holds a [`Cc`], an enum of the variants that implements the trait by a `match`:
+//! no `dyn` call per packet and no `Box` per QP. A new algorithm is a new type implementing
+//! the trait and a new arm of [`Cc`] (its knobs beside [`Dcqcn`] in the NIC profile, if it
+//! has its own).
 
 use rocelab_model::config::DcqcnVariant;
 use rocelab_model::{Dcqcn, SimTime};
 
+/// What the engine must schedule after a congestion-control step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Todo {
+    Nothing,
+    /// (Re)arm the increase timer at this time with the current increase generation.
+    ArmIncrease(SimTime),
+    /// Evaluate a deferred cut at this time (mlx5: at most one per reduce period).
+    ArmReduce(SimTime),
+}
+
+/// A sender-side (reaction point) congestion control of one QP, as the engine drives it.
+///
+/// The engine delivers the events below and arms the timers each returned [`Todo`] asks for;
+/// an increase timer fires only while its generation is still
+/// [`increase_gen`](CongestionControl::increase_gen), so a restart cancels the pending one
+/// without touching the event queue.
+pub trait CongestionControl {
+    /// The knobs, shared by every QP of a NIC profile and passed on each call (not copied
+    /// into each QP).
+    type Params;
+    /// A CNP arrived for this QP.
+    fn on_cnp(&mut self, now: SimTime, p: &Self::Params) -> Todo;
+    /// The check an earlier `Todo::ArmReduce` asked for.
+    fn on_reduce_check(&mut self, now: SimTime, p: &Self::Params) -> Todo;
+    /// The increase timer fired (its generation already checked).
+    fn on_increase_timer(&mut self, now: SimTime, p: &Self::Params) -> Todo;
+    /// `bytes` (wire bytes) were sent.
+    fn on_sent(&mut self, bytes: u64, p: &Self::Params);
+    /// The rate the QP may send at now, bits/s.
+    fn rate_bps(&self) -> f64;
+    /// The rate it started from and never exceeds (its port's speed), bits/s.
+    fn line_rate_bps(&self) -> f64;
+    /// The generation of the increase timer: a timer armed under another one is stale.
+    fn increase_gen(&self) -> u32;
+}
+
+/// What both DCQCN variants keep per QP, and the steps they share.
 #[derive(Clone, Debug)]
 pub struct RateState {
     pub rc: f64,
@@ -46,27 +95,9 @@ pub struct RateState {
     /// Byte-counter events since the last cut (B).
     pub b_count: u32,
     bytes: u64,
-    /// mlx5: a CNP arrived since the last cut.
-    cnp_pending: bool,
-    /// mlx5: a CNP arrived in the current α period.
-    alpha_bit: bool,
-    seen_cnp: bool,
     pub line: f64,
     /// Generation of the increase timer (stale timers are ignored).
     pub inc_gen: u32,
-    reduce_armed: bool,
-    /// mlx5: time of the last cut, `None` before the first.
-    last_reduce: Option<SimTime>,
-}
-
-/// What the engine must schedule after a DCQCN step.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Todo {
-    Nothing,
-    /// (Re)arm the increase timer at this time with the current `inc_gen`.
-    ArmIncrease(SimTime),
-    /// mlx5: evaluate the cut at this time.
-    ArmReduce(SimTime),
 }
 
 /// x^n by repeated squaring: plain multiplications, the same bits on every machine.
@@ -92,31 +123,28 @@ impl RateState {
             t_count: 0,
             b_count: 0,
             bytes: 0,
-            cnp_pending: false,
-            alpha_bit: false,
-            seen_cnp: false,
             line: line_bps,
             inc_gen: 0,
-            reduce_armed: false,
-            last_reduce: None,
         }
     }
 
-    /// Applies every full α period up to `now`: decay, plus the +g of a period that saw a CNP.
-    fn settle_alpha(&mut self, now: SimTime, p: &Dcqcn) {
+    /// Applies every full α period up to `now`: decay, plus the +g of the oldest one if
+    /// `cnp_in_open_period` (a CNP arrived in the period still open). Returns whether that
+    /// period closed (a caller's flag for it is then spent).
+    fn settle_alpha(&mut self, now: SimTime, p: &Dcqcn, cnp_in_open_period: bool) -> bool {
         let k = p.alpha_timer.0.max(1);
         if now.0 < self.alpha_t.0 + k {
-            return;
+            return false;
         }
         let periods = (now.0 - self.alpha_t.0) / k;
         let mut n = periods;
-        if self.alpha_bit {
+        if cnp_in_open_period {
             self.alpha = (1.0 - p.g) * self.alpha + p.g;
-            self.alpha_bit = false;
             n -= 1;
         }
         self.alpha *= powu(1.0 - p.g, n);
         self.alpha_t = SimTime(self.alpha_t.0 + periods * k);
+        true
     }
 
     /// The cut common to both variants, and the restart of the increase machinery.
@@ -134,70 +162,10 @@ impl RateState {
         Todo::ArmIncrease(now + p.increase_timer)
     }
 
-    /// A CNP arrived for this QP.
-    pub fn on_cnp(&mut self, now: SimTime, p: &Dcqcn) -> Todo {
-        match p.variant {
-            DcqcnVariant::Paper => {
-                self.settle_alpha(now, p);
-                self.rt = self.rc;
-                let factor = 1.0 - self.alpha / 2.0;
-                self.alpha = (1.0 - p.g) * self.alpha + p.g;
-                // The α clock restarts at the CNP.
-                self.alpha_t = now;
-                self.alpha_bit = false;
-                self.cut(now, p, factor)
-            }
-            DcqcnVariant::Mlx5 => {
-                if !self.seen_cnp {
-                    self.seen_cnp = true;
-                    self.alpha = p.initial_alpha;
-                    self.alpha_t = now;
-                    if p.rate_on_first_cnp.0 > 0 {
-                        // The first CNP sets the rate instead of cutting it: that is this
-                        // flow's first reduction, and the next waits a full period.
-                        self.rc = (p.rate_on_first_cnp.0 as f64).min(self.line);
-                        self.rt = self.rc;
-                        self.alpha_bit = true;
-                        self.last_reduce = Some(now);
-                        return self.restart_increase(now, p);
-                    }
-                } else {
-                    self.settle_alpha(now, p);
-                }
-                self.alpha_bit = true;
-                self.cnp_pending = true;
-                if self.reduce_armed {
-                    return Todo::Nothing;
-                }
-                self.reduce_armed = true;
-                let at = match self.last_reduce {
-                    Some(t) if now.0 < t.0 + p.rate_reduce_period.0 => t + p.rate_reduce_period,
-                    _ => now,
-                };
-                Todo::ArmReduce(at)
-            }
-        }
-    }
-
-    /// mlx5: the rate-reduce check, at most once per `rate_reduce_period`.
-    pub fn on_reduce_check(&mut self, now: SimTime, p: &Dcqcn) -> Todo {
-        self.reduce_armed = false;
-        if !self.cnp_pending {
-            return Todo::Nothing;
-        }
-        self.settle_alpha(now, p);
-        self.cnp_pending = false;
-        self.last_reduce = Some(now);
-        if p.clamp_target_rate || (p.clamp_target_rate_after_time_inc && self.t_count > 0) {
-            self.rt = self.rc;
-        }
-        let factor = (1.0 - self.alpha / 2.0).max(1.0 - p.max_cut_fraction);
-        self.cut(now, p, factor)
-    }
-
-    /// The increase timer fired (generation already checked by the engine).
-    pub fn on_increase_timer(&mut self, now: SimTime, p: &Dcqcn) -> Todo {
-        self.increase(p);
+    /// The increase timer fired; `hyper_steps` as in [`RateState::increase`].
+    #[inline]
+    fn timer_increase(&mut self, now: SimTime, p: &Dcqcn, hyper_steps: impl Fn(u32) -> f64) -> Todo {
+        self.increase(p, hyper_steps);
         self.t_count += 1;
         if self.rc < self.line || self.rt < self.line {
             Todo::ArmIncrease(now + p.increase_timer)
@@ -208,20 +176,21 @@ impl RateState {
 
     /// Bytes sent; the byte counter may trigger increase steps.
     #[inline]
-    pub fn on_sent(&mut self, bytes: u64, p: &Dcqcn) {
+    fn sent(&mut self, bytes: u64, p: &Dcqcn, hyper_steps: impl Fn(u32) -> f64) {
         if p.byte_counter_bytes == 0 || self.rc >= self.line {
             return;
         }
         self.bytes += bytes;
         while self.bytes >= p.byte_counter_bytes {
             self.bytes -= p.byte_counter_bytes;
-            self.increase(p);
+            self.increase(p, &hyper_steps);
             self.b_count += 1;
         }
     }
 
-    /// One increase event, its phase chosen by the counts before it.
-    fn increase(&mut self, p: &Dcqcn) {
+    /// One increase event, its phase chosen by the counts before it. In hyper increase Rt
+    /// gains `hyper_steps(min(T, B) − F)` times R_HAI: where the variants differ.
+    fn increase(&mut self, p: &Dcqcn, hyper_steps: impl Fn(u32) -> f64) {
         let f = p.fast_recovery_steps;
         let t = self.t_count;
         // Without a byte counter only the timer counts.
@@ -230,16 +199,260 @@ impl RateState {
         if hi < f {
             // fast recovery: Rt stays
         } else if lo > f {
-            let steps = match p.variant {
-                DcqcnVariant::Paper => (lo - f) as f64,
-                DcqcnVariant::Mlx5 => 1.0,
-            };
-            self.rt += steps * p.rate_hai.0 as f64;
+            self.rt += hyper_steps(lo - f) * p.rate_hai.0 as f64;
         } else {
             self.rt += p.rate_ai.0 as f64;
         }
         self.rt = self.rt.min(self.line);
         self.rc = ((self.rt + self.rc) / 2.0).min(self.line);
+    }
+}
+
+/// DCQCN as the SIGCOMM 2015 paper describes it (see the module doc).
+#[derive(Clone, Debug)]
+pub struct PaperDcqcn {
+    pub state: RateState,
+}
+
+impl PaperDcqcn {
+    pub fn new(line_bps: f64, p: &Dcqcn) -> Self {
+        PaperDcqcn { state: RateState::new(line_bps, p) }
+    }
+
+    /// The paper's hyper increase grows with the count past F.
+    #[inline]
+    fn hyper_steps(over: u32) -> f64 {
+        over as f64
+    }
+}
+
+impl CongestionControl for PaperDcqcn {
+    type Params = Dcqcn;
+
+    fn on_cnp(&mut self, now: SimTime, p: &Dcqcn) -> Todo {
+        let s = &mut self.state;
+        // The paper applies no +g lazily: each CNP adds its own at once, below.
+        s.settle_alpha(now, p, false);
+        s.rt = s.rc;
+        let factor = 1.0 - s.alpha / 2.0;
+        s.alpha = (1.0 - p.g) * s.alpha + p.g;
+        // The α clock restarts at the CNP.
+        s.alpha_t = now;
+        s.cut(now, p, factor)
+    }
+
+    /// Never asked for: the paper cuts on the CNP itself.
+    fn on_reduce_check(&mut self, _now: SimTime, _p: &Dcqcn) -> Todo {
+        Todo::Nothing
+    }
+
+    #[inline]
+    fn on_increase_timer(&mut self, now: SimTime, p: &Dcqcn) -> Todo {
+        self.state.timer_increase(now, p, Self::hyper_steps)
+    }
+
+    #[inline]
+    fn on_sent(&mut self, bytes: u64, p: &Dcqcn) {
+        self.state.sent(bytes, p, Self::hyper_steps)
+    }
+
+    #[inline]
+    fn rate_bps(&self) -> f64 {
+        self.state.rc
+    }
+
+    #[inline]
+    fn line_rate_bps(&self) -> f64 {
+        self.state.line
+    }
+
+    #[inline]
+    fn increase_gen(&self) -> u32 {
+        self.state.inc_gen
+    }
+}
+
+/// DCQCN as ConnectX (mlx5) firmware runs it (see the module doc).
+#[derive(Clone, Debug)]
+pub struct Mlx5Dcqcn {
+    pub state: RateState,
+    /// A CNP arrived since the last cut.
+    cnp_pending: bool,
+    /// A CNP arrived in the current α period.
+    alpha_bit: bool,
+    seen_cnp: bool,
+    /// A reduce check is scheduled.
+    reduce_armed: bool,
+    /// Time of the last cut, `None` before the first.
+    last_reduce: Option<SimTime>,
+}
+
+impl Mlx5Dcqcn {
+    pub fn new(line_bps: f64, p: &Dcqcn) -> Self {
+        Mlx5Dcqcn {
+            state: RateState::new(line_bps, p),
+            cnp_pending: false,
+            alpha_bit: false,
+            seen_cnp: false,
+            reduce_armed: false,
+            last_reduce: None,
+        }
+    }
+
+    /// The firmware's hyper increase adds one R_HAI per event, however far past F.
+    #[inline]
+    fn hyper_steps(_over: u32) -> f64 {
+        1.0
+    }
+
+    fn settle_alpha(&mut self, now: SimTime, p: &Dcqcn) {
+        if self.state.settle_alpha(now, p, self.alpha_bit) {
+            self.alpha_bit = false;
+        }
+    }
+}
+
+impl CongestionControl for Mlx5Dcqcn {
+    type Params = Dcqcn;
+
+    fn on_cnp(&mut self, now: SimTime, p: &Dcqcn) -> Todo {
+        if !self.seen_cnp {
+            self.seen_cnp = true;
+            self.state.alpha = p.initial_alpha;
+            self.state.alpha_t = now;
+            if p.rate_on_first_cnp.0 > 0 {
+                // The first CNP sets the rate instead of cutting it: that is this flow's
+                // first reduction, and the next waits a full period.
+                let s = &mut self.state;
+                s.rc = (p.rate_on_first_cnp.0 as f64).min(s.line);
+                s.rt = s.rc;
+                self.alpha_bit = true;
+                self.last_reduce = Some(now);
+                return s.restart_increase(now, p);
+            }
+        } else {
+            self.settle_alpha(now, p);
+        }
+        self.alpha_bit = true;
+        self.cnp_pending = true;
+        if self.reduce_armed {
+            return Todo::Nothing;
+        }
+        self.reduce_armed = true;
+        let at = match self.last_reduce {
+            Some(t) if now.0 < t.0 + p.rate_reduce_period.0 => t + p.rate_reduce_period,
+            _ => now,
+        };
+        Todo::ArmReduce(at)
+    }
+
+    /// The rate-reduce check, at most once per `rate_reduce_period`.
+    fn on_reduce_check(&mut self, now: SimTime, p: &Dcqcn) -> Todo {
+        self.reduce_armed = false;
+        if !self.cnp_pending {
+            return Todo::Nothing;
+        }
+        self.settle_alpha(now, p);
+        self.cnp_pending = false;
+        self.last_reduce = Some(now);
+        let s = &mut self.state;
+        if p.clamp_target_rate || (p.clamp_target_rate_after_time_inc && s.t_count > 0) {
+            s.rt = s.rc;
+        }
+        let factor = (1.0 - s.alpha / 2.0).max(1.0 - p.max_cut_fraction);
+        s.cut(now, p, factor)
+    }
+
+    #[inline]
+    fn on_increase_timer(&mut self, now: SimTime, p: &Dcqcn) -> Todo {
+        self.state.timer_increase(now, p, Self::hyper_steps)
+    }
+
+    #[inline]
+    fn on_sent(&mut self, bytes: u64, p: &Dcqcn) {
+        self.state.sent(bytes, p, Self::hyper_steps)
+    }
+
+    #[inline]
+    fn rate_bps(&self) -> f64 {
+        self.state.rc
+    }
+
+    #[inline]
+    fn line_rate_bps(&self) -> f64 {
+        self.state.line
+    }
+
+    #[inline]
+    fn increase_gen(&self) -> u32 {
+        self.state.inc_gen
+    }
+}
+
+/// The congestion control a QP holds: one of the implementations, chosen once from the NIC
+/// profile, called by a `match` (static dispatch, the state inline in the QP).
+#[derive(Clone, Debug)]
+pub enum Cc {
+    Paper(PaperDcqcn),
+    Mlx5(Mlx5Dcqcn),
+}
+
+impl Cc {
+    /// DCQCN in the variant `p` names, starting at line rate.
+    pub fn dcqcn(line_bps: f64, p: &Dcqcn) -> Self {
+        match p.variant {
+            DcqcnVariant::Paper => Cc::Paper(PaperDcqcn::new(line_bps, p)),
+            DcqcnVariant::Mlx5 => Cc::Mlx5(Mlx5Dcqcn::new(line_bps, p)),
+        }
+    }
+}
+
+/// Forwards a trait call to the variant held.
+macro_rules! each_cc {
+    ($self:expr, $cc:ident => $call:expr) => {
+        match $self {
+            Cc::Paper($cc) => $call,
+            Cc::Mlx5($cc) => $call,
+        }
+    };
+}
+
+impl CongestionControl for Cc {
+    type Params = Dcqcn;
+
+    #[inline]
+    fn on_cnp(&mut self, now: SimTime, p: &Dcqcn) -> Todo {
+        each_cc!(self, c => c.on_cnp(now, p))
+    }
+
+    #[inline]
+    fn on_reduce_check(&mut self, now: SimTime, p: &Dcqcn) -> Todo {
+        each_cc!(self, c => c.on_reduce_check(now, p))
+    }
+
+    #[inline]
+    fn on_increase_timer(&mut self, now: SimTime, p: &Dcqcn) -> Todo {
+        each_cc!(self, c => c.on_increase_timer(now, p))
+    }
+
+    #[inline]
+    fn on_sent(&mut self, bytes: u64, p: &Dcqcn) {
+        each_cc!(self, c => c.on_sent(bytes, p))
+    }
+
+    #[inline]
+    fn rate_bps(&self) -> f64 {
+        each_cc!(self, c => c.rate_bps())
+    }
+
+    #[inline]
+    fn line_rate_bps(&self) -> f64 {
+        each_cc!(self, c => c.line_rate_bps())
+    }
+
+    #[inline]
+    fn increase_gen(&self) -> u32 {
+        each_cc!(self, c => c.increase_gen())
     }
 }
 
@@ -312,31 +525,31 @@ mod tests {
     fn mlx5_first_cnp_cuts_at_once_then_once_per_period() {
         let p = params(DcqcnVariant::Mlx5);
         let g: f64 = 5.0 / 1024.0;
-        let mut r = RateState::new(LINE, &p);
+        let mut r = Mlx5Dcqcn::new(LINE, &p);
         let t0 = SimTime(100 * US);
         // First CNP: α ← 1023/1024 and the cut is due now (no earlier cut to space from).
         assert_eq!(r.on_cnp(t0, &p), Todo::ArmReduce(t0));
         assert_eq!(r.on_reduce_check(t0, &p), Todo::ArmIncrease(t0 + SimTime(300 * US)));
         let a0 = 1023.0 / 1024.0;
         let rc1 = LINE * (1.0 - a0 / 2.0); // 51.2 % of line: above the 50 % floor of one cut
-        rates(&r, rc1, LINE); // no clamp: no timer increase yet, clamp_tgt_rate off
-                              // A CNP 1 µs later: one α period has passed and it saw the first CNP.
+        rates(&r.state, rc1, LINE); // no clamp: no timer increase yet, clamp_tgt_rate off
+                                    // A CNP 1 µs later: one α period has passed and it saw the first CNP.
         let a1 = (1.0 - g) * a0 + g;
         assert_eq!(r.on_cnp(t0 + SimTime(US), &p), Todo::ArmReduce(t0 + SimTime(4 * US)));
-        assert!(close(r.alpha, a1));
+        assert!(close(r.state.alpha, a1));
         // More CNPs in the same period change nothing more.
         assert_eq!(r.on_cnp(t0 + SimTime(2 * US), &p), Todo::Nothing);
         // The cut at t0 + 4 µs: periods [1,2) and [2,3) saw a CNP, [3,4) none.
         r.on_reduce_check(t0 + SimTime(4 * US), &p);
         let a2 = (1.0 - g) * a1 + g;
         let a4 = ((1.0 - g) * a2 + g) * (1.0 - g);
-        assert!(close(r.alpha, a4), "α {} != {a4}", r.alpha);
-        rates(&r, rc1 * (1.0 - a4 / 2.0), LINE);
+        assert!(close(r.state.alpha, a4), "α {} != {a4}", r.state.alpha);
+        rates(&r.state, rc1 * (1.0 - a4 / 2.0), LINE);
         // With no CNP since, the next check does nothing.
         assert_eq!(r.on_reduce_check(t0 + SimTime(8 * US), &p), Todo::Nothing);
         // A quiet α period decays: 100 periods later α = a4·(1−g)^100 (settled on the next CNP).
         r.on_cnp(t0 + SimTime(104 * US), &p);
-        assert!(close(r.alpha, a4 * (1.0 - g).powi(100)), "α {}", r.alpha);
+        assert!(close(r.state.alpha, a4 * (1.0 - g).powi(100)), "α {}", r.state.alpha);
     }
 
     #[test]
@@ -344,50 +557,50 @@ mod tests {
         let mut p = params(DcqcnVariant::Mlx5);
         p.clamp_target_rate = true; // Rt follows each cut, so the AI/HAI steps show
         let (ai, hai) = (5e6, 50e6);
-        let mut r = RateState::new(LINE, &p);
+        let mut r = Mlx5Dcqcn::new(LINE, &p);
         let t0 = SimTime(10 * US);
         r.on_cnp(t0, &p);
         r.on_reduce_check(t0, &p);
         let rc = LINE * (1.0 - (1023.0 / 1024.0) / 2.0);
-        rates(&r, rc, LINE);
+        rates(&r.state, rc, LINE);
         // A second cut with Rt clamped to the rate before it.
         r.on_cnp(t0 + SimTime(4 * US), &p);
         r.on_reduce_check(t0 + SimTime(4 * US), &p);
         let rt = rc;
-        let mut rc = rc * (1.0 - r.alpha / 2.0);
-        rates(&r, rc, rt);
+        let mut rc = rc * (1.0 - r.state.alpha / 2.0);
+        rates(&r.state, rc, rt);
         // Byte counter event 1 (T = 0, B = 0 < F = 1): fast recovery, Rt stays.
         r.on_sent(32_767, &p);
         rc = (rt + rc) / 2.0;
-        rates(&r, rc, rt);
+        rates(&r.state, rc, rt);
         // Event 2 (B = 1 = F, T = 0): additive increase.
         r.on_sent(32_000, &p); // not yet a full counter
-        rates(&r, rc, rt);
+        rates(&r.state, rc, rt);
         r.on_sent(767, &p);
         let mut rt = rt + ai;
         rc = (rt + rc) / 2.0;
-        rates(&r, rc, rt);
+        rates(&r.state, rc, rt);
         // Timer event (T = 0, B = 2): additive again (T is not past F).
         r.on_increase_timer(t0 + SimTime(304 * US), &p);
         rt += ai;
         rc = (rt + rc) / 2.0;
-        rates(&r, rc, rt);
+        rates(&r.state, rc, rt);
         // Timer event (T = 1 = F): additive; then (T = 2 > F, B = 2 > F): hyper.
         r.on_increase_timer(t0 + SimTime(604 * US), &p);
         rt += ai;
         rc = (rt + rc) / 2.0;
-        rates(&r, rc, rt);
+        rates(&r.state, rc, rt);
         r.on_increase_timer(t0 + SimTime(904 * US), &p);
         rt += hai;
         rc = (rt + rc) / 2.0;
-        rates(&r, rc, rt);
+        rates(&r.state, rc, rt);
         // Two byte events at once (65,534 B): both hyper.
         r.on_sent(65_534, &p);
         rt += hai;
         rc = (rt + rc) / 2.0;
         rt += hai;
         rc = (rt + rc) / 2.0;
-        rates(&r, rc, rt);
+        rates(&r.state, rc, rt);
     }
 
     #[test]
@@ -397,148 +610,148 @@ mod tests {
         let mut p = params(DcqcnVariant::Mlx5);
         p.byte_counter_bytes = 0;
         p.clamp_target_rate = true;
-        let mut r = RateState::new(LINE, &p);
+        let mut r = Mlx5Dcqcn::new(LINE, &p);
         r.on_cnp(SimTime(US), &p);
         r.on_reduce_check(SimTime(US), &p);
         r.on_cnp(SimTime(5 * US), &p);
         r.on_reduce_check(SimTime(5 * US), &p);
-        let (mut rc, mut rt) = (r.rc, r.rt);
+        let (mut rc, mut rt) = (r.state.rc, r.state.rt);
         assert!(rt < LINE && rc < rt);
         let step = |n: u64| SimTime(5 * US + n * 300 * US);
         r.on_increase_timer(step(1), &p);
         rc = (rt + rc) / 2.0;
-        rates(&r, rc, rt);
+        rates(&r.state, rc, rt);
         r.on_increase_timer(step(2), &p);
         rt += 5e6;
         rc = (rt + rc) / 2.0;
-        rates(&r, rc, rt);
+        rates(&r.state, rc, rt);
         for n in 3..6 {
             r.on_increase_timer(step(n), &p);
             rt += 50e6;
             rc = (rt + rc) / 2.0;
-            rates(&r, rc, rt);
+            rates(&r.state, rc, rt);
         }
     }
 
     #[test]
     fn mlx5_clamps_after_a_timer_increase_only() {
         let p = params(DcqcnVariant::Mlx5); // clamp_tgt_rate 0, clamp_tgt_rate_after_time_inc 1
-        let mut r = RateState::new(LINE, &p);
+        let mut r = Mlx5Dcqcn::new(LINE, &p);
         r.on_cnp(SimTime(US), &p);
         r.on_reduce_check(SimTime(US), &p);
         // Byte-counter increases only: the next cut keeps Rt at line rate.
         r.on_sent(3 * 32_767, &p);
         r.on_cnp(SimTime(5 * US), &p);
         r.on_reduce_check(SimTime(5 * US), &p);
-        assert_eq!(r.rt, LINE);
+        assert_eq!(r.state.rt, LINE);
         // A timer increase, then a cut: Rt ← Rc (the rate before the cut).
         r.on_increase_timer(SimTime(305 * US), &p);
-        let before = r.rc;
+        let before = r.state.rc;
         r.on_cnp(SimTime(306 * US), &p);
         r.on_reduce_check(SimTime(306 * US), &p);
-        assert_eq!(r.rt, before);
-        assert!(r.rc < before);
+        assert_eq!(r.state.rt, before);
+        assert!(r.state.rc < before);
     }
 
     #[test]
     fn mlx5_cut_bounded_by_min_dec_fac_and_floor() {
         let mut p = params(DcqcnVariant::Mlx5);
         p.max_cut_fraction = 0.25; // rpg_min_dec_fac = 25: one cut removes at most 25 %
-        let mut r = RateState::new(LINE, &p);
+        let mut r = Mlx5Dcqcn::new(LINE, &p);
         r.on_cnp(SimTime(US), &p);
         r.on_reduce_check(SimTime(US), &p);
-        rates(&r, 0.75 * LINE, LINE);
+        rates(&r.state, 0.75 * LINE, LINE);
         // Cuts every period without recovery end exactly at rpg_min_rate.
         for k in 1..200u64 {
             let t = SimTime(US + 4 * US * k);
             r.on_cnp(t, &p);
             r.on_reduce_check(t, &p);
         }
-        assert_eq!(r.rc, 1e6);
+        assert_eq!(r.state.rc, 1e6);
     }
 
     #[test]
     fn mlx5_rate_on_first_cnp() {
         let mut p = params(DcqcnVariant::Mlx5);
         p.rate_on_first_cnp = BitsPerSec(10_000_000_000);
-        let mut r = RateState::new(LINE, &p);
+        let mut r = Mlx5Dcqcn::new(LINE, &p);
         // The first CNP sets Rc = Rt = 10 G and counts as the first cut: no cut at once.
         assert_eq!(r.on_cnp(SimTime(US), &p), Todo::ArmIncrease(SimTime(US) + p.increase_timer));
-        rates(&r, 10e9, 10e9);
+        rates(&r.state, 10e9, 10e9);
         // A CNP 1 µs later is cut at the end of the period, with α updated meanwhile.
         assert_eq!(r.on_cnp(SimTime(2 * US), &p), Todo::ArmReduce(SimTime(5 * US)));
         r.on_reduce_check(SimTime(5 * US), &p);
-        assert!(r.rc < 10e9 && r.rc >= 5e9, "{}", r.rc);
+        assert!(r.state.rc < 10e9 && r.state.rc >= 5e9, "{}", r.state.rc);
     }
 
     #[test]
     fn paper_cut_uses_alpha_before_its_update() {
         let p = params(DcqcnVariant::Paper);
         let g: f64 = 1.0 / 256.0;
-        let mut r = RateState::new(LINE, &p);
+        let mut r = PaperDcqcn::new(LINE, &p);
         let t = SimTime(10 * US);
         assert_eq!(r.on_cnp(t, &p), Todo::ArmIncrease(t + SimTime(55 * US)));
-        rates(&r, LINE / 2.0, LINE); // α = 1: half
-        assert!(close(r.alpha, 1.0), "(1−g)·1 + g = 1");
+        rates(&r.state, LINE / 2.0, LINE); // α = 1: half
+        assert!(close(r.state.alpha, 1.0), "(1−g)·1 + g = 1");
         // 20 µs later (inside K = 55 µs: no decay) the cut uses α = 1 again, then α stays 1.
         r.on_cnp(t + SimTime(20 * US), &p);
-        rates(&r, LINE / 4.0, LINE / 2.0);
+        rates(&r.state, LINE / 4.0, LINE / 2.0);
         // 10 quiet periods of K, then a CNP: α = (1−g)^10 before the cut, then the +g update.
         let t2 = t + SimTime(20 * US + 550 * US);
         r.on_cnp(t2, &p);
         let a = (1.0 - g).powi(10);
-        rates(&r, LINE / 4.0 * (1.0 - a / 2.0), LINE / 4.0);
-        assert!(close(r.alpha, (1.0 - g) * a + g));
+        rates(&r.state, LINE / 4.0 * (1.0 - a / 2.0), LINE / 4.0);
+        assert!(close(r.state.alpha, (1.0 - g) * a + g));
     }
 
     #[test]
     fn paper_five_fast_recovery_steps_then_additive_then_hyper() {
         let p = params(DcqcnVariant::Paper); // F = 5, B = 10 MB, R_AI 20, R_HAI 200 Mb/s at 100G
         let (ai, hai) = (20e6, 200e6);
-        let mut r = RateState::new(LINE, &p);
+        let mut r = PaperDcqcn::new(LINE, &p);
         r.on_cnp(SimTime(0), &p);
         r.on_cnp(SimTime(US), &p); // Rt = 50 G, Rc = 25 G
         let (mut rc, mut rt) = (LINE / 4.0, LINE / 2.0);
-        rates(&r, rc, rt);
+        rates(&r.state, rc, rt);
         let tick = |n: u64| SimTime(US + n * 55 * US);
         for n in 1..=5 {
             r.on_increase_timer(tick(n), &p);
             rc = (rt + rc) / 2.0;
-            rates(&r, rc, rt);
+            rates(&r.state, rc, rt);
         }
         // T = 5 ≥ F: additive, while the byte counter is below F.
         r.on_increase_timer(tick(6), &p);
         rt += ai;
         rc = (rt + rc) / 2.0;
-        rates(&r, rc, rt);
+        rates(&r.state, rc, rt);
         // Six byte-counter events (60 MB): T = 6, B counts 0..5 → additive each time.
         for _ in 0..6 {
             r.on_sent(10_000_000, &p);
             rt += ai;
             rc = (rt + rc) / 2.0;
         }
-        rates(&r, rc, rt);
+        rates(&r.state, rc, rt);
         // Now T = 6 > F and B = 6 > F: hyper increase by R_HAI·(min(T, B) − F) = 1·R_HAI.
         r.on_increase_timer(tick(7), &p);
         rt += hai;
         rc = (rt + rc) / 2.0;
-        rates(&r, rc, rt);
+        rates(&r.state, rc, rt);
         // T = 7, B = 6: min − F = 1 again.
         r.on_sent(10_000_000, &p);
         rt += hai;
         rc = (rt + rc) / 2.0;
-        rates(&r, rc, rt);
+        rates(&r.state, rc, rt);
         // T = 7, B = 7: two steps.
         r.on_increase_timer(tick(8), &p);
         rt += 2.0 * hai;
         rc = (rt + rc) / 2.0;
-        rates(&r, rc, rt);
+        rates(&r.state, rc, rt);
     }
 
     #[test]
     fn increase_stops_at_line_rate() {
         let p = params(DcqcnVariant::Paper);
-        let mut r = RateState::new(LINE, &p);
+        let mut r = PaperDcqcn::new(LINE, &p);
         r.on_cnp(SimTime(0), &p);
         let mut t = SimTime(0);
         let mut todo = Todo::ArmIncrease(SimTime(55 * US));
@@ -549,8 +762,85 @@ mod tests {
             n += 1;
             assert!(n < 100_000, "never reached line rate");
         }
-        rates(&r, LINE, LINE);
+        rates(&r.state, LINE, LINE);
         assert!(t > SimTime(55 * US));
+    }
+
+    /// What the engine does with a QP's congestion control, written once against the trait:
+    /// a CNP at `t0`, then every timer each step asks for, in order, until none is; the rate
+    /// after each step.
+    fn drive<C: CongestionControl>(cc: &mut C, p: &C::Params, t0: SimTime, max_steps: usize) -> Vec<f64> {
+        let mut out = Vec::new();
+        let mut todo = cc.on_cnp(t0, p);
+        out.push(cc.rate_bps());
+        while out.len() < max_steps {
+            todo = match todo {
+                Todo::Nothing => break,
+                Todo::ArmReduce(t) => cc.on_reduce_check(t, p),
+                Todo::ArmIncrease(t) => cc.on_increase_timer(t, p),
+            };
+            out.push(cc.rate_bps());
+        }
+        out
+    }
+
+    #[test]
+    fn the_variant_is_chosen_once_and_called_through_the_enum() {
+        assert!(matches!(Cc::dcqcn(LINE, &params(DcqcnVariant::Paper)), Cc::Paper(_)));
+        assert!(matches!(Cc::dcqcn(LINE, &params(DcqcnVariant::Mlx5)), Cc::Mlx5(_)));
+        // paper: the CNP halves at once (α = 1); the timer 55 µs later is a fast-recovery
+        // step back toward Rt = 100 G: (100 + 50)/2 = 75 G.
+        let p = params(DcqcnVariant::Paper);
+        let mut cc = Cc::dcqcn(LINE, &p);
+        assert_eq!(drive(&mut cc, &p, SimTime(0), 2), vec![50e9, 75e9]);
+        assert_eq!(cc.increase_gen(), 1, "one cut, one restart of the increase timer");
+        // mlx5: the CNP only schedules the cut (the rate is still line), which then takes
+        // α/2 = 1023/2048 off: 100 G · 1025/2048 = 50.048828125 G.
+        let p = params(DcqcnVariant::Mlx5);
+        let mut cc = Cc::dcqcn(LINE, &p);
+        assert_eq!(drive(&mut cc, &p, SimTime(0), 2), vec![100e9, 50.048828125e9]);
+        assert_eq!(cc.line_rate_bps(), LINE);
+    }
+
+    /// A third algorithm plugs in by implementing the trait alone: it halves the rate on a
+    /// CNP and its one recovery timer, `Self::Params` later, restores line rate.
+    struct HalveThenRestore {
+        rate: f64,
+        line: f64,
+        gen: u32,
+    }
+
+    impl CongestionControl for HalveThenRestore {
+        type Params = SimTime;
+        fn on_cnp(&mut self, now: SimTime, recover_after: &SimTime) -> Todo {
+            self.rate /= 2.0;
+            self.gen += 1;
+            Todo::ArmIncrease(now + *recover_after)
+        }
+        fn on_reduce_check(&mut self, _: SimTime, _: &SimTime) -> Todo {
+            Todo::Nothing
+        }
+        fn on_increase_timer(&mut self, _: SimTime, _: &SimTime) -> Todo {
+            self.rate = self.line;
+            Todo::Nothing
+        }
+        fn on_sent(&mut self, _: u64, _: &SimTime) {}
+        fn rate_bps(&self) -> f64 {
+            self.rate
+        }
+        fn line_rate_bps(&self) -> f64 {
+            self.line
+        }
+        fn increase_gen(&self) -> u32 {
+            self.gen
+        }
+    }
+
+    #[test]
+    fn a_third_implementation_runs_through_the_same_calls() {
+        let mut cc = HalveThenRestore { rate: LINE, line: LINE, gen: 0 };
+        assert_eq!(drive(&mut cc, &SimTime(10 * US), SimTime(0), 10), vec![50e9, 100e9]);
+        assert_eq!(cc.increase_gen(), 1);
     }
 
     #[test]

@@ -18,7 +18,7 @@
 //! (`reason = buffer`) above their own α share of the free pool. ECN is marked at dequeue on
 //! the egress queue length (RED between Kmin and Kmax, ECT packets only).
 
-use crate::dcqcn::{RateState, Todo};
+use crate::dcqcn::{Cc, CongestionControl as _, Todo};
 use crate::event::{Ev, EventQueue};
 use crate::observer::{Observed, Observer};
 use crate::pacer::Pacer;
@@ -230,7 +230,7 @@ pub(crate) struct Qp {
     rto_armed: bool,
     timeouts_in_row: u32,
     last_progress: SimTime,
-    cc: Option<RateState>,
+    cc: Option<Cc>,
     pub sender_done: Option<SimTime>,
     // receiver
     rcv_nxt: u32,
@@ -251,7 +251,7 @@ impl Qp {
         }
         let in_flight = self.snd_nxt.saturating_sub(self.snd_una) as u64 * self.mtu as u64;
         let w = match (&self.cc, self.window_var) {
-            (Some(cc), true) => ((self.window as f64 * cc.rc / cc.line) as u64).max(1),
+            (Some(cc), true) => ((self.window as f64 * cc.rate_bps() / cc.line_rate_bps()) as u64).max(1),
             _ => self.window,
         };
         in_flight < w
@@ -700,7 +700,7 @@ impl<'m> Sim<'m> {
                 rto_armed: false,
                 timeouts_in_row: 0,
                 last_progress: f.start,
-                cc: if cc_on { Some(RateState::new(line, &self.dcqcn[prof_index(self.m, f.src)])) } else { None },
+                cc: if cc_on { Some(Cc::dcqcn(line, &self.dcqcn[prof_index(self.m, f.src)])) } else { None },
                 sender_done: None,
                 rcv_nxt: 0,
                 nak_for: NONE,

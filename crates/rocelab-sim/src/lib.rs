@@ -23,7 +23,7 @@
 //! | QPs: sending, receiving, ACK/NAK/CNP, timeouts, port choice | `engine::nic` |
 //! | what a fault does when it happens | `engine::faults`; resolving `[[fault]]`: `engine::resolve_faults` |
 //! | invariants recounted from the packets | `engine::invariants` |
-//! | DCQCN's rate state machine (both variants) | `dcqcn` |
+//! | congestion control: the `CongestionControl` trait, DCQCN's two variants behind it | `dcqcn` |
 //! | pacing a QP at its rate | `pacer` |
 //! | the workload API (messages, delivery callbacks) | `workload` |
 //! | `[[traffic]]` patterns → flows | `traffic` |

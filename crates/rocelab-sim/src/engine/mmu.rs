@@ -4,7 +4,8 @@
 
 use super::*;
 
-// The MMU's arithmetic, as pure functions of the numbers it reads (tested by hand below).
+// The MMU's arithmetic, as pure functions of the numbers it reads (tested by hand below);
+// `engine::pfc` takes its XOFF/XON decisions from here too, against the same threshold.
 
 /// The shared pool not yet used: buffer less every headroom and reserve carved out, less what
 /// the priority groups hold above their reserve.
@@ -64,6 +65,28 @@ pub(super) fn charge(ing: u64, size: u64, reserve: u64, lossless_thr: Option<u64
 pub(super) fn release_split(ing: u64, hdrm: u64, reserve: u64, size: u64) -> (u64, u64) {
     let from_hdrm = hdrm.min(size);
     (from_hdrm, (size - from_hdrm).min(ing.saturating_sub(reserve)))
+}
+
+/// XOFF is due when a lossless priority group holds headroom bytes (it went past its
+/// threshold) or its shared use has reached the threshold `thr`.
+#[inline]
+pub(super) fn xoff_due(hdrm: u64, shared: u64, thr: u64) -> bool {
+    hdrm > 0 || shared >= thr
+}
+
+/// XON under a static threshold: shared use is down to the configured `xon`.
+#[inline]
+pub(super) fn static_xon_due(shared: u64, xon: u64) -> bool {
+    shared <= xon
+}
+
+/// XON under the dynamic threshold: shared use is at least `resume_offset` below the
+/// current threshold (hysteresis, so a group does not flap XOFF/XON around one value), or
+/// empty — the threshold may sit below the offset when the pool is nearly full, and a group
+/// holding nothing shared must resume anyway.
+#[inline]
+pub(super) fn dynamic_xon_due(shared: u64, resume_offset: u64, thr: u64) -> bool {
+    shared == 0 || shared + resume_offset <= thr
 }
 
 impl Sim<'_> {
@@ -171,6 +194,7 @@ impl Sim<'_> {
 #[cfg(test)]
 mod tests {
     //! The MMU's arithmetic against numbers worked out by hand.
+    use super::super::test_support::{idle_sim as sim, model};
     use super::*;
 
     #[test]
@@ -227,5 +251,168 @@ mod tests {
         // Nothing shared left once below the reserve.
         assert_eq!(release_split(3_000, 0, 4_096, 1_000), (0, 0));
         assert_eq!(release_split(5_000, 0, 4_096, 2_000), (0, 904));
+    }
+
+    #[test]
+    fn thresholds_round_down_to_whole_bytes() {
+        // 32 MiB = 33,554,432 B, no headroom, 64 ports × 3 priorities × 4,096 B reserved =
+        // 786,432 B, nothing shared yet: 32,768,000 B free; α = 1/8 → 4,096,000 B.
+        let free = free_pool(33_554_432, 0, 64 * 3 * 4_096, 0);
+        assert_eq!(free, 32_768_000);
+        assert_eq!(alpha_share(free, 0.125), 4_096_000);
+        // 1,000,001 B free at 1/8 is 125,000.125 B: a group may hold 125,000, not 125,001.
+        assert_eq!(alpha_share(1_000_001, 0.125), 125_000);
+        // α = 2 (a lossless alpha above 1 is legal on some ASICs): twice the free pool.
+        assert_eq!(alpha_share(24_000_000, 2.0), 48_000_000);
+    }
+
+    #[test]
+    fn xoff_at_the_threshold_xon_below_it_by_the_resume_offset() {
+        // Threshold 100,000 B: 99,999 B shared is below it, 100,000 reaches it.
+        assert!(!xoff_due(0, 99_999, 100_000));
+        assert!(xoff_due(0, 100_000, 100_000));
+        // Any headroom in use means the group already went past it.
+        assert!(xoff_due(1, 0, 100_000));
+        // Dynamic, resume offset 3,072 B: XON once shared ≤ 100,000 − 3,072 = 96,928.
+        assert!(!dynamic_xon_due(96_929, 3_072, 100_000));
+        assert!(dynamic_xon_due(96_928, 3_072, 100_000));
+        // A threshold below the offset (pool nearly full): only an empty group resumes.
+        assert!(!dynamic_xon_due(1, 3_072, 2_000));
+        assert!(dynamic_xon_due(0, 3_072, 2_000));
+        // Static XON 10,000 B: 10,001 holds the pause, 10,000 releases it.
+        assert!(!static_xon_due(10_001, 10_000));
+        assert!(static_xon_due(10_000, 10_000));
+    }
+
+    /// One switch (ns3-reference MMU: 32,000,000 B buffer, 4,096 B reserve, α = 1/8, 3,072 B
+    /// resume offset), two 100 Gb/s hosts, the default classes (RoCE lossless on priority 3,
+    /// CNP on 6, default on 0); `pfc` is the `[qos.pfc]` body.
+    fn pair(pfc: &str) -> Model {
+        let text = format!(
+            r#"[fabric]
+name = "mmu"
+[switch_models.sw]
+preset = "ns3-reference"
+ports = 2
+[topology.explicit]
+node = [ {{ name = "sw0", kind = "switch", model = "sw" }}, {{ name = "h0", kind = "host" }}, {{ name = "h1", kind = "host" }} ]
+link = [ {{ a = "h0", b = "sw0", speed_gbps = 100, length_m = 2 }}, {{ a = "h1", b = "sw0", speed_gbps = 100, length_m = 2 }} ]
+[qos.pfc]
+{pfc}
+"#
+        );
+        model("mmu.toml", &text)
+    }
+
+    /// (switch, ingress port from h0, egress port toward h1), the egress kept busy so that
+    /// what arrives stays queued and charged.
+    fn ports(s: &mut Sim) -> (u32, u32, u32) {
+        let h1 = s.m.node_by_name("h1").unwrap().0;
+        let port_to = |s: &Sim, node: u32| {
+            s.ports
+                .iter()
+                .position(|p| p.sw != NONE && p.peer != NONE && s.ports[p.peer as usize].node == node)
+                .unwrap() as u32
+        };
+        let h0 = s.m.node_by_name("h0").unwrap().0;
+        let (ip, out) = (port_to(s, h0), port_to(s, h1));
+        s.ports[out as usize].busy_until = SimTime::MAX;
+        (s.ports[ip as usize].sw, ip, out)
+    }
+
+    /// A RoCE data packet of `bytes` from h0 to h1 arrives at the switch on `ip`.
+    fn arrive(s: &mut Sim, sw: u32, ip: u32, bytes: u16) {
+        let class = s.classes.iter().position(|c| c.lossless).unwrap() as u8;
+        assert_eq!(s.classes[class as usize].prio, 3);
+        let dst = s.m.node_by_name("h1").unwrap().0;
+        let pkt = s.pkts.alloc(Packet {
+            enq_time: SimTime::ZERO,
+            qp: 0,
+            psn: 0,
+            dst,
+            hash: 0,
+            in_port: NONE,
+            next: NONE,
+            next_gap: u32::MAX,
+            wire_bytes: bytes,
+            payload: bytes,
+            kind: Kind::Data,
+            class,
+            pcp: 3,
+            ecn: 0,
+            in_prio: 0,
+        });
+        s.switch_arrive(sw, ip, pkt);
+    }
+
+    #[test]
+    fn the_dynamic_threshold_follows_the_free_pool_of_a_built_switch() {
+        let m = pair("headroom_bytes = 100000");
+        let mut s = sim(&m);
+        let (sw, ip, _) = ports(&mut s);
+        // Carved out: headroom 100,000 B × 2 ports × 1 lossless priority = 200,000 B;
+        // reserves 4,096 B × 2 ports × 3 priorities in use = 24,576 B.
+        // Free: 32,000,000 − 200,000 − 24,576 = 31,775,424 B; α = 1/8 → 3,971,928 B.
+        assert_eq!(s.pfc_threshold(sw), 3_971_928);
+        // Five 1,000 B packets: the first four and 96 B of the fifth fill the 4,096 B reserve,
+        // the other 904 B are shared; the threshold drops by 904/8 = 113 B.
+        for _ in 0..5 {
+            arrive(&mut s, sw, ip, 1_000);
+        }
+        assert_eq!((s.ports[ip as usize].pg[3].ing, s.ports[ip as usize].pg[3].hdrm), (5_000, 0));
+        assert_eq!((s.switches[sw as usize].shared_used, s.switches[sw as usize].used), (904, 5_000));
+        assert_eq!(s.shared_of(sw, ip, 3), 904);
+        assert_eq!(s.pfc_threshold(sw), 3_971_815);
+        assert!(!s.ports[ip as usize].xoff[3]);
+        // One packet leaves: its bytes come out of the shared part first (904), the rest of
+        // the reserve, and the pool is whole again.
+        s.release(sw, ip, 3, 1_000);
+        assert_eq!(s.ports[ip as usize].pg[3].ing, 4_000);
+        assert_eq!((s.switches[sw as usize].shared_used, s.switches[sw as usize].used), (0, 4_000));
+        assert_eq!(s.pfc_threshold(sw), 3_971_928);
+    }
+
+    #[test]
+    fn past_a_static_xoff_packets_go_to_headroom_and_drop_when_it_is_full() {
+        // Static XOFF 2,000 B shared, headroom 3,000 B per port and priority.
+        let m = pair("xoff_bytes = 2000\nxon_bytes = 1000\nheadroom_bytes = 3000");
+        let mut s = sim(&m);
+        let (sw, ip, _) = ports(&mut s);
+        let pg = |s: &Sim| (s.ports[ip as usize].pg[3].ing, s.ports[ip as usize].pg[3].hdrm);
+        // Six 1,000 B packets: 4,096 B reserve, 1,904 B shared — below XOFF.
+        for _ in 0..6 {
+            arrive(&mut s, sw, ip, 1_000);
+        }
+        assert_eq!(pg(&s), (6_000, 0));
+        assert!(!s.ports[ip as usize].xoff[3]);
+        // The seventh would make 2,904 B shared, past 2,000: it is charged to headroom, and
+        // headroom in use sends XOFF.
+        arrive(&mut s, sw, ip, 1_000);
+        assert_eq!(pg(&s), (6_000, 1_000));
+        assert!(s.ports[ip as usize].xoff[3]);
+        assert_eq!(s.ports[ip as usize].st.pfc_tx[3], 1);
+        // Two more fill the 3,000 B of headroom exactly; the tenth finds neither headroom
+        // (4,000 > 3,000) nor the pool (2,904 > 2,000) and is dropped.
+        arrive(&mut s, sw, ip, 1_000);
+        arrive(&mut s, sw, ip, 1_000);
+        assert_eq!(pg(&s), (6_000, 3_000));
+        assert_eq!(s.ports[ip as usize].st.drops[3][DropReason::Headroom as usize], 0);
+        arrive(&mut s, sw, ip, 1_000);
+        assert_eq!(pg(&s), (6_000, 3_000));
+        assert_eq!(s.ports[ip as usize].st.drops[3][DropReason::Headroom as usize], 1);
+        assert_eq!(s.switches[sw as usize].used, 9_000);
+        // Leaving packets empty headroom first, and there is no XON while any remains; once it
+        // is empty, 1,904 B shared is still above XON (1,000): the pause holds.
+        for _ in 0..3 {
+            s.release(sw, ip, 3, 1_000);
+            assert!(s.ports[ip as usize].xoff[3]);
+        }
+        assert_eq!(pg(&s), (6_000, 0));
+        assert_eq!(s.shared_of(sw, ip, 3), 1_904);
+        // The next 1,000 B come out of the shared part: 904 B ≤ 1,000, XON.
+        s.release(sw, ip, 3, 1_000);
+        assert_eq!(s.shared_of(sw, ip, 3), 904);
+        assert!(!s.ports[ip as usize].xoff[3]);
+        assert_eq!(s.ports[ip as usize].st.pfc_tx[3], 2, "one XOFF, one XON");
     }
 }

@@ -137,7 +137,7 @@ impl Sim<'_> {
         // (Without congestion control the port alone paces the QP.)
         if let Some(cc) = &mut q.cc {
             cc.on_sent(wire as u64, &self.dcqcn[prof]);
-            q.pacer.sent(now, wire, cc.rc, cc.line);
+            q.pacer.sent(now, wire, cc.rate_bps(), cc.line_rate_bps());
         }
         if !q.rto_armed {
             if let Some(rto) = self.m.nics[prof].retransmit_timeout {
@@ -292,7 +292,7 @@ impl Sim<'_> {
                 q.st.cnps += 1;
                 if let Some(cc) = &mut q.cc {
                     let todo = cc.on_cnp(now, &self.dcqcn[prof]);
-                    let gen = cc.inc_gen;
+                    let gen = cc.increase_gen();
                     self.apply_todo(qi, todo, gen);
                 }
             }
@@ -304,7 +304,7 @@ impl Sim<'_> {
     pub(super) fn apply_todo(&mut self, qp: u32, todo: Todo, gen: u32) {
         let q = &mut self.qps[qp as usize];
         if let Some(cc) = &q.cc {
-            if let Some(at) = q.pacer.retime(cc.rc, cc.line) {
+            if let Some(at) = q.pacer.retime(cc.rate_bps(), cc.line_rate_bps()) {
                 let (nic, at) = (q.src_nic, at.max(self.now));
                 self.wake_nic_at(nic, at);
             }
@@ -324,11 +324,11 @@ impl Sim<'_> {
             return;
         }
         if let Some(cc) = &mut q.cc {
-            if cc.inc_gen != gen {
+            if cc.increase_gen() != gen {
                 return;
             }
             let todo = cc.on_increase_timer(now, &self.dcqcn[prof]);
-            let g = cc.inc_gen;
+            let g = cc.increase_gen();
             self.apply_todo(qi, todo, g);
         }
     }
@@ -339,7 +339,7 @@ impl Sim<'_> {
         let q = &mut self.qps[qi as usize];
         if let Some(cc) = &mut q.cc {
             let todo = cc.on_reduce_check(now, &self.dcqcn[prof]);
-            let g = cc.inc_gen;
+            let g = cc.increase_gen();
             self.apply_todo(qi, todo, g);
         }
     }
@@ -445,5 +445,321 @@ impl Sim<'_> {
         let id = self.pkts.alloc(pkt);
         self.nics[nic as usize].cnp_q.push_back(id);
         self.nic_try_send(nic);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The NIC's sending and receiving rules against values worked out by hand: a 4,096 B
+    //! payload is a 4,178 B frame (82 B of preamble/IFG, Ethernet, IPv4, UDP, BTH and ICRC),
+    //! 80 ps a byte at 100 Gb/s.
+    use super::super::test_support::{idle_sim as sim, model};
+    use super::*;
+
+    /// One switch, h0 and h1 on 100 Gb/s links (2 m), 4,096 B MTU, DCQCN with CNPs at most
+    /// every 50 µs per QP and sent at once; no watchdog (nothing scheduled but what a test does).
+    fn pair() -> Model {
+        pair_with("")
+    }
+
+    /// `pair` with more `[nic]` keys.
+    fn pair_with(nic: &str) -> Model {
+        let text = format!(
+            r#"[fabric]
+name = "nic"
+[switch_models.sw]
+preset = "ns3-reference"
+ports = 2
+[topology.explicit]
+node = [ {{ name = "sw0", kind = "switch", model = "sw" }}, {{ name = "h0", kind = "host" }}, {{ name = "h1", kind = "host" }} ]
+link = [ {{ a = "h0", b = "sw0", speed_gbps = 100, length_m = 2 }}, {{ a = "h1", b = "sw0", speed_gbps = 100, length_m = 2 }} ]
+[nic]
+mtu = 4096
+{nic}
+[nic.dcqcn]
+cnp_interval_us = 50
+cnp_delay_us = 0
+[qos.pfc_watchdog]
+enabled = false
+"#
+        );
+        model("nic.toml", &text)
+    }
+
+    /// An engine holding one message of `size` bytes h0 → h1 on QP 0, created but not started
+    /// (its start event is taken off), so only what a test calls happens.
+    fn with_message(m: &Model, size: u64) -> Sim<'_> {
+        let mut s = sim(m);
+        let (h0, h1) = (m.node_by_name("h0").unwrap(), m.node_by_name("h1").unwrap());
+        s.post_flow(FlowSpec {
+            src: h0,
+            dst: h1,
+            size_bytes: size,
+            start: SimTime::ZERO,
+            class: m.qos.rdma_class(),
+            qps: 1,
+            origin: usize::MAX,
+            tag: 0,
+            sport: Some(49_152),
+        });
+        assert_eq!(s.q.pop(), Some((SimTime::ZERO, Ev::QpStart { qp: 0 })));
+        assert_eq!(s.q.len(), 0);
+        s
+    }
+
+    /// The packets on `port`'s wire, oldest first: (PSN, payload, wire bytes).
+    fn on_wire(s: &Sim, port: u32) -> Vec<(u32, u16, u16)> {
+        let mut out = Vec::new();
+        let mut id = s.ports[port as usize].wire_head;
+        while id != NONE {
+            let p = s.pkts.get(id);
+            out.push((p.psn, p.payload, p.wire_bytes));
+            id = p.next;
+        }
+        out
+    }
+
+    /// Sends QP 0's next packet when its port is free, as the NIC would.
+    fn send_next(s: &mut Sim) {
+        let nic = s.qps[0].src_nic;
+        let port = s.nics[nic as usize].port;
+        s.now = s.now.max(s.ports[port as usize].busy_until);
+        s.send_data(nic, 0);
+    }
+
+    fn set_rate(s: &mut Sim, bps: f64) {
+        match s.qps[0].cc.as_mut().expect("DCQCN is on") {
+            Cc::Paper(c) => c.state.rc = bps,
+            Cc::Mlx5(c) => c.state.rc = bps,
+        }
+    }
+
+    #[test]
+    fn a_message_is_cut_into_mtu_packets_the_remainder_last() {
+        let m = pair();
+        let mut s = with_message(&m, 10_000);
+        // 10,000 B at 4,096 B a packet: 4,096 + 4,096 + 1,808.
+        assert_eq!(s.qps[0].npkts, 3);
+        for _ in 0..3 {
+            send_next(&mut s);
+        }
+        let port = s.nics[s.qps[0].src_nic as usize].port;
+        assert_eq!(on_wire(&s, port), vec![(0, 4_096, 4_178), (1, 4_096, 4_178), (2, 1_808, 1_890)]);
+        // Back to back at line rate: the last left at 2 × 334,240 ps and takes 151,200 ps.
+        assert_eq!(s.now, SimTime(668_480));
+        assert_eq!(s.ports[port as usize].busy_until, SimTime(819_680));
+        // At line rate the pacer adds no gap: the port alone paces the QP.
+        assert_eq!(s.qps[0].pacer.next_send, SimTime(668_480));
+        assert_eq!(s.qps[0].snd_nxt, 3);
+        assert_eq!((s.stats.data_sent, s.stats.retransmitted), (3, 0));
+    }
+
+    #[test]
+    fn below_line_rate_the_next_packet_waits_its_serialization_time_at_the_rate() {
+        let m = pair();
+        let mut s = with_message(&m, 100_000);
+        let nic = s.qps[0].src_nic;
+        set_rate(&mut s, 25e9);
+        s.now = SimTime(1_000_000);
+        send_next(&mut s);
+        // 4,178 B at 25 Gb/s: 4,178 × 320 ps = 1,336,960 ps after it left.
+        assert_eq!(s.qps[0].pacer.next_send, SimTime(2_336_960));
+        // The QP is active; when its port frees (334,240 ps later) it is not yet due, so the
+        // NIC sleeps until it is.
+        s.nics[nic as usize].active.push(0);
+        s.now = SimTime(1_334_240);
+        s.nic_try_send(nic);
+        assert_eq!(s.qps[0].snd_nxt, 1, "nothing sent early");
+        assert_eq!(s.nics[nic as usize].wake_at, SimTime(2_336_960));
+        // The rate recovers to 50 Gb/s: the pending send is re-timed from the last one,
+        // 4,178 × 160 ps = 668,480 ps after 1 µs: due at 1,668,480 ps instead of 2,336,960,
+        // so the NIC must wake earlier than it planned.
+        set_rate(&mut s, 50e9);
+        let inc = s.qps[0].cc.as_ref().unwrap().increase_gen();
+        s.apply_todo(0, Todo::Nothing, inc);
+        assert_eq!(s.qps[0].pacer.next_send, SimTime(1_668_480));
+        assert_eq!(s.nics[nic as usize].wake_at, SimTime(1_668_480));
+        // Scheduled: the port's TxDone, the packet's arrival at the switch 10 ns later, the
+        // new wake-up, and the old one, now stale (its generation is behind the NIC's).
+        let (port, peer) = (s.nics[nic as usize].port, s.ports[s.nics[nic as usize].port as usize].peer);
+        assert_eq!(s.q.pop(), Some((SimTime(1_334_240), Ev::TxDone { port })));
+        assert!(
+            matches!(s.q.pop(), Some((SimTime(1_344_240), Ev::WireArrive { port: p, peer: q, .. })) if (p, q) == (port, peer))
+        );
+        assert_eq!(s.q.pop(), Some((SimTime(1_668_480), Ev::NicWake { host: nic, gen: 2 })));
+        assert_eq!(s.q.pop(), Some((SimTime(2_336_960), Ev::NicWake { host: nic, gen: 1 })));
+        assert_eq!(s.nics[nic as usize].wake_gen, 2);
+    }
+
+    #[test]
+    fn the_window_closes_on_bytes_in_flight_and_scales_with_the_rate() {
+        let m = pair();
+        let mut s = with_message(&m, 100_000);
+        s.qps[0].window = 8_192; // two MTUs
+        assert!(s.qps[0].window_open());
+        send_next(&mut s);
+        assert!(s.qps[0].window_open(), "4,096 B in flight < 8,192");
+        send_next(&mut s);
+        assert!(!s.qps[0].window_open(), "8,192 B in flight: full");
+        s.qps[0].snd_una = 1;
+        assert!(s.qps[0].window_open(), "an ACK for PSN 0 leaves 4,096 B in flight");
+        // Scaled by rate / line: at 50 Gb/s of 100 the window is 4,096 B, full again...
+        s.qps[0].window_var = true;
+        set_rate(&mut s, 50e9);
+        assert!(!s.qps[0].window_open());
+        // ...at 75 Gb/s it is 6,144 B, and 4,096 B in flight fit.
+        set_rate(&mut s, 75e9);
+        assert!(s.qps[0].window_open());
+    }
+
+    /// A data packet of QP 0 with PSN `psn` arrives at h1, CE-marked if `ce`.
+    fn receive(s: &mut Sim, psn: u32, ce: bool) {
+        let (class, pcp, dst) = (s.qps[0].class, s.qps[0].pcp, s.qps[0].dst);
+        let pkt = s.pkts.alloc(Packet {
+            enq_time: s.now,
+            qp: 0,
+            psn,
+            dst,
+            hash: 0,
+            in_port: NONE,
+            next: NONE,
+            next_gap: u32::MAX,
+            wire_bytes: 4_178,
+            payload: 4_096,
+            kind: Kind::Data,
+            class,
+            pcp,
+            ecn: if ce { CE } else { ECT0 },
+            in_prio: 0,
+        });
+        let nic = s.qps[0].dst_nic;
+        s.host_receive(nic, pkt);
+    }
+
+    #[test]
+    fn at_most_one_cnp_per_interval_per_qp() {
+        let m = pair();
+        let mut s = with_message(&m, 100_000);
+        let rx = s.qps[0].dst_nic as usize;
+        receive(&mut s, 0, true);
+        assert_eq!(s.nics[rx].st.cnp_sent, 1, "the first CE mark answers at once");
+        // 1 ps short of the 50 µs interval: marked, counted, not answered.
+        s.now = SimTime(49_999_999);
+        receive(&mut s, 1, true);
+        assert_eq!((s.nics[rx].st.ecn_marked_rx, s.nics[rx].st.cnp_sent), (2, 1));
+        // An unmarked packet at 50 µs asks for nothing; a marked one does.
+        s.now = SimTime(50_000_000);
+        receive(&mut s, 2, false);
+        assert_eq!(s.nics[rx].st.cnp_sent, 1);
+        receive(&mut s, 3, true);
+        assert_eq!((s.nics[rx].st.ecn_marked_rx, s.nics[rx].st.cnp_sent), (3, 2));
+    }
+
+    #[test]
+    fn the_receiver_acks_every_fourth_packet_naks_a_gap_once_and_reacks_duplicates() {
+        let m = pair();
+        let mut s = with_message(&m, 100_000);
+        // Hold h1's port so that the ACK/NAKs stay queued where the test can read them.
+        let port = s.nics[s.qps[0].dst_nic as usize].port;
+        s.ports[port as usize].busy_until = SimTime(1 << 50);
+        for psn in 0..4 {
+            receive(&mut s, psn, false);
+        }
+        // PSN 5 while 4 is expected: one NAK for 4; PSN 6 repeats no NAK (go-back-N keeps
+        // neither); then 4 arrives (one in order since the ACK: no ACK yet); then a duplicate
+        // of 2 is answered with an ACK of everything so far (PSN 4).
+        for psn in [5, 6, 4, 2] {
+            receive(&mut s, psn, false);
+        }
+        let ctrl: Vec<(Kind, u32)> = s.nics[s.qps[0].dst_nic as usize]
+            .ack_q
+            .iter()
+            .map(|&id| (s.pkts.get(id).kind, s.pkts.get(id).psn))
+            .collect();
+        assert_eq!(ctrl, vec![(Kind::Ack, 3), (Kind::Nak, 4), (Kind::Ack, 4)]);
+        let q = &s.qps[0];
+        assert_eq!((q.rcv_nxt, q.st.out_of_sequence, q.st.duplicate), (5, 2, 1));
+        assert_eq!(q.st.bytes_delivered, 5 * 4_096);
+        assert_eq!(s.pkts.get(s.nics[q.dst_nic as usize].ack_q[0]).wire_bytes as u32, ACK_WIRE);
+    }
+
+    /// An ACK or NAK for QP 0 arrives back at h0.
+    fn ack(s: &mut Sim, kind: Kind, psn: u32) {
+        let (class, pcp) = (s.qps[0].class, s.qps[0].pcp);
+        let pkt = s.ctrl_packet(0, kind, psn, class, pcp, ACK_WIRE);
+        let id = s.pkts.alloc(pkt);
+        let nic = s.qps[0].src_nic;
+        s.host_receive(nic, id);
+    }
+
+    #[test]
+    fn acks_advance_the_sender_and_a_nak_rewinds_it_to_the_missing_psn() {
+        let m = pair();
+        let mut s = with_message(&m, 100_000);
+        for _ in 0..3 {
+            send_next(&mut s);
+        }
+        let una_nxt = |s: &Sim| (s.qps[0].snd_una, s.qps[0].snd_nxt);
+        ack(&mut s, Kind::Ack, 0);
+        assert_eq!(una_nxt(&s), (1, 3), "ACK 0: PSN 0 is done");
+        ack(&mut s, Kind::Nak, 1);
+        assert_eq!(una_nxt(&s), (1, 1), "NAK 1: 1 is missing, resend from it");
+        assert_eq!(s.qps[0].st.naks, 1);
+        // The resent PSN 1 counts as a retransmission.
+        send_next(&mut s);
+        assert_eq!(una_nxt(&s), (1, 2));
+        assert_eq!((s.qps[0].st.retransmitted_packets, s.stats.retransmitted), (1, 1));
+        // A stale NAK for PSN 0 (already acknowledged) rewinds nothing.
+        ack(&mut s, Kind::Nak, 0);
+        assert_eq!(una_nxt(&s), (1, 2));
+        // An ACK delayed past the rewind acknowledges PSN 2: nothing before 3 is resent.
+        ack(&mut s, Kind::Ack, 2);
+        assert_eq!(una_nxt(&s), (3, 3));
+        assert!(s.qps[0].sender_done.is_none(), "25 packets, 3 acknowledged");
+    }
+
+    #[test]
+    fn a_timeout_resends_from_the_oldest_unacknowledged_and_the_retry_count_ends_the_qp() {
+        // 100 µs timeout, one retry.
+        let m = pair_with("retransmit_timeout_us = 100\nretry_cnt = 1");
+        let mut s = with_message(&m, 100_000);
+        // Started, as its start event would have done.
+        let nic = s.qps[0].src_nic;
+        s.nics[nic as usize].active.push(0);
+        s.active_qps = 1;
+        send_next(&mut s);
+        send_next(&mut s);
+        // The first send armed the timer 100 µs out; the second did not arm another. (The
+        // rest: the port's TxDone and the first frame's arrival, carrying the second's.)
+        let port = s.nics[nic as usize].port;
+        let peer = s.ports[port as usize].peer;
+        let mut evs = Vec::new();
+        while let Some(e) = s.q.pop() {
+            evs.push(e);
+        }
+        assert_eq!(
+            evs,
+            vec![
+                (SimTime(334_240), Ev::TxDone { port }),
+                (SimTime(344_240), Ev::WireArrive { port, pkt: s.ports[port as usize].wire_head, peer }),
+                (SimTime(100_000_000), Ev::Rto { qp: 0, gen: 1 }),
+            ]
+        );
+        // No ACK by 100 µs: the first timeout rewinds to PSN 0 and re-arms 100 µs out. (The NIC
+        // resends PSN 0 at once.)
+        s.now = SimTime(100_000_000);
+        s.on_rto(0, 1);
+        assert_eq!((s.qps[0].st.timeouts, s.qps[0].snd_una), (1, 0));
+        assert_eq!(on_wire(&s, port).last(), Some(&(0, 4_096, 4_178)), "PSN 0 again");
+        assert!(!s.qps[0].st.failed);
+        // Still nothing by 200 µs: a second timeout in a row is past retry_cnt = 1, the QP
+        // gives up (the IB error state) and the message is failed once.
+        s.now = SimTime(200_000_000);
+        s.on_rto(0, 1);
+        let q = &s.qps[0];
+        assert_eq!((q.st.timeouts, q.st.failed, q.sender_done), (2, true, Some(SimTime(200_000_000))));
+        assert!(s.flow_failed[0]);
+        assert_eq!((s.flow_rx_left[0], s.active_qps, s.qps_left), (0, 0, 0));
+        assert!(s.nics[nic as usize].active.is_empty());
     }
 }

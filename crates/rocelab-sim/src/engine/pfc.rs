@@ -2,6 +2,7 @@
 //! congested, XON below the resume offset; pause state on the egress side; the PFC watchdog;
 //! flushing a port's queues.
 
+use super::mmu::{dynamic_xon_due, static_xon_due, xoff_due};
 use super::*;
 
 impl Sim<'_> {
@@ -12,7 +13,7 @@ impl Sim<'_> {
             return;
         }
         let thr = self.pfc_threshold(sw);
-        if ip.pg[prio as usize].hdrm > 0 || self.shared_of(sw, in_port, prio) >= thr {
+        if xoff_due(ip.pg[prio as usize].hdrm, self.shared_of(sw, in_port, prio), thr) {
             let ip = &mut self.ports[in_port as usize];
             ip.xoff[prio as usize] = true;
             self.send_pause(in_port, prio);
@@ -69,8 +70,8 @@ impl Sim<'_> {
         let shared = self.shared_of(sw, in_port, prio);
         let s = &self.switches[sw as usize];
         let resume = match s.static_xoff {
-            Some((_, xon)) => shared <= xon,
-            None => shared == 0 || shared + s.resume_offset <= self.pfc_threshold(sw),
+            Some((_, xon)) => static_xon_due(shared, xon),
+            None => dynamic_xon_due(shared, s.resume_offset, self.pfc_threshold(sw)),
         };
         if resume {
             let ip = &mut self.ports[in_port as usize];
