@@ -127,3 +127,34 @@ fn bad_flags_are_refused() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("permutation-16"));
 }
+
+#[test]
+fn collectives_run_under_nccl_tests_names() {
+    let file = example("leaf-spine-small.toml");
+    let f = file.to_str().unwrap();
+    let base = ["simulate", f, "--min-bytes", "64K", "--max-bytes", "256K", "--step-factor", "4", "--no-files", "-q"];
+    for (name, perf) in [("alltoall", "alltoall"), ("all_to_all", "alltoall"), ("sendrecv", "sendrecv")] {
+        let o = rocelab().args(base).args(["--collective", name]).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let out = String::from_utf8(o.stdout).unwrap();
+        assert!(out.starts_with(&format!("# Collective test starting: {perf}_perf")), "{out}");
+        let rows: Vec<&str> = out.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(rows.len(), 2, "{out}");
+        assert!(rows.iter().all(|r| r.split_whitespace().nth(3) == Some("none")), "{out}");
+    }
+    let o =
+        rocelab().args(base).args(["--collective", "broadcast", "--root", "1", "--format", "json"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v[0]["op"], "broadcast");
+    assert_eq!(v[0]["root"], 1);
+    assert_eq!(v.as_array().unwrap().len(), 2);
+    // A root outside the ranks, a zero chunk and an unknown name are bad input.
+    for extra in [["--root", "999"], ["--chunk-bytes", "0"]] {
+        let o = rocelab().args(base).args(["--collective", "broadcast"]).args(extra).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{extra:?}");
+    }
+    let o = rocelab().args(base).args(["--collective", "alltoal"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("alltoall"));
+}

@@ -2,29 +2,37 @@
 //! reported in the units and layout of nccl-tests.
 //!
 //! A collective is a [`rocelab_sim::workload::Workload`]: it posts the first chunks, and each
-//! delivery posts the chunk that depended on it (`ring`). [`run_collective`] runs one on a
+//! delivery posts the chunk that depended on it (`ring`, `bcast`), or it posts every transfer
+//! at once when none depends on another (`p2p`: all-to-all, send/recv). [`run_collective`] runs one on a
 //! fabric's model (with the fabric file's `[[fault]]`s), [`sweep`] runs a size sweep as
 //! nccl-tests' `-b/-e/-f` does, and `table` prints the rows as `all_reduce_perf` does, so
 //! `rocelab doctor` reads the twin's table as it reads a real one.
 //!
-//! Sizes follow nccl-tests' PERFORMANCE.md: `bytes` is the per-rank buffer for all-reduce and
-//! the whole array for all-gather and reduce-scatter; algbw = bytes / time, busbw = algbw ×
+//! Sizes follow nccl-tests' PERFORMANCE.md: `bytes` is the per-rank buffer for all-reduce,
+//! all-to-all (S/n to each peer), broadcast and send/recv, and the whole array for all-gather and
+//! reduce-scatter; algbw = bytes / time, busbw = algbw ×
 //! the collective's factor (`rocelab_plan::collective::Collective::busbw_factor`, shared with
 //! `rocelab plan` and the doctor), so busbw of a bandwidth-bound run approaches the bottleneck
 //! link's goodput. GB/s is 10⁹ B/s.
 //!
-//! What is modelled: ring all-reduce, all-gather and reduce-scatter between hosts (one rank per
-//! host NIC), channels as separate connections with their own source ports, QPs per
-//! connection. Not yet: tree all-reduce, all-to-all, broadcast, NVLink hops inside a node,
+//! What is modelled: ring all-reduce, all-gather and reduce-scatter, all-to-all, ring broadcast
+//! (chunked pipeline from the root) and send/recv between hosts (one rank per host NIC),
+//! channels as separate connections with their own source ports, QPs per connection. Not yet:
+//! reduce, NVLink hops inside a node,
 //! NCCL's slice pipelining inside a step (a step here moves its chunk as one RDMA message, so
 //! small sizes show the per-step latency NCCL's LL protocols would hide).
 
+pub mod bcast;
+pub mod p2p;
 pub mod ring;
 pub mod table;
 
-use ring::{Ring, RingOutcome, RingPlan};
-use rocelab_model::{Diagnostic, Model, NodeId};
+use bcast::{Broadcast, BroadcastPlan};
+use p2p::Exchange;
+use ring::{Ring, RingPlan};
+use rocelab_model::{Diagnostic, Model, NodeId, SimTime};
 pub use rocelab_plan::collective::Collective;
+use rocelab_sim::workload::{Delivered, Workload};
 use rocelab_sim::{RunReport, Sim, SimOptions};
 use serde::Serialize;
 use std::cell::RefCell;
@@ -42,11 +50,51 @@ pub struct CollectiveSpec {
     pub channels: u32,
     /// `NCCL_IB_QPS_PER_CONNECTION`; a chunk is split over them (`NCCL_IB_SPLIT_DATA_ON_QPS=1`).
     pub qps_per_connection: u32,
+    /// Pipeline chunk per channel of broadcast: NCCL's Simple-protocol step, `NCCL_BUFFSIZE`
+    /// (4 MiB) / `NCCL_STEPS` (8) = 512 KiB by default.
+    pub chunk_bytes: u64,
+    /// Root rank of broadcast (nccl-tests' `-r`, default 0), an index into the ranks.
+    pub root: u32,
 }
+
+/// NCCL's default Simple-protocol step: 4 MiB of NCCL_BUFFSIZE over NCCL_STEPS = 8 slots.
+pub const DEFAULT_CHUNK_BYTES: u64 = 512 << 10;
 
 impl CollectiveSpec {
     pub fn new(op: Collective, bytes: u64) -> Self {
-        CollectiveSpec { op, bytes, ranks: None, channels: 2, qps_per_connection: 1 }
+        CollectiveSpec {
+            op,
+            bytes,
+            ranks: None,
+            channels: 2,
+            qps_per_connection: 1,
+            chunk_bytes: DEFAULT_CHUNK_BYTES,
+            root: 0,
+        }
+    }
+}
+
+/// What a collective's workload reports when it is done.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Outcome {
+    /// When the last chunk arrived (the collective's end on every rank).
+    pub end: Option<SimTime>,
+    /// Chunks that could not be delivered (a QP gave up).
+    pub failed: u64,
+    /// Chunks delivered.
+    pub delivered: u64,
+}
+
+impl Outcome {
+    /// Counts a delivery; false if the chunk failed (nothing depending on it may start).
+    pub fn record(&mut self, done: &Delivered) -> bool {
+        if done.failed {
+            self.failed += 1;
+            return false;
+        }
+        self.delivered += 1;
+        self.end = Some(self.end.map_or(done.at, |e| e.max(done.at)));
+        true
     }
 }
 
@@ -56,6 +104,8 @@ pub struct CollectiveResult {
     /// nccl-tests' name (`all_reduce`, `all_gather`, `reduce_scatter`).
     pub op: &'static str,
     pub bytes: u64,
+    /// nccl-tests' root column: the root rank of broadcast, -1 for collectives without one.
+    pub root: i64,
     pub ranks: u32,
     pub channels: u32,
     pub time_us: f64,
@@ -71,13 +121,19 @@ pub struct CollectiveResult {
     pub report: RunReport,
 }
 
+/// The collectives the twin runs, as nccl-tests names them.
+pub const NAMES: &str = "all_reduce, all_gather, reduce_scatter, alltoall, broadcast or sendrecv";
+
 /// nccl-tests' name of a collective, for the ones the twin runs.
 pub fn nccl_name(op: Collective) -> Option<&'static str> {
     match op {
         Collective::AllReduce => Some("all_reduce"),
         Collective::AllGather => Some("all_gather"),
         Collective::ReduceScatter => Some("reduce_scatter"),
-        _ => None,
+        Collective::AllToAll => Some("alltoall"),
+        Collective::Broadcast => Some("broadcast"),
+        Collective::SendRecv => Some("sendrecv"),
+        Collective::Reduce => None,
     }
 }
 
@@ -88,10 +144,11 @@ pub fn parse_op(name: &str) -> Result<Collective, String> {
         "allreduce" => Ok(Collective::AllReduce),
         "allgather" => Ok(Collective::AllGather),
         "reducescatter" => Ok(Collective::ReduceScatter),
-        "alltoall" | "broadcast" | "reduce" | "sendrecv" => {
-            Err(format!("`{name}` is not on the twin yet: all_reduce, all_gather and reduce_scatter are"))
-        }
-        _ => Err(format!("unknown collective `{name}`: all_reduce, all_gather or reduce_scatter")),
+        "alltoall" => Ok(Collective::AllToAll),
+        "broadcast" => Ok(Collective::Broadcast),
+        "sendrecv" => Ok(Collective::SendRecv),
+        "reduce" => Err(format!("`{name}` is not on the twin yet: {NAMES} are")),
+        _ => Err(format!("unknown collective `{name}`: {NAMES}")),
     }
 }
 
@@ -116,7 +173,7 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
         vec![Diagnostic::new(
             "collective",
             format!("{} is not on the twin yet", spec.op.name()),
-            "use all_reduce, all_gather or reduce_scatter",
+            format!("use {NAMES}"),
         )]
     })?;
     let ranks = spec.ranks.clone().unwrap_or_else(|| default_ranks(m));
@@ -131,22 +188,61 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
         return Err(vec![Diagnostic::new("collective", "a collective of 0 bytes", "give a size of 1 B or more")]);
     }
     let n = ranks.len() as u64;
-    // 2(n−1) steps for all-reduce, n−1 for all-gather and reduce-scatter (as `plan` counts them).
-    let steps = spec.op.ring_steps(n as u32);
-    // S/n per step and rank, rounded up (NCCL pads the last chunk).
-    let chunk = spec.bytes.div_ceil(n);
-    let out = Rc::new(RefCell::new(RingOutcome::default()));
-    let plan = RingPlan {
-        steps: steps as u32,
-        chunk_bytes: chunk,
-        channels: spec.channels,
-        qps: spec.qps_per_connection,
-        seed: opts.seed,
+    let out = Rc::new(RefCell::new(Outcome::default()));
+    let (w, expected): (Box<dyn Workload>, u64) = match spec.op {
+        Collective::AllReduce | Collective::AllGather | Collective::ReduceScatter => {
+            let plan = RingPlan {
+                // 2(n−1) steps for all-reduce, n−1 for all-gather and reduce-scatter (as `plan`
+                // counts them), of S/n per step and rank, rounded up (NCCL pads the last chunk).
+                steps: spec.op.ring_steps(n as u32) as u32,
+                chunk_bytes: spec.bytes.div_ceil(n),
+                channels: spec.channels,
+                qps: spec.qps_per_connection,
+                seed: opts.seed,
+            };
+            let w = Ring::new(m.nodes.len(), ranks, plan, out.clone());
+            let e = w.chunks_to_deliver();
+            (Box::new(w), e)
+        }
+        Collective::AllToAll | Collective::SendRecv => {
+            let transfers = if spec.op == Collective::AllToAll {
+                p2p::all_to_all(n as u32, spec.bytes)
+            } else {
+                p2p::send_recv(n as u32, spec.bytes)
+            };
+            let w = Exchange::new(&ranks, &transfers, spec.channels, spec.qps_per_connection, opts.seed, out.clone());
+            let e = w.chunks_to_deliver();
+            (Box::new(w), e)
+        }
+        Collective::Broadcast => {
+            if spec.root as u64 >= n {
+                return Err(vec![Diagnostic::new(
+                    "collective",
+                    format!("root {} of a broadcast over {n} ranks", spec.root),
+                    format!("give a root in 0..{n}"),
+                )]);
+            }
+            if spec.chunk_bytes == 0 {
+                return Err(vec![Diagnostic::new("collective", "a chunk of 0 bytes", "give 1 B or more")]);
+            }
+            let plan = BroadcastPlan {
+                bytes: spec.bytes,
+                root: spec.root,
+                channels: spec.channels,
+                chunk_bytes: spec.chunk_bytes,
+                qps: spec.qps_per_connection,
+                seed: opts.seed,
+            };
+            let w = Broadcast::new(m.nodes.len(), &ranks, plan, out.clone());
+            let e = w.chunks_to_deliver();
+            (Box::new(w), e)
+        }
+        Collective::Reduce => {
+            return Err(vec![Diagnostic::new("collective", "reduce is not on the twin yet", format!("use {NAMES}"))])
+        }
     };
-    let w = Ring::new(m.nodes.len(), ranks, plan, out.clone());
-    let expected = w.chunks_to_deliver();
     let faults = rocelab_sim::engine::resolve_faults(m)?;
-    let mut sim = Sim::with_workload(m, Box::new(w), faults, opts)?;
+    let mut sim = Sim::with_workload(m, w, faults, opts)?;
     sim.run(&mut |_| {});
     let report = RunReport::from_sim(&sim);
     let o = out.borrow().clone();
@@ -159,6 +255,7 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
     Ok(CollectiveResult {
         op: name,
         bytes: spec.bytes,
+        root: if spec.op == Collective::Broadcast { spec.root as i64 } else { -1 },
         ranks: n as u32,
         channels: spec.channels,
         time_us,

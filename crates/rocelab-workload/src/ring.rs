@@ -11,22 +11,12 @@
 //! its path for the whole collective, as NCCL's long-lived QPs do. Reduction compute is not
 //! modelled (GPUs reduce at HBM speed, far above a NIC's).
 
-use rocelab_model::{NodeId, SimTime};
+use crate::Outcome;
+use rocelab_model::NodeId;
 use rocelab_sim::rng::Rng;
 use rocelab_sim::workload::{Delivered, Message, Net, Workload};
 use std::cell::RefCell;
 use std::rc::Rc;
-
-/// What the ring reports when it is done.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct RingOutcome {
-    /// When the last chunk arrived (the collective's end on every rank).
-    pub end: Option<SimTime>,
-    /// Chunks that could not be delivered (a QP gave up).
-    pub failed: u64,
-    /// Chunks delivered.
-    pub delivered: u64,
-}
 
 /// The shape of a ring collective.
 #[derive(Clone, Copy, Debug)]
@@ -52,12 +42,12 @@ pub struct Ring {
     /// UDP source port per (rank, channel): rank-major.
     sports: Vec<u16>,
     qps: u32,
-    out: Rc<RefCell<RingOutcome>>,
+    out: Rc<RefCell<Outcome>>,
 }
 
 impl Ring {
     /// A ring over `ranks` (in ring order), on a model of `nodes` nodes.
-    pub fn new(nodes: usize, ranks: Vec<NodeId>, plan: RingPlan, out: Rc<RefCell<RingOutcome>>) -> Ring {
+    pub fn new(nodes: usize, ranks: Vec<NodeId>, plan: RingPlan, out: Rc<RefCell<Outcome>>) -> Ring {
         let RingPlan { steps, chunk_bytes, channels, qps, seed } = plan;
         let channels = channels.max(1) as u64;
         // Channel c takes an equal share; the first ones take the remainder. A channel left
@@ -113,16 +103,10 @@ impl Workload for Ring {
     }
 
     fn on_delivered(&mut self, done: Delivered, net: &mut Net<'_, '_>) {
-        {
-            let mut o = self.out.borrow_mut();
-            if done.failed {
-                o.failed += 1;
-                // A chunk that never arrives stops its channel at that rank: NCCL would hang
-                // and time out; the run ends when nothing more can move.
-                return;
-            }
-            o.delivered += 1;
-            o.end = Some(o.end.map_or(done.at, |e| e.max(done.at)));
+        if !self.out.borrow_mut().record(&done) {
+            // A chunk that never arrives stops its channel at that rank: NCCL would hang and
+            // time out; the run ends when nothing more can move.
+            return;
         }
         let (ch, step) = ((done.tag >> 32) as usize, done.tag as u32);
         if step + 1 < self.steps {

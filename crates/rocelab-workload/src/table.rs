@@ -34,7 +34,8 @@ pub fn render(results: &[CollectiveResult], fabric: &str) -> String {
             let _ = writeln!(s, "# {} B: did not complete ({} chunks never arrived)", r.bytes, r.failed_chunks);
             continue;
         }
-        let redop = if r.op == "all_gather" { "none" } else { "sum" };
+        // Only the reductions have an operator; nccl-tests prints `none` for the others.
+        let redop = if matches!(r.op, "all_reduce" | "reduce_scatter") { "sum" } else { "none" };
         let group =
             format!("  {:>7}  {:>6.2}  {:>6.2}  {:>5}", time(r.time_us), r.algbw_gbytes_per_s, r.busbw_gbytes_per_s, 0);
         let _ = writeln!(
@@ -44,7 +45,7 @@ pub fn render(results: &[CollectiveResult], fabric: &str) -> String {
             r.bytes / TYPE_BYTES,
             TYPE,
             redop,
-            -1
+            r.root
         );
         done += 1;
         sum += r.busbw_gbytes_per_s;

@@ -107,7 +107,11 @@ fn the_twin_table_reads_as_nccl_tests_output() {
 fn names_and_sizes_are_checked() {
     assert_eq!(rocelab_workload::parse_op("all_reduce_perf").unwrap(), Collective::AllReduce);
     assert_eq!(rocelab_workload::parse_op("allgather").unwrap(), Collective::AllGather);
-    assert!(rocelab_workload::parse_op("alltoall").unwrap_err().contains("not on the twin yet"));
+    assert_eq!(rocelab_workload::parse_op("alltoall_perf").unwrap(), Collective::AllToAll);
+    assert_eq!(rocelab_workload::parse_op("all_to_all").unwrap(), Collective::AllToAll);
+    assert_eq!(rocelab_workload::parse_op("broadcast").unwrap(), Collective::Broadcast);
+    assert_eq!(rocelab_workload::parse_op("sendrecv_perf").unwrap(), Collective::SendRecv);
+    assert!(rocelab_workload::parse_op("reduce").unwrap_err().contains("not on the twin yet"));
     assert!(rocelab_workload::parse_op("allreduse").is_err());
     assert!(rocelab_workload::sweep_sizes(0, 8, 2).is_err());
     assert!(rocelab_workload::sweep_sizes(8, 4, 2).is_err());

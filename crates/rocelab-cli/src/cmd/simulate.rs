@@ -50,7 +50,8 @@ pub struct Args {
     #[arg(long, short)]
     quiet: bool,
     /// Run an NCCL-like collective instead of the file's [[traffic]], as nccl-tests does:
-    /// all_reduce, all_gather or reduce_scatter, over every host. Prints nccl-tests' table.
+    /// all_reduce, all_gather, reduce_scatter, alltoall (or all_to_all), broadcast or sendrecv,
+    /// over every host. Prints nccl-tests' table.
     #[arg(long, conflicts_with = "ns3_config")]
     collective: Option<String>,
     /// Smallest size of the sweep (nccl-tests' -b; K, M, G suffixes are powers of 1024).
@@ -68,6 +69,13 @@ pub struct Args {
     /// NCCL_IB_QPS_PER_CONNECTION: QPs each chunk is split over.
     #[arg(long, default_value_t = 1, requires = "collective")]
     qps_per_connection: u32,
+    /// Broadcast's pipeline chunk per channel: NCCL's Simple step, NCCL_BUFFSIZE / NCCL_STEPS
+    /// (K, M, G suffixes as for sizes).
+    #[arg(long, default_value = "512K", requires = "collective")]
+    chunk_bytes: String,
+    /// Broadcast's root rank (nccl-tests' -r).
+    #[arg(long, default_value_t = 0, requires = "collective")]
+    root: u32,
 }
 
 /// nccl-tests' sizes: a number with an optional K, M or G suffix (powers of 1024).
@@ -197,6 +205,8 @@ fn run_collective(
     let spec = rocelab_workload::CollectiveSpec {
         channels: a.channels.max(1),
         qps_per_connection: a.qps_per_connection.max(1),
+        chunk_bytes: parse_size(&a.chunk_bytes, "--chunk-bytes")?,
+        root: a.root,
         ..rocelab_workload::CollectiveSpec::new(op, min)
     };
     let mut bar = ProgressLine::new(a.quiet);

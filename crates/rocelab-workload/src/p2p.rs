@@ -1,0 +1,136 @@
+//! Point-to-point collectives: every transfer is known up front and none waits on another, so
+//! all of them are posted at once and the collective ends when the last one has arrived.
+//!
+//! * all-to-all (nccl-tests' `alltoall_perf`): each rank sends S/n to every other rank. NCCL
+//!   runs it as a group of n−1 sends and n−1 receives per rank, all in flight together;
+//! * send/recv (`sendrecv_perf`): rank r sends S to rank r+1 and receives S from rank r−1.
+//!
+//! A (sender, receiver) pair is one NCCL connection per channel; each connection has its own
+//! QPs (`NCCL_IB_QPS_PER_CONNECTION`), each QP its own UDP source port, fixed for the whole
+//! collective as NCCL's long-lived QPs are. With one QP per connection, ECMP hashes each pair's
+//! data onto one path, and on a tier with as many uplinks as hosts some uplinks carry two
+//! connections while others idle; with more QPs each connection's data is spread over more
+//! paths and the load evens out.
+
+use crate::Outcome;
+use rocelab_model::NodeId;
+use rocelab_sim::rng::Rng;
+use rocelab_sim::workload::{Delivered, Message, Net, Workload};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// One transfer of the collective: `bytes` from rank `from` to rank `to`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Transfer {
+    pub from: u32,
+    pub to: u32,
+    pub bytes: u64,
+}
+
+/// all-to-all of an S-byte buffer per rank: S/n (rounded up, as NCCL pads) to every other rank.
+pub fn all_to_all(n: u32, bytes: u64) -> Vec<Transfer> {
+    let per_peer = bytes.div_ceil(n.max(1) as u64);
+    (0..n)
+        .flat_map(|from| (0..n).filter(move |&to| to != from).map(move |to| Transfer { from, to, bytes: per_peer }))
+        .collect()
+}
+
+/// send/recv of an S-byte buffer: rank r sends S to r+1 (the last to the first).
+pub fn send_recv(n: u32, bytes: u64) -> Vec<Transfer> {
+    (0..n).map(|from| Transfer { from, to: (from + 1) % n, bytes }).collect()
+}
+
+/// Posts every transfer at time 0, split over channels (one connection each) and QPs.
+pub struct Exchange {
+    /// One message per (transfer, channel in use): (src, dst, bytes, sport).
+    msgs: Vec<(NodeId, NodeId, u64, u16)>,
+    qps: u32,
+    out: Rc<RefCell<Outcome>>,
+}
+
+impl Exchange {
+    /// `transfers` between `ranks` (indices into it), each split over `channels` connections.
+    pub fn new(
+        ranks: &[NodeId],
+        transfers: &[Transfer],
+        channels: u32,
+        qps: u32,
+        seed: u64,
+        out: Rc<RefCell<Outcome>>,
+    ) -> Exchange {
+        let channels = channels.max(1) as u64;
+        // Its own stream, so the ring's ports do not move when this one draws more.
+        let mut rng = Rng::new(seed, 0x5032_5000);
+        let mut msgs = vec![];
+        for t in transfers {
+            for c in 0..channels {
+                // Channel c takes an equal share, the first ones the remainder; a channel left
+                // with nothing (a tiny buffer) is not used, so it draws no port either.
+                let b = t.bytes / channels + u64::from(c < t.bytes % channels);
+                if b == 0 {
+                    continue;
+                }
+                let sport = 49152 + rng.below(16384) as u16;
+                msgs.push((ranks[t.from as usize], ranks[t.to as usize], b, sport));
+            }
+        }
+        Exchange { msgs, qps: qps.max(1), out }
+    }
+
+    pub fn chunks_to_deliver(&self) -> u64 {
+        self.msgs.len() as u64
+    }
+}
+
+impl Workload for Exchange {
+    fn start(&mut self, net: &mut Net<'_, '_>) {
+        for (i, &(src, dst, bytes, sport)) in self.msgs.iter().enumerate() {
+            let msg = Message {
+                src,
+                dst,
+                size_bytes: bytes,
+                class: None,
+                qps: self.qps.min(bytes.min(u32::MAX as u64) as u32),
+                tag: i as u64,
+                start: None,
+                sport: Some(sport),
+            };
+            // Ranks are distinct hosts of the fabric and sizes 1 B..1 TB: a refusal is a bug.
+            net.post(msg).expect("a transfer between two hosts of the fabric");
+        }
+    }
+
+    fn on_delivered(&mut self, done: Delivered, _net: &mut Net<'_, '_>) {
+        self.out.borrow_mut().record(&done);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_to_all_sends_a_share_to_every_other_rank() {
+        let t = all_to_all(4, 1000);
+        assert_eq!(t.len(), 12);
+        assert!(t.iter().all(|x| x.from != x.to && x.bytes == 250));
+        for r in 0..4 {
+            // n−1 out, n−1 in: (n−1)/n of the buffer leaves each rank.
+            assert_eq!(t.iter().filter(|x| x.from == r).map(|x| x.bytes).sum::<u64>(), 750);
+            assert_eq!(t.iter().filter(|x| x.to == r).count(), 3);
+        }
+    }
+
+    #[test]
+    fn send_recv_is_a_shift_by_one() {
+        let t = send_recv(3, 64);
+        assert_eq!(
+            t,
+            vec![
+                Transfer { from: 0, to: 1, bytes: 64 },
+                Transfer { from: 1, to: 2, bytes: 64 },
+                Transfer { from: 2, to: 0, bytes: 64 }
+            ]
+        );
+    }
+}
