@@ -7,7 +7,8 @@
 //! to their high-water marks and are then reused, so allocations must stay a vanishing
 //! fraction of events.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use rocelab_sim::alloc::HugePages;
+use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 struct Counting;
@@ -16,14 +17,14 @@ static ALLOCS: AtomicU64 = AtomicU64::new(0);
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
         ALLOCS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.alloc(l) }
+        unsafe { HugePages.alloc(l) }
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        unsafe { System.dealloc(p, l) }
+        unsafe { HugePages.dealloc(p, l) }
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
         ALLOCS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.realloc(p, l, n) }
+        unsafe { HugePages.realloc(p, l, n) }
     }
 }
 

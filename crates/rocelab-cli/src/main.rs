@@ -11,6 +11,11 @@ use clap::{CommandFactory, Parser, Subcommand};
 use std::io::Write;
 use std::process::ExitCode;
 
+/// Huge pages for the engine's big arrays: fewer TLB misses at fabric scale (see
+/// `rocelab_sim::alloc`).
+#[global_allocator]
+static GLOBAL: rocelab_sim::alloc::HugePages = rocelab_sim::alloc::HugePages;
+
 #[derive(Parser)]
 #[command(name = "rocelab", version, about = "A lab and a doctor for RoCEv2 fabrics in AI clusters")]
 struct Cli {

@@ -80,12 +80,12 @@ struct ClassProps {
     lossless: bool,
 }
 
-/// One egress queue of a port, its ring of packet ids and its counters in one 64-byte line:
+/// One egress queue of a port, its FIFO of packets and its counters in one 64-byte line:
 /// an enqueue or dequeue touches all of them.
 #[derive(Default)]
 #[repr(C, align(64))]
 pub(crate) struct EgressQueue {
-    ring: VecDeque<u32>,
+    ring: PktFifo,
     /// Bytes queued (wire bytes).
     pub bytes: u64,
     /// Peak of `bytes`.
@@ -335,6 +335,8 @@ pub struct Sim<'m> {
     /// `RouteLevel` (routing reconverged). `None`: every link up and routed. A state no switch
     /// holds any more is emptied.
     views: Vec<Option<Vec<u8>>>,
+    /// The forwarding table, flattened for ECMP (`ecmp::Fib`).
+    fib: ecmp::Fib,
     /// The routing state each switch has learned (index into `views`).
     sw_view: Vec<u32>,
     /// `views` below this index are emptied.
@@ -570,6 +572,7 @@ impl<'m> Sim<'m> {
         let hash_fields = hash_field_mask(&m.config.routing.ecmp_hash_fields);
         let dcqcn: Vec<Dcqcn> = m.nics.iter().map(|n| n.dcqcn.clone()).collect();
         let n_switches = switches.len();
+        let fib = ecmp::Fib::new(&m.routing, switches.iter().map(|s| s.node));
         let convergence_per_hop = match m.config.routing.convergence_us_per_hop {
             None => SimTime::ZERO,
             Some(us) if us.is_finite() && (0.0..1e9).contains(&us) => SimTime::from_secs_f64(us * 1e-6),
@@ -611,6 +614,7 @@ impl<'m> Sim<'m> {
             stopped_no_progress: false,
             hash_fields,
             views: vec![None],
+            fib,
             sw_view: vec![0; n_switches],
             views_freed: 0,
             convergence_per_hop,

@@ -32,6 +32,7 @@
 //! | hot-path counters → reports under the shared metric names | `stats`, `report` |
 //! | other simulators' output layouts (per-flow times) | `outputs` |
 //! | traces of what happens (PFC frames, drops, marks, CNPs, deliveries, samples) | `observer` |
+//! | huge pages for the big arrays (a global allocator binaries install) | `alloc` |
 //!
 //! Benchmark scenarios and their timing live in the `rocelab-bench` crate, outside the engine.
 //!
@@ -47,6 +48,7 @@
 //! path that changes results, no `HashMap` iteration, no wall clock: same model + same seed →
 //! byte-identical reports (a golden test checks one summary's hash).
 
+pub mod alloc;
 pub mod dcqcn;
 pub mod engine;
 pub mod event;

@@ -126,6 +126,73 @@ impl Slab {
     }
 }
 
+const NONE: u32 = u32::MAX;
+
+/// A FIFO of packets linked through `Packet::next`: an egress queue. A packet is on one list
+/// at a time (a queue, then its wire), so the link field is shared. Where a ring buffer per
+/// queue costs a cache miss on its slot before the packet itself can be read, the head here
+/// sits in the queue's own line.
+#[derive(Clone, Copy, Debug)]
+pub struct PktFifo {
+    head: u32,
+    tail: u32,
+    len: u32,
+}
+
+impl Default for PktFifo {
+    fn default() -> Self {
+        PktFifo { head: NONE, tail: NONE, len: 0 }
+    }
+}
+
+impl PktFifo {
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+    #[inline]
+    pub fn front(&self) -> Option<u32> {
+        (self.len != 0).then_some(self.head)
+    }
+    #[inline]
+    pub fn push_back(&mut self, slab: &mut Slab, id: u32) {
+        slab.get_mut(id).next = NONE;
+        if self.len == 0 {
+            self.head = id;
+        } else {
+            slab.get_mut(self.tail).next = id;
+        }
+        self.tail = id;
+        self.len += 1;
+    }
+    #[inline]
+    pub fn pop_front(&mut self, slab: &Slab) -> Option<u32> {
+        if self.len == 0 {
+            return None;
+        }
+        let id = self.head;
+        self.len -= 1;
+        self.head = if self.len == 0 { NONE } else { slab.get(id).next };
+        if self.len == 0 {
+            self.tail = NONE;
+        }
+        Some(id)
+    }
+    /// The packets, head first.
+    pub fn iter<'a>(&self, slab: &'a Slab) -> impl Iterator<Item = u32> + 'a {
+        let mut at = self.head;
+        (0..self.len).map(move |_| {
+            let id = at;
+            at = slab.get(id).next;
+            id
+        })
+    }
+}
+
 /// Cache prefetch hint for the line holding the start of `r` (no-op off x86-64).
 #[inline(always)]
 pub fn prefetch<T>(r: &T) {

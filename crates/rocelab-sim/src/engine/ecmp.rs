@@ -2,6 +2,7 @@
 //! how each switch still reaches each destination after links go down or routes are withdrawn.
 
 use super::*;
+use rocelab_model::routing::Routing;
 
 /// How well a next hop leads to a destination, as routing ranks it: over links whose routes
 /// stand (`PREFERRED`), only through a link whose routes were withdrawn and so are kept as a
@@ -11,6 +12,77 @@ pub(super) type RouteLevel = u8;
 pub(super) const UNREACHED: RouteLevel = 0;
 pub(super) const FALLBACK: RouteLevel = 1;
 pub(super) const PREFERRED: RouteLevel = 2;
+
+/// A run of `Fib::ports`.
+#[derive(Clone, Copy)]
+struct Span {
+    off: u32,
+    len: u32,
+}
+
+/// `Span::off` of a cell whose switch is one of the group's attachment switches: the
+/// candidates are then the ports facing the destination host itself.
+const ATTACHED: u32 = u32::MAX;
+
+/// The model's forwarding table flattened for the per-hop lookup: one cell per (engine switch,
+/// destination group) naming a run of one port array, where the model's table takes a row
+/// lookup, a distance check and an interned group behind a pointer. At fabric scale ECMP runs
+/// once per packet per switch hop and those dependent loads were a quarter of the run. Static:
+/// failures and withdrawals are judged against it by the routing views, not written into it.
+pub(super) struct Fib {
+    groups: usize,
+    /// `cells[sw * groups + g]`.
+    cells: Vec<Span>,
+    /// Per node: the switch ports facing it (hosts; empty for switches).
+    host: Vec<Span>,
+    ports: Vec<PortId>,
+}
+
+impl Fib {
+    pub(super) fn new(r: &Routing, switch_nodes: impl Iterator<Item = u32>) -> Fib {
+        let mut ports = Vec::new();
+        let mut span_of = |set: &[PortId]| {
+            let s = Span { off: ports.len() as u32, len: set.len() as u32 };
+            ports.extend_from_slice(set);
+            s
+        };
+        let group_spans: Vec<Span> = r.ecmp_groups.iter().map(|g| span_of(g)).collect();
+        let host: Vec<Span> = r.host_facing.iter().map(|h| span_of(h)).collect();
+        let groups = r.groups.len();
+        let mut cells = Vec::new();
+        for node in switch_nodes {
+            let row = r.switch_row[node as usize] as usize;
+            cells.extend((0..groups).map(|g| {
+                let cell = row * groups + g;
+                match (r.dist[cell], r.next_hop[cell]) {
+                    (0, _) => Span { off: ATTACHED, len: 0 },
+                    (_, NONE) => Span { off: 0, len: 0 },
+                    (_, id) => group_spans[id as usize],
+                }
+            }));
+        }
+        Fib { groups, cells, host, ports }
+    }
+
+    /// What `Routing::candidates` gives for the node of engine switch `sw`, toward host `dst`
+    /// of destination group `group`.
+    #[inline]
+    fn candidates(&self, sw: u32, dst: u32, group: u32) -> &[PortId] {
+        let mut s = self.cells[sw as usize * self.groups + group as usize];
+        if s.off == ATTACHED {
+            s = self.host[dst as usize];
+        }
+        &self.ports[s.off as usize..][..s.len as usize]
+    }
+}
+
+/// `h mod n` (n > 0), with a mask where n is a power of two (most ECMP groups: the bits are
+/// the same, the division is gone).
+#[inline]
+fn member(h: u64, n: usize) -> usize {
+    let n = n as u64;
+    (if n & (n - 1) == 0 { h & (n - 1) } else { h % n }) as usize
+}
 
 /// The routing state one switch forwards by: its table (`None`: all links up and routed) and
 /// whether it is the newest (only then does it also see which host links are down).
@@ -68,13 +140,21 @@ impl Sim<'_> {
     /// by the routing state the switch has learned.
     #[inline]
     pub(super) fn ecmp_choose(&self, sw: u32, dst: u32, hash: u32) -> u32 {
-        let node = self.switches[sw as usize].node;
-        let cands = self.m.routing.candidates(NodeId(node), NodeId(dst));
+        let cands = self.fib.candidates(sw, dst, self.m.routing.host_group[dst as usize]);
         if cands.is_empty() {
             return NONE;
         }
-        let h = mix64(hash as u64 ^ self.switches[sw as usize].seed);
-        let c = cands[(h % cands.len() as u64) as usize];
+        let s = &self.switches[sw as usize];
+        let (node, h) = (s.node, mix64(hash as u64 ^ s.seed));
+        let c = cands[member(h, cands.len())];
+        if self.views.len() == 1 {
+            // No link has changed since the start: every switch forwards by the full table
+            // (what `View::of` would say, without its two loads).
+            let cp = &self.ports[c.idx()];
+            if cp.routed && cp.node == node {
+                return c.0;
+            }
+        }
         let view = View::of(self, sw);
         if self.ecmp_usable(view, c, node, dst) {
             return c.0;

@@ -27,7 +27,7 @@ impl Sim<'_> {
         let mut shared = vec![0u64; self.switches.len()];
         for (i, p) in self.ports.iter().enumerate() {
             for (q, eq) in p.queues.iter().enumerate() {
-                let bytes: u64 = eq.ring.iter().map(|&id| self.pkts.get(id).wire_bytes as u64).sum();
+                let bytes: u64 = eq.ring.iter(&self.pkts).map(|id| self.pkts.get(id).wire_bytes as u64).sum();
                 if bytes != eq.bytes {
                     errs.push(format!("port {i} queue {q}: counter {} B, ring holds {bytes} B", eq.bytes));
                 }
@@ -93,8 +93,7 @@ impl Sim<'_> {
     pub(crate) fn leak_for_test(&mut self) -> bool {
         for p in &mut self.ports {
             for q in &mut p.queues {
-                if let Some(&id) = q.ring.front() {
-                    q.ring.pop_front();
+                if let Some(id) = q.ring.pop_front(&self.pkts) {
                     q.bytes -= self.pkts.get(id).wire_bytes as u64;
                     return true;
                 }

@@ -163,7 +163,7 @@ impl Sim<'_> {
             p.enq_time = self.now;
         }
         let op = &mut self.ports[out as usize];
-        op.queues[queue as usize].ring.push_back(pkt);
+        op.queues[queue as usize].ring.push_back(&mut self.pkts, pkt);
         op.nonempty |= 1 << queue;
         op.queues[queue as usize].bytes += size;
         if op.queues[queue as usize].bytes > op.queues[queue as usize].peak {

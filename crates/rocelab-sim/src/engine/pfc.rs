@@ -204,7 +204,7 @@ impl Sim<'_> {
                 }
             }
             self.ports[port as usize].nonempty &= !(1 << q);
-            while let Some(pkt) = self.ports[port as usize].queues[q].ring.pop_front() {
+            while let Some(pkt) = self.ports[port as usize].queues[q].ring.pop_front(&self.pkts) {
                 let (size, in_port, in_prio) = {
                     let p = self.pkts.get(pkt);
                     (p.wire_bytes as u64, p.in_port, p.in_prio)
@@ -438,7 +438,7 @@ action = "drop"
             ecn: 0,
             in_prio: 3,
         });
-        s.ports[out as usize].queues[3].ring.push_back(pkt);
+        s.ports[out as usize].queues[3].ring.push_back(&mut s.pkts, pkt);
         s.ports[out as usize].queues[3].bytes = 1_000;
         s.ports[out as usize].nonempty = 1 << 3;
         s.ports[ip as usize].pg[3].ing = 1_000;

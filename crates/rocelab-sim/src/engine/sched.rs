@@ -58,7 +58,7 @@ impl Sim<'_> {
                 continue;
             }
             let head =
-                self.pkts.get(*self.ports[port as usize].queues[q].ring.front().expect("eligible")).wire_bytes as i64;
+                self.pkts.get(self.ports[port as usize].queues[q].ring.front().expect("eligible")).wire_bytes as i64;
             let quantum = self.quantum[q];
             let p = &mut self.ports[port as usize];
             if p.fresh {
@@ -100,11 +100,11 @@ impl Sim<'_> {
         let sw = self.ports[port as usize].sw;
         let pkt = {
             let p = &mut self.ports[port as usize];
-            let pkt = p.queues[q].ring.pop_front().expect("picked");
+            let pkt = p.queues[q].ring.pop_front(&self.pkts).expect("picked");
             match p.queues[q].ring.front() {
                 // The next packet of this queue leaves one serialization from now: start
                 // loading it (the queue may have held it long enough to leave the cache).
-                Some(&next) => self.pkts.prefetch(next),
+                Some(next) => self.pkts.prefetch(next),
                 None => p.nonempty &= !(1 << q),
             }
             pkt
@@ -217,7 +217,7 @@ scheduler = "strict"
             in_prio: q as u8,
         });
         let p = &mut sim.ports[port as usize];
-        p.queues[q].ring.push_back(pkt);
+        p.queues[q].ring.push_back(&mut sim.pkts, pkt);
         p.queues[q].bytes += bytes as u64;
         p.nonempty |= 1 << q;
     }
@@ -228,7 +228,7 @@ scheduler = "strict"
         let mut bytes = [0u64; 8];
         for _ in 0..n {
             let q = sim.pick_queue(port).expect("a queue is eligible");
-            let head = *sim.ports[port as usize].queues[q].ring.front().unwrap();
+            let head = sim.ports[port as usize].queues[q].ring.front().unwrap();
             bytes[q] += sim.pkts.get(head).wire_bytes as u64;
         }
         bytes
