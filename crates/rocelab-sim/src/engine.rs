@@ -320,7 +320,7 @@ pub struct Sim<'m> {
     /// Fault events not yet handled.
     faults_due: usize,
     /// Per flow: a QP of it gave up (retry count exhausted).
-    flow_failed: Vec<bool>,
+    pub(crate) flow_failed: Vec<bool>,
     /// Payload bytes of all QPs.
     bytes_total: u64,
     pub(crate) events: u64,

@@ -29,8 +29,10 @@
 //! | `[[traffic]]` patterns → flows | `traffic` |
 //! | the event queue (16-ary radix heap, FIFO among equal times) | `event` |
 //! | packets, header overheads, the packet slab | `packet` |
-//! | hot-path counters → reports under the shared metric names | `stats`, `report` |
-//! | other simulators' output layouts (per-flow times) | `outputs` |
+//! | hot-path counters (plain integers, no names) | `stats` |
+//! | the public, plain-data copy of a run's counters that reports and tools read | `snapshot` |
+//! | snapshot → reports under the shared metric names (JSON, CSV, Prometheus, text) | `report` |
+//! | other simulators' output layouts (per-flow times), from the snapshot | `outputs` |
 //! | traces of what happens (PFC frames, drops, marks, CNPs, deliveries, samples) | `observer` |
 //!
 //! Benchmark scenarios and their timing live in the `rocelab-bench` crate, outside the engine.
@@ -56,12 +58,14 @@ pub mod pacer;
 pub mod packet;
 pub mod report;
 pub mod rng;
+pub mod snapshot;
 pub mod stats;
 pub mod traffic;
 pub mod workload;
 
 pub use engine::{Progress, Sim, SimOptions};
 pub use report::RunReport;
+pub use snapshot::Snapshot;
 
 use rocelab_model::{Diagnostic, Model, SimTime};
 
