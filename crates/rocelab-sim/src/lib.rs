@@ -14,7 +14,7 @@
 //!
 //! | to change… | look in |
 //! |---|---|
-//! | the event loop, dispatch, run termination, sampling | `engine` (`engine.rs`) |
+//! | the event loop, dispatch, run termination, sampling instants | `engine` (`engine.rs`) |
 //! | serialization, propagation, wire arrival, drops | `engine::wire` |
 //! | forwarding, admission, ingress accounting, release | `engine::mmu` |
 //! | PFC pause/refresh/resume, the watchdog, queue flushes | `engine::pfc` |
@@ -34,6 +34,7 @@
 //! | snapshot → reports under the shared metric names (JSON, CSV, Prometheus, text) | `report` |
 //! | other simulators' output layouts (per-flow times), from the snapshot | `outputs` |
 //! | traces of what happens (PFC frames, drops, marks, CNPs, deliveries, samples) | `observer` |
+//! | the sampled buffer time series (an observer the engine installs) | `observer::SeriesRecord` |
 //!
 //! Benchmark scenarios and their timing live in the `rocelab-bench` crate, outside the engine.
 //!

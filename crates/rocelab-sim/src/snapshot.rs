@@ -40,7 +40,7 @@ pub struct Snapshot {
     pub nics: Vec<NicCounters>,
     pub qps: Vec<QpRecord>,
     pub flows: Vec<FlowRecord>,
-    /// The sampled buffer occupancy, in time order.
+    /// The sampled buffer occupancy, in time order (see `observer::SeriesRecord`).
     pub series: Vec<SampleRow>,
 }
 
@@ -335,7 +335,7 @@ impl<'m> Sim<'m> {
             nics,
             qps,
             flows,
-            series: self.series.clone(),
+            series: self.series.as_ref().map(|r| r.rows()).unwrap_or_default(),
         }
     }
 }
@@ -460,5 +460,71 @@ size_bytes = {size}
         assert_eq!(t.drops_by_reason["buffer"], s.counters.dropped);
         assert_eq!(r.flows.len(), s.flows.len());
         assert_eq!(r.seed, 1);
+    }
+
+    #[test]
+    fn a_sampled_incast_has_the_bottleneck_queue_in_the_series_from_the_observer() {
+        use crate::observer::{Observed, Observer};
+        use std::cell::RefCell;
+        use std::rc::Rc;
+        /// (time, node, port, bytes), as `SampleRow` has them.
+        type Row = (SimTime, u32, u32, u64);
+        /// Hears the samples as any observer would.
+        struct Heard(Rc<RefCell<Vec<Row>>>);
+        impl Observer for Heard {
+            fn observe(&mut self, e: &Observed) {
+                match *e {
+                    Observed::BufferSample { time, node, bytes } => {
+                        self.0.borrow_mut().push((time, node.0, u32::MAX, bytes))
+                    }
+                    Observed::QueueSample { time, node, port, bytes } => {
+                        self.0.borrow_mut().push((time, node.0, port.0, bytes))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let buffer = 2_000_000;
+        let m = incast(9, buffer, 300_000, "", "");
+        let opts = SimOptions { sample_interval: Some(SimTime(1_000_000)), ..SimOptions::default() };
+        let mut sim = crate::build(&m, opts).unwrap();
+        let heard = Rc::new(RefCell::new(Vec::new()));
+        sim.add_observer(Box::new(Heard(heard.clone())));
+        sim.run(&mut |_| {});
+        let s = sim.snapshot();
+        let sw = m.node_by_name("sw0").unwrap();
+        let h0 = m.node_by_name("h0").unwrap();
+        let bottleneck = m.node(sw).ports().find(|p| m.port(m.port(*p).peer).node == h0).unwrap();
+        // The series is what the observers heard, row for row.
+        let rows: Vec<Row> = s.series.iter().map(|r| (r.time, r.node, r.port, r.bytes)).collect();
+        assert_eq!(rows, *heard.borrow());
+        assert!(s.series.windows(2).all(|w| w[0].time <= w[1].time), "rows in time order");
+        // One switch-buffer row per sampling instant, 1 µs apart, within the buffer.
+        let sw_rows: Vec<_> = s.series.iter().filter(|r| r.port == u32::MAX).collect();
+        assert!(sw_rows.iter().all(|r| r.node == sw.0 && r.bytes <= buffer));
+        assert!(sw_rows.iter().enumerate().all(|(k, r)| r.time == SimTime(1_000_000 * (k as u64 + 1))));
+        assert!(sw_rows.len() as u64 >= s.now.0 / 1_000_000, "{} rows in {:?}", sw_rows.len(), s.now);
+        // 8:1 into one 100 Gb/s port: its queue builds, and stays within the buffer.
+        let q: Vec<u64> = s.series.iter().filter(|r| r.port == bottleneck.0).map(|r| r.bytes).collect();
+        assert!(q.len() >= 10, "{} rows of the bottleneck", q.len());
+        assert!(q.iter().all(|b| *b > 0 && *b <= buffer), "{q:?}");
+        assert!(q.iter().any(|b| *b > 100_000), "the incast queues: {q:?}");
+        // Only switch egress ports have rows, and a port's queue never exceeds its switch's use.
+        for r in s.series.iter().filter(|r| r.port != u32::MAX) {
+            assert_eq!(r.node, sw.0);
+            let used = sw_rows.iter().find(|w| w.time == r.time).unwrap().bytes;
+            assert!(r.bytes <= used, "{r:?} above the buffer use {used}");
+        }
+    }
+
+    #[test]
+    fn a_run_without_sampling_has_no_series_and_no_recorder() {
+        let m = incast(9, 2_000_000, 300_000, "", "");
+        let mut sim = crate::build(&m, SimOptions::default()).unwrap();
+        assert!(sim.series.is_none(), "no recorder installed");
+        sim.run(&mut |_| {});
+        let s = sim.snapshot();
+        assert!(s.series.is_empty() && s.sample_interval.is_none());
+        assert!(s.counters.pfc_frames_sent > 0, "the same busy incast");
     }
 }
