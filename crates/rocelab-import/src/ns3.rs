@@ -1249,9 +1249,10 @@ pub fn run(
     let mut sim = rocelab_sim::build(m, opts)?;
     let pfc = sim.record_pfc();
     sim.run(&mut |_| {});
-    let report = rocelab_sim::RunReport::from_sim(&sim);
-    let starts = sim.flow_starts();
-    let done = sim.flow_sender_done();
+    let snap = sim.snapshot();
+    let report = rocelab_sim::RunReport::from_snapshot(&snap, m);
+    let starts = snap.flow_starts();
+    let done = snap.flow_sender_done();
     // HPCC logs a line when a queue pauses and when it resumes; rocelab refreshes a pause
     // before it expires, and a refresh is not a new pause.
     let mut paused: BTreeMap<(PortId, u8), bool> = BTreeMap::new();

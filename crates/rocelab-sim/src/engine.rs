@@ -20,7 +20,7 @@
 
 use crate::dcqcn::{Cc, CongestionControl as _, Todo};
 use crate::event::{Ev, EventQueue};
-use crate::observer::{Observed, Observer};
+use crate::observer::{Observed, Observer, SeriesRecord};
 use crate::pacer::Pacer;
 use crate::packet::*;
 use crate::rng::{mix64, Rng};
@@ -320,12 +320,13 @@ pub struct Sim<'m> {
     /// Fault events not yet handled.
     faults_due: usize,
     /// Per flow: a QP of it gave up (retry count exhausted).
-    flow_failed: Vec<bool>,
+    pub(crate) flow_failed: Vec<bool>,
     /// Payload bytes of all QPs.
     bytes_total: u64,
     pub(crate) events: u64,
     pub(crate) stats: GlobalStats,
-    pub(crate) series: Vec<SampleRow>,
+    /// The sampled time series, filled through the observers (installed when sampling is on).
+    pub(crate) series: Option<SeriesRecord>,
     pub(crate) stopped_at_duration: bool,
     /// Stopped because no packet left the fabric for `NO_PROGRESS_LIMIT` (no duration set).
     pub(crate) stopped_no_progress: bool,
@@ -609,7 +610,7 @@ impl<'m> Sim<'m> {
             bytes_total: 0,
             events: 0,
             stats: GlobalStats::default(),
-            series: Vec::new(),
+            series: None,
             stopped_at_duration: false,
             stopped_no_progress: false,
             hash_fields,
@@ -629,6 +630,11 @@ impl<'m> Sim<'m> {
             qps_at: vec![0; m.nodes.len()],
             opts,
         };
+        if sim.opts.sample_interval.is_some() {
+            let rec = SeriesRecord::default();
+            sim.add_observer(Box::new(rec.clone()));
+            sim.series = Some(rec);
+        }
         let mut workload = workload;
         workload.start(&mut Net { sim: &mut sim });
         sim.workload = Some(workload);
@@ -969,13 +975,19 @@ impl<'m> Sim<'m> {
         if let Err(e) = self.check_invariants() {
             panic!("engine invariants broken at {now:?}:\n{}", e.join("\n"));
         }
-        for s in &self.switches {
-            self.series.push(SampleRow { time: now, node: s.node, port: NONE, bytes: s.used });
-        }
-        for (i, p) in self.ports.iter().enumerate() {
-            let b: u64 = p.queues.iter().map(|q| q.bytes).sum();
-            if b > 0 && p.sw != NONE && self.series.len() < MAX_SERIES_ROWS {
-                self.series.push(SampleRow { time: now, node: p.node, port: i as u32, bytes: b });
+        // The occupancy goes to the observers (the series is one: `SeriesRecord`).
+        if !self.observers.is_empty() {
+            for i in 0..self.switches.len() {
+                let s = &self.switches[i];
+                self.notify_all(Observed::BufferSample { time: now, node: NodeId(s.node), bytes: s.used });
+            }
+            for i in 0..self.ports.len() {
+                let p = &self.ports[i];
+                let b: u64 = p.queues.iter().map(|q| q.bytes).sum();
+                if b > 0 && p.sw != NONE {
+                    let e = Observed::QueueSample { time: now, node: NodeId(p.node), port: PortId(i as u32), bytes: b };
+                    self.notify_all(e);
+                }
             }
         }
         if !self.done() {

@@ -14,12 +14,12 @@
 //!
 //! | to change… | look in |
 //! |---|---|
-//! | the event loop, dispatch, run termination, sampling | `engine` (`engine.rs`) |
+//! | the event loop, dispatch, run termination, sampling instants | `engine` (`engine.rs`) |
 //! | serialization, propagation, wire arrival, drops | `engine::wire` |
 //! | forwarding, admission, ingress accounting, release | `engine::mmu` |
 //! | PFC pause/refresh/resume, the watchdog, queue flushes | `engine::pfc` |
 //! | strict and DWRR scheduling, ECN marking at dequeue | `engine::sched` |
-//! | ECMP hashing, next-hop choice and failover, reconvergence | `engine::ecmp` |
+//! | ECMP hashing, the flattened forwarding table, next-hop choice and failover, reconvergence | `engine::ecmp` |
 //! | QPs: sending, receiving, ACK/NAK/CNP, timeouts, port choice | `engine::nic` |
 //! | what a fault does when it happens | `engine::faults`; resolving `[[fault]]`: `engine::resolve_faults` |
 //! | invariants recounted from the packets | `engine::invariants` |
@@ -28,11 +28,14 @@
 //! | the workload API (messages, delivery callbacks) | `workload` |
 //! | `[[traffic]]` patterns → flows | `traffic` |
 //! | the event queue (16-ary radix heap, FIFO among equal times) | `event` |
-//! | packets, header overheads, the packet slab | `packet` |
-//! | hot-path counters → reports under the shared metric names | `stats`, `report` |
-//! | other simulators' output layouts (per-flow times) | `outputs` |
+//! | packets, header overheads, the packet slab, the intrusive queue FIFO | `packet` |
+//! | hot-path counters (plain integers, no names) | `stats` |
+//! | the public, plain-data copy of a run's counters that reports and tools read | `snapshot` |
+//! | snapshot → reports under the shared metric names (JSON, CSV, Prometheus, text) | `report` |
+//! | other simulators' output layouts (per-flow times), from the snapshot | `outputs` |
 //! | traces of what happens (PFC frames, drops, marks, CNPs, deliveries, samples) | `observer` |
 //! | huge pages for the big arrays (a global allocator binaries install) | `alloc` |
+//! | the sampled buffer time series (an observer the engine installs) | `observer::SeriesRecord` |
 //!
 //! Benchmark scenarios and their timing live in the `rocelab-bench` crate, outside the engine.
 //!
@@ -58,12 +61,14 @@ pub mod pacer;
 pub mod packet;
 pub mod report;
 pub mod rng;
+pub mod snapshot;
 pub mod stats;
 pub mod traffic;
 pub mod workload;
 
 pub use engine::{Progress, Sim, SimOptions};
 pub use report::RunReport;
+pub use snapshot::Snapshot;
 
 use rocelab_model::{Diagnostic, Model, SimTime};
 

@@ -1,12 +1,14 @@
 //! Per-flow times and the PFC record, for outputs in other simulators' layouts
 //! (`rocelab-import` writes HPCC ns-3's FCT and PFC files from them).
 //!
-//! Read-only views of the engine's state after a run; nothing here touches the hot path. PFC
-//! frames are recorded only when `Sim::record_pfc` is called before the run.
+//! Read from a [`Snapshot`] of the run (the `Sim` methods take one), never from the engine's
+//! state; nothing here touches the hot path. PFC frames are recorded only when
+//! `Sim::record_pfc` is called before the run.
 
 use crate::engine::Sim;
 pub use crate::observer::PfcEvent;
 use crate::observer::PfcRecord;
+use crate::snapshot::Snapshot;
 use rocelab_model::SimTime;
 
 impl Sim<'_> {
@@ -19,20 +21,25 @@ impl Sim<'_> {
 
     /// When each flow started (flow order = `RunReport::flows` order).
     pub fn flow_starts(&self) -> Vec<SimTime> {
+        self.snapshot().flow_starts()
+    }
+
+    /// When each flow's sender saw its last byte acknowledged (the latest over its QPs);
+    /// `None` if any QP of the flow had not finished.
+    pub fn flow_sender_done(&self) -> Vec<Option<SimTime>> {
+        self.snapshot().flow_sender_done()
+    }
+}
+
+impl Snapshot {
+    /// When each flow started (flow order = `RunReport::flows` order).
+    pub fn flow_starts(&self) -> Vec<SimTime> {
         self.flows.iter().map(|f| f.start).collect()
     }
 
     /// When each flow's sender saw its last byte acknowledged (the latest over its QPs);
     /// `None` if any QP of the flow had not finished.
     pub fn flow_sender_done(&self) -> Vec<Option<SimTime>> {
-        let mut done: Vec<Option<SimTime>> = vec![Some(SimTime(0)); self.flows.len()];
-        for q in &self.qps {
-            let d = &mut done[q.flow as usize];
-            *d = match (*d, q.sender_done) {
-                (Some(a), Some(b)) => Some(a.max(b)),
-                _ => None,
-            };
-        }
-        done
+        self.flows.iter().map(|f| f.sender_done).collect()
     }
 }

@@ -1,11 +1,14 @@
 //! Run results in the shared metric schema: a serializable `RunReport`, and pure functions
 //! from it to bytes (JSON, CSV, Prometheus text, a terminal summary).
 //!
-//! Only deterministic values go in: no wall-clock times, maps ordered (`BTreeMap`), so the same
+//! Built from a [`Snapshot`] of the run (never from the engine's state), so a tool holding
+//! a snapshot and the model gets the same report. Only deterministic values go in: no wall-clock times, maps ordered (`BTreeMap`), so the same
 //! input and seed give byte-identical files.
 
 use crate::engine::Sim;
+use crate::snapshot::Snapshot;
 use crate::stats::DROP_REASONS;
+use rocelab_model::Model;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -114,39 +117,48 @@ pub fn jain(xs: &[f64]) -> f64 {
 }
 
 impl RunReport {
+    /// The report of a run as it stands (a snapshot of it, see [`RunReport::from_snapshot`]).
     pub fn from_sim(sim: &Sim) -> RunReport {
-        let m = sim.m;
-        let now = sim.now;
+        RunReport::from_snapshot(&sim.snapshot(), sim.model())
+    }
+
+    /// The report from a run's counters, on the model the run was on (names come from it).
+    pub fn from_snapshot(snap: &Snapshot, m: &Model) -> RunReport {
+        let now = snap.now;
+        let c = &snap.counters;
         let mut metrics = Vec::new();
-        let mut totals = Totals {
-            packets_sent: sim.stats.sent,
-            packets_delivered: sim.stats.delivered,
-            packets_dropped: sim.stats.dropped,
-            packets_in_flight: sim.in_flight(),
-            data_packets_sent: sim.stats.data_sent,
-            data_packets_delivered: sim.stats.data_delivered,
-            data_packets_dropped: sim.stats.data_dropped,
-            retransmitted_packets: sim.stats.retransmitted,
-            qps_failed: sim.qps.iter().filter(|q| q.st.failed).count() as u64,
-            drops_by_reason: DROP_REASONS.iter().map(|(_, n)| (*n, 0)).collect(),
-            pfc_pause_frames: 0,
-            pfc_storm_events: sim.stats.storms,
-            ecn_marked_packets: 0,
-            cnp_sent: 0,
-            cnp_received: 0,
-            packet_hops: sim.stats.packet_hops,
-            data_packet_hops: sim.stats.data_hops,
+        let totals = Totals {
+            packets_sent: c.sent,
+            packets_delivered: c.delivered,
+            packets_dropped: c.dropped,
+            packets_in_flight: c.in_flight,
+            data_packets_sent: c.data_sent,
+            data_packets_delivered: c.data_delivered,
+            data_packets_dropped: c.data_dropped,
+            retransmitted_packets: c.retransmitted,
+            qps_failed: c.qps_failed,
+            drops_by_reason: DROP_REASONS.iter().map(|(r, n)| (*n, c.drops_by_reason[*r as usize])).collect(),
+            pfc_pause_frames: c.pfc_frames_sent,
+            pfc_storm_events: c.pfc_storms,
+            ecn_marked_packets: c.ecn_marked,
+            cnp_sent: c.cnp_sent,
+            cnp_received: c.cnp_received,
+            packet_hops: c.packet_hops,
+            data_packet_hops: c.data_packet_hops,
         };
         let mut push = |name: &'static str, labels: &[(&'static str, String)], value: f64| {
             if value != 0.0 {
                 metrics.push(Metric { name, labels: labels.iter().cloned().collect(), value });
             }
         };
-        for (pi, p) in sim.ports.iter().enumerate() {
-            let node = m.nodes[p.node as usize].name.clone();
-            let port = {
-                let full = m.port_name(rocelab_model::PortId(pi as u32));
+        let node_name = |n: rocelab_model::NodeId| m.nodes.get(n.idx()).map(|x| x.name.clone()).unwrap_or_default();
+        for p in &snap.ports {
+            let node = node_name(p.node);
+            let port = if p.port.idx() < m.ports.len() {
+                let full = m.port_name(p.port);
                 full.rsplit(':').next().unwrap_or("").to_string()
+            } else {
+                String::new()
             };
             let base = [("node", node.clone()), ("port", port.clone())];
             for prio in 0..8 {
@@ -158,25 +170,21 @@ impl RunReport {
                         ("direction", dir.to_string()),
                     ]
                 };
-                totals.pfc_pause_frames += p.st.pfc_tx[prio];
-                push("rocelab_pfc_pause_frames_total", &lp("tx"), p.st.pfc_tx[prio] as f64);
-                push("rocelab_pfc_pause_frames_total", &lp("rx"), p.st.pfc_rx[prio] as f64);
-                push("rocelab_pfc_paused_seconds_total", &lp("rx"), secs(p.st.paused_ps[prio]));
+                push("rocelab_pfc_pause_frames_total", &lp("tx"), p.pfc_tx[prio] as f64);
+                push("rocelab_pfc_pause_frames_total", &lp("rx"), p.pfc_rx[prio] as f64);
+                push("rocelab_pfc_paused_seconds_total", &lp("rx"), secs(p.paused_ps[prio]));
                 let lq = [("node", node.clone()), ("port", port.clone()), ("priority", prio.to_string())];
-                push("rocelab_pfc_storm_events_total", &lq, p.st.storms[prio] as f64);
+                push("rocelab_pfc_storm_events_total", &lq, p.storms[prio] as f64);
             }
             for q in 0..8 {
                 let lq = [("node", node.clone()), ("port", port.clone()), ("queue", q.to_string())];
-                totals.ecn_marked_packets += p.st.ecn_marked[q];
-                push("rocelab_ecn_marked_packets_total", &lq, p.st.ecn_marked[q] as f64);
-                push("rocelab_buffer_occupancy_peak_bytes", &lq, p.queues[q].peak as f64);
-                push("rocelab_queue_delay_max_seconds", &lq, secs(p.queues[q].delay_max));
+                push("rocelab_ecn_marked_packets_total", &lq, p.ecn_marked[q] as f64);
+                push("rocelab_buffer_occupancy_peak_bytes", &lq, p.queue_peak_bytes[q] as f64);
+                push("rocelab_queue_delay_max_seconds", &lq, secs(p.queue_delay_max_ps[q]));
                 for (r, rname) in DROP_REASONS {
-                    let v = p.st.drops[q][r as usize];
-                    *totals.drops_by_reason.get_mut(rname).expect("all reasons") += v;
                     let mut l = lq.to_vec();
                     l.push(("reason", rname.to_string()));
-                    push("rocelab_drops_total", &l, v as f64);
+                    push("rocelab_drops_total", &l, p.drops[q][r as usize] as f64);
                 }
             }
             let mut l = base.to_vec();
@@ -184,63 +192,43 @@ impl RunReport {
             let util = if now.0 > 0 { p.tx_bytes as f64 * 8.0 / (p.speed.0 as f64 * now.as_secs_f64()) } else { 0.0 };
             push("rocelab_link_utilization_ratio", &l, util);
             push("rocelab_tx_bytes_total", &l, p.tx_bytes as f64);
-            push("rocelab_link_state_changes_total", &base, p.st.link_state_changes as f64);
+            push("rocelab_link_state_changes_total", &base, p.link_state_changes as f64);
         }
         // Per host: a multi-port host has one NIC per port, consecutive; sum them.
-        for host in sim.nics.chunk_by(|a, b| a.node == b.node) {
-            let l = [("node", m.nodes[host[0].node as usize].name.clone())];
-            let (sent, received, marked) = host
-                .iter()
-                .fold((0, 0, 0), |(s, r, e), n| (s + n.st.cnp_sent, r + n.st.cnp_received, e + n.st.ecn_marked_rx));
-            totals.cnp_sent += sent;
-            totals.cnp_received += received;
+        for host in snap.nics.chunk_by(|a, b| a.node == b.node) {
+            let l = [("node", node_name(host[0].node))];
+            let (sent, received, marked) =
+                host.iter().fold((0, 0, 0), |(s, r, e), n| (s + n.cnp_sent, r + n.cnp_received, e + n.ecn_marked_rx));
             push("rocelab_cnp_sent_total", &l, sent as f64);
             push("rocelab_cnp_received_total", &l, received as f64);
             push("rocelab_ecn_marked_packets_total", &l, marked as f64);
         }
-        // Per flow: aggregate its QPs.
-        let mut flows: Vec<FlowResult> = sim
-            .flows
-            .iter()
-            .enumerate()
-            .map(|(i, f)| FlowResult {
-                flow: i,
-                src: m.node(f.src).name.clone(),
-                dst: m.node(f.dst).name.clone(),
-                size_bytes: f.size_bytes,
-                delivered_bytes: 0,
-                start_seconds: f.start.as_secs_f64(),
-                fct_seconds: None,
-                throughput_gbps: 0.0,
-                retransmitted_packets: 0,
-                cnp_received: 0,
-                failed_qps: 0,
-            })
-            .collect();
-        let mut finish: Vec<Option<u64>> = vec![Some(0); flows.len()];
-        for q in &sim.qps {
-            let f = &mut flows[q.flow as usize];
-            f.delivered_bytes += q.st.bytes_delivered;
-            f.retransmitted_packets += q.st.retransmitted_packets;
-            f.cnp_received += q.st.cnps;
-            f.failed_qps += q.st.failed as u32;
-            let fin = &mut finish[q.flow as usize];
-            *fin = match (*fin, q.finish) {
-                (Some(a), Some(b)) => Some(a.max(b.0)),
-                _ => None,
-            };
-        }
-        for (i, f) in flows.iter_mut().enumerate() {
-            let start = sim.flows[i].start.0;
-            let end = finish[i].unwrap_or(now.0).max(start);
-            f.fct_seconds = finish[i].map(|e| secs(e.saturating_sub(start)));
-            f.throughput_gbps =
+        // Per flow: its QPs aggregated.
+        let mut flows: Vec<FlowResult> = Vec::with_capacity(snap.flows.len());
+        for (i, f) in snap.flows.iter().enumerate() {
+            let start = f.start.0;
+            let end = f.finish.map_or(now.0, |t| t.0).max(start);
+            let fct_seconds = f.finish.map(|e| secs(e.0.saturating_sub(start)));
+            let throughput_gbps =
                 if end > start { f.delivered_bytes as f64 * 8.0 / secs(end - start) / 1e9 } else { 0.0 };
             let l = [("flow", i.to_string())];
-            if let Some(fct) = f.fct_seconds {
+            if let Some(fct) = fct_seconds {
                 push("rocelab_flow_completion_seconds", &l, fct);
             }
             push("rocelab_retransmitted_packets_total", &l, f.retransmitted_packets as f64);
+            flows.push(FlowResult {
+                flow: i,
+                src: node_name(f.src),
+                dst: node_name(f.dst),
+                size_bytes: f.size_bytes,
+                delivered_bytes: f.delivered_bytes,
+                start_seconds: f.start.as_secs_f64(),
+                fct_seconds,
+                throughput_gbps,
+                retransmitted_packets: f.retransmitted_packets,
+                cnp_received: f.cnps_received,
+                failed_qps: f.failed_qps,
+            });
         }
         let mut fcts: Vec<f64> = flows.iter().filter_map(|f| f.fct_seconds).collect();
         fcts.sort_by(f64::total_cmp);
@@ -251,17 +239,17 @@ impl RunReport {
             Some(Quantiles { p50_seconds: q(0.5), p99_seconds: q(0.99), max_seconds: *fcts.last().expect("non-empty") })
         };
         let tputs: Vec<f64> = flows.iter().map(|f| f.throughput_gbps).collect();
-        let h = &sim.stats.qdelay;
+        let h = &snap.queue_delay;
         RunReport {
             rocelab_version: env!("CARGO_PKG_VERSION"),
             engine: "packet",
             fabric: m.name.clone(),
             fabric_hash: format!("{:016x}", m.fabric_hash),
-            seed: sim.opts.seed,
+            seed: snap.seed,
             simulated_seconds: now.as_secs_f64(),
-            stopped_at_duration: sim.stopped_at_duration,
-            stopped_no_progress: sim.stopped_no_progress,
-            events: sim.events,
+            stopped_at_duration: snap.stopped_at_duration,
+            stopped_no_progress: snap.stopped_no_progress,
+            events: snap.events,
             totals,
             queue_delay: Quantiles {
                 p50_seconds: secs(h.quantile(0.5)),
@@ -271,16 +259,13 @@ impl RunReport {
             flows_completed: fcts.len(),
             flow_completion,
             jain_fairness: jain(&tputs),
-            switches: sim
+            switches: snap
                 .switches
                 .iter()
                 .map(|s| SwitchResult {
-                    node: m.nodes[s.node as usize].name.clone(),
-                    buffer_bytes: m
-                        .switch_model_of(rocelab_model::NodeId(s.node))
-                        .map(|x| x.params.buffer_bytes)
-                        .unwrap_or(0),
-                    buffer_peak_bytes: s.peak_used,
+                    node: node_name(s.node),
+                    buffer_bytes: s.buffer_bytes,
+                    buffer_peak_bytes: s.peak_used_bytes,
                 })
                 .collect(),
             flows,
@@ -468,11 +453,15 @@ fn prometheus_help(name: &str) -> &'static str {
 }
 
 /// Sampled time series: `time_seconds,node,port,bytes` (port empty = whole switch buffer).
-pub fn series_csv(sim: &Sim) -> String {
+pub fn series_csv(snap: &Snapshot, m: &Model) -> String {
     let mut o = String::from("time_seconds,node,port,buffer_bytes\n");
-    for r in &sim.series {
-        let node = &sim.m.nodes[r.node as usize].name;
-        let port = if r.port == u32::MAX { String::new() } else { sim.m.port_name(rocelab_model::PortId(r.port)) };
+    for r in &snap.series {
+        let node = m.nodes.get(r.node as usize).map_or("", |n| n.name.as_str());
+        let port = if r.port == u32::MAX || r.port as usize >= m.ports.len() {
+            String::new()
+        } else {
+            m.port_name(rocelab_model::PortId(r.port))
+        };
         let _ = writeln!(o, "{:.12},{},{},{}", r.time.as_secs_f64(), node, port, r.bytes);
     }
     o

@@ -140,6 +140,8 @@ struct Counts {
     cnps: u64,
     done: u64,
     samples: u64,
+    buffer_samples: u64,
+    queue_samples: u64,
 }
 
 struct Counter(Rc<RefCell<Counts>>);
@@ -155,6 +157,8 @@ impl rocelab_sim::observer::Observer for Counter {
             CnpSent { .. } => c.cnps += 1,
             MessageDone { .. } => c.done += 1,
             Sample { .. } => c.samples += 1,
+            BufferSample { .. } => c.buffer_samples += 1,
+            QueueSample { .. } => c.queue_samples += 1,
         }
     }
 }
@@ -218,6 +222,10 @@ node = [ { name = "sw0", kind = "switch", model = "sw" }"#,
     assert_eq!(c.cnps, t.cnp_sent);
     assert_eq!(c.done, r.flows_completed as u64);
     assert!(c.samples >= (r.simulated_seconds / 10e-6) as u64, "{} samples in {} s", c.samples, r.simulated_seconds);
+    // One switch: one buffer row per sample; the series is what the observers heard.
+    assert_eq!(c.buffer_samples, c.samples);
+    assert!(c.queue_samples > 0);
+    assert_eq!(sim.snapshot().series.len() as u64, c.buffer_samples + c.queue_samples);
 }
 
 /// A step as a training loop runs it: compute for 10 µs, send a → b, compute 5 µs more after

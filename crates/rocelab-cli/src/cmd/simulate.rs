@@ -154,15 +154,16 @@ pub fn run(a: Args) -> VerbResult {
     });
     bar.finish();
     let wall = bar.elapsed();
-    let rep = RunReport::from_sim(&sim);
+    let snap = sim.snapshot();
+    let rep = RunReport::from_snapshot(&snap, &model);
     if !a.no_files {
         std::fs::create_dir_all(&a.out)
             .map_err(|e| Failure::bad_input(format!("error: cannot create {}: {e}", a.out.display())))?;
         write_atomic(&a.out.join("summary.json"), rep.to_json().as_bytes())?;
         write_atomic(&a.out.join("flows.csv"), rep.flows_csv().as_bytes())?;
         write_atomic(&a.out.join("metrics.prom"), rep.prometheus().as_bytes())?;
-        if sim.opts_sample_interval().is_some() {
-            write_atomic(&a.out.join("timeseries.csv"), report::series_csv(&sim).as_bytes())?;
+        if snap.sample_interval.is_some() {
+            write_atomic(&a.out.join("timeseries.csv"), report::series_csv(&snap, &model).as_bytes())?;
         }
     }
     match a.format {
