@@ -48,8 +48,8 @@ pub fn channel_chunks(bytes: u64, channels: u32, chunk: u64) -> Vec<Vec<u64>> {
 }
 
 pub struct Broadcast {
-    /// Per channel in use, the hop out of each pipeline position (the root at position 0),
-    /// following that channel's ring from the root.
+    /// The hop out of each pipeline position (the root at position 0), following a channel's
+    /// ring from the root: channel c uses entry c mod `hops.len()` (rings repeat).
     hops: Vec<Vec<Hop>>,
     /// Ranks.
     n: usize,
@@ -73,7 +73,8 @@ impl Broadcast {
         let root = plan.root as usize % n.max(1);
         let chunks = channel_chunks(plan.bytes, plan.channels, plan.chunk_bytes);
         let ch = chunks.len();
-        let hops = (0..ch as u32)
+        let distinct = (ch as u32).min(placement.ring_period()).max(1);
+        let hops = (0..distinct)
             .map(|c| {
                 let ring = placement.ring(c);
                 let at = ring.positions()[root] as usize;
@@ -117,7 +118,7 @@ impl Broadcast {
         let k = self.sent[i];
         let bytes = self.chunks[c][k as usize];
         let t = tag(c, p + 1, 0);
-        match self.hops[c][p] {
+        match self.hops[c % self.hops.len()][p] {
             Hop::Net { src, dst } => {
                 let msg = Message {
                     src,

@@ -126,6 +126,31 @@ impl Placement {
         }
     }
 
+    /// Channels c and c + period have the same ring: 1 with host NICs, the least common
+    /// multiple of the nodes' NIC counts with GPUs (`u32::MAX` past 2¹⁶: no repetition sought).
+    pub fn ring_period(&self) -> u32 {
+        match self {
+            Placement::Hosts(_) => 1,
+            Placement::Gpus(g) => {
+                let gcd = |mut a: u64, mut b: u64| {
+                    while b != 0 {
+                        (a, b) = (b, a % b);
+                    }
+                    a
+                };
+                let mut l = 1u64;
+                for n in &g.nodes {
+                    let r = n.len().max(1) as u64;
+                    l = l / gcd(l, r) * r;
+                    if l > 1 << 16 {
+                        return u32::MAX;
+                    }
+                }
+                l as u32
+            }
+        }
+    }
+
     /// The intra-node link, if ranks are GPUs.
     pub fn intra(&self) -> Option<&IntraNode> {
         match self {
@@ -295,6 +320,8 @@ mod tests {
         assert_eq!(r.hops[0], Hop::Local { gpu: 1 });
         // Channels wrap around the NICs.
         assert_eq!(l.ring(5), r);
+        assert_eq!(Placement::Gpus(l).ring_period(), 4);
+        assert_eq!(Placement::Hosts(vec![NodeId(0), NodeId(1)]).ring_period(), 1);
     }
 
     #[test]

@@ -56,7 +56,8 @@ pub(crate) fn untag(t: u64) -> (usize, usize, u32) {
 }
 
 pub struct Ring {
-    /// One ring per channel in use.
+    /// The channels' rings: channel c runs on ring c mod `rings.len()` (rings repeat with the
+    /// placement's period, so many channels do not copy one ring many times).
     rings: Vec<ChannelRing>,
     steps: u32,
     /// Chunk bytes per channel.
@@ -83,7 +84,8 @@ impl Ring {
             .filter(|&b| b > 0)
             .collect();
         let n = placement.ranks();
-        let rings = (0..chunk.len() as u32).map(|c| placement.ring(c)).collect();
+        let distinct = (chunk.len() as u32).min(placement.ring_period()).max(1);
+        let rings = (0..distinct).map(|c| placement.ring(c)).collect();
         let mut rng = Rng::new(seed, 0x4e43_434c);
         let sports = (0..n * chunk.len()).map(|_| 49152 + rng.below(16384) as u16).collect();
         Ring {
@@ -107,9 +109,9 @@ impl Ring {
         self.steps as u64 * self.ranks() as u64 * self.chunk.len() as u64
     }
 
-    /// The channels' rings.
-    pub fn rings(&self) -> &[ChannelRing] {
-        &self.rings
+    /// Channel `ch`'s ring.
+    pub fn ring(&self, ch: usize) -> &ChannelRing {
+        &self.rings[ch % self.rings.len()]
     }
 
     /// Sends step `step` of channel `ch` from position `p` to the next position.
@@ -117,7 +119,7 @@ impl Ring {
         let n = self.ranks();
         let bytes = self.chunk[ch];
         let t = tag(ch, (p + 1) % n, step);
-        match self.rings[ch].hops[p] {
+        match self.rings[ch % self.rings.len()].hops[p] {
             Hop::Net { src, dst } => {
                 let msg = Message {
                     src,
