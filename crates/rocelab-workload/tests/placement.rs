@@ -204,3 +204,16 @@ fn bad_gpu_node_values_are_refused_naming_the_key() {
     let m = rail_fabric(2, 100, "intra_node = \"nvlink9\"\nintra_node_gbytes_per_s = 1800");
     run(&m, &CollectiveSpec::new(Collective::AllReduce, 1 << 20));
 }
+
+#[test]
+fn same_seed_same_bytes_with_gpu_placement() {
+    let m = rail_fabric(2, 100, "intra_node = \"nvlink4\"");
+    for op in [Collective::AllReduce, Collective::AllToAll, Collective::Broadcast, Collective::SendRecv] {
+        let spec = CollectiveSpec { channels: 4, ..CollectiveSpec::new(op, 1 << 20) };
+        let opts = SimOptions { seed: 7, ..SimOptions::default() };
+        let a = run_collective(&m, &spec, opts.clone()).unwrap();
+        let b = run_collective(&m, &spec, opts).unwrap();
+        assert_eq!(serde_json::to_string(&a).unwrap(), serde_json::to_string(&b).unwrap());
+        assert_eq!(a.failed_chunks, 0, "{op:?}");
+    }
+}
