@@ -35,7 +35,9 @@ pub const NVLINK_HOP_LATENCY_US: f64 = 3.4;
 /// The same table's Ring/Simple latency over PCI: 5.7 µs.
 pub const PCIE_HOP_LATENCY_US: f64 = 5.7;
 
-/// The highest intra-node bandwidth accepted, GB/s (far above any NVLink generation).
+/// The intra-node bandwidths accepted, GB/s: from far below any PCIe x16 link (so the slowest
+/// transfer of a 1 TB collective stays far inside the engine's clock) to far above any NVLink.
+const MIN_INTRA_GBYTES_PER_S: f64 = 0.1;
 const MAX_INTRA_GBYTES_PER_S: f64 = 100_000.0;
 /// The most GPUs a node may hold here.
 const MAX_GPUS: u32 = 4096;
@@ -229,10 +231,12 @@ pub fn intra_node(m: &Model) -> Result<IntraNode, Vec<Diagnostic>> {
     let label = m.gpu_node.intra_node.clone();
     let known = matches!(label.as_str(), "nvlink4" | "nvlink5" | "pcie4" | "pcie5");
     let gbs = match c.intra_node_gbytes_per_s {
-        Some(v) if !(v.is_finite() && v > 0.0 && v <= MAX_INTRA_GBYTES_PER_S) => {
+        Some(v) if !(v.is_finite() && (MIN_INTRA_GBYTES_PER_S..=MAX_INTRA_GBYTES_PER_S).contains(&v)) => {
             return Err(vec![Diagnostic::new(
                 "gpu_node.intra_node_gbytes_per_s",
-                format!("intra-node bandwidth {v} GB/s is not a positive number up to {MAX_INTRA_GBYTES_PER_S}"),
+                format!(
+                    "intra-node bandwidth {v} GB/s is outside {MIN_INTRA_GBYTES_PER_S}..={MAX_INTRA_GBYTES_PER_S} GB/s"
+                ),
                 "give the per-GPU, per-direction bandwidth, e.g. 450 for NVLink 4 (H100)",
             )])
         }

@@ -182,6 +182,8 @@ fn bad_gpu_node_values_are_refused_naming_the_key() {
     for (lines, key) in [
         ("intra_node_gbytes_per_s = 0", "gpu_node.intra_node_gbytes_per_s"),
         ("intra_node_gbytes_per_s = -3", "gpu_node.intra_node_gbytes_per_s"),
+        ("intra_node_gbytes_per_s = 1e-300", "gpu_node.intra_node_gbytes_per_s"),
+        ("intra_node_gbytes_per_s = 1e6", "gpu_node.intra_node_gbytes_per_s"),
         ("intra_node_gbytes_per_s = nan", "gpu_node.intra_node_gbytes_per_s"),
         ("intra_node_gbytes_per_s = inf", "gpu_node.intra_node_gbytes_per_s"),
         ("intra_node = \"nvlink9\"", "gpu_node.intra_node"),
@@ -215,5 +217,22 @@ fn same_seed_same_bytes_with_gpu_placement() {
         let b = run_collective(&m, &spec, opts).unwrap();
         assert_eq!(serde_json::to_string(&a).unwrap(), serde_json::to_string(&b).unwrap());
         assert_eq!(a.failed_chunks, 0, "{op:?}");
+    }
+}
+
+#[test]
+fn one_gpu_node_runs_entirely_inside_the_node() {
+    // 1 node × 8 GPUs: no hop crosses the fabric. All-reduce over NVLink 4: each GPU sends
+    // 2(n−1)/n · S at 450 GB/s, 14 steps of 3.4 µs latency on top (each step waits for the
+    // previous one's arrival): t ≈ 1.75 · S / 450 GB/s + 14 × 3.4 µs.
+    let m = rail_fabric(1, 100, "intra_node = \"nvlink4\"");
+    let s = 64u64 << 20;
+    let r = run(&m, &CollectiveSpec { channels: 1, ..CollectiveSpec::new(Collective::AllReduce, s) });
+    assert_eq!((r.ranks, r.data_packets), (8, 0));
+    let t_us = 1.75 * s as f64 / 450e9 * 1e6 + 14.0 * 3.4;
+    assert!((r.time_us - t_us).abs() < 0.01, "{} µs vs {t_us} µs", r.time_us);
+    for op in [Collective::AllToAll, Collective::Broadcast, Collective::SendRecv, Collective::AllGather] {
+        let r = run(&m, &CollectiveSpec::new(op, 1 << 20));
+        assert_eq!(r.data_packets, 0, "{op:?}");
     }
 }
