@@ -193,3 +193,44 @@ fn collectives_run_under_nccl_tests_names() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("alltoall"));
 }
+
+#[test]
+fn on_a_rail_fabric_collectives_place_a_rank_per_gpu() {
+    let file = example("rail-128gpu.toml");
+    let f = file.to_str().unwrap();
+    let base = ["simulate", f, "--collective", "all_reduce", "--min-bytes", "1M", "--no-files", "-q"];
+    let o = rocelab().args(base).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert!(out.contains("128 ranks (16 GPU nodes × 8 GPUs, nvlink4 at 450 GB/s inside a node"), "{out}");
+    // Every host NIC a rank, as before GPU placement: 8× the data packets (every hop of the
+    // ring crosses the fabric, not only the 16 node-to-node hops of each channel's 128).
+    let packets = |extra: &[&str]| {
+        let o = rocelab().args(base).args(extra).args(["--format", "json"]).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v[0]["data_packets"].as_u64().unwrap()
+    };
+    assert_eq!(packets(&["--placement", "nics"]), 8 * packets(&[]));
+    let o = rocelab().args(base).args(["--placement", "nics"]).output().unwrap();
+    assert!(String::from_utf8(o.stdout).unwrap().contains("128 ranks (one per host NIC)"));
+}
+
+#[test]
+fn a_bad_gpu_node_value_is_named_with_its_line() {
+    let text = std::fs::read_to_string(example("rail-128gpu.toml"))
+        .unwrap()
+        .replace("intra_node = \"nvlink4\"", "intra_node = \"nvlink4\"\nintra_node_gbytes_per_s = -1");
+    let f = std::env::temp_dir().join(format!("rocelab-cli-sim-{}-bad-gpu.toml", std::process::id()));
+    std::fs::write(&f, &text).unwrap();
+    let o = rocelab()
+        .args(["simulate", f.to_str().unwrap(), "--collective", "all_reduce", "--min-bytes", "1M", "--no-files", "-q"])
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&f);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let line = text.lines().position(|l| l.starts_with("intra_node_gbytes_per_s")).unwrap() + 1;
+    assert!(err.contains(&format!("bad-gpu.toml:{line}:")), "{err}");
+    assert!(err.contains("gpu_node.intra_node_gbytes_per_s"), "{err}");
+}

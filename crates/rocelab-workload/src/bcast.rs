@@ -12,8 +12,10 @@
 //! With C channels of chunk c over n ranks on links of goodput B, the pipeline fills in n−2
 //! chunk times and then delivers at B: t ≈ (S + (n−2)·C·c) / B, so busbw = S/t → B for S ≫ n·C·c.
 
+use crate::placement::{Hop, IntraNode, Placement};
+use crate::ring::{tag, untag};
 use crate::Outcome;
-use rocelab_model::NodeId;
+use rocelab_model::SimTime;
 use rocelab_sim::rng::Rng;
 use rocelab_sim::workload::{Delivered, Message, Net, Workload};
 use std::cell::RefCell;
@@ -46,10 +48,11 @@ pub fn channel_chunks(bytes: u64, channels: u32, chunk: u64) -> Vec<Vec<u64>> {
 }
 
 pub struct Broadcast {
-    /// Ranks in pipeline order: the root first.
-    chain: Vec<NodeId>,
-    /// Position in `chain` of each node (by node index), `u32::MAX` outside it.
-    pos_of: Vec<u32>,
+    /// The hop out of each pipeline position (the root at position 0), following a channel's
+    /// ring from the root: channel c uses entry c mod `hops.len()` (rings repeat).
+    hops: Vec<Vec<Hop>>,
+    /// Ranks.
+    n: usize,
     /// Chunk sizes per channel.
     chunks: Vec<Vec<u64>>,
     /// Per (position, channel), position-major: chunks held, chunks sent, one in flight.
@@ -58,20 +61,26 @@ pub struct Broadcast {
     busy: Vec<bool>,
     sports: Vec<u16>,
     qps: u32,
+    intra: Option<IntraNode>,
+    /// When each rank's intra-node link is free again.
+    intra_free: Vec<SimTime>,
     out: Rc<RefCell<Outcome>>,
 }
 
 impl Broadcast {
-    pub fn new(nodes: usize, ranks: &[NodeId], plan: BroadcastPlan, out: Rc<RefCell<Outcome>>) -> Broadcast {
-        let n = ranks.len();
+    pub fn new(placement: &Placement, plan: BroadcastPlan, out: Rc<RefCell<Outcome>>) -> Broadcast {
+        let n = placement.ranks();
         let root = plan.root as usize % n.max(1);
-        let chain: Vec<NodeId> = (0..n).map(|i| ranks[(root + i) % n]).collect();
-        let mut pos_of = vec![u32::MAX; nodes];
-        for (p, node) in chain.iter().enumerate() {
-            pos_of[node.idx()] = p as u32;
-        }
         let chunks = channel_chunks(plan.bytes, plan.channels, plan.chunk_bytes);
         let ch = chunks.len();
+        let distinct = (ch as u32).min(placement.ring_period()).max(1);
+        let hops = (0..distinct)
+            .map(|c| {
+                let ring = placement.ring(c);
+                let at = ring.positions()[root] as usize;
+                (0..n).map(|i| ring.hops[(at + i) % n]).collect()
+            })
+            .collect();
         let mut have = vec![0u32; n * ch];
         for (c, list) in chunks.iter().enumerate() {
             have[c] = list.len() as u32; // the root holds the whole buffer
@@ -79,14 +88,16 @@ impl Broadcast {
         let mut rng = Rng::new(plan.seed, 0x4243_4153);
         let sports = (0..n * ch).map(|_| 49152 + rng.below(16384) as u16).collect();
         Broadcast {
-            chain,
-            pos_of,
+            hops,
+            n,
             chunks,
             have,
             sent: vec![0; n * ch],
             busy: vec![false; n * ch],
             sports,
             qps: plan.qps.max(1),
+            intra: placement.intra().cloned(),
+            intra_free: vec![SimTime(0); n],
             out,
         }
     }
@@ -94,38 +105,60 @@ impl Broadcast {
     /// Every chunk reaches every rank but the root.
     pub fn chunks_to_deliver(&self) -> u64 {
         let per_rank: u64 = self.chunks.iter().map(|c| c.len() as u64).sum();
-        per_rank * self.chain.len().saturating_sub(1) as u64
+        per_rank * self.n.saturating_sub(1) as u64
     }
 
     /// Sends the next chunk of channel `c` from position `p` if it holds one and its
     /// connection is free. The last position forwards nothing.
     fn pump(&mut self, net: &mut Net<'_, '_>, p: usize, c: usize) {
-        let n = self.chain.len();
         let i = p * self.chunks.len() + c;
-        if p + 1 >= n || self.busy[i] || self.sent[i] >= self.have[i] {
+        if p + 1 >= self.n || self.busy[i] || self.sent[i] >= self.have[i] {
             return;
         }
         let k = self.sent[i];
         let bytes = self.chunks[c][k as usize];
-        let msg = Message {
-            src: self.chain[p],
-            dst: self.chain[p + 1],
-            size_bytes: bytes,
-            class: None,
-            qps: self.qps.min(bytes.min(u32::MAX as u64) as u32),
-            tag: (c as u64) << 32 | k as u64,
-            start: None,
-            sport: Some(self.sports[i]),
-        };
-        net.post(msg).expect("a broadcast chunk between two hosts of the fabric");
+        let t = tag(c, p + 1, 0);
+        match self.hops[c % self.hops.len()][p] {
+            Hop::Net { src, dst } => {
+                let msg = Message {
+                    src,
+                    dst,
+                    size_bytes: bytes,
+                    class: None,
+                    qps: self.qps.min(bytes.min(u32::MAX as u64) as u32),
+                    tag: t,
+                    start: None,
+                    sport: Some(self.sports[i]),
+                };
+                net.post(msg).expect("a broadcast chunk between two hosts of the fabric");
+            }
+            Hop::Local { gpu } => {
+                let intra = self.intra.as_ref().expect("local hops only with GPU placement");
+                let free = &mut self.intra_free[gpu as usize];
+                let done = SimTime((*free).max(net.now()).0 + intra.serialize(bytes).0);
+                *free = done;
+                net.wake_at(SimTime(done.0 + intra.latency.0), t).expect("an intra-node hop within the clock range");
+            }
+        }
         self.sent[i] += 1;
         self.busy[i] = true;
+    }
+
+    /// A chunk of the channel in `t` has arrived at its position.
+    fn arrived(&mut self, net: &mut Net<'_, '_>, t: u64) {
+        let (c, to, _) = untag(t);
+        let from = to - 1;
+        let ch = self.chunks.len();
+        self.busy[from * ch + c] = false;
+        self.have[to * ch + c] += 1;
+        self.pump(net, to, c);
+        self.pump(net, from, c);
     }
 }
 
 impl Workload for Broadcast {
     fn start(&mut self, net: &mut Net<'_, '_>) {
-        if self.chain.len() < 2 {
+        if self.n < 2 {
             return;
         }
         for c in 0..self.chunks.len() {
@@ -138,14 +171,12 @@ impl Workload for Broadcast {
             // A chunk that never arrives stops its channel there (NCCL would hang).
             return;
         }
-        let c = (done.tag >> 32) as usize;
-        let to = self.pos_of[done.dst.idx()] as usize;
-        let from = to - 1;
-        let ch = self.chunks.len();
-        self.busy[from * ch + c] = false;
-        self.have[to * ch + c] += 1;
-        self.pump(net, to, c);
-        self.pump(net, from, c);
+        self.arrived(net, done.tag);
+    }
+
+    fn on_wake(&mut self, t: u64, net: &mut Net<'_, '_>) {
+        self.out.borrow_mut().record_local(net.now());
+        self.arrived(net, t);
     }
 }
 

@@ -16,19 +16,23 @@
 //! link's goodput. GB/s is 10⁹ B/s.
 //!
 //! What is modelled: ring all-reduce, all-gather and reduce-scatter, all-to-all, ring broadcast
-//! (chunked pipeline from the root) and send/recv between hosts (one rank per host NIC),
-//! channels as separate connections with their own source ports, QPs per connection. Not yet:
-//! reduce, NVLink hops inside a node,
+//! (chunked pipeline from the root) and send/recv, channels as separate connections with their
+//! own source ports, QPs per connection. Ranks are placed as NCCL places them (`placement`): on
+//! a fabric of GPU nodes every rank is a GPU, each channel's ring visits a node's GPUs over
+//! NVLink/PCIe (latency + bytes / bandwidth, off the packet engine) and crosses between nodes
+//! on one rail; elsewhere every host NIC is a rank. Not yet: reduce, tree algorithms,
 //! NCCL's slice pipelining inside a step (a step here moves its chunk as one RDMA message, so
 //! small sizes show the per-step latency NCCL's LL protocols would hide).
 
 pub mod bcast;
 pub mod p2p;
+pub mod placement;
 pub mod ring;
 pub mod table;
 
 use bcast::{Broadcast, BroadcastPlan};
 use p2p::Exchange;
+use placement::Placement;
 use ring::{Ring, RingPlan};
 use rocelab_model::{Diagnostic, Model, NodeId, SimTime};
 pub use rocelab_plan::collective::Collective;
@@ -44,7 +48,9 @@ pub struct CollectiveSpec {
     pub op: Collective,
     /// nccl-tests' size: see the crate doc.
     pub bytes: u64,
-    /// The ranks in ring order; `None`: every host, as [`default_ranks`] orders them.
+    /// Host NICs as the ranks, in ring order; `None`: the fabric's own placement
+    /// ([`placement::placement`]: GPUs on a fabric of GPU nodes, else every host as
+    /// [`default_ranks`] orders them).
     pub ranks: Option<Vec<NodeId>>,
     /// NCCL channels (`NCCL_MIN_NCHANNELS`/`NCCL_MAX_NCHANNELS` pinned to one value).
     pub channels: u32,
@@ -92,9 +98,14 @@ impl Outcome {
             self.failed += 1;
             return false;
         }
-        self.delivered += 1;
-        self.end = Some(self.end.map_or(done.at, |e| e.max(done.at)));
+        self.record_local(done.at);
         true
+    }
+
+    /// Counts a chunk that arrived at `at` without crossing the fabric (inside a GPU node).
+    pub fn record_local(&mut self, at: SimTime) {
+        self.delivered += 1;
+        self.end = Some(self.end.map_or(at, |e| e.max(at)));
     }
 }
 
@@ -117,6 +128,9 @@ pub struct CollectiveResult {
     /// The engine's work: events handled and data packets sent.
     pub events: u64,
     pub data_packets: u64,
+    /// Where the ranks sit (`placement`), for the table's header.
+    #[serde(skip)]
+    pub placement: String,
     #[serde(skip)]
     pub report: RunReport,
 }
@@ -152,12 +166,12 @@ pub fn parse_op(name: &str) -> Result<Collective, String> {
     }
 }
 
-/// Every host of the fabric in ring order. On a rail-optimized fabric the ring walks rail by
-/// rail (rail 0 of every node, then rail 1, ...), so consecutive ranks share a rail leaf and
-/// only the step from one rail to the next crosses the spines: the rail-aligned rings NCCL
-/// builds on such fabrics, where each inter-node hop stays on one rail. (NCCL's hops between
-/// the GPUs of one node go over NVLink, which the twin does not carry yet; here they are the
-/// rail-to-rail steps.) Elsewhere: file order.
+/// Every host of the fabric in ring order, for collectives whose ranks are host NICs (fabrics
+/// without GPU nodes, or [`CollectiveSpec::ranks`] given). On a rail-optimized fabric the ring
+/// walks rail by rail (rail 0 of every node, then rail 1, ...), so consecutive ranks share a
+/// rail leaf and only the step from one rail to the next crosses the spines. Elsewhere: file
+/// order. (With GPU placement, the default on fabrics of GPU nodes, the rings are
+/// `placement`'s instead.)
 pub fn default_ranks(m: &Model) -> Vec<NodeId> {
     let hosts: Vec<NodeId> = m.hosts().collect();
     let on_rails: usize = m.rails.iter().map(|r| r.hosts.len()).sum();
@@ -176,18 +190,35 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
             format!("use {NAMES}"),
         )]
     })?;
-    let ranks = spec.ranks.clone().unwrap_or_else(|| default_ranks(m));
-    if ranks.len() < 2 {
+    let placement = match &spec.ranks {
+        Some(r) => Placement::Hosts(r.clone()),
+        None => placement::placement(m)?,
+    };
+    if placement.ranks() < 2 {
         return Err(vec![Diagnostic::new(
             "collective",
             "a collective needs at least 2 ranks",
             "use a fabric with 2 or more hosts",
         )]);
     }
+    if placement.ranks() > ring::MAX_RANKS {
+        return Err(vec![Diagnostic::new(
+            "collective",
+            format!("{} ranks", placement.ranks()),
+            format!("the twin runs collectives of up to {} ranks", ring::MAX_RANKS),
+        )]);
+    }
+    if spec.channels > ring::MAX_CHANNELS {
+        return Err(vec![Diagnostic::new(
+            "collective",
+            format!("{} channels", spec.channels),
+            format!("give 1 to {} (NCCL itself uses at most 64)", ring::MAX_CHANNELS),
+        )]);
+    }
     if spec.bytes == 0 {
         return Err(vec![Diagnostic::new("collective", "a collective of 0 bytes", "give a size of 1 B or more")]);
     }
-    let n = ranks.len() as u64;
+    let n = placement.ranks() as u64;
     let out = Rc::new(RefCell::new(Outcome::default()));
     let (w, expected): (Box<dyn Workload>, u64) = match spec.op {
         Collective::AllReduce | Collective::AllGather | Collective::ReduceScatter => {
@@ -200,7 +231,7 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
                 qps: spec.qps_per_connection,
                 seed: opts.seed,
             };
-            let w = Ring::new(m.nodes.len(), ranks, plan, out.clone());
+            let w = Ring::new(&placement, plan, out.clone());
             let e = w.chunks_to_deliver();
             (Box::new(w), e)
         }
@@ -210,7 +241,8 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
             } else {
                 p2p::send_recv(n as u32, spec.bytes)
             };
-            let w = Exchange::new(&ranks, &transfers, spec.channels, spec.qps_per_connection, opts.seed, out.clone());
+            let w =
+                Exchange::new(&placement, &transfers, spec.channels, spec.qps_per_connection, opts.seed, out.clone());
             let e = w.chunks_to_deliver();
             (Box::new(w), e)
         }
@@ -233,7 +265,7 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
                 qps: spec.qps_per_connection,
                 seed: opts.seed,
             };
-            let w = Broadcast::new(m.nodes.len(), &ranks, plan, out.clone());
+            let w = Broadcast::new(&placement, plan, out.clone());
             let e = w.chunks_to_deliver();
             (Box::new(w), e)
         }
@@ -264,6 +296,7 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
         failed_chunks: o.failed + expected.saturating_sub(o.delivered + o.failed),
         events: report.events,
         data_packets: report.totals.data_packets_sent,
+        placement: placement.describe(),
         report,
     })
 }

@@ -11,9 +11,17 @@
 //! data onto one path, and on a tier with as many uplinks as hosts some uplinks carry two
 //! connections while others idle; with more QPs each connection's data is spread over more
 //! paths and the load evens out.
+//!
+//! With GPU placement (`placement`), a transfer between two GPUs of one node goes over the
+//! intra-node link (latency + bytes / bandwidth, each GPU's outgoing transfers one at a time),
+//! and one between nodes leaves its node on the NIC of the rail the destination GPU's NIC is
+//! on, as NCCL's PXN does by default (`NCCL_P2P_PXN_LEVEL=2`: the data crosses NVLink to the
+//! GPU on the destination's rail and goes out its NIC, so the message stays on one rail). That
+//! NVLink leg is not charged separately.
 
+use crate::placement::{Hop, IntraNode, Placement};
 use crate::Outcome;
-use rocelab_model::NodeId;
+use rocelab_model::SimTime;
 use rocelab_sim::rng::Rng;
 use rocelab_sim::workload::{Delivered, Message, Net, Workload};
 use std::cell::RefCell;
@@ -42,16 +50,38 @@ pub fn send_recv(n: u32, bytes: u64) -> Vec<Transfer> {
 
 /// Posts every transfer at time 0, split over channels (one connection each) and QPs.
 pub struct Exchange {
-    /// One message per (transfer, channel in use): (src, dst, bytes, sport).
-    msgs: Vec<(NodeId, NodeId, u64, u16)>,
+    /// One message per (transfer, channel in use): (hop, bytes, sport).
+    msgs: Vec<(Hop, u64, u16)>,
     qps: u32,
+    intra: Option<IntraNode>,
+    /// When each rank's intra-node link is free again.
+    intra_free: Vec<SimTime>,
     out: Rc<RefCell<Outcome>>,
 }
 
+/// How a transfer from rank `from` to rank `to` travels.
+fn route(placement: &Placement, from: u32, to: u32) -> Hop {
+    match placement {
+        Placement::Hosts(h) => Hop::Net { src: h[from as usize], dst: h[to as usize] },
+        Placement::Gpus(l) => {
+            let g = l.gpus;
+            let (ka, kb) = ((from / g) as usize, (to / g) as usize);
+            if ka == kb {
+                return Hop::Local { gpu: from };
+            }
+            let dst = l.nic_of(kb, to % g);
+            // PXN: out of the source node on the NIC with the destination NIC's index.
+            let idx = l.nodes[kb].iter().position(|&h| h == dst).unwrap_or(0);
+            let src = l.nodes[ka].get(idx).copied().unwrap_or_else(|| l.nic_of(ka, from % g));
+            Hop::Net { src, dst }
+        }
+    }
+}
+
 impl Exchange {
-    /// `transfers` between `ranks` (indices into it), each split over `channels` connections.
+    /// `transfers` between the ranks of `placement`, each split over `channels` connections.
     pub fn new(
-        ranks: &[NodeId],
+        placement: &Placement,
         transfers: &[Transfer],
         channels: u32,
         qps: u32,
@@ -63,6 +93,7 @@ impl Exchange {
         let mut rng = Rng::new(seed, 0x5032_5000);
         let mut msgs = vec![];
         for t in transfers {
+            let hop = route(placement, t.from, t.to);
             for c in 0..channels {
                 // Channel c takes an equal share, the first ones the remainder; a channel left
                 // with nothing (a tiny buffer) is not used, so it draws no port either.
@@ -71,10 +102,11 @@ impl Exchange {
                     continue;
                 }
                 let sport = 49152 + rng.below(16384) as u16;
-                msgs.push((ranks[t.from as usize], ranks[t.to as usize], b, sport));
+                msgs.push((hop, b, sport));
             }
         }
-        Exchange { msgs, qps: qps.max(1), out }
+        let intra_free = vec![SimTime(0); placement.ranks()];
+        Exchange { msgs, qps: qps.max(1), intra: placement.intra().cloned(), intra_free, out }
     }
 
     pub fn chunks_to_deliver(&self) -> u64 {
@@ -84,24 +116,40 @@ impl Exchange {
 
 impl Workload for Exchange {
     fn start(&mut self, net: &mut Net<'_, '_>) {
-        for (i, &(src, dst, bytes, sport)) in self.msgs.iter().enumerate() {
-            let msg = Message {
-                src,
-                dst,
-                size_bytes: bytes,
-                class: None,
-                qps: self.qps.min(bytes.min(u32::MAX as u64) as u32),
-                tag: i as u64,
-                start: None,
-                sport: Some(sport),
-            };
-            // Ranks are distinct hosts of the fabric and sizes 1 B..1 TB: a refusal is a bug.
-            net.post(msg).expect("a transfer between two hosts of the fabric");
+        for (i, &(hop, bytes, sport)) in self.msgs.iter().enumerate() {
+            match hop {
+                Hop::Net { src, dst } => {
+                    let msg = Message {
+                        src,
+                        dst,
+                        size_bytes: bytes,
+                        class: None,
+                        qps: self.qps.min(bytes.min(u32::MAX as u64) as u32),
+                        tag: i as u64,
+                        start: None,
+                        sport: Some(sport),
+                    };
+                    // Ranks sit on distinct hosts and sizes are 1 B..1 TB: a refusal is a bug.
+                    net.post(msg).expect("a transfer between two hosts of the fabric");
+                }
+                Hop::Local { gpu } => {
+                    let intra = self.intra.as_ref().expect("local hops only with GPU placement");
+                    // Each GPU sends its intra-node transfers one after the other.
+                    let free = &mut self.intra_free[gpu as usize];
+                    *free = SimTime((*free).max(net.now()).0 + intra.serialize(bytes).0);
+                    let at = SimTime(free.0 + intra.latency.0);
+                    net.wake_at(at, i as u64).expect("an intra-node transfer within the clock range");
+                }
+            }
         }
     }
 
     fn on_delivered(&mut self, done: Delivered, _net: &mut Net<'_, '_>) {
         self.out.borrow_mut().record(&done);
+    }
+
+    fn on_wake(&mut self, _tag: u64, net: &mut Net<'_, '_>) {
+        self.out.borrow_mut().record_local(net.now());
     }
 }
 

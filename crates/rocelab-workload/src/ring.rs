@@ -10,9 +10,15 @@
 //! its own UDP source port per (rank, channel), so ECMP sees NCCL's entropy: a connection keeps
 //! its path for the whole collective, as NCCL's long-lived QPs do. Reduction compute is not
 //! modelled (GPUs reduce at HBM speed, far above a NIC's).
+//!
+//! Each channel has its own ring ([`ChannelRing`]): with GPU placement the rings of different
+//! channels leave their nodes on different rails (`placement`). A hop between two GPUs of one
+//! node is not a message: it is served by the sending GPU's intra-node link, one transfer at
+//! a time, and arrives latency + bytes / bandwidth after it starts (a wake-up).
 
+use crate::placement::{ChannelRing, Hop, IntraNode, Placement};
 use crate::Outcome;
-use rocelab_model::NodeId;
+use rocelab_model::SimTime;
 use rocelab_sim::rng::Rng;
 use rocelab_sim::workload::{Delivered, Message, Net, Workload};
 use std::cell::RefCell;
@@ -32,22 +38,43 @@ pub struct RingPlan {
     pub seed: u64,
 }
 
+/// Bits of a tag for the receiving position and for the step (the channel takes the rest).
+const POS_BITS: u32 = 24;
+const STEP_BITS: u32 = 24;
+/// The most ranks, steps and channels a tag can name.
+pub const MAX_RANKS: usize = 1 << (STEP_BITS - 1);
+pub const MAX_STEPS: u32 = (1 << STEP_BITS) - 1;
+pub const MAX_CHANNELS: u32 = 1 << 16;
+
+pub(crate) fn tag(ch: usize, pos: usize, step: u32) -> u64 {
+    (ch as u64) << (POS_BITS + STEP_BITS) | (pos as u64) << STEP_BITS | step as u64
+}
+
+pub(crate) fn untag(t: u64) -> (usize, usize, u32) {
+    let mask = |bits: u32| (1u64 << bits) - 1;
+    ((t >> (POS_BITS + STEP_BITS)) as usize, ((t >> STEP_BITS) & mask(POS_BITS)) as usize, (t & mask(STEP_BITS)) as u32)
+}
+
 pub struct Ring {
-    ranks: Vec<NodeId>,
-    /// Rank of each node (by node index), `u32::MAX` for nodes outside the ring.
-    rank_of: Vec<u32>,
+    /// The channels' rings: channel c runs on ring c mod `rings.len()` (rings repeat with the
+    /// placement's period, so many channels do not copy one ring many times).
+    rings: Vec<ChannelRing>,
     steps: u32,
     /// Chunk bytes per channel.
     chunk: Vec<u64>,
-    /// UDP source port per (rank, channel): rank-major.
+    /// UDP source port per (position, channel): position-major.
     sports: Vec<u16>,
     qps: u32,
+    intra: Option<IntraNode>,
+    /// When each rank's intra-node link is free again.
+    intra_free: Vec<SimTime>,
     out: Rc<RefCell<Outcome>>,
 }
 
 impl Ring {
-    /// A ring over `ranks` (in ring order), on a model of `nodes` nodes.
-    pub fn new(nodes: usize, ranks: Vec<NodeId>, plan: RingPlan, out: Rc<RefCell<Outcome>>) -> Ring {
+    /// A ring collective over `placement`'s ranks (callers keep ranks ≤ [`MAX_RANKS`], steps ≤
+    /// [`MAX_STEPS`] and channels ≤ [`MAX_CHANNELS`]).
+    pub fn new(placement: &Placement, plan: RingPlan, out: Rc<RefCell<Outcome>>) -> Ring {
         let RingPlan { steps, chunk_bytes, channels, qps, seed } = plan;
         let channels = channels.max(1) as u64;
         // Channel c takes an equal share; the first ones take the remainder. A channel left
@@ -56,48 +83,86 @@ impl Ring {
             .map(|c| chunk_bytes / channels + u64::from(c < chunk_bytes % channels))
             .filter(|&b| b > 0)
             .collect();
-        let mut rank_of = vec![u32::MAX; nodes];
-        for (r, n) in ranks.iter().enumerate() {
-            rank_of[n.idx()] = r as u32;
-        }
+        let n = placement.ranks();
+        let distinct = (chunk.len() as u32).min(placement.ring_period()).max(1);
+        let rings = (0..distinct).map(|c| placement.ring(c)).collect();
         let mut rng = Rng::new(seed, 0x4e43_434c);
-        let sports = (0..ranks.len() * chunk.len()).map(|_| 49152 + rng.below(16384) as u16).collect();
-        Ring { ranks, rank_of, steps, chunk, sports, qps: qps.max(1), out }
+        let sports = (0..n * chunk.len()).map(|_| 49152 + rng.below(16384) as u16).collect();
+        Ring {
+            rings,
+            steps,
+            chunk,
+            sports,
+            qps: qps.max(1),
+            intra: placement.intra().cloned(),
+            intra_free: vec![SimTime(0); n],
+            out,
+        }
+    }
+
+    fn ranks(&self) -> usize {
+        self.rings.first().map_or(0, |r| r.order.len())
     }
 
     /// Chunks the whole collective delivers: every step, rank and channel in use.
     pub fn chunks_to_deliver(&self) -> u64 {
-        self.steps as u64 * self.ranks.len() as u64 * self.chunk.len() as u64
+        self.steps as u64 * self.ranks() as u64 * self.chunk.len() as u64
     }
 
-    /// Posts step `step` of channel `ch` from rank `r` to the next rank.
-    fn send(&self, net: &mut Net<'_, '_>, r: usize, ch: usize, step: u32) {
-        let n = self.ranks.len();
+    /// Channel `ch`'s ring.
+    pub fn ring(&self, ch: usize) -> &ChannelRing {
+        &self.rings[ch % self.rings.len()]
+    }
+
+    /// Sends step `step` of channel `ch` from position `p` to the next position.
+    fn send(&mut self, net: &mut Net<'_, '_>, p: usize, ch: usize, step: u32) {
+        let n = self.ranks();
         let bytes = self.chunk[ch];
-        let msg = Message {
-            src: self.ranks[r],
-            dst: self.ranks[(r + 1) % n],
-            size_bytes: bytes,
-            // The fabric's RDMA class, as NCCL's traffic is.
-            class: None,
-            qps: self.qps.min(bytes.min(u32::MAX as u64) as u32),
-            tag: (ch as u64) << 32 | step as u64,
-            start: None,
-            sport: Some(self.sports[r * self.chunk.len() + ch]),
-        };
-        // The ring's ranks are distinct hosts and chunks are 1 B..1 TB: a refusal here is a bug.
-        net.post(msg).expect("a ring step between two hosts of the fabric");
+        let t = tag(ch, (p + 1) % n, step);
+        match self.rings[ch % self.rings.len()].hops[p] {
+            Hop::Net { src, dst } => {
+                let msg = Message {
+                    src,
+                    dst,
+                    size_bytes: bytes,
+                    // The fabric's RDMA class, as NCCL's traffic is.
+                    class: None,
+                    qps: self.qps.min(bytes.min(u32::MAX as u64) as u32),
+                    tag: t,
+                    start: None,
+                    sport: Some(self.sports[p * self.chunk.len() + ch]),
+                };
+                // Ring hops join distinct hosts and chunks are 1 B..1 TB: a refusal is a bug.
+                net.post(msg).expect("a ring step between two hosts of the fabric");
+            }
+            Hop::Local { gpu } => {
+                let intra = self.intra.as_ref().expect("local hops only with GPU placement");
+                let free = &mut self.intra_free[gpu as usize];
+                let done = SimTime((*free).max(net.now()).0 + intra.serialize(bytes).0);
+                *free = done;
+                // Times stay far below the engine's clock limit (sizes ≤ 1 TB, bandwidth > 0).
+                net.wake_at(SimTime(done.0 + intra.latency.0), t).expect("an intra-node hop within the clock range");
+            }
+        }
+    }
+
+    /// A chunk has arrived at position `pos`: forward the next step.
+    fn arrived(&mut self, net: &mut Net<'_, '_>, t: u64) {
+        let (ch, pos, step) = untag(t);
+        if step + 1 < self.steps {
+            self.send(net, pos, ch, step + 1);
+        }
     }
 }
 
 impl Workload for Ring {
     fn start(&mut self, net: &mut Net<'_, '_>) {
-        if self.ranks.len() < 2 || self.steps == 0 {
+        if self.ranks() < 2 || self.steps == 0 {
             return;
         }
-        for r in 0..self.ranks.len() {
+        for p in 0..self.ranks() {
             for ch in 0..self.chunk.len() {
-                self.send(net, r, ch, 0);
+                self.send(net, p, ch, 0);
             }
         }
     }
@@ -108,10 +173,23 @@ impl Workload for Ring {
             // time out; the run ends when nothing more can move.
             return;
         }
-        let (ch, step) = ((done.tag >> 32) as usize, done.tag as u32);
-        if step + 1 < self.steps {
-            let r = self.rank_of[done.dst.idx()] as usize;
-            self.send(net, r, ch, step + 1);
+        self.arrived(net, done.tag);
+    }
+
+    fn on_wake(&mut self, t: u64, net: &mut Net<'_, '_>) {
+        self.out.borrow_mut().record_local(net.now());
+        self.arrived(net, t);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_round_trip() {
+        for (ch, pos, step) in [(0, 0, 0), (3, 17, 9), (65535, MAX_RANKS, MAX_STEPS), (1, (1 << POS_BITS) - 1, 1)] {
+            assert_eq!(untag(tag(ch, pos, step)), (ch, pos, step));
         }
     }
 }

@@ -20,8 +20,8 @@ pub fn render(results: &[CollectiveResult], fabric: &str) -> String {
     let _ = writeln!(s, "# Collective test starting: {}_perf", first.op);
     let _ = writeln!(
         s,
-        "# rocelab twin of fabric `{fabric}`: {} ranks (one per host NIC), {} channels, packet-level engine",
-        first.ranks, first.channels
+        "# rocelab twin of fabric `{fabric}`: {} ranks ({}), {} channels, packet-level engine",
+        first.ranks, first.placement, first.channels
     );
     s.push_str("#\n");
     s.push_str("#                                                              out-of-place                       in-place          \n");

@@ -76,6 +76,11 @@ pub struct Args {
     /// Broadcast's root rank (nccl-tests' -r).
     #[arg(long, default_value_t = 0, requires = "collective")]
     root: u32,
+    /// Where the ranks sit: `auto` (a GPU per rank on a fabric of GPU nodes, intra-node hops
+    /// over NVLink/PCIe; else a host NIC per rank) or `nics` (every host NIC a rank, every hop
+    /// on the fabric).
+    #[arg(long, default_value = "auto", value_parser = ["auto", "nics"], requires = "collective")]
+    placement: String,
 }
 
 /// nccl-tests' sizes: a number with an optional K, M or G suffix (powers of 1024).
@@ -208,6 +213,7 @@ fn run_collective(
         qps_per_connection: a.qps_per_connection.max(1),
         chunk_bytes: parse_size(&a.chunk_bytes, "--chunk-bytes")?,
         root: a.root,
+        ranks: (a.placement == "nics").then(|| rocelab_workload::default_ranks(model)),
         ..rocelab_workload::CollectiveSpec::new(op, min)
     };
     let mut bar = ProgressLine::new(a.quiet);
