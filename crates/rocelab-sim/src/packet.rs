@@ -116,6 +116,10 @@ impl Slab {
             prefetch_line(first.wrapping_add(std::mem::size_of::<Packet>() - 1));
         }
     }
+    /// Slots on the free list (what `alloc` hands out next).
+    pub fn free_ids(&self) -> &[u32] {
+        &self.free
+    }
     /// Packets allocated and not yet freed.
     pub fn live(&self) -> usize {
         self.live

@@ -5,7 +5,9 @@
 //! walk the structures that hold packets — egress rings, wires, NIC queues — and compare what
 //! they find with the packet slab and with the byte counters the MMU keeps:
 //!
-//! * every live packet sits in exactly one place (ring, wire or NIC queue);
+//! * every live packet sits in exactly one place (queue, wire or NIC queue), and no packet is
+//!   both held somewhere and on the slab's free list (a packet in two places would be freed
+//!   twice and then handed out twice);
 //! * an egress queue's byte counter equals the wire bytes of the packets in its ring;
 //! * a switch's buffer use equals the bytes queued on its ports and the bytes its ingress
 //!   accounting holds (priority groups and headroom), and its shared-pool use equals what the
@@ -22,12 +24,26 @@ impl Sim<'_> {
     pub fn check_invariants(&self) -> Result<(), Vec<String>> {
         let mut errs = Vec::new();
         let mut held = 0usize;
+        // Where each slab slot was found; a second sighting is a packet in two places.
+        let mut seen = vec![false; self.pkts.capacity_used()];
+        let mut twice = Vec::new();
+        let mut sight = |id: u32| match seen.get_mut(id as usize) {
+            Some(s) if !*s => *s = true,
+            _ => twice.push(id),
+        };
+        for &id in self.pkts.free_ids() {
+            sight(id);
+        }
         let mut queued = vec![0u64; self.switches.len()];
         let mut ingress = vec![0u64; self.switches.len()];
         let mut shared = vec![0u64; self.switches.len()];
         for (i, p) in self.ports.iter().enumerate() {
             for (q, eq) in p.queues.iter().enumerate() {
-                let bytes: u64 = eq.ring.iter(&self.pkts).map(|id| self.pkts.get(id).wire_bytes as u64).sum();
+                let mut bytes = 0u64;
+                for id in eq.ring.iter(&self.pkts) {
+                    sight(id);
+                    bytes += self.pkts.get(id).wire_bytes as u64;
+                }
                 if bytes != eq.bytes {
                     errs.push(format!("port {i} queue {q}: counter {} B, ring holds {bytes} B", eq.bytes));
                 }
@@ -38,6 +54,7 @@ impl Sim<'_> {
             }
             let mut at = p.wire_head;
             while at != NONE {
+                sight(at);
                 held += 1;
                 at = self.pkts.get(at).next;
             }
@@ -51,10 +68,14 @@ impl Sim<'_> {
         }
         for n in &self.nics {
             held += n.cnp_q.len() + n.ack_q.len() + n.rx_q.len();
+            n.cnp_q.iter().chain(&n.ack_q).chain(&n.rx_q).for_each(|&id| sight(id));
             let rx: u64 = n.rx_q.iter().map(|&id| self.pkts.get(id).wire_bytes as u64).sum();
             if rx != n.rx_bytes {
                 errs.push(format!("NIC of node {}: rx counter {} B, receive queue holds {rx} B", n.node, n.rx_bytes));
             }
+        }
+        if let Some(id) = twice.first() {
+            errs.push(format!("{} packet slots found in two places (first: slot {id})", twice.len()));
         }
         if held != self.pkts.live() {
             errs.push(format!("{} packets live, {held} found in queues, wires and NICs", self.pkts.live()));
@@ -100,6 +121,20 @@ impl Sim<'_> {
             }
         }
         false
+    }
+
+    /// Test hook: puts a queued packet on the slab's free list while it stays queued, as a
+    /// double free would. Returns false when nothing is queued.
+    #[cfg(test)]
+    pub(crate) fn double_free_for_test(&mut self) -> bool {
+        let queued = self.ports.iter().flat_map(|p| p.queues.iter()).find_map(|q| q.ring.front());
+        match queued {
+            Some(id) => {
+                self.pkts.free(id);
+                true
+            }
+            None => false,
+        }
     }
 }
 
@@ -151,5 +186,16 @@ size_bytes = 500000
         let errs = sim.check_invariants().unwrap_err();
         let all = errs.join("\n");
         assert!(all.contains("packets live") && all.contains("buffer use"), "{all}");
+    }
+
+    #[test]
+    fn a_packet_both_queued_and_freed_is_caught() {
+        let m = load_str("t.toml", INCAST).unwrap();
+        let mut sim = build(&m, SimOptions::default()).unwrap();
+        sim.run_until(SimTime::from_us(50));
+        sim.check_invariants().unwrap();
+        assert!(sim.double_free_for_test(), "the incast must have queued packets at 50 µs");
+        let all = sim.check_invariants().unwrap_err().join("\n");
+        assert!(all.contains("1 packet slots found in two places"), "{all}");
     }
 }
