@@ -211,7 +211,8 @@ fn on_a_rail_fabric_collectives_place_a_rank_per_gpu() {
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         v[0]["data_packets"].as_u64().unwrap()
     };
-    assert_eq!(packets(&["--placement", "nics"]), 8 * packets(&[]));
+    // (Same channel count: GPU placement defaults to one channel per NIC, 8, host NICs to 2.)
+    assert_eq!(packets(&["--placement", "nics", "--channels", "8"]), 8 * packets(&[]));
     let o = rocelab().args(base).args(["--placement", "nics"]).output().unwrap();
     assert!(String::from_utf8(o.stdout).unwrap().contains("128 ranks (one per host NIC)"));
 }

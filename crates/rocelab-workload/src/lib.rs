@@ -63,6 +63,16 @@ pub struct CollectiveSpec {
     pub root: u32,
 }
 
+/// The channel count a run gets when none is asked for: one per NIC of a GPU node where the
+/// ranks are GPUs (NCCL's ring search gives every NIC its own ring, so every rail carries
+/// traffic; NCCL often doubles that, which an explicit count can ask for), else 2.
+pub fn default_channels(m: &Model) -> u32 {
+    match placement::placement(m) {
+        Ok(placement::Placement::Gpus(g)) => g.nodes.iter().map(|n| n.len() as u32).min().unwrap_or(2).max(1),
+        _ => 2,
+    }
+}
+
 /// NCCL's default Simple-protocol step: 4 MiB of NCCL_BUFFSIZE over NCCL_STEPS = 8 slots.
 pub const DEFAULT_CHUNK_BYTES: u64 = 512 << 10;
 

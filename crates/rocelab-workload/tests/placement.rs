@@ -236,3 +236,15 @@ fn one_gpu_node_runs_entirely_inside_the_node() {
         assert_eq!(r.data_packets, 0, "{op:?}");
     }
 }
+
+#[test]
+fn by_default_every_nic_of_a_gpu_node_carries_a_channel() {
+    // 8 GPUs and 8 NICs per node: 8 channels, one ring per rail.
+    let m = rail_fabric(2, 100, "");
+    assert_eq!(rocelab_workload::default_channels(&m), 8);
+    // Without GPU nodes, NCCL's usual minimum of 2.
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/leaf-spine-small.toml")).unwrap();
+    let flat = load_str("leaf-spine-small.toml", &text).unwrap();
+    assert_eq!(rocelab_workload::default_channels(&flat), 2);
+}

@@ -63,9 +63,10 @@ pub struct Args {
     /// Size multiplier between steps of the sweep (nccl-tests' -f).
     #[arg(long, default_value_t = 2, requires = "collective")]
     step_factor: u64,
-    /// NCCL channels (NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS).
-    #[arg(long, default_value_t = 2, requires = "collective")]
-    channels: u32,
+    /// NCCL channels (NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS); default: one per NIC of a GPU
+    /// node when the ranks are GPUs (every rail carries a ring), else 2.
+    #[arg(long, requires = "collective")]
+    channels: Option<u32>,
     /// NCCL_IB_QPS_PER_CONNECTION: QPs each chunk is split over.
     #[arg(long, default_value_t = 1, requires = "collective")]
     qps_per_connection: u32,
@@ -209,7 +210,11 @@ fn run_collective(
     let sizes = rocelab_workload::sweep_sizes(min, max, a.step_factor)
         .map_err(|e| Failure::bad_input(format!("error: {e}")))?;
     let spec = rocelab_workload::CollectiveSpec {
-        channels: a.channels.max(1),
+        channels: match a.channels {
+            Some(c) => c.max(1),
+            None if a.placement == "nics" => 2,
+            None => rocelab_workload::default_channels(model),
+        },
         qps_per_connection: a.qps_per_connection.max(1),
         chunk_bytes: parse_size(&a.chunk_bytes, "--chunk-bytes")?,
         root: a.root,
