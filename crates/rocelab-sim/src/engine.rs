@@ -53,11 +53,17 @@ pub struct SimOptions {
     pub sample_interval: Option<SimTime>,
     /// The receiver ACKs every N in-order packets (and always the last one).
     pub ack_interval: u32,
+    /// Reuse the slot of a QP once it is done and nothing refers to it any more (no packet of
+    /// it in the fabric, no timer of it pending), its counters folded into its message's.
+    /// Results are the same bytes; memory then grows with the QPs alive at once, not with
+    /// every message ever posted (a ring collective posts millions). The snapshot then lists
+    /// only the QPs still held.
+    pub recycle_qps: bool,
 }
 
 impl Default for SimOptions {
     fn default() -> Self {
-        SimOptions { seed: 1, duration: None, sample_interval: None, ack_interval: 4 }
+        SimOptions { seed: 1, duration: None, sample_interval: None, ack_interval: 4, recycle_qps: false }
     }
 }
 
@@ -239,6 +245,27 @@ pub(crate) struct Qp {
     since_ack: u32,
     pub finish: Option<SimTime>,
     pub st: QpStats,
+    /// Packets of this QP alive (on wires, in queues, in NIC queues) and timer events of it
+    /// pending (DCQCN's, a delayed CNP, its start; not the transport timeout, which is
+    /// invalidated by generation): its slot may be reused only when both are zero
+    /// (`SimOptions::recycle_qps`).
+    pkts_out: u32,
+    timers: u32,
+    /// Done and folded into its message's counters; the slot is free.
+    pub(crate) retired: bool,
+}
+
+/// The counters of a message's QPs whose slots were reused, as `snapshot` aggregates live ones.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct RetiredQps {
+    pub qps: u32,
+    pub delivered_bytes: u64,
+    pub retransmitted_packets: u64,
+    pub cnps: u64,
+    pub timeouts: u64,
+    /// The latest finish and sender completion among them.
+    pub finish: SimTime,
+    pub sender_done: SimTime,
 }
 
 impl Qp {
@@ -315,6 +342,12 @@ pub struct Sim<'m> {
     queue_prio_mask: [u8; 8],
     dcqcn: Vec<Dcqcn>,
     qps_left: usize,
+    /// QPs ever created (slots may be fewer: `SimOptions::recycle_qps`).
+    qps_created: usize,
+    /// Slots of retired QPs, reused by the next QPs.
+    free_qps: Vec<u32>,
+    /// Per flow, its retired QPs' counters (empty unless `recycle_qps`).
+    pub(crate) retired: Vec<RetiredQps>,
     /// QPs started and not finished.
     active_qps: usize,
     /// Fault events not yet handled.
@@ -604,6 +637,9 @@ impl<'m> Sim<'m> {
             queue_prio_mask,
             dcqcn,
             qps_left: 0,
+            qps_created: 0,
+            free_qps: Vec::new(),
+            retired: Vec::new(),
             active_qps: 0,
             faults_due: 0,
             flow_failed: Vec::new(),
@@ -718,16 +754,32 @@ impl<'m> Sim<'m> {
                 since_ack: 0,
                 finish: None,
                 st: QpStats::default(),
+                pkts_out: 0,
+                timers: 0,
+                retired: false,
             };
-            let id = self.qps.len() as u32;
-            self.qps.push(qp);
-            self.q.push(f.start, Ev::QpStart { qp: id });
+            let id = match self.free_qps.pop() {
+                Some(id) => {
+                    let rto_gen = self.qps[id as usize].rto_gen.wrapping_add(1);
+                    self.qps[id as usize] = Qp { rto_gen, ..qp };
+                    id
+                }
+                None => {
+                    self.qps.push(qp);
+                    (self.qps.len() - 1) as u32
+                }
+            };
+            self.push_qp_timer(f.start, Ev::QpStart { qp: id }, id);
+            self.qps_created += 1;
             self.qps_left += 1;
             self.bytes_total += size;
             qps += 1;
         }
         self.flow_rx_left.push(qps);
         self.flow_failed.push(false);
+        if self.opts.recycle_qps {
+            self.retired.push(RetiredQps::default());
+        }
         self.flows.push(f);
         fi
     }
@@ -844,7 +896,7 @@ impl<'m> Sim<'m> {
             self.events += 1;
             self.dispatch(ev);
             if self.qps_left == 0
-                && !self.qps.is_empty()
+                && self.qps_created > 0
                 && self.pkts.live() == 0
                 && self.deliveries_due == 0
                 && self.free_wakes.len() == self.wakes.len()
@@ -888,8 +940,8 @@ impl<'m> Sim<'m> {
             now: self.now,
             end,
             events: self.events,
-            qps_done: self.qps.len() - self.qps_left,
-            qps_total: self.qps.len(),
+            qps_done: self.qps_created - self.qps_left,
+            qps_total: self.qps_created,
             bytes_done: self.stats.payload_delivered,
             bytes_total: self.bytes_total,
         }
@@ -897,11 +949,86 @@ impl<'m> Sim<'m> {
 
     /// Payload bytes delivered in order, per flow.
     pub fn flow_delivered_bytes(&self) -> Vec<u64> {
-        let mut v = vec![0; self.flows.len()];
-        for q in &self.qps {
+        let mut v: Vec<u64> =
+            (0..self.flows.len()).map(|f| self.retired.get(f).map_or(0, |r| r.delivered_bytes)).collect();
+        for q in self.qps.iter().filter(|q| !q.retired) {
             v[q.flow as usize] += q.st.bytes_delivered;
         }
         v
+    }
+
+    // What refers to a QP is counted only where slots are reused (`recycle_qps`): timer events
+    // and packets of it. (Off, the counts are never read and stay zero.)
+
+    /// Schedules a timer event of QP `qp` (counted: the slot is not reused while one is due).
+    #[inline]
+    pub(super) fn push_qp_timer(&mut self, at: SimTime, ev: Ev, qp: u32) {
+        if self.opts.recycle_qps {
+            self.qps[qp as usize].timers += 1;
+        }
+        self.q.push(at, ev);
+    }
+
+    #[inline]
+    fn qp_timer_fired(&mut self, qp: u32) {
+        if self.opts.recycle_qps {
+            self.qps[qp as usize].timers -= 1;
+        }
+    }
+
+    /// Allocates a packet of its QP (counted, as timers are).
+    #[inline]
+    pub(super) fn alloc_pkt(&mut self, p: Packet) -> u32 {
+        if self.opts.recycle_qps {
+            self.qps[p.qp as usize].pkts_out += 1;
+        }
+        self.pkts.alloc(p)
+    }
+
+    /// Frees a packet; returns its QP, which may then be done with for good.
+    #[inline]
+    pub(super) fn free_pkt(&mut self, id: u32) -> u32 {
+        let qp = self.pkts.get(id).qp;
+        if self.opts.recycle_qps {
+            self.qps[qp as usize].pkts_out -= 1;
+        }
+        self.pkts.free(id);
+        qp
+    }
+
+    /// Retires QP `qi` if recycling is on and nothing refers to it any more: done at both
+    /// ends, no packet of it alive, no timer of it due.
+    #[inline]
+    pub(super) fn maybe_retire(&mut self, qi: u32) {
+        if !self.opts.recycle_qps {
+            return;
+        }
+        let q = &self.qps[qi as usize];
+        // (A QP that gave up stays: its failure is reported from the QP itself.)
+        if q.pkts_out == 0
+            && q.timers == 0
+            && q.sender_done.is_some()
+            && q.finish.is_some()
+            && !q.retired
+            && !q.st.failed
+        {
+            self.retire(qi);
+        }
+    }
+
+    #[cold]
+    fn retire(&mut self, qi: u32) {
+        let q = &mut self.qps[qi as usize];
+        q.retired = true;
+        let r = &mut self.retired[q.flow as usize];
+        r.qps += 1;
+        r.delivered_bytes += q.st.bytes_delivered;
+        r.retransmitted_packets += q.st.retransmitted_packets;
+        r.cnps += q.st.cnps;
+        r.timeouts += q.st.timeouts;
+        r.finish = r.finish.max(q.finish.unwrap_or(SimTime::ZERO));
+        r.sender_done = r.sender_done.max(q.sender_done.unwrap_or(SimTime::ZERO));
+        self.free_qps.push(qi);
     }
 
     /// Bytes queued at a port's egress, all queues.
@@ -934,6 +1061,7 @@ impl<'m> Sim<'m> {
                 }
             }
             Ev::QpStart { qp } => {
+                self.qp_timer_fired(qp);
                 // Its port may have gone down since the QP was created.
                 let nic = self.live_nic(self.qps[qp as usize].src_nic);
                 self.qps[qp as usize].src_nic = nic;
@@ -944,10 +1072,24 @@ impl<'m> Sim<'m> {
             Ev::Delivered { flow } => self.on_delivered(flow),
             Ev::Wake { slot } => self.on_wake(slot),
             Ev::RouteLearn { sw, epoch } => self.on_route_learn(sw, epoch),
-            Ev::RateIncrease { qp, gen } => self.on_rate_increase(qp, gen),
-            Ev::RateReduce { qp } => self.on_rate_reduce(qp),
+            Ev::RateIncrease { qp, gen } => {
+                self.qp_timer_fired(qp);
+                self.on_rate_increase(qp, gen);
+                self.maybe_retire(qp);
+            }
+            Ev::RateReduce { qp } => {
+                self.qp_timer_fired(qp);
+                self.on_rate_reduce(qp);
+                self.maybe_retire(qp);
+            }
+            // (Not counted: a timeout seconds away must not hold a slot. A reused slot's QP
+            // takes its timer generations past the old one's, so a stale timeout is ignored.)
             Ev::Rto { qp, gen } => self.on_rto(qp, gen),
-            Ev::CnpSend { qp } => self.send_cnp(qp),
+            Ev::CnpSend { qp } => {
+                self.qp_timer_fired(qp);
+                self.send_cnp(qp);
+                self.maybe_retire(qp);
+            }
             Ev::Sample => self.on_sample(),
             Ev::WatchdogPoll => self.on_watchdog(),
             Ev::Fault { idx } => self.on_fault(idx as usize),

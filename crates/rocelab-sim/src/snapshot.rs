@@ -38,6 +38,8 @@ pub struct Snapshot {
     pub switches: Vec<SwitchBuffer>,
     /// One per NIC port (a multi-port host has several, consecutive).
     pub nics: Vec<NicCounters>,
+    /// The QPs the engine holds: all of them, or with `SimOptions::recycle_qps` only those not
+    /// yet retired (the retired ones are counted in their flows).
     pub qps: Vec<QpRecord>,
     pub flows: Vec<FlowRecord>,
     /// The sampled buffer occupancy, in time order (see `observer::SeriesRecord`).
@@ -196,6 +198,17 @@ impl<'m> Sim<'m> {
 
     /// Copies the run's counters out (see the module doc). The run is not changed.
     pub fn snapshot(&self) -> Snapshot {
+        self.snapshot_with(true)
+    }
+
+    /// The snapshot without its per-QP and per-flow records (`qps` and `flows` empty; the
+    /// counters still count every QP): for runs of millions of messages whose rows nobody
+    /// reads, such as a collective's ring steps.
+    pub fn snapshot_totals(&self) -> Snapshot {
+        self.snapshot_with(false)
+    }
+
+    fn snapshot_with(&self, records: bool) -> Snapshot {
         let m = self.m;
         let st = &self.stats;
         let ports: Vec<PortCounters> = self
@@ -232,9 +245,10 @@ impl<'m> Sim<'m> {
                 rx_discards: n.st.rx_discards,
             })
             .collect();
-        let qps: Vec<QpRecord> = self
-            .qps
-            .iter()
+        let live = self.qps.iter().filter(|q| !q.retired);
+        let qps: Vec<QpRecord> = live
+            .clone()
+            .filter(|_| records)
             .map(|q| QpRecord {
                 flow: q.flow,
                 src: NodeId(q.src),
@@ -254,6 +268,7 @@ impl<'m> Sim<'m> {
             .flows
             .iter()
             .enumerate()
+            .filter(|_| records)
             .map(|(i, f)| FlowRecord {
                 src: f.src,
                 dst: f.dst,
@@ -270,6 +285,17 @@ impl<'m> Sim<'m> {
                 sender_done: Some(SimTime::ZERO),
             })
             .collect();
+        // QPs whose slots were reused (`SimOptions::recycle_qps`) count as the live ones do.
+        for (f, r) in flows.iter_mut().zip(&self.retired) {
+            f.qps += r.qps;
+            f.delivered_bytes += r.delivered_bytes;
+            f.retransmitted_packets += r.retransmitted_packets;
+            f.cnps_received += r.cnps;
+            if r.qps > 0 {
+                f.finish = latest(f.finish, Some(r.finish));
+                f.sender_done = latest(f.sender_done, Some(r.sender_done));
+            }
+        }
         for q in &qps {
             if let Some(f) = flows.get_mut(q.flow as usize) {
                 f.qps += 1;
@@ -316,8 +342,10 @@ impl<'m> Sim<'m> {
             pfc_frames_sent: ports.iter().map(|p| p.pfc_tx.iter().sum::<u64>()).sum(),
             pfc_frames_received: ports.iter().map(|p| p.pfc_rx.iter().sum::<u64>()).sum(),
             pfc_storms: st.storms,
-            timeouts: qps.iter().map(|q| q.timeouts).sum(),
-            qps_failed: qps.iter().filter(|q| q.failed).count() as u64,
+            // (From the engine's QPs, not `qps`, which may be left out.)
+            timeouts: live.clone().map(|q| q.st.timeouts).sum::<u64>()
+                + self.retired.iter().map(|r| r.timeouts).sum::<u64>(),
+            qps_failed: live.filter(|q| q.st.failed).count() as u64,
             packet_hops: st.packet_hops,
             data_packet_hops: st.data_hops,
         };

@@ -144,7 +144,8 @@ leaf_link = { speed_gbps = 100, length_m = 50 }
     // NIC per rank did: t ≥ 2(n−1)/n · S / (2 B). (Before GPU placement this fabric's ring was
     // 8 host NICs, each sending all 2(n−1)/n · S: twice this time.)
     let s = 8u64 << 20;
-    let r = run_collective(&m, &CollectiveSpec::new(Collective::AllReduce, s), SimOptions::default()).unwrap();
+    let spec = CollectiveSpec { message_rows: true, ..CollectiveSpec::new(Collective::AllReduce, s) };
+    let r = run_collective(&m, &spec, SimOptions::default()).unwrap();
     assert_eq!(r.ranks, 8);
     let bound_us = 2.0 * 7.0 / 8.0 * s as f64 / (2.0 * goodput(&m)) * 1e6;
     assert!(r.time_us >= bound_us && r.time_us <= bound_us / 0.9, "{} µs vs {bound_us} µs", r.time_us);

@@ -122,7 +122,7 @@ fn send_recv_moves_the_buffer_at_link_speed() {
 fn a_large_broadcast_pipelines_to_link_speed() {
     let m = leaf_spine(2, 4, 2, 400);
     let s = 128u64 << 20;
-    let spec = CollectiveSpec::new(Collective::Broadcast, s);
+    let spec = CollectiveSpec { message_rows: true, ..CollectiveSpec::new(Collective::Broadcast, s) };
     let r = run(&m, spec.clone(), 1);
     // Every rank but the root receives all S bytes on its host link: t ≥ S / B, so
     // busbw = S / t ≤ B. The ring pipeline fills in n−2 = 6 chunk times per channel,
@@ -183,5 +183,29 @@ fn same_seed_same_bytes() {
         let a = serde_json::to_string(&run(&m, spec.clone(), 7)).unwrap();
         let b = serde_json::to_string(&run(&m, spec, 7)).unwrap();
         assert_eq!(a, b);
+    }
+}
+
+#[test]
+fn reusing_qp_slots_changes_no_byte_of_a_congested_collective() {
+    // 16 hosts on 2 leaves behind one 100G spine link each (8:1): the all-to-all marks ECN,
+    // DCQCN cuts rates (the ring barely crosses the spine). Reusing the slots of finished QPs (what the CLI does)
+    // must give the same table and the same report, byte for byte.
+    let m = leaf_spine(2, 8, 1, 100);
+    for op in [Collective::AllToAll, Collective::AllReduce] {
+        let spec = CollectiveSpec {
+            channels: 2,
+            qps_per_connection: 2,
+            message_rows: true,
+            ..CollectiveSpec::new(op, 2 << 20)
+        };
+        let plain = run_collective(&m, &spec, SimOptions::default()).unwrap();
+        let reused = run_collective(&m, &spec, SimOptions { recycle_qps: true, ..SimOptions::default() }).unwrap();
+        let t = &plain.report.totals;
+        if op == Collective::AllToAll {
+            assert!(t.ecn_marked_packets > 0 && t.cnp_sent > 0, "congested: {t:?}");
+        }
+        assert_eq!(serde_json::to_string(&plain).unwrap(), serde_json::to_string(&reused).unwrap(), "{op:?}");
+        assert_eq!(plain.report.to_json(), reused.report.to_json(), "{op:?}");
     }
 }

@@ -135,7 +135,8 @@ fn channel_rings_leave_every_node_on_their_own_rail() {
     }
     // On the engine: 3 channels put traffic on NICs 0, 1 and 2 only, each to the same NIC of
     // the next node.
-    let spec = CollectiveSpec { channels: 3, ..CollectiveSpec::new(Collective::AllGather, 3 << 20) };
+    let spec =
+        CollectiveSpec { channels: 3, message_rows: true, ..CollectiveSpec::new(Collective::AllGather, 3 << 20) };
     let r = run(&m, &spec);
     let pairs: BTreeSet<(String, String)> = r.report.flows.iter().map(|f| (f.src.clone(), f.dst.clone())).collect();
     let want: BTreeSet<(String, String)> = (0..3)

@@ -223,6 +223,9 @@ fn run_collective(
     };
     let mut bar = ProgressLine::new(a.quiet);
     let total = sizes.len();
+    // A ring posts a message per step, chunk and channel (millions at 1,024 ranks): reuse the
+    // slots of finished QPs so memory follows the QPs alive at once (same results).
+    let opts = rocelab_sim::SimOptions { recycle_qps: true, ..opts };
     let results = rocelab_workload::sweep(model, &spec, &sizes, opts, &mut |i, r| {
         bar.update(Some((i + 1) as f64 / total as f64), &format!("{} B: {:.1} µs", r.bytes, r.time_us));
     })

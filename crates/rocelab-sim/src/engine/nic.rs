@@ -150,7 +150,7 @@ impl Sim<'_> {
         }
         self.stats.data_sent += 1;
         self.stats.sent += 1;
-        let id = self.pkts.alloc(pkt);
+        let id = self.alloc_pkt(pkt);
         self.put_on_wire(port, id);
     }
 
@@ -183,7 +183,7 @@ impl Sim<'_> {
     pub(super) fn host_receive(&mut self, nic: u32, pkt: u32) {
         let now = self.now;
         let p = *self.pkts.get(pkt);
-        self.pkts.free(pkt);
+        self.free_pkt(pkt);
         self.stats.delivered += 1;
         let qi = p.qp;
         match p.kind {
@@ -203,7 +203,7 @@ impl Sim<'_> {
                             if delay == SimTime::ZERO {
                                 self.send_cnp(qi);
                             } else {
-                                self.q.push(now + delay, Ev::CnpSend { qp: qi });
+                                self.push_qp_timer(now + delay, Ev::CnpSend { qp: qi }, qi);
                             }
                         }
                     }
@@ -297,6 +297,7 @@ impl Sim<'_> {
                 }
             }
         }
+        self.maybe_retire(qi);
     }
 
     /// After a DCQCN step: re-time the QP's pending send at its new rate (up or down), wake
@@ -311,8 +312,8 @@ impl Sim<'_> {
         }
         match todo {
             Todo::Nothing => {}
-            Todo::ArmIncrease(t) => self.q.push(t, Ev::RateIncrease { qp, gen }),
-            Todo::ArmReduce(t) => self.q.push(t, Ev::RateReduce { qp }),
+            Todo::ArmIncrease(t) => self.push_qp_timer(t, Ev::RateIncrease { qp, gen }, qp),
+            Todo::ArmReduce(t) => self.push_qp_timer(t, Ev::RateReduce { qp }, qp),
         }
     }
 
@@ -388,8 +389,8 @@ impl Sim<'_> {
             }
             q.snd_nxt = q.snd_una;
             q.last_progress = now;
-            self.q.push(now + rto, Ev::Rto { qp: qi, gen });
             let nic = q.src_nic;
+            self.q.push(now + rto, Ev::Rto { qp: qi, gen });
             self.nic_try_send(nic);
         } else {
             let at = q.last_progress + rto;
@@ -425,7 +426,7 @@ impl Sim<'_> {
         let (nic, class, pcp) = (q.dst_nic, q.class, q.pcp);
         let pkt = self.ctrl_packet(qi, kind, psn, class, pcp, ACK_WIRE);
         self.stats.sent += 1;
-        let id = self.pkts.alloc(pkt);
+        let id = self.alloc_pkt(pkt);
         self.nics[nic as usize].ack_q.push_back(id);
         self.nic_try_send(nic);
     }
@@ -442,7 +443,7 @@ impl Sim<'_> {
         self.nics[nic as usize].st.cnp_sent += 1;
         let flow = self.qps[qi as usize].flow;
         self.notify(Observed::CnpSent { time: self.now, flow });
-        let id = self.pkts.alloc(pkt);
+        let id = self.alloc_pkt(pkt);
         self.nics[nic as usize].cnp_q.push_back(id);
         self.nic_try_send(nic);
     }

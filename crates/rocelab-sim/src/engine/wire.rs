@@ -96,8 +96,9 @@ impl Sim<'_> {
         }
         self.stats.dropped += 1;
         self.ports[port as usize].st.drops[queue as usize][reason as usize] += 1;
-        self.pkts.free(pkt);
+        let qp = self.free_pkt(pkt);
         self.notify(Observed::Drop { time: self.now, port: PortId(port), queue, reason });
+        self.maybe_retire(qp);
     }
 }
 
