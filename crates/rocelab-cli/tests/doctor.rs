@@ -302,3 +302,84 @@ fn collect_gathers_the_gpudirect_path_and_doctor_reads_it() {
     assert!(stdout(&o).contains("error[nccl-socket-fallback] gpu03"), "{}", stdout(&o));
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+fn example(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name).display().to_string()
+}
+
+fn twin_rows(o: &Output) -> Vec<serde_json::Value> {
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {o:?}"));
+    v["twin"][0]["rows"].as_array().cloned().unwrap_or_default()
+}
+
+#[test]
+fn a_real_nccl_tests_run_beside_its_twin_on_the_fabric_file() {
+    // nccl-all_reduce.txt: 16 H100s on 2 nodes of 8×400G NICs, 367 GB/s at 1 GiB; the twin
+    // runs the same all-reduce on the first 2 GPU nodes of rail-128gpu (8×400G per node).
+    let fabric = example("rail-128gpu.toml");
+    let healthy = fixtures().join("parsers/nccl-all_reduce.txt").display().to_string();
+    let args = ["doctor", "--fabric", &fabric, "--json", "--nccl", &healthy, &dump("healthy")];
+    let o = rocelab(&args);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {o:?}"));
+    assert_eq!(v["twin"][0]["real_ranks"], 16);
+    assert_eq!(v["twin"][0]["twin_ranks"], 16);
+    let rows = twin_rows(&o);
+    let sizes: Vec<u64> = rows.iter().map(|r| r["size_bytes"].as_u64().unwrap()).collect();
+    assert_eq!(sizes, [1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20, 1 << 30]);
+    // The twin itself is bound by 8 NICs' payload goodput: 8 × 50 GB/s × 4096/(4096+82).
+    let goodput = 8.0 * 50.0 * 4096.0 / 4178.0;
+    let top = &rows[5];
+    let twin_busbw = top["twin_busbw_gbytes_per_s"].as_f64().unwrap();
+    assert!(twin_busbw <= goodput && twin_busbw >= 0.95 * goodput, "{twin_busbw} vs {goodput}");
+    assert_eq!(top["verdict"], "matches");
+    assert!(rows[..4].iter().all(|r| r["verdict"] == "not judged"), "{rows:?}");
+    let findings = v["findings"].as_array().unwrap();
+    assert!(findings.iter().any(|f| f["code"] == "twin-match"), "{findings:?}");
+    assert_eq!(v["twin"][0]["real_only_sizes"], serde_json::json!([4u64 << 30]));
+
+    // The slow run of the same job: 44% of the twin at 1 GiB, an error.
+    let slow = fixtures().join("parsers/nccl-all_reduce-slow.txt").display().to_string();
+    let o = rocelab(&["doctor", "--fabric", &fabric, "--nccl", &slow, &dump("healthy")]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let text = stdout(&o);
+    assert!(text.contains("error[twin-shortfall]"), "{text}");
+    assert!(text.contains("production falls short of the twin from 268,435,456 B up"), "{text}");
+    assert!(text.contains("all_reduce beside its twin (16 real ranks, 16 twin ranks"), "{text}");
+
+    // A table saved by `rocelab simulate --collective` gives the same comparison.
+    let dir = tmp("twin-table");
+    let d = dir.display().to_string();
+    let sim = rocelab(&[
+        "simulate",
+        &fabric,
+        "--collective",
+        "all_reduce",
+        "--min-bytes",
+        "256M",
+        "--max-bytes",
+        "1G",
+        "--step-factor",
+        "4",
+        "--nodes",
+        "2",
+        "-q",
+        "-o",
+        &d,
+    ]);
+    assert!(sim.status.success(), "{sim:?}");
+    let table = dir.join("collective.txt").display().to_string();
+    let saved = rocelab(&["doctor", "--twin", &table, "--json", "--nccl", &healthy, &dump("healthy")]);
+    let saved_rows = twin_rows(&saved);
+    assert_eq!(saved_rows.len(), 2, "{saved_rows:?}");
+    for r in &saved_rows {
+        let ran = rows.iter().find(|x| x["size_bytes"] == r["size_bytes"]).unwrap();
+        assert_eq!(r["twin_busbw_gbytes_per_s"], ran["twin_busbw_gbytes_per_s"]);
+    }
+    let v: serde_json::Value = serde_json::from_slice(&saved.stdout).unwrap();
+    assert_eq!(v["twin"][0]["twin_ranks"], 16);
+
+    // --no-twin: no comparison.
+    let o = rocelab(&["doctor", "--fabric", &fabric, "--no-twin", "--json", "--nccl", &healthy, &dump("healthy")]);
+    assert!(twin_rows(&o).is_empty(), "{}", stdout(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}

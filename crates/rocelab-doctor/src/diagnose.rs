@@ -27,6 +27,7 @@
 //! | `busbw-reference` | warning | busbw above `busbw_max` of the expected: the expected figure is wrong (never "OK") |
 //! | `busbw-ok`, `single-node` | info | busbw as expected; a one-node run does not test the network |
 //! | `nccl-wrong-results` | error | nccl-tests validation found wrong values |
+//! | `twin-shortfall`, `twin-above`, `twin-match` | error / warning / info | busbw against the twin's at sizes from 256 MiB ([`crate::twin`]) |
 //! | `drift-*` | see `drift` | one snapshot against the intended config |
 //! | `gpudirect`, `gpu-nic-far`, `rail-misaligned`, `gdr-not-used`, `nccl-socket-fallback` | see `gpudirect` | the GPUDirect RDMA path |
 
@@ -80,11 +81,24 @@ pub struct Thresholds {
     pub busbw_error: f64,
     /// busbw above this share of the expected cannot be right: the reference is wrong.
     pub busbw_max: f64,
+    /// Real busbw below this share of the twin's (sizes from 1 MiB): warning; above its
+    /// inverse the twin does not describe the cluster (`twin`).
+    pub twin_warn: f64,
+    /// Real busbw below this share of the twin's: error.
+    pub twin_error: f64,
 }
 
 impl Default for Thresholds {
     fn default() -> Self {
-        Thresholds { pause_ratio: 0.05, storm_ratio: 0.5, busbw_warn: 0.8, busbw_error: 0.5, busbw_max: 1.25 }
+        Thresholds {
+            pause_ratio: 0.05,
+            storm_ratio: 0.5,
+            busbw_warn: 0.8,
+            busbw_error: 0.5,
+            busbw_max: 1.25,
+            twin_warn: 0.9,
+            twin_error: 0.7,
+        }
     }
 }
 
@@ -103,6 +117,9 @@ pub struct Options {
     pub nccl_log: crate::parse::nccl_log::NcclLog,
     /// What the loaders skipped ([`crate::dump::Dump::skipped`]); reported as data problems.
     pub skipped_inputs: Vec<DataProblem>,
+    /// The twin's runs (`rocelab simulate --collective` tables) with where each came from;
+    /// every real run is compared with the twin run of its collective ([`crate::twin`]).
+    pub twin: Vec<(String, crate::parse::nccl::NcclRun)>,
 }
 
 /// One counter series' change over a host's window.
@@ -138,6 +155,9 @@ pub struct Diagnosis {
     pub findings: Vec<Finding>,
     /// "Is it the network?" when nccl-tests results were given.
     pub verdict: Option<String>,
+    /// Real nccl-tests runs beside the twin's, size by size, when a twin was given.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub twin: Vec<crate::twin::TwinComparison>,
     /// Input that was not used: corrupt counters, files or counters missing from one
     /// snapshot of a window, snapshot directories that could not be read.
     pub data_problems: Vec<DataProblem>,
@@ -712,6 +732,7 @@ fn nccl_rules(snaps: &[Snapshot], by_host: &BTreeMap<String, Vec<&Snapshot>>, op
         v
     };
     let mut verdicts = Vec::new();
+    let runs = seen.clone();
     for run in seen {
         let op = run.op.clone().unwrap_or_else(|| "collective".into());
         let group = metrics::nccl_group(run);
@@ -816,6 +837,16 @@ fn nccl_rules(snaps: &[Snapshot], by_host: &BTreeMap<String, Vec<&Snapshot>>, op
             },
         ));
         verdicts.push(verdict);
+    }
+    for run in &runs {
+        let op = run.op.as_deref().unwrap_or("");
+        let Some((source, twin)) = opts.twin.iter().find(|(_, t)| t.op.as_deref() == Some(op)) else { continue };
+        let c = crate::twin::compare(run, twin, source, &opts.thresholds);
+        if let Some((finding, verdict)) = crate::twin::finding(&c, &opts.thresholds) {
+            dx.findings.push(finding);
+            verdicts.push(verdict);
+        }
+        dx.twin.push(c);
     }
     if !verdicts.is_empty() {
         dx.verdict = Some(verdicts.join("\n"));

@@ -39,6 +39,9 @@
 //!   missing from one snapshot; reported as data problems, never as findings.
 //! * `alerts`    — Prometheus alerting rules for the exporter's metrics, thresholds from the
 //!   fabric file.
+//! * `twin`      — a real nccl-tests run beside the twin's run of the same collective on the
+//!   fabric file (`rocelab simulate --collective`), size by size: where production falls short
+//!   of what the fabric can do.
 //! * `exporter`  — a small std::net HTTP/1.1 server for `/metrics`, bounded in connections,
 //!   request size and collection time.
 //!
@@ -59,6 +62,7 @@ pub mod quality;
 pub mod report;
 pub mod snapshot;
 pub mod tools;
+pub mod twin;
 pub mod util;
 
 pub use parse::ParseError;

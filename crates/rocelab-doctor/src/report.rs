@@ -63,6 +63,9 @@ pub fn human(dx: &Diagnosis) -> String {
             let _ = writeln!(s, "  {l}");
         }
     }
+    for c in &dx.twin {
+        twin_table(&mut s, c);
+    }
     for w in &dx.windows {
         if w.rates.is_empty() && w.utilization.is_empty() {
             continue;
@@ -100,6 +103,38 @@ pub fn human(dx: &Diagnosis) -> String {
     }
     s.push('\n');
     s
+}
+
+/// A real run and its twin, size by size (busbw: the better of out-of-place and in-place).
+fn twin_table(s: &mut String, c: &crate::twin::TwinComparison) {
+    let _ = writeln!(
+        s,
+        "\n{} beside its twin ({} real ranks, {} twin ranks; twin: {}):",
+        c.op, c.real_ranks, c.twin_ranks, c.twin_source
+    );
+    let _ = writeln!(
+        s,
+        "  {:>13}  {:>10}  {:>10}  {:>11}  {:>11}  {:>9}  verdict",
+        "size (B)", "real (us)", "twin (us)", "real GB/s", "twin GB/s", "real/twin"
+    );
+    for r in &c.rows {
+        let ratio = r.ratio.map_or("-".to_string(), |q| format!("{:.0}%", q * 100.0));
+        let _ = writeln!(
+            s,
+            "  {:>13}  {:>10.1}  {:>10.1}  {:>11.2}  {:>11.2}  {:>9}  {}",
+            r.size_bytes,
+            r.real_time_us,
+            r.twin_time_us,
+            r.real_busbw_gbytes_per_s,
+            r.twin_busbw_gbytes_per_s,
+            ratio,
+            r.verdict
+        );
+    }
+    if !c.real_only_sizes.is_empty() {
+        let sizes: Vec<String> = c.real_only_sizes.iter().map(|b| b.to_string()).collect();
+        let _ = writeln!(s, "  not run on the twin: {} B", sizes.join(", "));
+    }
 }
 
 fn fmt_rate(v: f64) -> String {

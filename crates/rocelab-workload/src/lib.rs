@@ -64,6 +64,9 @@ pub struct CollectiveSpec {
     /// Keep a row per message (every chunk of every step) in `CollectiveResult::report`
     /// (default off: a 1,024-rank ring posts millions; the counters are there either way).
     pub message_rows: bool,
+    /// Run on the first k GPU nodes only (as a job launched on k nodes of the cluster), with
+    /// GPU placement; `None`: every node.
+    pub gpu_nodes: Option<u32>,
 }
 
 /// The channel count a run gets when none is asked for: one per NIC of a GPU node where the
@@ -90,6 +93,7 @@ impl CollectiveSpec {
             chunk_bytes: DEFAULT_CHUNK_BYTES,
             root: 0,
             message_rows: false,
+            gpu_nodes: None,
         }
     }
 }
@@ -145,6 +149,9 @@ pub struct CollectiveResult {
     /// Where the ranks sit (`placement`), for the table's header.
     #[serde(skip)]
     pub placement: String,
+    /// Host and device of every rank, for the table's rank lines.
+    #[serde(skip)]
+    pub rank_devices: Vec<(String, u32)>,
     #[serde(skip)]
     pub report: RunReport,
 }
@@ -204,10 +211,27 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
             format!("use {NAMES}"),
         )]
     })?;
-    let placement = match &spec.ranks {
+    let mut placement = match &spec.ranks {
         Some(r) => Placement::Hosts(r.clone()),
         None => placement::placement(m)?,
     };
+    if let Some(k) = spec.gpu_nodes {
+        let Placement::Gpus(g) = &mut placement else {
+            return Err(vec![Diagnostic::new(
+                "collective",
+                format!("{k} GPU nodes asked for, but the ranks are host NICs"),
+                "name GPU nodes in the fabric (`gpu_node` on hosts, or a rail-optimized topology), or drop the node count",
+            )]);
+        };
+        if k == 0 || k as usize > g.nodes.len() {
+            return Err(vec![Diagnostic::new(
+                "collective",
+                format!("{k} GPU nodes asked for, the fabric has {}", g.nodes.len()),
+                format!("give 1 to {}", g.nodes.len()),
+            )]);
+        }
+        g.nodes.truncate(k as usize);
+    }
     if placement.ranks() < 2 {
         return Err(vec![Diagnostic::new(
             "collective",
@@ -313,6 +337,7 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
         events: report.events,
         data_packets: report.totals.data_packets_sent,
         placement: placement.describe(),
+        rank_devices: placement.rank_devices(m),
         report,
     })
 }

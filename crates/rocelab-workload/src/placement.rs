@@ -161,6 +161,18 @@ impl Placement {
         }
     }
 
+    /// Where each rank runs, in rank order, as nccl-tests' `# Rank r ... on HOST device D`
+    /// lines name it: a GPU node (`node<k>`, k in node order) and the GPU's index in it, or a
+    /// host NIC's name and device 0.
+    pub fn rank_devices(&self, m: &Model) -> Vec<(String, u32)> {
+        match self {
+            Placement::Hosts(h) => h.iter().map(|n| (m.node(*n).name.clone(), 0)).collect(),
+            Placement::Gpus(g) => {
+                (0..g.nodes.len()).flat_map(|k| (0..g.gpus).map(move |d| (format!("node{k}"), d))).collect()
+            }
+        }
+    }
+
     /// The table's description of the ranks.
     pub fn describe(&self) -> String {
         match self {

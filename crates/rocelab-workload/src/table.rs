@@ -23,6 +23,11 @@ pub fn render(results: &[CollectiveResult], fabric: &str) -> String {
         "# rocelab twin of fabric `{fabric}`: {} ranks ({}), {} channels, packet-level engine",
         first.ranks, first.placement, first.channels
     );
+    // nccl-tests lists its ranks (`# Using devices`); the doctor counts them from here.
+    s.push_str("#\n# Using devices\n");
+    for (r, (host, dev)) in first.rank_devices.iter().enumerate() {
+        let _ = writeln!(s, "#  Rank {r:>2} Group  0 Pid      0 on {host:>8} device {dev:>2} [0x00] twin");
+    }
     s.push_str("#\n");
     s.push_str("#                                                              out-of-place                       in-place          \n");
     s.push_str("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n");

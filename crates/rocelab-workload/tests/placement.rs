@@ -249,3 +249,26 @@ fn by_default_every_nic_of_a_gpu_node_carries_a_channel() {
     let flat = load_str("leaf-spine-small.toml", &text).unwrap();
     assert_eq!(rocelab_workload::default_channels(&flat), 2);
 }
+
+#[test]
+fn a_job_on_the_first_k_gpu_nodes_has_k_times_g_ranks_and_the_same_nic_bound() {
+    // 4 nodes of 8 GPUs; a job on 2 of them: 16 ranks, the same ring bound as a 2-node fabric.
+    let m = rail_fabric(4, 100, "intra_node = \"nvlink4\"");
+    let s = 64u64 << 20;
+    let spec = CollectiveSpec { channels: 8, gpu_nodes: Some(2), ..CollectiveSpec::new(Collective::AllReduce, s) };
+    let r = run(&m, &spec);
+    assert_eq!(r.ranks, 16);
+    let n = 16.0;
+    let bound_us = 2.0 * (n - 1.0) / n * s as f64 / (8.0 * goodput(&m, 100.0)) * 1e6;
+    assert!(r.time_us >= bound_us && r.time_us <= bound_us / 0.9, "{} µs, bound {bound_us} µs", r.time_us);
+    // The whole fabric is 32 ranks; only GPU nodes that exist can be asked for.
+    assert_eq!(run(&m, &CollectiveSpec { gpu_nodes: None, ..spec.clone() }).ranks, 32);
+    for k in [0, 5] {
+        let e = run_collective(&m, &CollectiveSpec { gpu_nodes: Some(k), ..spec.clone() }, SimOptions::default())
+            .unwrap_err();
+        assert!(e[0].to_string().contains("give 1 to 4"), "{e:?}");
+    }
+    let hosts = CollectiveSpec { ranks: Some(rocelab_workload::default_ranks(&m)), ..spec };
+    let e = run_collective(&m, &hosts, SimOptions::default()).unwrap_err();
+    assert!(e[0].to_string().contains("host NICs"), "{e:?}");
+}

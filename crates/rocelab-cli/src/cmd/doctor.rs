@@ -1,9 +1,17 @@
 //! `rocelab doctor`: read dumps, compare with the fabric file, compute rates, diagnose.
+//! With nccl-tests results and a fabric file, the same collectives also run on the twin
+//! (the packet engine, `rocelab_workload`) at the real run's sizes and rank count, and the
+//! report puts both side by side (`rocelab_doctor::twin`).
 //! Exit status: 0 no error finding, 1 at least one error finding, 2 bad input.
 
-use crate::common::{load_fabric, write_atomic, Failure, VerbResult, EXIT_FAILED_CHECK};
+use crate::common::{
+    load_fabric, located, parse_size, write_atomic, Failure, ProgressLine, VerbResult, EXIT_FAILED_CHECK,
+};
 use rocelab_doctor::diagnose::{self, Options, Thresholds};
+use rocelab_doctor::parse::nccl::NcclRun;
 use rocelab_doctor::{dump, intent, report};
+use rocelab_model::Model;
+use std::path::Path;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -18,6 +26,17 @@ pub struct Args {
     /// nccl-tests output to judge against the expected bandwidth ("is it the network?").
     #[arg(long, value_name = "LOG")]
     nccl: Vec<PathBuf>,
+    /// The twin's table for the same fabric (`collective.txt` of `rocelab simulate
+    /// --collective`) to compare the nccl-tests results with, instead of running the twin.
+    #[arg(long, value_name = "TABLE")]
+    twin: Vec<PathBuf>,
+    /// Do not run the twin (by default it runs when --fabric and nccl-tests results are given).
+    #[arg(long, conflicts_with = "twin")]
+    no_twin: bool,
+    /// Largest size the twin runs (K, M, G suffixes are powers of 1024); larger real sizes are
+    /// listed as not run.
+    #[arg(long, default_value = "1G")]
+    twin_max_bytes: String,
     /// A job's NCCL_DEBUG=INFO log (NICs used, GPU Direct RDMA, socket fallback).
     #[arg(long, value_name = "LOG")]
     nccl_log: Vec<PathBuf>,
@@ -63,10 +82,12 @@ pub fn run(a: Args) -> VerbResult {
             return Err(Failure::bad_input("error: --line-rate-gbps must be a positive number"));
         }
     }
-    let intent = match &a.fabric {
-        Some(p) => Some(intent::from_model(&load_fabric(p)?, &p.display().to_string())),
+    let twin_max = parse_size(&a.twin_max_bytes, "--twin-max-bytes")?;
+    let fabric = match &a.fabric {
+        Some(p) => Some((load_fabric(p)?, p)),
         None => None,
     };
+    let intent = fabric.as_ref().map(|(m, p)| intent::from_model(m, &p.display().to_string()));
     let mut snaps = Vec::new();
     let mut skipped_inputs = Vec::new();
     for d in &a.dumps {
@@ -89,6 +110,18 @@ pub fn run(a: Args) -> VerbResult {
             .map_err(|e| Failure::bad_input(format!("error: cannot read {}: {e}", p.display())))?;
         nccl_log.merge(&rocelab_doctor::parse::nccl_log::parse(&text));
     }
+    let mut twin = Vec::new();
+    for p in &a.twin {
+        let text = rocelab_doctor::util::read_small(p)
+            .map_err(|e| Failure::bad_input(format!("error: cannot read {}: {e}", p.display())))?;
+        let runs = rocelab_doctor::parse::nccl::parse(&text, None)
+            .map_err(|e| Failure::bad_input(format!("error: {}", e.in_file(p))))?;
+        twin.extend(runs.into_iter().map(|r| (p.display().to_string(), r)));
+    }
+    if let (Some((model, path)), true) = (&fabric, a.twin.is_empty() && !a.no_twin) {
+        let real: Vec<&NcclRun> = snaps.iter().flat_map(|s| &s.nccl).chain(&extra_nccl).collect();
+        twin = run_twin(model, path, &real, twin_max)?;
+    }
     let opts = Options {
         nccl_log,
         thresholds,
@@ -97,6 +130,7 @@ pub fn run(a: Args) -> VerbResult {
         roce_priority: a.roce_priority,
         extra_nccl,
         skipped_inputs,
+        twin,
     };
     let dx = diagnose::diagnose(snaps, &opts);
     let text = if a.json { report::json(&dx) } else { report::human(&dx) };
@@ -105,4 +139,65 @@ pub fn run(a: Args) -> VerbResult {
         None => print!("{text}"),
     }
     Ok(if dx.has_errors() { ExitCode::from(EXIT_FAILED_CHECK) } else { ExitCode::SUCCESS })
+}
+
+/// Runs, on the twin of `model`, every collective of the real runs that the twin knows, at the
+/// real sizes up to `max_bytes` and on as many ranks as the first real run of it had (the
+/// first k GPU nodes, or the first hosts in ring order); returns the twin's runs as the
+/// doctor reads a table (rendered in nccl-tests' layout and parsed back, so a saved
+/// `collective.txt` and this give the same comparison).
+fn run_twin(model: &Model, path: &Path, real: &[&NcclRun], max_bytes: u64) -> Result<Vec<(String, NcclRun)>, Failure> {
+    let mut ops: Vec<(rocelab_workload::Collective, &NcclRun, Vec<u64>)> = Vec::new();
+    for run in real {
+        let Some(op) = run.op.as_deref().and_then(|o| rocelab_workload::parse_op(o).ok()) else { continue };
+        let sizes = run.rows.iter().map(|r| r.size_bytes).filter(|&b| b <= max_bytes);
+        match ops.iter_mut().find(|(o, _, _)| *o == op) {
+            Some((_, _, v)) => v.extend(sizes),
+            None => ops.push((op, run, sizes.collect())),
+        }
+    }
+    let placement = rocelab_workload::placement::placement(model).map_err(|d| located(path, d))?;
+    let mut out = Vec::new();
+    for (op, first, mut sizes) in ops {
+        sizes.sort_unstable();
+        sizes.dedup();
+        if sizes.is_empty() {
+            continue;
+        }
+        let n = first.ranks.len();
+        let mut spec = rocelab_workload::CollectiveSpec {
+            channels: rocelab_workload::default_channels(model),
+            ..rocelab_workload::CollectiveSpec::new(op, sizes[0])
+        };
+        // The real rank count where the fabric can hold it; else the whole fabric (the
+        // comparison then says the counts differ).
+        match &placement {
+            rocelab_workload::placement::Placement::Gpus(g) => {
+                let per = g.gpus as usize;
+                if n >= per && n % per == 0 && n / per <= g.nodes.len() {
+                    spec.gpu_nodes = Some((n / per) as u32);
+                }
+            }
+            rocelab_workload::placement::Placement::Hosts(h) => {
+                if n >= 2 && n <= h.len() {
+                    spec.ranks = Some(h[..n].to_vec());
+                }
+            }
+        }
+        let opts = rocelab_sim::SimOptions { recycle_qps: true, ..rocelab_sim::options_from_model(model) };
+        let mut bar = ProgressLine::new(false);
+        let total = sizes.len();
+        let results = rocelab_workload::sweep(model, &spec, &sizes, opts, &mut |i, r| {
+            bar.update(Some((i + 1) as f64 / total as f64), &format!("twin {}: {} B", r.op, r.bytes));
+        })
+        .map_err(|d| located(path, d))?;
+        bar.finish();
+        let table = rocelab_workload::table::render(&results, &model.config.fabric.name);
+        let runs = rocelab_doctor::parse::nccl::parse(&table, None)
+            .map_err(|e| Failure::bad_input(format!("error: the twin's own table: {e}")))?;
+        let ranks = results.first().map_or(0, |r| r.ranks);
+        let source = format!("run on {} ({ranks} ranks, {} channels)", path.display(), spec.channels);
+        out.extend(runs.into_iter().map(|r| (source.clone(), r)));
+    }
+    Ok(out)
 }

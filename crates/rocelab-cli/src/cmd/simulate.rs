@@ -4,7 +4,7 @@
 //! `--out DIR`: `summary.json`, `flows.csv`, `metrics.prom` and, with sampling on,
 //! `timeseries.csv`. Seed, version, fabric hash and simulated time are in every report.
 
-use crate::common::{load_fabric_shown, located, write_atomic, Failure, ProgressLine, VerbResult};
+use crate::common::{load_fabric_shown, located, parse_size, write_atomic, Failure, ProgressLine, VerbResult};
 use rocelab_model::SimTime;
 use rocelab_sim::{report, RunReport};
 use std::path::PathBuf;
@@ -82,22 +82,10 @@ pub struct Args {
     /// on the fabric).
     #[arg(long, default_value = "auto", value_parser = ["auto", "nics"], requires = "collective")]
     placement: String,
-}
-
-/// nccl-tests' sizes: a number with an optional K, M or G suffix (powers of 1024).
-fn parse_size(s: &str, flag: &str) -> Result<u64, Failure> {
-    let t = s.trim();
-    let (num, mult) = match t.chars().last().map(|c| c.to_ascii_uppercase()) {
-        Some('K') => (&t[..t.len() - 1], 1u64 << 10),
-        Some('M') => (&t[..t.len() - 1], 1 << 20),
-        Some('G') => (&t[..t.len() - 1], 1 << 30),
-        _ => (t, 1),
-    };
-    num.parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(mult))
-        .filter(|&n| n > 0)
-        .ok_or_else(|| Failure::bad_input(format!("error: {flag} `{s}`: a size in bytes, e.g. 8, 64K, 1G")))
+    /// Run on the first K GPU nodes only, as a job launched on K nodes (`srun -N K`); default:
+    /// every node of the fabric.
+    #[arg(long, value_name = "K", requires = "collective")]
+    nodes: Option<u32>,
 }
 
 fn positive_time(v: Option<f64>, flag: &str) -> Result<Option<SimTime>, Failure> {
@@ -219,6 +207,7 @@ fn run_collective(
         chunk_bytes: parse_size(&a.chunk_bytes, "--chunk-bytes")?,
         root: a.root,
         ranks: (a.placement == "nics").then(|| rocelab_workload::default_ranks(model)),
+        gpu_nodes: a.nodes,
         ..rocelab_workload::CollectiveSpec::new(op, min)
     };
     let mut bar = ProgressLine::new(a.quiet);
