@@ -235,3 +235,52 @@ fn a_bad_gpu_node_value_is_named_with_its_line() {
     assert!(err.contains(&format!("bad-gpu.toml:{line}:")), "{err}");
     assert!(err.contains("gpu_node.intra_node_gbytes_per_s"), "{err}");
 }
+
+#[test]
+fn a_training_step_from_a_plan_file_runs_on_the_twin_beside_plan() {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let fabric = root.join("examples/rail-128gpu.toml");
+    let plan = root.join("examples/plan/step-200m-32gpu.toml");
+    let out = std::env::temp_dir().join(format!("rocelab-step-{}", std::process::id()));
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_rocelab"))
+        .args(["simulate", fabric.to_str().unwrap(), "--step", plan.to_str().unwrap(), "--format", "json", "-q", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let t = &v["twin"];
+    let p = &t["plan"];
+    assert_eq!((p["tp"].as_u64(), p["pp"].as_u64(), p["dp"].as_u64()), (Some(8), Some(2), Some(2)));
+    assert_eq!(t["gpus"], 32);
+    assert_eq!(t["nodes"], 4);
+    // Compute only = (m + p − 1)(F + B) + optimizer, from the plan's own figures.
+    let f = |k: &str| p[k].as_f64().unwrap();
+    let m = f("micro_batches");
+    let expect = (m + 1.0) * (f("forward_us") + f("backward_us")) + f("optimizer_us");
+    let compute_only = t["compute_only_us"].as_f64().unwrap();
+    assert!((compute_only - expect).abs() < 1e-3 * expect, "{compute_only} vs {expect}");
+    let step = t["step_us"].as_f64().unwrap();
+    assert!(step > compute_only, "{step} ≤ {compute_only}");
+    let ratio = t["comm_wait_ratio"].as_f64().unwrap();
+    assert!((ratio - (step - compute_only) / step).abs() < 1e-9);
+    // The twin and plan share the compute and sizes; only the network's time differs, and
+    // here it is a few percent of the step either way.
+    let plan_step = v["plan"]["step_us"].as_f64().unwrap();
+    assert!((step - plan_step).abs() < 0.1 * plan_step, "twin {step} µs, plan {plan_step} µs");
+    assert!(std::fs::read_to_string(out.join("step.txt")).unwrap().contains("rocelab_comm_wait_ratio"));
+    assert!(out.join("step.json").exists());
+    let _ = std::fs::remove_dir_all(&out);
+
+    // A plan the twin cannot run yet is refused naming the file and what to change.
+    let bad = std::env::temp_dir().join(format!("rocelab-step-zero1-{}.toml", std::process::id()));
+    std::fs::write(&bad, std::fs::read_to_string(&plan).unwrap().replace("zero = 0", "zero = 1")).unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_rocelab"))
+        .args(["simulate", fabric.to_str().unwrap(), "--step", bad.to_str().unwrap(), "--no-files", "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(bad.to_str().unwrap()) && err.contains("give zero = 0"), "{err}");
+    let _ = std::fs::remove_file(&bad);
+}

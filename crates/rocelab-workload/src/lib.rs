@@ -20,7 +20,9 @@
 //! own source ports, QPs per connection. Ranks are placed as NCCL places them (`placement`): on
 //! a fabric of GPU nodes every rank is a GPU, each channel's ring visits a node's GPUs over
 //! NVLink/PCIe (latency + bytes / bandwidth, off the packet engine) and crosses between nodes
-//! on one rail; elsewhere every host NIC is a rank. Not yet: reduce, tree algorithms,
+//! on one rail; elsewhere every host NIC is a rank. `step` runs a whole training step (1F1B
+//! pipeline, DP all-reduce in buckets under the backward, compute from `rocelab plan`) on the
+//! same collectives. Not yet: reduce, tree algorithms,
 //! NCCL's slice pipelining inside a step (a step here moves its chunk as one RDMA message, so
 //! small sizes show the per-step latency NCCL's LL protocols would hide).
 
@@ -28,6 +30,7 @@ pub mod bcast;
 pub mod p2p;
 pub mod placement;
 pub mod ring;
+pub mod step;
 pub mod table;
 
 use bcast::{Broadcast, BroadcastPlan};

@@ -38,21 +38,30 @@ pub struct RingPlan {
     pub seed: u64,
 }
 
-/// Bits of a tag for the receiving position and for the step (the channel takes the rest).
-const POS_BITS: u32 = 24;
-const STEP_BITS: u32 = 24;
-/// The most ranks, steps and channels a tag can name.
+/// Bits of a tag for the receiving position, the step and the channel; the 16 bits above them
+/// name the collective when several run in one workload ([`INSTANCE_SHIFT`], the training step).
+const POS_BITS: u32 = 20;
+const STEP_BITS: u32 = 20;
+const CH_BITS: u32 = 8;
+/// Where a tag's instance number starts.
+pub const INSTANCE_SHIFT: u32 = POS_BITS + STEP_BITS + CH_BITS;
+/// The most ranks, steps and channels a tag can name (2(n−1) steps of n ranks fit).
 pub const MAX_RANKS: usize = 1 << (STEP_BITS - 1);
 pub const MAX_STEPS: u32 = (1 << STEP_BITS) - 1;
-pub const MAX_CHANNELS: u32 = 1 << 16;
+pub const MAX_CHANNELS: u32 = 1 << CH_BITS;
 
 pub(crate) fn tag(ch: usize, pos: usize, step: u32) -> u64 {
     (ch as u64) << (POS_BITS + STEP_BITS) | (pos as u64) << STEP_BITS | step as u64
 }
 
+/// A tag's channel, position and step (its instance bits ignored).
 pub(crate) fn untag(t: u64) -> (usize, usize, u32) {
     let mask = |bits: u32| (1u64 << bits) - 1;
-    ((t >> (POS_BITS + STEP_BITS)) as usize, ((t >> STEP_BITS) & mask(POS_BITS)) as usize, (t & mask(STEP_BITS)) as u32)
+    (
+        ((t >> (POS_BITS + STEP_BITS)) & mask(CH_BITS)) as usize,
+        ((t >> STEP_BITS) & mask(POS_BITS)) as usize,
+        (t & mask(STEP_BITS)) as u32,
+    )
 }
 
 pub struct Ring {
@@ -69,6 +78,8 @@ pub struct Ring {
     /// When each rank's intra-node link is free again.
     intra_free: Vec<SimTime>,
     out: Rc<RefCell<Outcome>>,
+    /// Added to every tag: this collective's instance number, shifted by [`INSTANCE_SHIFT`].
+    tag_base: u64,
 }
 
 impl Ring {
@@ -97,7 +108,15 @@ impl Ring {
             intra: placement.intra().cloned(),
             intra_free: vec![SimTime(0); n],
             out,
+            tag_base: 0,
         }
+    }
+
+    /// The same collective with its tags carrying `instance` (below 2¹⁶), so several can run
+    /// in one workload and each callback finds its own.
+    pub fn instance(mut self, instance: u16) -> Ring {
+        self.tag_base = (instance as u64) << INSTANCE_SHIFT;
+        self
     }
 
     fn ranks(&self) -> usize {
@@ -118,7 +137,7 @@ impl Ring {
     fn send(&mut self, net: &mut Net<'_, '_>, p: usize, ch: usize, step: u32) {
         let n = self.ranks();
         let bytes = self.chunk[ch];
-        let t = tag(ch, (p + 1) % n, step);
+        let t = self.tag_base | tag(ch, (p + 1) % n, step);
         match self.rings[ch % self.rings.len()].hops[p] {
             Hop::Net { src, dst } => {
                 let msg = Message {
@@ -188,8 +207,9 @@ mod tests {
 
     #[test]
     fn tags_round_trip() {
-        for (ch, pos, step) in [(0, 0, 0), (3, 17, 9), (65535, MAX_RANKS, MAX_STEPS), (1, (1 << POS_BITS) - 1, 1)] {
+        for (ch, pos, step) in [(0, 0, 0), (3, 17, 9), (255, MAX_RANKS, MAX_STEPS), (1, (1 << POS_BITS) - 1, 1)] {
             assert_eq!(untag(tag(ch, pos, step)), (ch, pos, step));
+            assert_eq!(untag(0xffff << INSTANCE_SHIFT | tag(ch, pos, step)), (ch, pos, step));
         }
     }
 }

@@ -302,8 +302,11 @@ impl Sources {
 /// the same `gpu_node` sit in one server (rail-optimized fabrics), otherwise each host is a
 /// server whose ports are its NICs.
 fn fabric_facts(path: &std::path::Path) -> Result<FabricFacts, Failure> {
+    Ok(facts_of(&crate::common::load_fabric(path)?))
+}
+
+fn facts_of(model: &rocelab_model::Model) -> FabricFacts {
     use rocelab_model::Role;
-    let model = crate::common::load_fabric(path)?;
     let hosts: Vec<_> = model.nodes.iter().filter(|n| n.is_host()).collect();
     let mut servers: Vec<u32> = Vec::new();
     let mut ungrouped = 0u32;
@@ -325,7 +328,7 @@ fn fabric_facts(path: &std::path::Path) -> Result<FabricFacts, Failure> {
     };
     let first_port = hosts.first().and_then(|h| model.ports.get(h.first_port as usize));
     let gn = &model.gpu_node;
-    Ok(FabricFacts {
+    FabricFacts {
         gpus_per_node: Some(gn.gpus).filter(|g| *g > 0),
         nics_per_node: Some(nics_per_server).filter(|n| *n > 0),
         nic_rate_gbps: first_port.map(|p| p.speed.gbps()),
@@ -334,7 +337,24 @@ fn fabric_facts(path: &std::path::Path) -> Result<FabricFacts, Failure> {
         hosts: Some(server_count).filter(|h| *h > 0),
         gpu: Some(gn.gpu.clone()).filter(|g| rocelab_plan::hardware::GpuSpec::preset(g).is_some()),
         transport_preset: Some("roce".into()),
-    })
+    }
+}
+
+/// A plan file's scenario on a fabric (`simulate --step`): the file's keys over what the
+/// fabric says, as `rocelab plan --input FILE --fabric FABRIC` resolves it, errors located
+/// in the file; and plan's estimate of it.
+pub(crate) fn scenario_on_fabric(
+    plan: &std::path::Path,
+    model: &rocelab_model::Model,
+) -> Result<(rocelab_plan::Scenario, rocelab_plan::Estimate), Failure> {
+    let name = plan.display().to_string();
+    let text = std::fs::read_to_string(plan)
+        .map_err(|e| Failure::bad_input(format!("error: cannot read {name}: {e}\n  = help: check the --step path")))?;
+    let file_spec = spec::parse_plan_file(&name, &text).map_err(Failure::bad_input)?;
+    let sources = Sources { flags: PlanSpec::default(), file: Some((name, text, file_spec.clone())) };
+    let scenario = resolve(&file_spec.with_fabric(&facts_of(model))).map_err(|e| sources.failure(e))?;
+    let e = estimate(&scenario);
+    Ok((scenario, e))
 }
 
 /// The width the --compare table must fit: the flag, the terminal, $COLUMNS, or 100, so the

@@ -54,6 +54,11 @@ pub struct Args {
     /// over every host. Prints nccl-tests' table.
     #[arg(long, conflicts_with = "ns3_config")]
     collective: Option<String>,
+    /// Run one training step of this plan file (`rocelab plan`'s format, resolved on this
+    /// fabric) on the twin: compute from plan, pipeline sends and the DP all-reduce on the
+    /// engine; prints the step time, the share GPUs wait on the network and plan's figures.
+    #[arg(long, value_name = "PLAN", conflicts_with_all = ["ns3_config", "collective"])]
+    step: Option<PathBuf>,
     /// Smallest size of the sweep (nccl-tests' -b; K, M, G suffixes are powers of 1024).
     #[arg(long, default_value = "8", requires = "collective")]
     min_bytes: String,
@@ -122,6 +127,10 @@ pub fn run(a: Args) -> VerbResult {
     if let Some(name) = &a.collective {
         drop(stages);
         return run_collective(&a, name, &model, &file, opts);
+    }
+    if let Some(plan) = &a.step {
+        drop(stages);
+        return run_step(&a, plan, &model, &file, opts);
     }
     let end = opts.duration;
     stages.stage("building the simulation");
@@ -236,4 +245,60 @@ fn run_collective(
         eprintln!("wall {:.2} s", bar.elapsed().as_secs_f64());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--step PLAN`: one training step of a plan on the twin, beside plan's own estimate; the
+/// report on stdout (or JSON) and, unless `--no-files`, `step.txt` and `step.json` in `--out`.
+fn run_step(
+    a: &Args,
+    plan_file: &std::path::Path,
+    model: &rocelab_model::Model,
+    file: &std::path::Path,
+    opts: rocelab_sim::SimOptions,
+) -> VerbResult {
+    let (scenario, estimate) = crate::cmd::plan::scenario_on_fabric(plan_file, model)?;
+    let plan = rocelab_workload::step::StepPlan::from_estimate(&scenario, &estimate)
+        .map_err(|e| Failure::bad_input(format!("error: {}: {e}", plan_file.display())))?;
+    let bar = ProgressLine::new(a.quiet);
+    let opts = rocelab_sim::SimOptions { recycle_qps: true, ..opts };
+    let r = rocelab_workload::step::run_step(model, &plan, opts).map_err(|d| located(file, d))?;
+    let phase = estimate.phases.iter().find(|p| p.name == "step");
+    let plan_fig = phase.map(|p| PlanStep {
+        step_us: p.seconds * 1e6,
+        network_wait_us: p.network_wait_seconds * 1e6,
+        network_share: p.network_share,
+        bubble_us: p.bubble_seconds * 1e6,
+    });
+    let text = rocelab_workload::step::render(
+        &r,
+        &scenario.model.name,
+        &model.config.fabric.name,
+        plan_fig.as_ref().map(|p| (p.step_us, p.network_wait_us, p.network_share)),
+    );
+    let json = serde_json::to_string_pretty(&serde_json::json!({ "twin": r, "plan": plan_fig }))
+        .map_err(|e| Failure::bad_input(format!("error: {e}")))?
+        + "\n";
+    if !a.no_files {
+        std::fs::create_dir_all(&a.out)
+            .map_err(|e| Failure::bad_input(format!("error: cannot create {}: {e}", a.out.display())))?;
+        write_atomic(&a.out.join("step.txt"), text.as_bytes())?;
+        write_atomic(&a.out.join("step.json"), json.as_bytes())?;
+    }
+    match a.format {
+        Format::Text => print!("{text}"),
+        Format::Json => print!("{json}"),
+    }
+    if !a.quiet {
+        eprintln!("wall {:.2} s", bar.elapsed().as_secs_f64());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Plan's figures for the same step, beside the twin's.
+#[derive(serde::Serialize)]
+struct PlanStep {
+    step_us: f64,
+    network_wait_us: f64,
+    network_share: f64,
+    bubble_us: f64,
 }

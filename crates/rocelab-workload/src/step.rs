@@ -1,0 +1,739 @@
+//! One training step on the twin: compute phases from `rocelab plan`, the communication that
+//! crosses the fabric on the packet engine, and what the GPUs wait for.
+//!
+//! The step is the DAG Megatron-style training runs (Narayanan et al., "Efficient Large-Scale
+//! Language Model Training on GPU Clusters Using Megatron-LM", SC21):
+//!
+//! * **Ranks** are numbered TP fastest, then DP, then PP (plan's convention), on the first
+//!   tp·dp·pp / G GPU nodes of the fabric. Two layouts keep every pipeline stage on whole
+//!   nodes: TP = the GPUs per node (a stage replica is one node; its G TP ranks compute in
+//!   lockstep), or TP = 1 with DP a multiple of G (a replica is one GPU).
+//! * **Compute** per micro-batch on a stage: forward F = C / 3m and backward B = 2C / 3m, C the
+//!   busiest stage's compute per step from `rocelab plan` (6N FLOPs per token split 2N : 4N),
+//!   plus plan's exposed tensor-parallel time split evenly over F and B (TP runs over NVLink
+//!   inside the node, off the fabric).
+//! * **Pipeline**: non-interleaved 1F1B. Stage s runs min(p − s − 1, m) warm-up forwards, then
+//!   alternates one forward and one backward, then drains the backwards. A forward waits for
+//!   its activations from stage s − 1, a backward for its gradient from stage s + 1: messages of
+//!   plan's PP size (b·s·h·β / t per GPU) on the engine, GPU j of one stage's node to GPU j of
+//!   the next stage's node, one connection each (with its own UDP source port).
+//! * **Data parallel**: the gradients of each stage (plan's DP bytes per GPU) are all-reduced
+//!   over the stage's DP ranks in plan's buckets (one per layer), as DDP and Megatron reduce
+//!   while the last micro-batch's backward frees them: bucket k is ready when every replica of
+//!   the stage has done (k + 1)/buckets of that backward, and the buckets of one stage run one
+//!   after another (one NCCL communicator, one stream). With TP = G, the DP group of TP rank j
+//!   is GPU j of every replica: a ring over NIC j of those nodes (one rail); with TP = 1 it is
+//!   every GPU of the stage's nodes, on NCCL's rings (`placement`).
+//! * **Optimizer** step (plan's HBM-bound Adam time) once a stage's last bucket is reduced;
+//!   the step ends when every stage's optimizer has.
+//!
+//! Reported: the step time; the same DAG with an infinitely fast network, which is
+//! (m + p − 1)(F + B) + optimizer (the 1F1B bubble of SC21 §2.2 included); the share of the
+//! step GPUs wait on the network, `rocelab_comm_wait_ratio` = (step − that) / step; and which
+//! communication holds the step's end (the DP all-reduce's exposed tail, or pipeline waits).
+//!
+//! Not yet on the twin (refused with the reason): interleaved schedules, ZeRO ≥ 1 (reduce-
+//! scatter + all-gather), context and expert parallelism, TP across nodes or TP of part of a
+//! node.
+
+use crate::placement::{GpuLayout, Placement};
+use crate::ring::{Ring, RingPlan, INSTANCE_SHIFT};
+use crate::Outcome;
+use rocelab_model::{Diagnostic, Model, NodeId, SimTime};
+use rocelab_plan::estimate::Estimate;
+use rocelab_plan::Scenario;
+use rocelab_sim::rng::Rng;
+use rocelab_sim::workload::{Delivered, Message, Net, Workload};
+use rocelab_sim::{RunReport, Sim, SimOptions};
+use serde::Serialize;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// The shape of a step: everything the DAG needs, from plan or given directly.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StepPlan {
+    pub tp: u32,
+    pub pp: u32,
+    pub dp: u32,
+    pub micro_batches: u32,
+    /// Forward and backward compute of one micro-batch on one stage (TP exposed time included).
+    #[serde(rename = "forward_us", serialize_with = "us")]
+    pub forward: SimTime,
+    #[serde(rename = "backward_us", serialize_with = "us")]
+    pub backward: SimTime,
+    /// Bytes each GPU sends across a stage boundary per micro-batch (activations forward, the
+    /// same size of gradients backward).
+    pub pp_bytes: u64,
+    /// Gradient bytes per GPU all-reduced over its DP group once per step.
+    pub dp_bytes: u64,
+    /// DP buckets (one collective each).
+    pub buckets: u32,
+    #[serde(rename = "optimizer_us", serialize_with = "us")]
+    pub optimizer: SimTime,
+    /// Channels of each DP ring.
+    pub channels: u32,
+}
+
+/// The most stages, replicas and micro-batches a message tag can name.
+const MAX_STAGES: u32 = 1 << 12;
+const MAX_REPLICAS: u32 = 1 << 16;
+const MAX_MICRO: u32 = 1 << 16;
+/// The instance number of the step's own tags (collectives take 0..OWN).
+const OWN: u64 = 0xffff;
+
+fn us<S: serde::Serializer>(t: &SimTime, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(t.0 as f64 * 1e-6)
+}
+
+fn secs(s: f64) -> SimTime {
+    SimTime((s.max(0.0) * 1e12).round() as u64)
+}
+
+impl StepPlan {
+    /// The step `rocelab plan` estimates for `s` (`e` = `rocelab_plan::estimate(s)`), in the
+    /// shape the twin runs, or why the twin cannot run it yet.
+    pub fn from_estimate(s: &Scenario, e: &Estimate) -> Result<StepPlan, String> {
+        let rocelab_plan::scenario::Workload::Training(w) = &s.workload else {
+            return Err("the plan is an inference plan; the twin runs training steps".into());
+        };
+        let p = &s.parallel;
+        if p.cp > 1 || p.ep > 1 {
+            return Err(format!(
+                "context (cp = {}) and expert (ep = {}) parallelism are not on the twin yet: give cp = 1 and ep = 1",
+                p.cp, p.ep
+            ));
+        }
+        if p.v() > 1 {
+            return Err("interleaved pipeline schedules are not on the twin yet: use the 1F1B schedule".into());
+        }
+        if p.zero.0 > 0 {
+            return Err(format!(
+                "ZeRO-{} (reduce-scatter and all-gather) is not on the twin yet: give zero = 0",
+                p.zero.0
+            ));
+        }
+        let phase = e.phases.iter().find(|ph| ph.name == "step").ok_or("plan gave no training phase")?;
+        let m = w.micro_batches(p.dp).max(1);
+        let mut tp_exposed = 0.0;
+        let (mut pp_bytes, mut dp_bytes, mut buckets) = (0.0, 0.0, 0u32);
+        for l in &e.comm {
+            match l.dimension {
+                "PP" => pp_bytes = l.bytes_each,
+                "DP" | "DP-experts" => {
+                    dp_bytes += l.bytes_each * l.count;
+                    buckets = buckets.max(l.count.round() as u32);
+                }
+                _ if l.crosses_network => return Err(format!(
+                    "{} crosses the network in this plan ({} ranks on {} nodes): the twin runs it only inside a node",
+                    l.dimension, l.group_ranks, l.group_nodes
+                )),
+                _ => tp_exposed += l.exposed_seconds,
+            }
+        }
+        let c = phase.compute_seconds / (3.0 * m as f64);
+        let tp_each = tp_exposed / (2.0 * m as f64);
+        Ok(StepPlan {
+            tp: p.tp,
+            pp: p.pp,
+            dp: p.dp,
+            micro_batches: m,
+            forward: secs(c + tp_each),
+            backward: secs(2.0 * c + tp_each),
+            pp_bytes: pp_bytes.round() as u64,
+            dp_bytes: dp_bytes.round() as u64,
+            buckets: buckets.max(1),
+            optimizer: secs(phase.memory_seconds),
+            channels: 2,
+        })
+    }
+
+    /// The step with an infinitely fast network: (m + p − 1)(F + B) + optimizer.
+    pub fn compute_only(&self) -> SimTime {
+        let per = self.forward.0 + self.backward.0;
+        SimTime((self.micro_batches as u64 + self.pp as u64 - 1) * per + self.optimizer.0)
+    }
+}
+
+/// A step's result on the twin.
+#[derive(Clone, Debug, Serialize)]
+pub struct StepResult {
+    pub plan: StepPlan,
+    pub gpus: u32,
+    pub nodes: u32,
+    pub step_us: f64,
+    /// The same DAG with an infinitely fast network.
+    pub compute_only_us: f64,
+    /// `rocelab_comm_wait_ratio`: (step − compute only) / step.
+    pub comm_wait_ratio: f64,
+    /// The longest time a stage waited, after its last backward, for its DP all-reduce.
+    pub dp_exposed_us: f64,
+    /// The rest of the network wait: stages waiting on pipeline sends.
+    pub pp_wait_us: f64,
+    /// The communication that holds the step's end.
+    pub critical: String,
+    /// Messages that never arrived (a QP gave up): the step did not complete.
+    pub failed_messages: u64,
+    pub events: u64,
+    pub data_packets: u64,
+    #[serde(skip)]
+    pub report: RunReport,
+}
+
+/// Where the step's ranks sit on the fabric.
+struct Layout {
+    /// Per (stage, replica): the connections to the next stage's replica (NIC pairs).
+    pp_links: Vec<Vec<(NodeId, NodeId)>>,
+    /// Per stage: the DP groups' placements (one ring collective each per bucket).
+    dp_groups: Vec<Vec<Placement>>,
+    nodes: u32,
+}
+
+fn layout(m: &Model, plan: &StepPlan) -> Result<Layout, Diagnostic> {
+    let bad = |what: String, fix: String| Diagnostic::new("step", what, fix);
+    let Placement::Gpus(g) = crate::placement::placement(m).map_err(|mut d| d.remove(0))? else {
+        return Err(bad(
+            "the fabric has no GPU nodes".into(),
+            "a training step needs GPU nodes: a [topology.rail_optimized] fabric, or hosts with gpu_node".into(),
+        ));
+    };
+    let (tp, dp, pp) = (plan.tp, plan.dp, plan.pp);
+    let gpus = g.gpus;
+    if pp == 0 || dp == 0 || tp == 0 || plan.micro_batches == 0 {
+        return Err(bad("tp, dp, pp and micro-batches must be at least 1".into(), "check the plan".into()));
+    }
+    if pp > MAX_STAGES || dp > MAX_REPLICAS || plan.micro_batches > MAX_MICRO {
+        return Err(bad(
+            format!("pp = {pp}, dp = {dp}, {} micro-batches", plan.micro_batches),
+            format!("the twin runs up to {MAX_STAGES} stages, {MAX_REPLICAS} replicas, {MAX_MICRO} micro-batches"),
+        ));
+    }
+    let by_node = tp == gpus;
+    if !(by_node || (tp == 1 && dp % gpus == 0)) {
+        return Err(bad(
+            format!("tp = {tp}, dp = {dp} on nodes of {gpus} GPUs"),
+            format!("give tp = {gpus} (a stage replica per node), or tp = 1 with dp a multiple of {gpus}"),
+        ));
+    }
+    let total = tp as u64 * dp as u64 * pp as u64;
+    let nodes = total / gpus as u64;
+    if nodes > g.nodes.len() as u64 {
+        return Err(bad(
+            format!("tp·dp·pp = {total} GPUs, the fabric has {}", g.nodes.len() as u64 * gpus as u64),
+            "use a larger fabric or fewer GPUs".into(),
+        ));
+    }
+    // Rank r = j + tp·(d + dp·s): its node and GPU.
+    let at = |s: u32, d: u32, j: u32| {
+        let r = j as u64 + tp as u64 * (d as u64 + dp as u64 * s as u64);
+        ((r / gpus as u64) as usize, (r % gpus as u64) as u32)
+    };
+    let parts = if by_node { tp } else { 1 };
+    let mut pp_links = Vec::with_capacity((pp * dp) as usize);
+    for s in 0..pp {
+        for d in 0..dp {
+            let links = if s + 1 < pp {
+                (0..parts)
+                    .map(|j| {
+                        let (a, ga) = at(s, d, j);
+                        let (b, gb) = at(s + 1, d, j);
+                        (g.nic_of(a, ga), g.nic_of(b, gb))
+                    })
+                    .collect()
+            } else {
+                vec![]
+            };
+            pp_links.push(links);
+        }
+    }
+    let mut dp_groups = Vec::with_capacity(pp as usize);
+    for s in 0..pp {
+        let groups = if dp < 2 {
+            vec![]
+        } else if by_node {
+            (0..tp)
+                .map(|j| {
+                    Placement::Hosts(
+                        (0..dp)
+                            .map(|d| {
+                                let (n, gpu) = at(s, d, j);
+                                g.nic_of(n, gpu)
+                            })
+                            .collect(),
+                    )
+                })
+                .collect()
+        } else {
+            let first = at(s, 0, 0).0;
+            let count = (dp / gpus) as usize;
+            vec![Placement::Gpus(GpuLayout {
+                nodes: g.nodes[first..first + count].to_vec(),
+                gpus,
+                intra: g.intra.clone(),
+            })]
+        };
+        dp_groups.push(groups);
+    }
+    Ok(Layout { pp_links, dp_groups, nodes: nodes as u32 })
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Op {
+    F(u32),
+    B(u32),
+}
+
+/// Stage s's 1F1B order of `m` micro-batches over `p` stages.
+fn one_f_one_b(s: u32, p: u32, m: u32) -> Vec<Op> {
+    let warm = (p - s - 1).min(m);
+    let mut v: Vec<Op> = (0..warm).map(Op::F).collect();
+    for i in 0..m - warm {
+        v.push(Op::F(warm + i));
+        v.push(Op::B(i));
+    }
+    v.extend((m - warm..m).map(Op::B));
+    v
+}
+
+/// One replica of one stage: its compute timeline.
+struct Replica {
+    ops: Vec<Op>,
+    next: usize,
+    busy: bool,
+    /// Parts arrived per micro-batch: activations (from the stage before), gradients (after).
+    act: Vec<u32>,
+    grad: Vec<u32>,
+    last_backward_end: SimTime,
+}
+
+/// The DP reduction of one stage.
+#[derive(Default)]
+struct StageDp {
+    /// Replicas that have freed bucket k.
+    ready: Vec<u32>,
+    /// Next bucket to launch.
+    next: u32,
+    /// Rings of the running bucket still going.
+    running: u32,
+    done_at: Option<SimTime>,
+}
+
+struct RingRun {
+    ring: Ring,
+    out: Rc<RefCell<Outcome>>,
+    expected: u64,
+    stage: u32,
+}
+
+// Own tags: kind (4 bits) | stage (12) | replica (16) | micro-batch or bucket (16), under OWN.
+const K_COMPUTE: u64 = 0;
+const K_ACT: u64 = 1;
+const K_GRAD: u64 = 2;
+const K_BUCKET: u64 = 3;
+const K_OPT: u64 = 4;
+
+fn own(kind: u64, s: u32, d: u32, i: u32) -> u64 {
+    OWN << INSTANCE_SHIFT | kind << 44 | (s as u64) << 32 | (d as u64) << 16 | i as u64
+}
+
+fn unown(t: u64) -> (u64, u32, u32, u32) {
+    ((t >> 44) & 0xf, ((t >> 32) & 0xfff) as u32, ((t >> 16) & 0xffff) as u32, (t & 0xffff) as u32)
+}
+
+struct StepWork {
+    plan: StepPlan,
+    lay: Layout,
+    replicas: Vec<Replica>,
+    dp: Vec<StageDp>,
+    rings: Vec<Option<RingRun>>,
+    free_ids: Vec<u16>,
+    /// UDP source port per (stage, replica, part) connection.
+    pp_sports: Vec<Vec<u16>>,
+    opt_done: Vec<Option<SimTime>>,
+    failed: u64,
+    seed: u64,
+}
+
+impl StepWork {
+    fn idx(&self, s: u32, d: u32) -> usize {
+        (s * self.plan.dp + d) as usize
+    }
+
+    fn parts(&self) -> u32 {
+        self.lay.pp_links.iter().map(|l| l.len() as u32).max().unwrap_or(1).max(1)
+    }
+
+    /// Starts the replica's next op if it is free and the op's input has arrived.
+    fn try_compute(&mut self, s: u32, d: u32, net: &mut Net<'_, '_>) {
+        let parts = self.parts();
+        let (p, i) = (self.plan.pp, self.idx(s, d));
+        let r = &mut self.replicas[i];
+        if r.busy || r.next >= r.ops.len() {
+            return;
+        }
+        let (ready, dur) = match r.ops[r.next] {
+            Op::F(k) => (s == 0 || r.act[k as usize] >= parts, self.plan.forward),
+            Op::B(k) => (s + 1 == p || r.grad[k as usize] >= parts, self.plan.backward),
+        };
+        if !ready {
+            return;
+        }
+        r.busy = true;
+        let now = net.now();
+        let end = SimTime(now.0 + dur.0);
+        let last = r.next + 1 == r.ops.len();
+        net.wake_at(end, own(K_COMPUTE, s, d, 0)).expect("a step's compute within the clock range");
+        if last && self.plan.dp > 1 {
+            // The last backward frees the buckets one by one as it goes.
+            let nb = self.plan.buckets as u64;
+            for k in 0..nb {
+                let at = SimTime(now.0 + (dur.0 * (k + 1)).div_ceil(nb));
+                net.wake_at(at, own(K_BUCKET, s, d, k as u32)).expect("a bucket within the clock range");
+            }
+        }
+    }
+
+    fn compute_done(&mut self, s: u32, d: u32, net: &mut Net<'_, '_>) {
+        let i = self.idx(s, d);
+        let now = net.now();
+        let r = &mut self.replicas[i];
+        r.busy = false;
+        let op = r.ops[r.next];
+        r.next += 1;
+        let finished = r.next == r.ops.len();
+        if finished {
+            r.last_backward_end = now;
+        }
+        match op {
+            Op::F(k) if s + 1 < self.plan.pp => self.send(s, d, k, K_ACT, net),
+            Op::B(k) if s > 0 => self.send(s, d, k, K_GRAD, net),
+            _ => {}
+        }
+        if finished && self.plan.dp <= 1 {
+            net.wake_at(SimTime(now.0 + self.plan.optimizer.0), own(K_OPT, s, 0, 0)).expect("optimizer in range");
+        }
+        self.try_compute(s, d, net);
+    }
+
+    /// Activations of micro-batch k to stage s + 1, or its gradients to stage s − 1.
+    fn send(&mut self, s: u32, d: u32, k: u32, kind: u64, net: &mut Net<'_, '_>) {
+        // The connection between stages s and s + 1 of replica d carries both directions.
+        let (link_stage, to) = if kind == K_ACT { (s, s + 1) } else { (s - 1, s - 1) };
+        let li = self.idx(link_stage, d);
+        let links = self.lay.pp_links[li].clone();
+        for (j, (a, b)) in links.into_iter().enumerate() {
+            let (src, dst) = if kind == K_ACT { (a, b) } else { (b, a) };
+            let msg = Message {
+                src,
+                dst,
+                size_bytes: self.plan.pp_bytes.max(1),
+                class: None,
+                qps: 1,
+                tag: own(kind, to, d, k),
+                start: None,
+                sport: Some(self.pp_sports[li][j]),
+            };
+            net.post(msg).expect("a pipeline send between two hosts of the fabric");
+        }
+    }
+
+    fn bucket_ready(&mut self, s: u32, k: u32, net: &mut Net<'_, '_>) {
+        let dp = self.plan.dp;
+        let st = &mut self.dp[s as usize];
+        st.ready[k as usize] += 1;
+        if st.ready[k as usize] == dp {
+            self.try_launch(s, net);
+        }
+    }
+
+    /// Launches the stage's next bucket if the one before it is done and every replica freed it.
+    fn try_launch(&mut self, s: u32, net: &mut Net<'_, '_>) {
+        let (dp, nb) = (self.plan.dp, self.plan.buckets);
+        let st = &self.dp[s as usize];
+        if st.running > 0 || st.next >= nb || st.ready[st.next as usize] < dp {
+            return;
+        }
+        let k = st.next;
+        let bytes = self.plan.dp_bytes / nb as u64 + u64::from((k as u64) < self.plan.dp_bytes % nb as u64);
+        let groups = self.lay.dp_groups[s as usize].len();
+        self.dp[s as usize].next += 1;
+        self.dp[s as usize].running = groups as u32;
+        for gi in 0..groups {
+            let placement = &self.lay.dp_groups[s as usize][gi];
+            let n = placement.ranks() as u64;
+            let out = Rc::new(RefCell::new(Outcome::default()));
+            let plan = RingPlan {
+                steps: 2 * (n as u32 - 1),
+                chunk_bytes: bytes.max(1).div_ceil(n),
+                channels: self.plan.channels,
+                qps: 1,
+                // One communicator per group: the same ports for every bucket.
+                seed: self.seed ^ ((s as u64) << 32 | gi as u64),
+            };
+            let id = self.free_ids.pop().expect("fewer rings at once than instance numbers");
+            let mut ring = Ring::new(placement, plan, out.clone()).instance(id);
+            let expected = ring.chunks_to_deliver();
+            ring.start(net);
+            self.rings[id as usize] = Some(RingRun { ring, out, expected, stage: s });
+        }
+    }
+
+    /// A ring's callback ran: if it is complete, free it and go on with its stage.
+    fn ring_progress(&mut self, id: u16, net: &mut Net<'_, '_>) {
+        let Some(run) = &self.rings[id as usize] else { return };
+        let o = run.out.borrow().clone();
+        if o.failed > 0 {
+            // A chunk that never arrives stops the ring, as it would hang NCCL: the stage never
+            // finishes and the step is reported incomplete. (Its slot is not reused.)
+            self.failed += o.failed;
+            self.rings[id as usize] = None;
+            return;
+        }
+        if o.delivered < run.expected {
+            return;
+        }
+        let s = run.stage;
+        self.rings[id as usize] = None;
+        self.free_ids.push(id);
+        let st = &mut self.dp[s as usize];
+        st.running -= 1;
+        if st.running > 0 {
+            return;
+        }
+        if st.next < self.plan.buckets {
+            self.try_launch(s, net);
+        } else {
+            st.done_at = Some(net.now());
+            net.wake_at(SimTime(net.now().0 + self.plan.optimizer.0), own(K_OPT, s, 0, 0)).expect("optimizer in range");
+        }
+    }
+}
+
+impl Workload for StepWork {
+    fn start(&mut self, net: &mut Net<'_, '_>) {
+        for s in 0..self.plan.pp {
+            for d in 0..self.plan.dp {
+                self.try_compute(s, d, net);
+            }
+        }
+    }
+
+    fn on_delivered(&mut self, done: Delivered, net: &mut Net<'_, '_>) {
+        let inst = done.tag >> INSTANCE_SHIFT;
+        if inst != OWN {
+            if let Some(run) = self.rings[inst as usize].as_mut() {
+                run.ring.on_delivered(done, net);
+            }
+            self.ring_progress(inst as u16, net);
+            return;
+        }
+        if done.failed {
+            self.failed += 1;
+            return;
+        }
+        let (kind, s, d, k) = unown(done.tag);
+        let i = self.idx(s, d);
+        match kind {
+            K_ACT => self.replicas[i].act[k as usize] += 1,
+            K_GRAD => self.replicas[i].grad[k as usize] += 1,
+            _ => return,
+        }
+        self.try_compute(s, d, net);
+    }
+
+    fn on_wake(&mut self, tag: u64, net: &mut Net<'_, '_>) {
+        let inst = tag >> INSTANCE_SHIFT;
+        if inst != OWN {
+            if let Some(run) = self.rings[inst as usize].as_mut() {
+                run.ring.on_wake(tag, net);
+            }
+            self.ring_progress(inst as u16, net);
+            return;
+        }
+        let (kind, s, d, k) = unown(tag);
+        match kind {
+            K_COMPUTE => self.compute_done(s, d, net),
+            K_BUCKET => self.bucket_ready(s, k, net),
+            K_OPT => self.opt_done[s as usize] = Some(net.now()),
+            _ => {}
+        }
+    }
+}
+
+/// Runs one training step of `plan` on `m` (with the fabric file's faults).
+pub fn run_step(m: &Model, plan: &StepPlan, opts: SimOptions) -> Result<StepResult, Vec<Diagnostic>> {
+    let lay = layout(m, plan).map_err(|d| vec![d])?;
+    let (pp, dp, mb) = (plan.pp, plan.dp, plan.micro_batches);
+    let replicas = (0..pp)
+        .flat_map(|s| {
+            (0..dp).map(move |_| Replica {
+                ops: one_f_one_b(s, pp, mb),
+                next: 0,
+                busy: false,
+                act: vec![0; mb as usize],
+                grad: vec![0; mb as usize],
+                last_backward_end: SimTime(0),
+            })
+        })
+        .collect();
+    let mut rng = Rng::new(opts.seed, 0x5354_4550);
+    let pp_sports = lay.pp_links.iter().map(|l| l.iter().map(|_| 49152 + rng.below(16384) as u16).collect()).collect();
+    let groups = lay.dp_groups.iter().map(|g| g.len()).max().unwrap_or(0);
+    let slots = (groups * pp as usize).min(OWN as usize);
+    let work = StepWork {
+        plan: plan.clone(),
+        replicas,
+        dp: (0..pp).map(|_| StageDp { ready: vec![0; plan.buckets as usize], ..Default::default() }).collect(),
+        rings: (0..slots).map(|_| None).collect(),
+        free_ids: (0..slots as u16).rev().collect(),
+        pp_sports,
+        opt_done: vec![None; pp as usize],
+        failed: 0,
+        seed: opts.seed,
+        lay,
+    };
+    let nodes = work.lay.nodes;
+    let shared = Rc::new(RefCell::new(work));
+    let faults = rocelab_sim::engine::resolve_faults(m)?;
+    let mut sim = Sim::with_workload(m, Box::new(Shared(shared.clone())), faults, opts)?;
+    sim.run(&mut |_| {});
+    let report = RunReport::from_snapshot(&sim.snapshot_totals(), m);
+    let w = shared.borrow();
+    let end = w.opt_done.iter().map(|t| t.map(|t| t.0)).collect::<Option<Vec<u64>>>().and_then(|v| v.into_iter().max());
+    let compute_only = plan.compute_only().0 as f64 * 1e-6;
+    let step_us = match end {
+        Some(e) if w.failed == 0 => e as f64 * 1e-6,
+        _ => f64::INFINITY,
+    };
+    // The DP tail: from a stage's last backward to its last bucket reduced.
+    let mut dp_exposed = 0.0f64;
+    let mut critical_stage = 0;
+    for s in 0..pp {
+        let last_b = (0..dp).map(|d| w.replicas[w.idx(s, d)].last_backward_end.0).max().unwrap_or(0);
+        if let Some(done) = w.dp[s as usize].done_at {
+            let tail = done.0.saturating_sub(last_b) as f64 * 1e-6;
+            if tail > dp_exposed {
+                dp_exposed = tail;
+                critical_stage = s;
+            }
+        }
+    }
+    let wait = (step_us - compute_only).max(0.0);
+    let pp_wait = (wait - dp_exposed).max(0.0);
+    let critical = if wait <= 0.0 {
+        "none: the network hides under compute".to_string()
+    } else if dp_exposed >= pp_wait {
+        format!("DP all-reduce of stage {critical_stage} ({dp_exposed:.1} µs past its last backward)")
+    } else {
+        format!("pipeline sends between stages ({pp_wait:.1} µs of waits)")
+    };
+    Ok(StepResult {
+        plan: plan.clone(),
+        gpus: plan.tp * plan.dp * plan.pp,
+        nodes,
+        step_us,
+        compute_only_us: compute_only,
+        comm_wait_ratio: if step_us.is_finite() && step_us > 0.0 { wait / step_us } else { 1.0 },
+        dp_exposed_us: dp_exposed,
+        pp_wait_us: pp_wait,
+        critical,
+        failed_messages: w.failed,
+        events: report.events,
+        data_packets: report.totals.data_packets_sent,
+        report,
+    })
+}
+
+/// The step's report: the twin's figures, and plan's beside them when given (step µs,
+/// network wait µs, network share).
+pub fn render(r: &StepResult, model_name: &str, fabric: &str, plan: Option<(f64, f64, f64)>) -> String {
+    use std::fmt::Write;
+    let p = &r.plan;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "training step of {model_name} on the twin of `{fabric}`: TP{} PP{} DP{} ({} GPUs on {} nodes), {} micro-batches, 1F1B",
+        p.tp, p.pp, p.dp, r.gpus, r.nodes, p.micro_batches
+    );
+    let _ = writeln!(
+        s,
+        "  per micro-batch and stage: forward {:.1} µs, backward {:.1} µs; pipeline sends {} B per GPU; DP all-reduce {} B per GPU in {} buckets; optimizer {:.1} µs",
+        p.forward.0 as f64 * 1e-6,
+        p.backward.0 as f64 * 1e-6,
+        p.pp_bytes,
+        p.dp_bytes,
+        p.buckets,
+        p.optimizer.0 as f64 * 1e-6
+    );
+    let ms = |us: f64| if us.is_finite() { format!("{:.3} ms", us * 1e-3) } else { "did not complete".into() };
+    let wait = (r.step_us - r.compute_only_us).max(0.0);
+    let _ = writeln!(s, "\n  {:<34} {:>16} {:>16}", "", "twin", "plan");
+    let (ps, pw, pr) = plan
+        .map_or(("-".into(), "-".into(), "-".into()), |(st, w, sh)| (ms(st), ms(w), format!("{:.1} %", sh * 100.0)));
+    let _ = writeln!(s, "  {:<34} {:>16} {:>16}", "step time", ms(r.step_us), ps);
+    let _ = writeln!(s, "  {:<34} {:>16} {:>16}", "waiting on the network", ms(wait), pw);
+    let _ = writeln!(
+        s,
+        "  {:<34} {:>16} {:>16}",
+        "rocelab_comm_wait_ratio",
+        format!("{:.1} %", r.comm_wait_ratio * 100.0),
+        pr
+    );
+    let _ = writeln!(s, "  {:<34} {:>16}", "compute only (bubble included)", ms(r.compute_only_us));
+    let _ = writeln!(s, "  {:<34} {:>16}", "DP all-reduce exposed", ms(r.dp_exposed_us));
+    let _ = writeln!(s, "  {:<34} {:>16}", "pipeline waits", ms(r.pp_wait_us));
+    if let Some((st, _, _)) = plan {
+        if r.step_us.is_finite() && st > 0.0 {
+            let _ = writeln!(s, "  twin − plan: {:+.1} % of plan's step", (r.step_us - st) / st * 100.0);
+        }
+    }
+    let _ = writeln!(s, "  critical: {}", r.critical);
+    if r.failed_messages > 0 {
+        let _ = writeln!(
+            s,
+            "  {} messages never arrived (a QP exhausted its retries): the step did not complete",
+            r.failed_messages
+        );
+    }
+    let _ = writeln!(s, "  engine: {} events, {} data packets", r.events, r.data_packets);
+    s
+}
+
+/// The step's workload behind a shared handle, so its state can be read after the run.
+struct Shared(Rc<RefCell<StepWork>>);
+
+impl Workload for Shared {
+    fn start(&mut self, net: &mut Net<'_, '_>) {
+        self.0.borrow_mut().start(net)
+    }
+    fn on_delivered(&mut self, done: Delivered, net: &mut Net<'_, '_>) {
+        self.0.borrow_mut().on_delivered(done, net)
+    }
+    fn on_wake(&mut self, tag: u64, net: &mut Net<'_, '_>) {
+        self.0.borrow_mut().on_wake(tag, net)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_f_one_b_orders_warm_up_steady_and_drain() {
+        use Op::{B, F};
+        // Stage 0 of 4 with 6 micro-batches: 3 warm-up forwards.
+        assert_eq!(one_f_one_b(0, 4, 6), vec![F(0), F(1), F(2), F(3), B(0), F(4), B(1), F(5), B(2), B(3), B(4), B(5)]);
+        // The last stage alternates from the start.
+        assert_eq!(one_f_one_b(3, 4, 2), vec![F(0), B(0), F(1), B(1)]);
+        // Fewer micro-batches than warm-up slots.
+        assert_eq!(one_f_one_b(0, 4, 2), vec![F(0), F(1), B(0), B(1)]);
+    }
+
+    #[test]
+    fn own_tags_round_trip() {
+        for (k, s, d, i) in [(K_ACT, 0, 0, 0), (K_OPT, 4095, 65535, 65535), (K_BUCKET, 7, 31, 125)] {
+            let t = own(k, s, d, i);
+            assert_eq!(t >> INSTANCE_SHIFT, OWN);
+            assert_eq!(unown(t), (k, s, d, i));
+        }
+    }
+}
