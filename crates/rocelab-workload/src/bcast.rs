@@ -31,7 +31,7 @@ pub struct BroadcastPlan {
     pub channels: u32,
     /// Pipeline chunk per channel (NCCL's Simple step: NCCL_BUFFSIZE / NCCL_STEPS).
     pub chunk_bytes: u64,
-    pub qps: u32,
+    pub qps: crate::QpUse,
     pub seed: u64,
 }
 
@@ -60,7 +60,7 @@ pub struct Broadcast {
     sent: Vec<u32>,
     busy: Vec<bool>,
     sports: Vec<u16>,
-    qps: u32,
+    qps: crate::QpUse,
     intra: Option<IntraNode>,
     /// When each rank's intra-node link is free again.
     intra_free: Vec<SimTime>,
@@ -95,7 +95,7 @@ impl Broadcast {
             sent: vec![0; n * ch],
             busy: vec![false; n * ch],
             sports,
-            qps: plan.qps.max(1),
+            qps: plan.qps,
             intra: placement.intra().cloned(),
             intra_free: vec![SimTime(0); n],
             out,
@@ -120,15 +120,17 @@ impl Broadcast {
         let t = tag(c, p + 1, 0);
         match self.hops[c % self.hops.len()][p] {
             Hop::Net { src, dst } => {
+                // Chunk k is the connection's k-th message.
+                let (qps, first) = self.qps.for_message(bytes, k as u64);
                 let msg = Message {
                     src,
                     dst,
                     size_bytes: bytes,
                     class: None,
-                    qps: self.qps.min(bytes.min(u32::MAX as u64) as u32),
+                    qps,
                     tag: t,
                     start: None,
-                    sport: Some(self.sports[i]),
+                    sport: Some(crate::QpUse::sport(self.sports[i], first)),
                 };
                 net.post(msg).expect("a broadcast chunk between two hosts of the fabric");
             }

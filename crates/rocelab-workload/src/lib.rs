@@ -57,8 +57,11 @@ pub struct CollectiveSpec {
     pub ranks: Option<Vec<NodeId>>,
     /// NCCL channels (`NCCL_MIN_NCHANNELS`/`NCCL_MAX_NCHANNELS` pinned to one value).
     pub channels: u32,
-    /// `NCCL_IB_QPS_PER_CONNECTION`; a chunk is split over them (`NCCL_IB_SPLIT_DATA_ON_QPS=1`).
+    /// `NCCL_IB_QPS_PER_CONNECTION`: QPs of every connection ([`QpUse`]).
     pub qps_per_connection: u32,
+    /// `NCCL_IB_SPLIT_DATA_ON_QPS`: every message striped over all the connection's QPs
+    /// (true), or each NCCL chunk on one QP in turn (false, NCCL's default; [`QpUse`]).
+    pub split_data_on_qps: bool,
     /// Pipeline chunk per channel of broadcast: NCCL's Simple-protocol step, `NCCL_BUFFSIZE`
     /// (4 MiB) / `NCCL_STEPS` (8) = 512 KiB by default.
     pub chunk_bytes: u64,
@@ -85,6 +88,39 @@ pub fn default_channels(m: &Model) -> u32 {
 /// NCCL's default Simple-protocol step: 4 MiB of NCCL_BUFFSIZE over NCCL_STEPS = 8 slots.
 pub const DEFAULT_CHUNK_BYTES: u64 = 512 << 10;
 
+/// How a connection's QPs carry a message, as NCCL's IB transport posts it (`net_ib.cc`):
+/// with `NCCL_IB_SPLIT_DATA_ON_QPS=1` every send is striped over all `qps` QPs; with 0, NCCL's
+/// default, each send goes whole on one QP and the next send on the next QP. NCCL sends a
+/// buffer in chunks of its Simple-protocol step ([`DEFAULT_CHUNK_BYTES`]) with several in
+/// flight, so a message of k chunks keeps min(k, qps) QPs busy: here it is striped over that
+/// many, starting at the QP its connection's turn has reached (`first`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QpUse {
+    pub qps: u32,
+    pub split: bool,
+}
+
+impl QpUse {
+    /// QPs a message of `bytes` is striped over, and the index of the first, for the
+    /// connection's `nth` message.
+    pub fn for_message(self, bytes: u64, nth: u64) -> (u32, u32) {
+        let qps = self.qps.max(1);
+        let used = if self.split { qps as u64 } else { bytes.div_ceil(DEFAULT_CHUNK_BYTES).clamp(1, qps as u64) };
+        let used = used.min(bytes.max(1)) as u32;
+        // A whole message on fewer QPs than the connection has starts where the turn is.
+        // (A run that would pass the last QP starts over at the first: its ports stay the
+        // connection's.)
+        let first = if used < qps { ((nth * used as u64) % qps as u64) as u32 } else { 0 };
+        (used, if first + used > qps { 0 } else { first })
+    }
+
+    /// The UDP source port of the message's first QP, the connection's ports being `base`,
+    /// `base + 1`, … (wrapping in the dynamic range, as the engine does).
+    pub fn sport(base: u16, first: u32) -> u16 {
+        (49152 + (base as u32 % 16384 + first) % 16384) as u16
+    }
+}
+
 impl CollectiveSpec {
     pub fn new(op: Collective, bytes: u64) -> Self {
         CollectiveSpec {
@@ -93,6 +129,7 @@ impl CollectiveSpec {
             ranks: None,
             channels: 2,
             qps_per_connection: 1,
+            split_data_on_qps: false,
             chunk_bytes: DEFAULT_CHUNK_BYTES,
             root: 0,
             message_rows: false,
@@ -269,7 +306,7 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
                 steps: spec.op.ring_steps(n as u32) as u32,
                 chunk_bytes: spec.bytes.div_ceil(n),
                 channels: spec.channels,
-                qps: spec.qps_per_connection,
+                qps: QpUse { qps: spec.qps_per_connection, split: spec.split_data_on_qps },
                 seed: opts.seed,
             };
             let w = Ring::new(&placement, plan, out.clone());
@@ -282,8 +319,14 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
             } else {
                 p2p::send_recv(n as u32, spec.bytes)
             };
-            let w =
-                Exchange::new(&placement, &transfers, spec.channels, spec.qps_per_connection, opts.seed, out.clone());
+            let w = Exchange::new(
+                &placement,
+                &transfers,
+                spec.channels,
+                QpUse { qps: spec.qps_per_connection, split: spec.split_data_on_qps },
+                opts.seed,
+                out.clone(),
+            );
             let e = w.chunks_to_deliver();
             (Box::new(w), e)
         }
@@ -303,7 +346,7 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
                 root: spec.root,
                 channels: spec.channels,
                 chunk_bytes: spec.chunk_bytes,
-                qps: spec.qps_per_connection,
+                qps: QpUse { qps: spec.qps_per_connection, split: spec.split_data_on_qps },
                 seed: opts.seed,
             };
             let w = Broadcast::new(&placement, plan, out.clone());
@@ -380,4 +423,31 @@ pub fn sweep(
         out.push(r);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nccl_sends_a_chunk_per_qp_in_turn_unless_told_to_split() {
+        let rr = QpUse { qps: 4, split: false };
+        // 1 MiB = 2 chunks of 512 KiB: two QPs busy, the next message on the next two.
+        assert_eq!(rr.for_message(1 << 20, 0), (2, 0));
+        assert_eq!(rr.for_message(1 << 20, 1), (2, 2));
+        assert_eq!(rr.for_message(1 << 20, 2), (2, 0));
+        // A small message takes one QP, in turn.
+        assert_eq!((0..5).map(|k| rr.for_message(4096, k).1).collect::<Vec<_>>(), [0, 1, 2, 3, 0]);
+        // 3 chunks on 4 QPs: a run that would pass QP 3 starts at QP 0.
+        assert_eq!(rr.for_message(3 << 19, 1), (3, 0));
+        // Large messages keep every QP busy.
+        assert_eq!(rr.for_message(64 << 20, 7), (4, 0));
+        // NCCL_IB_SPLIT_DATA_ON_QPS=1: always all of them (never more QPs than bytes).
+        let split = QpUse { qps: 4, split: true };
+        assert_eq!(split.for_message(4096, 3), (4, 0));
+        assert_eq!(split.for_message(2, 0), (2, 0));
+        // Ports follow the connection's base, wrapping in 49152..=65535.
+        assert_eq!(QpUse::sport(50000, 2), 50002);
+        assert_eq!(QpUse::sport(65535, 1), 49152);
+    }
 }

@@ -52,7 +52,7 @@ pub fn send_recv(n: u32, bytes: u64) -> Vec<Transfer> {
 pub struct Exchange {
     /// One message per (transfer, channel in use): (hop, bytes, sport).
     msgs: Vec<(Hop, u64, u16)>,
-    qps: u32,
+    qps: crate::QpUse,
     intra: Option<IntraNode>,
     /// When each rank's intra-node link is free again.
     intra_free: Vec<SimTime>,
@@ -84,7 +84,7 @@ impl Exchange {
         placement: &Placement,
         transfers: &[Transfer],
         channels: u32,
-        qps: u32,
+        qps: crate::QpUse,
         seed: u64,
         out: Rc<RefCell<Outcome>>,
     ) -> Exchange {
@@ -106,7 +106,7 @@ impl Exchange {
             }
         }
         let intra_free = vec![SimTime(0); placement.ranks()];
-        Exchange { msgs, qps: qps.max(1), intra: placement.intra().cloned(), intra_free, out }
+        Exchange { msgs, qps, intra: placement.intra().cloned(), intra_free, out }
     }
 
     pub fn chunks_to_deliver(&self) -> u64 {
@@ -119,15 +119,17 @@ impl Workload for Exchange {
         for (i, &(hop, bytes, sport)) in self.msgs.iter().enumerate() {
             match hop {
                 Hop::Net { src, dst } => {
+                    // One message per connection.
+                    let (qps, first) = self.qps.for_message(bytes, 0);
                     let msg = Message {
                         src,
                         dst,
                         size_bytes: bytes,
                         class: None,
-                        qps: self.qps.min(bytes.min(u32::MAX as u64) as u32),
+                        qps,
                         tag: i as u64,
                         start: None,
-                        sport: Some(sport),
+                        sport: Some(crate::QpUse::sport(sport, first)),
                     };
                     // Ranks sit on distinct hosts and sizes are 1 B..1 TB: a refusal is a bug.
                     net.post(msg).expect("a transfer between two hosts of the fabric");

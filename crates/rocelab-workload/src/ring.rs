@@ -17,7 +17,7 @@
 //! a time, and arrives latency + bytes / bandwidth after it starts (a wake-up).
 
 use crate::placement::{ChannelRing, Hop, IntraNode, Placement};
-use crate::Outcome;
+use crate::{Outcome, QpUse};
 use rocelab_model::SimTime;
 use rocelab_sim::rng::Rng;
 use rocelab_sim::workload::{Delivered, Message, Net, Workload};
@@ -32,8 +32,8 @@ pub struct RingPlan {
     /// Bytes per step and rank, over all channels.
     pub chunk_bytes: u64,
     pub channels: u32,
-    /// QPs per connection; a chunk is split over them.
-    pub qps: u32,
+    /// QPs per connection and how a chunk uses them.
+    pub qps: QpUse,
     /// Draws the source ports.
     pub seed: u64,
 }
@@ -73,7 +73,7 @@ pub struct Ring {
     chunk: Vec<u64>,
     /// UDP source port per (position, channel): position-major.
     sports: Vec<u16>,
-    qps: u32,
+    qps: QpUse,
     intra: Option<IntraNode>,
     /// When each rank's intra-node link is free again.
     intra_free: Vec<SimTime>,
@@ -104,7 +104,7 @@ impl Ring {
             steps,
             chunk,
             sports,
-            qps: qps.max(1),
+            qps,
             intra: placement.intra().cloned(),
             intra_free: vec![SimTime(0); n],
             out,
@@ -140,16 +140,18 @@ impl Ring {
         let t = self.tag_base | tag(ch, (p + 1) % n, step);
         match self.rings[ch % self.rings.len()].hops[p] {
             Hop::Net { src, dst } => {
+                // A connection sends one chunk per step: the step is its message count.
+                let (qps, first) = self.qps.for_message(bytes, step as u64);
                 let msg = Message {
                     src,
                     dst,
                     size_bytes: bytes,
                     // The fabric's RDMA class, as NCCL's traffic is.
                     class: None,
-                    qps: self.qps.min(bytes.min(u32::MAX as u64) as u32),
+                    qps,
                     tag: t,
                     start: None,
-                    sport: Some(self.sports[p * self.chunk.len() + ch]),
+                    sport: Some(QpUse::sport(self.sports[p * self.chunk.len() + ch], first)),
                 };
                 // Ring hops join distinct hosts and chunks are 1 B..1 TB: a refusal is a bug.
                 net.post(msg).expect("a ring step between two hosts of the fabric");

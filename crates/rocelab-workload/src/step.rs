@@ -123,10 +123,12 @@ impl StepPlan {
                     dp_bytes += l.bytes_each * l.count;
                     buckets = buckets.max(l.count.round() as u32);
                 }
-                _ if l.crosses_network => return Err(format!(
+                _ if l.crosses_network => {
+                    return Err(format!(
                     "{} crosses the network in this plan ({} ranks on {} nodes): the twin runs it only inside a node",
                     l.dimension, l.group_ranks, l.group_nodes
-                )),
+                ))
+                }
                 _ => tp_exposed += l.exposed_seconds,
             }
         }
@@ -465,7 +467,7 @@ impl StepWork {
                 steps: 2 * (n as u32 - 1),
                 chunk_bytes: bytes.max(1).div_ceil(n),
                 channels: self.plan.channels,
-                qps: 1,
+                qps: crate::QpUse { qps: 1, split: false },
                 // One communicator per group: the same ports for every bucket.
                 seed: self.seed ^ ((s as u64) << 32 | gi as u64),
             };

@@ -72,9 +72,13 @@ pub struct Args {
     /// node when the ranks are GPUs (every rail carries a ring), else 2.
     #[arg(long, requires = "collective")]
     channels: Option<u32>,
-    /// NCCL_IB_QPS_PER_CONNECTION: QPs each chunk is split over.
+    /// NCCL_IB_QPS_PER_CONNECTION: QPs of every connection.
     #[arg(long, default_value_t = 1, requires = "collective")]
     qps_per_connection: u32,
+    /// NCCL_IB_SPLIT_DATA_ON_QPS: 1 stripes every message over all the connection's QPs; 0
+    /// (NCCL's default) sends each 512 KiB chunk on one QP in turn.
+    #[arg(long, default_value = "0", value_parser = ["0", "1"], requires = "collective")]
+    split_data_on_qps: String,
     /// Broadcast's pipeline chunk per channel: NCCL's Simple step, NCCL_BUFFSIZE / NCCL_STEPS
     /// (K, M, G suffixes as for sizes).
     #[arg(long, default_value = "512K", requires = "collective")]
@@ -213,6 +217,7 @@ fn run_collective(
             None => rocelab_workload::default_channels(model),
         },
         qps_per_connection: a.qps_per_connection.max(1),
+        split_data_on_qps: a.split_data_on_qps == "1",
         chunk_bytes: parse_size(&a.chunk_bytes, "--chunk-bytes")?,
         root: a.root,
         ranks: (a.placement == "nics").then(|| rocelab_workload::default_ranks(model)),
