@@ -151,3 +151,51 @@ leaf_link = { speed_gbps = 100, length_m = 50 }
     assert!(r.time_us >= bound_us && r.time_us <= bound_us / 0.9, "{} µs vs {bound_us} µs", r.time_us);
     assert!(r.report.flows.iter().all(|f| f.src.ends_with(&f.dst[f.dst.len() - 5..])), "same NIC index at both ends");
 }
+
+/// 8 hosts on 2 leaves at 100G and one spine at `spine_gbps`: 4 × 100G down per leaf against
+/// one uplink (2:1 oversubscribed at 200G, non-blocking at 400G; one path, so no ECMP
+/// collision blurs the share).
+fn two_tier(spine_gbps: u32) -> Model {
+    let text = format!(
+        r#"[fabric]
+name = "tier"
+[topology.leaf_spine]
+leaves = 2
+spines = 1
+hosts_per_leaf = 4
+host_link = {{ speed_gbps = 100, length_m = 3 }}
+fabric_link = {{ speed_gbps = {spine_gbps}, length_m = 30 }}
+"#
+    );
+    load_str("tier.toml", &text).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn an_oversubscribed_tier_costs_busbw_only_when_the_ring_crosses_it() {
+    let s = 32u64 << 20;
+    let busbw = |m: &Model, interleave: bool| {
+        let hosts: Vec<_> = m.hosts().collect();
+        // Leaf order: one hop out of each leaf per channel. Interleaved (rank i on leaf i mod 2):
+        // every hop crosses the spines, 4 hosts' streams out of a leaf.
+        let ranks = if interleave { (0..4).flat_map(|i| [hosts[i], hosts[4 + i]]).collect() } else { hosts.clone() };
+        let spec = CollectiveSpec { ranks: Some(ranks), ..CollectiveSpec::new(Collective::AllReduce, s) };
+        let r = run_collective(m, &spec, SimOptions::default()).unwrap();
+        assert_eq!(r.failed_chunks, 0);
+        r.busbw_gbytes_per_s
+    };
+    let (full, over) = (two_tier(400), two_tier(200));
+    let g = goodput(&full) / 1e9;
+    let (full_leaf, full_cross) = (busbw(&full, false), busbw(&full, true));
+    let (over_leaf, over_cross) = (busbw(&over, false), busbw(&over, true));
+    println!("busbw GB/s: 1:1 leaf-order {full_leaf:.2}, crossing {full_cross:.2}; 2:1 leaf-order {over_leaf:.2}, crossing {over_cross:.2}");
+    // Non-blocking: both orders reach the host link's goodput.
+    assert!(full_leaf >= 0.9 * g && full_cross >= 0.9 * g, "{full_leaf} {full_cross} vs {g}");
+    // 2:1, ring crossing the tier at every hop: 4 streams of 100G share 200G of uplink, so
+    // each gets half the link at best: busbw ≤ g/2. Each step waits for its slowest stream,
+    // and congestion control's shares are not exactly equal: 86 % of the fair share here.
+    let ratio = over_cross / full_cross;
+    assert!((0.4..=0.505).contains(&ratio), "{over_cross} / {full_cross} = {ratio}");
+    // 2:1 with the ring in leaf order: only 2 streams per channel leave a leaf, within its
+    // uplinks: busbw as on the non-blocking fabric.
+    assert!((over_leaf - full_leaf).abs() <= 0.02 * full_leaf, "{over_leaf} vs {full_leaf}");
+}
