@@ -22,8 +22,8 @@
 //! NVLink/PCIe (latency + bytes / bandwidth, off the packet engine) and crosses between nodes
 //! on one rail; elsewhere every host NIC is a rank. `step` runs a whole training step (1F1B
 //! pipeline, DP all-reduce in buckets under the backward, compute from `rocelab plan`) on the
-//! same collectives. Not yet: reduce, tree algorithms,
-//! NCCL's slice pipelining inside a step (a step here moves its chunk as one RDMA message, so
+//! same collectives; `tree` is NCCL's double binary tree all-reduce (`NCCL_ALGO=Tree`). Not yet:
+//! reduce, NCCL's slice pipelining inside a step (a step here moves its chunk as one RDMA message, so
 //! small sizes show the per-step latency NCCL's LL protocols would hide).
 
 pub mod bcast;
@@ -32,6 +32,7 @@ pub mod placement;
 pub mod ring;
 pub mod step;
 pub mod table;
+pub mod tree;
 
 use bcast::{Broadcast, BroadcastPlan};
 use p2p::Exchange;
@@ -44,6 +45,7 @@ use rocelab_sim::{RunReport, Sim, SimOptions};
 use serde::Serialize;
 use std::cell::RefCell;
 use std::rc::Rc;
+use tree::{Tree, TreePlan};
 
 /// One collective to run.
 #[derive(Clone, Debug)]
@@ -73,6 +75,26 @@ pub struct CollectiveSpec {
     /// Run on the first k GPU nodes only (as a job launched on k nodes of the cluster), with
     /// GPU placement; `None`: every node.
     pub gpu_nodes: Option<u32>,
+    /// `NCCL_ALGO`: ring, or NCCL's double binary tree (all-reduce only).
+    pub algo: Algo,
+}
+
+/// NCCL's algorithm for a collective (`NCCL_ALGO`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Algo {
+    #[default]
+    Ring,
+    Tree,
+}
+
+impl Algo {
+    pub fn parse(s: &str) -> Result<Algo, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "ring" => Ok(Algo::Ring),
+            "tree" => Ok(Algo::Tree),
+            _ => Err(format!("unknown algorithm `{s}`: ring or tree")),
+        }
+    }
 }
 
 /// The channel count a run gets when none is asked for: one per NIC of a GPU node where the
@@ -134,6 +156,7 @@ impl CollectiveSpec {
             root: 0,
             message_rows: false,
             gpu_nodes: None,
+            algo: Algo::Ring,
         }
     }
 }
@@ -177,6 +200,8 @@ pub struct CollectiveResult {
     pub root: i64,
     pub ranks: u32,
     pub channels: u32,
+    /// `ring` or `tree` (NCCL_ALGO).
+    pub algo: &'static str,
     pub time_us: f64,
     pub algbw_gbytes_per_s: f64,
     pub busbw_gbytes_per_s: f64,
@@ -298,7 +323,25 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
     }
     let n = placement.ranks() as u64;
     let out = Rc::new(RefCell::new(Outcome::default()));
+    if spec.algo == Algo::Tree && spec.op != Collective::AllReduce {
+        return Err(vec![Diagnostic::new(
+            "collective",
+            format!("NCCL_ALGO=tree for {name}"),
+            "NCCL's tree runs all-reduce only; use the ring for the others",
+        )]);
+    }
     let (w, expected): (Box<dyn Workload>, u64) = match spec.op {
+        Collective::AllReduce if spec.algo == Algo::Tree => {
+            let plan = TreePlan {
+                bytes: spec.bytes,
+                channels: spec.channels,
+                qps: QpUse { qps: spec.qps_per_connection, split: spec.split_data_on_qps },
+                seed: opts.seed,
+            };
+            let w = Tree::new(&placement, plan, out.clone());
+            let e = w.chunks_to_deliver();
+            (Box::new(w), e)
+        }
         Collective::AllReduce | Collective::AllGather | Collective::ReduceScatter => {
             let plan = RingPlan {
                 // 2(n−1) steps for all-reduce, n−1 for all-gather and reduce-scatter (as `plan`
@@ -376,6 +419,7 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
         root: if spec.op == Collective::Broadcast { spec.root as i64 } else { -1 },
         ranks: n as u32,
         channels: spec.channels,
+        algo: if spec.algo == Algo::Tree { "tree" } else { "ring" },
         time_us,
         algbw_gbytes_per_s: algbw,
         busbw_gbytes_per_s: algbw * spec.op.busbw_factor(n as u32),

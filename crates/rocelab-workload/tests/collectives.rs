@@ -199,3 +199,66 @@ fn an_oversubscribed_tier_costs_busbw_only_when_the_ring_crosses_it() {
     // uplinks: busbw as on the non-blocking fabric.
     assert!((over_leaf - full_leaf).abs() <= 0.02 * full_leaf, "{over_leaf} vs {full_leaf}");
 }
+
+#[test]
+fn a_tree_all_reduce_moves_the_rings_bytes_at_link_speed_with_log_depth() {
+    use rocelab_workload::Algo;
+    // 8 hosts, non-blocking: each of the two trees carries half of the buffer; a node sends
+    // and receives about 2·S over its link either way (interior in one tree: 3 · S/2 each
+    // way, leaf in the other: S/2), so the bound is 2·S / B, as the ring's 2(n−1)/n · S / B.
+    let m = fabric("");
+    let s = 64u64 << 20;
+    let spec = |algo| CollectiveSpec { algo, ..CollectiveSpec::new(Collective::AllReduce, s) };
+    let tree = run_collective(&m, &spec(Algo::Tree), SimOptions::default()).unwrap();
+    let ring = run_collective(&m, &spec(Algo::Ring), SimOptions::default()).unwrap();
+    assert_eq!((tree.failed_chunks, tree.algo), (0, "tree"));
+    let g = goodput(&m);
+    // Per node of the 8 (tree 0: 0→4, 4→2,6, 2→1,3, 6→5,7; tree 1 its mirror): the busiest
+    // link carries 3 · S/2 up and down in one tree plus S/2 in the other: 2·S.
+    let bound_us = 2.0 * s as f64 / g * 1e6;
+    println!("tree {:.1} µs, ring {:.1} µs, tree bound {bound_us:.1} µs", tree.time_us, ring.time_us);
+    assert!(tree.time_us >= bound_us, "{} < {bound_us}", tree.time_us);
+    assert!(tree.time_us <= bound_us / 0.85, "{} vs {bound_us}", tree.time_us);
+    assert_eq!(tree.report.totals.packets_dropped, 0);
+    // The same bytes on the wire as the ring's 2(n−1)/n · S per rank, within the chunk padding:
+    // every non-root position sends each chunk up once and receives it down once: 2 · 7/8 · S
+    // per rank in total, as the ring.
+    let pkts = |r: &rocelab_workload::CollectiveResult| r.data_packets as f64;
+    assert!((pkts(&tree) / pkts(&ring) - 1.0).abs() < 0.02, "{} vs {}", pkts(&tree), pkts(&ring));
+}
+
+#[test]
+fn a_one_chunk_tree_all_reduce_takes_the_trees_depth_up_and_down() {
+    use rocelab_workload::Algo;
+    // 64 KiB over 32 hosts, 2 channels (one per tree): one 32 KiB chunk per channel. Tree 0 is
+    // 0 → 16 → 8 → 4 → 2 → 1 deep (5 levels). Going up, a node below the root receives its
+    // two children's chunks on one link (2 chunk times per level; the root has one child):
+    // 9 chunk times; going down, a node sends to its two children one after the other: 9
+    // again. 18 × (32 KiB / goodput), plus a few hundred ns of store-and-forward per hop.
+    let text = r#"[fabric]
+name = "ls32"
+[topology.leaf_spine]
+leaves = 4
+spines = 2
+hosts_per_leaf = 8
+host_link = { speed_gbps = 100, length_m = 3 }
+fabric_link = { speed_gbps = 400, length_m = 30 }
+"#;
+    let m = load_str("ls32.toml", text).unwrap();
+    let spec = |algo| CollectiveSpec { algo, ..CollectiveSpec::new(Collective::AllReduce, 64 << 10) };
+    let tree = run_collective(&m, &spec(Algo::Tree), SimOptions::default()).unwrap();
+    let chunk_us = (32u64 << 10) as f64 / goodput(&m) * 1e6;
+    let bound = 18.0 * chunk_us;
+    println!("64 KiB on 32 ranks: tree {:.1} µs, 18 chunk times {bound:.1} µs", tree.time_us);
+    assert!(tree.time_us >= bound, "{} < {bound}", tree.time_us);
+    // 10 hops of store-and-forward and propagation, under 1.5 µs each.
+    assert!(tree.time_us <= bound + 15.0, "{} vs {bound}", tree.time_us);
+    // Only all-reduce has a tree.
+    let e = run_collective(
+        &m,
+        &CollectiveSpec { algo: Algo::Tree, ..CollectiveSpec::new(Collective::AllGather, 1 << 20) },
+        SimOptions::default(),
+    )
+    .unwrap_err();
+    assert!(e[0].to_string().contains("all-reduce only"), "{e:?}");
+}

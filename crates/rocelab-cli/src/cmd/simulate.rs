@@ -72,6 +72,9 @@ pub struct Args {
     /// node when the ranks are GPUs (every rail carries a ring), else 2.
     #[arg(long, requires = "collective")]
     channels: Option<u32>,
+    /// NCCL_ALGO: ring, or tree (NCCL's double binary tree; all_reduce only).
+    #[arg(long, default_value = "ring", requires = "collective")]
+    algo: String,
     /// NCCL_IB_QPS_PER_CONNECTION: QPs of every connection.
     #[arg(long, default_value_t = 1, requires = "collective")]
     qps_per_connection: u32,
@@ -210,14 +213,18 @@ fn run_collective(
     };
     let sizes = rocelab_workload::sweep_sizes(min, max, a.step_factor)
         .map_err(|e| Failure::bad_input(format!("error: {e}")))?;
+    let algo = rocelab_workload::Algo::parse(&a.algo).map_err(|e| Failure::bad_input(format!("error: --algo: {e}")))?;
     let spec = rocelab_workload::CollectiveSpec {
         channels: match a.channels {
             Some(c) => c.max(1),
             None if a.placement == "nics" => 2,
+            // Every NIC carries a channel of each of NCCL's two trees.
+            None if algo == rocelab_workload::Algo::Tree => 2 * rocelab_workload::default_channels(model),
             None => rocelab_workload::default_channels(model),
         },
         qps_per_connection: a.qps_per_connection.max(1),
         split_data_on_qps: a.split_data_on_qps == "1",
+        algo,
         chunk_bytes: parse_size(&a.chunk_bytes, "--chunk-bytes")?,
         root: a.root,
         ranks: (a.placement == "nics").then(|| rocelab_workload::default_ranks(model)),
