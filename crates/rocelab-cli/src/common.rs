@@ -166,18 +166,8 @@ impl ProgressLine {
     }
 }
 
-/// nccl-tests' sizes: a number with an optional K, M or G suffix (powers of 1024).
+/// nccl-tests' sizes (`rocelab_model::units::parse_size`), with the flag named in the error.
 pub fn parse_size(s: &str, flag: &str) -> Result<u64, Failure> {
-    let t = s.trim();
-    let (num, mult) = match t.chars().last().map(|c| c.to_ascii_uppercase()) {
-        Some('K') => (&t[..t.len() - 1], 1u64 << 10),
-        Some('M') => (&t[..t.len() - 1], 1 << 20),
-        Some('G') => (&t[..t.len() - 1], 1 << 30),
-        _ => (t, 1),
-    };
-    num.parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(mult))
-        .filter(|&n| n > 0)
+    rocelab_model::units::parse_size(s)
         .ok_or_else(|| Failure::bad_input(format!("error: {flag} `{s}`: a size in bytes, e.g. 8, 64K, 1G")))
 }

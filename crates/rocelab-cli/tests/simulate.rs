@@ -284,3 +284,57 @@ fn a_training_step_from_a_plan_file_runs_on_the_twin_beside_plan() {
     assert!(err.contains(bad.to_str().unwrap()) && err.contains("give zero = 0"), "{err}");
     let _ = std::fs::remove_file(&bad);
 }
+
+#[test]
+fn a_fabric_file_runs_the_workloads_it_names() {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let fabric = root.join("examples/rail-16gpu-workloads.toml");
+    let out = std::env::temp_dir().join(format!("rocelab-workloads-{}", std::process::id()));
+    let run = |extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_rocelab"))
+            .args(["simulate", fabric.to_str().unwrap(), "-q", "--format", "json", "-o"])
+            .arg(&out)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let o = run(&[]);
+    assert!(o.status.success(), "{o:?}");
+    // One JSON document per workload, in file order.
+    let docs: Vec<serde_json::Value> =
+        serde_json::Deserializer::from_slice(&o.stdout).into_iter().collect::<Result<_, _>>().unwrap();
+    assert_eq!(docs.len(), 4);
+    let ring = docs[0].as_array().unwrap();
+    let tree = docs[1].as_array().unwrap();
+    assert_eq!(ring.len(), 5, "1M, 4M, 16M, 64M, 256M");
+    assert!(ring.iter().all(|r| r["algo"] == "ring") && tree.iter().all(|r| r["algo"] == "tree"));
+    assert_eq!(docs[2][0]["op"], "alltoall");
+    assert!(docs[3]["twin"]["step_us"].as_f64().unwrap() > docs[3]["twin"]["compute_only_us"].as_f64().unwrap());
+    for (dir, file) in [("all-reduce", "collective.txt"), ("all-reduce-tree", "collective.json"), ("step", "step.json")]
+    {
+        assert!(out.join(dir).join(file).exists(), "{dir}/{file}");
+    }
+    // One of them by name; an unknown name lists the ones there are.
+    let one = run(&["--workload", "alltoall"]);
+    assert!(one.status.success(), "{one:?}");
+    assert_eq!(serde_json::Deserializer::from_slice(&one.stdout).into_iter::<serde_json::Value>().count(), 1);
+    let bad = run(&["--workload", "nope"]);
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("all-reduce, all-reduce-tree, alltoall, step"), "{err}");
+    let _ = std::fs::remove_dir_all(&out);
+
+    // A value the flags would refuse is refused with its line in the file.
+    let text = std::fs::read_to_string(&fabric).unwrap().replace("algo = \"tree\"", "algo = \"nvls\"");
+    let broken = std::env::temp_dir().join(format!("rocelab-workloads-bad-{}.toml", std::process::id()));
+    std::fs::write(&broken, &text).unwrap();
+    let line = text.lines().position(|l| l.contains("nvls")).unwrap() + 1;
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_rocelab"))
+        .args(["simulate", broken.to_str().unwrap(), "-q", "--no-files"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(&format!(":{line}:")) && err.contains("ring or tree"), "{err}");
+    let _ = std::fs::remove_file(&broken);
+}

@@ -43,6 +43,10 @@ pub struct Config {
     /// Timed faults (link down/up, a receiver that stops draining), read by the engine.
     #[serde(default)]
     pub fault: Vec<FaultConfig>,
+    /// The workloads the file names (a collective sweep or a training step), run by
+    /// `rocelab simulate FILE` instead of `[[traffic]]`.
+    #[serde(default)]
+    pub workload: Vec<WorkloadConfig>,
     /// A `rocelab plan` input carried in the fabric file; `rocelab-plan` validates it.
     #[serde(default)]
     pub plan: Option<toml::Table>,
@@ -791,4 +795,65 @@ pub struct FaultConfig {
     /// `ecmp-hash-fields`: the fields hashed from then on.
     #[serde(default)]
     pub fields: Option<Vec<HashField>>,
+}
+
+/// A byte count in the fabric file: a number, or a string with a K, M or G suffix ("64K").
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(untagged)]
+pub enum SizeInput {
+    Bytes(u64),
+    Text(String),
+}
+
+impl SizeInput {
+    /// The byte count, or `None` if the text is not a size (`units::parse_size`).
+    pub fn bytes(&self) -> Option<u64> {
+        match self {
+            SizeInput::Bytes(b) => Some(*b).filter(|&b| b > 0),
+            SizeInput::Text(t) => crate::units::parse_size(t),
+        }
+    }
+}
+
+/// A workload the file runs (`[[workload]]`): an NCCL-like collective, as nccl-tests runs it,
+/// or one training step of a plan. Keys follow `rocelab simulate`'s flags.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadConfig {
+    /// Its name in the outputs (default `workload<i>`).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// all_reduce, all_gather, reduce_scatter, alltoall, broadcast or sendrecv.
+    #[serde(default)]
+    pub collective: Option<String>,
+    /// A training step: `"plan"` for this file's own `[plan]`, or a plan file's path (relative
+    /// to this file).
+    #[serde(default)]
+    pub step: Option<String>,
+    /// The sweep, as nccl-tests' -b, -e, -f (default: one size).
+    #[serde(default)]
+    pub min_bytes: Option<SizeInput>,
+    #[serde(default)]
+    pub max_bytes: Option<SizeInput>,
+    #[serde(default)]
+    pub step_factor: Option<u64>,
+    /// The first K GPU nodes; default: every GPU of the fabric.
+    #[serde(default)]
+    pub nodes: Option<u32>,
+    #[serde(default)]
+    pub channels: Option<u32>,
+    /// ring or tree (NCCL_ALGO).
+    #[serde(default)]
+    pub algo: Option<String>,
+    #[serde(default)]
+    pub qps_per_connection: Option<u32>,
+    #[serde(default)]
+    pub split_data_on_qps: Option<bool>,
+    #[serde(default)]
+    pub chunk_bytes: Option<SizeInput>,
+    #[serde(default)]
+    pub root: Option<u32>,
+    /// auto or nics.
+    #[serde(default)]
+    pub placement: Option<String>,
 }

@@ -130,12 +130,36 @@ pub fn trim_float(x: f64) -> String {
     s.to_string()
 }
 
+/// A byte count as nccl-tests writes it: a number with an optional K, M or G suffix (powers of
+/// 1024, as `-b 64K -e 1G`); `None` if it is not one, or is 0, or overflows.
+pub fn parse_size(s: &str) -> Option<u64> {
+    let t = s.trim();
+    let (num, mult) = match t.chars().last().map(|c| c.to_ascii_uppercase()) {
+        Some('K') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('M') => (&t[..t.len() - 1], 1 << 20),
+        Some('G') => (&t[..t.len() - 1], 1 << 30),
+        _ => (t, 1),
+    };
+    num.parse::<u64>().ok().and_then(|n| n.checked_mul(mult)).filter(|&n| n > 0)
+}
+
 /// Signal propagation in fibre or copper: about 5 ns per metre (velocity factor ~0.67).
 pub const PROPAGATION_PS_PER_M: u64 = 5_000;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_read_as_nccl_tests_writes_them() {
+        assert_eq!(parse_size("8"), Some(8));
+        assert_eq!(parse_size("64K"), Some(65536));
+        assert_eq!(parse_size(" 1g "), Some(1 << 30));
+        assert_eq!(parse_size("256M"), Some(256 << 20));
+        for bad in ["", "0", "K", "1.5G", "-1", "99999999999999999999G"] {
+            assert_eq!(parse_size(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn serialization_is_exact_where_rates_divide() {

@@ -16,7 +16,7 @@ enum Format {
     Json,
 }
 
-#[derive(clap::Args)]
+#[derive(Clone, clap::Args)]
 pub struct Args {
     /// The fabric file, with [[traffic]] (and optionally [[fault]]) tables.
     #[arg(required_unless_present = "ns3_config")]
@@ -54,6 +54,10 @@ pub struct Args {
     /// over every host. Prints nccl-tests' table.
     #[arg(long, conflicts_with = "ns3_config")]
     collective: Option<String>,
+    /// Run the file's `[[workload]]` of this name, or `all` of them (the default for a file
+    /// with workloads and no `[[traffic]]`).
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["ns3_config", "collective", "step"])]
+    workload: Option<String>,
     /// Run one training step of this plan file (`rocelab plan`'s format, resolved on this
     /// fabric) on the twin: compute from plan, pipeline sends and the DP all-reduce on the
     /// engine; prints the step time, the share GPUs wait on the network and plan's figures.
@@ -138,6 +142,10 @@ pub fn run(a: Args) -> VerbResult {
     if let Some(plan) = &a.step {
         drop(stages);
         return run_step(&a, plan, &model, &file, opts);
+    }
+    if a.workload.is_some() || (!model.config.workload.is_empty() && model.config.traffic.is_empty()) {
+        drop(stages);
+        return run_workloads(&a, &model, &file, opts);
     }
     let end = opts.duration;
     stages.stage("building the simulation");
@@ -313,4 +321,122 @@ struct PlanStep {
     network_wait_us: f64,
     network_share: f64,
     bubble_us: f64,
+}
+
+/// The file's `[[workload]]` tables (or the one `--workload` names), each run as its flags
+/// would run it, into `--out/<name>/`. A value the flags would refuse is refused here with its
+/// line in the file.
+fn run_workloads(
+    a: &Args,
+    model: &rocelab_model::Model,
+    file: &std::path::Path,
+    opts: rocelab_sim::SimOptions,
+) -> VerbResult {
+    let all = &model.config.workload;
+    let named = |i: usize| all[i].name.clone().unwrap_or_else(|| format!("workload{i}"));
+    let picked: Vec<usize> = match a.workload.as_deref() {
+        None | Some("all") => (0..all.len()).collect(),
+        Some(n) => {
+            let i = (0..all.len()).find(|&i| named(i) == *n).ok_or_else(|| {
+                let known: Vec<String> = (0..all.len()).map(named).collect();
+                Failure::bad_input(format!(
+                    "error: --workload `{n}`: {} names no such workload (it has: {})",
+                    file.display(),
+                    if known.is_empty() { "none".into() } else { known.join(", ") }
+                ))
+            })?;
+            vec![i]
+        }
+    };
+    for i in picked {
+        let w = &all[i];
+        let name = named(i);
+        let d = |key: &str, msg: String, hint: &str| {
+            located(file, vec![rocelab_model::Diagnostic::new(format!("workload[{i}].{key}"), msg, hint)])
+        };
+        if name.is_empty()
+            || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            || name.starts_with('.')
+        {
+            return Err(d(
+                "name",
+                format!("workload name `{name}`"),
+                "letters, digits, '-', '_' and '.' only: it names the output directory",
+            ));
+        }
+        let mut wa = a.clone();
+        wa.out = a.out.join(&name);
+        let size = |key: &str, v: &Option<rocelab_model::config::SizeInput>| -> Result<Option<String>, Failure> {
+            match v {
+                None => Ok(None),
+                Some(s) => s.bytes().map(|b| Some(b.to_string())).ok_or_else(|| {
+                    d(key, format!("{s:?} is not a size"), "a byte count, or a string such as \"64K\" or \"1G\"")
+                }),
+            }
+        };
+        if let Some(v) = size("min_bytes", &w.min_bytes)? {
+            wa.min_bytes = v;
+        }
+        wa.max_bytes = size("max_bytes", &w.max_bytes)?.or(wa.max_bytes);
+        if let Some(v) = size("chunk_bytes", &w.chunk_bytes)? {
+            wa.chunk_bytes = v;
+        }
+        if let Some(f) = w.step_factor {
+            wa.step_factor = f;
+        }
+        wa.channels = w.channels.or(a.channels);
+        wa.nodes = w.nodes.or(a.nodes);
+        if let Some(q) = w.qps_per_connection {
+            wa.qps_per_connection = q;
+        }
+        if let Some(split) = w.split_data_on_qps {
+            wa.split_data_on_qps = if split { "1" } else { "0" }.into();
+        }
+        if let Some(r) = w.root {
+            wa.root = r;
+        }
+        if let Some(algo) = &w.algo {
+            rocelab_workload::Algo::parse(algo).map_err(|e| d("algo", e, "ring or tree"))?;
+            wa.algo = algo.clone();
+        }
+        if let Some(p) = &w.placement {
+            if p != "auto" && p != "nics" {
+                return Err(d("placement", format!("placement `{p}`"), "auto or nics"));
+            }
+            wa.placement = p.clone();
+        }
+        if !a.quiet {
+            eprintln!("workload {name}:");
+        }
+        match (&w.collective, &w.step) {
+            (Some(c), None) => {
+                rocelab_workload::parse_op(c).map_err(|e| d("collective", e, "a collective as nccl-tests names it"))?;
+                run_collective(&wa, c, model, file, opts.clone())?;
+            }
+            (None, Some(st)) => {
+                // "plan": this file's own [plan]; else a plan file next to this one.
+                let plan = if st == "plan" {
+                    if model.config.plan.is_none() {
+                        return Err(d(
+                            "step",
+                            "step = \"plan\" but the file has no [plan] table".into(),
+                            "add a [plan] table (rocelab plan's keys) or give a plan file's path",
+                        ));
+                    }
+                    file.to_path_buf()
+                } else {
+                    file.parent().unwrap_or(std::path::Path::new(".")).join(st)
+                };
+                run_step(&wa, &plan, model, file, opts.clone())?;
+            }
+            _ => {
+                return Err(d(
+                    "collective",
+                    "a workload names a collective or a step, one of them".into(),
+                    "collective = \"all_reduce\" (with min_bytes, ...) or step = \"plan\"",
+                ))
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
