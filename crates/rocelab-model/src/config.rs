@@ -856,4 +856,7 @@ pub struct WorkloadConfig {
     /// auto or nics.
     #[serde(default)]
     pub placement: Option<String>,
+    /// PXN for all-to-all and send/recv (false: `NCCL_PXN_DISABLE=1`).
+    #[serde(default)]
+    pub pxn: Option<bool>,
 }

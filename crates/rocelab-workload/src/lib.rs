@@ -64,8 +64,8 @@ pub struct CollectiveSpec {
     /// `NCCL_IB_SPLIT_DATA_ON_QPS`: every message striped over all the connection's QPs
     /// (true), or each NCCL chunk on one QP in turn (false, NCCL's default; [`QpUse`]).
     pub split_data_on_qps: bool,
-    /// Pipeline chunk per channel of broadcast: NCCL's Simple-protocol step, `NCCL_BUFFSIZE`
-    /// (4 MiB) / `NCCL_STEPS` (8) = 512 KiB by default.
+    /// Pipeline chunk per channel of broadcast and the tree: NCCL's Simple-protocol step,
+    /// `NCCL_BUFFSIZE` (4 MiB) / `NCCL_STEPS` (8) = 512 KiB by default.
     pub chunk_bytes: u64,
     /// Root rank of broadcast (nccl-tests' `-r`, default 0), an index into the ranks.
     pub root: u32,
@@ -77,6 +77,9 @@ pub struct CollectiveSpec {
     pub gpu_nodes: Option<u32>,
     /// `NCCL_ALGO`: ring, or NCCL's double binary tree (all-reduce only).
     pub algo: Algo,
+    /// PXN (on unless `NCCL_PXN_DISABLE=1`): an all-to-all or send/recv message to another
+    /// node leaves on the NIC of the destination's rail (`p2p`).
+    pub pxn: bool,
 }
 
 /// NCCL's algorithm for a collective (`NCCL_ALGO`).
@@ -157,6 +160,7 @@ impl CollectiveSpec {
             message_rows: false,
             gpu_nodes: None,
             algo: Algo::Ring,
+            pxn: true,
         }
     }
 }
@@ -335,6 +339,7 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
             let plan = TreePlan {
                 bytes: spec.bytes,
                 channels: spec.channels,
+                chunk_bytes: spec.chunk_bytes,
                 qps: QpUse { qps: spec.qps_per_connection, split: spec.split_data_on_qps },
                 seed: opts.seed,
             };
@@ -367,6 +372,7 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
                 &transfers,
                 spec.channels,
                 QpUse { qps: spec.qps_per_connection, split: spec.split_data_on_qps },
+                spec.pxn,
                 opts.seed,
                 out.clone(),
             );

@@ -17,7 +17,8 @@
 //! and one between nodes leaves its node on the NIC of the rail the destination GPU's NIC is
 //! on, as NCCL's PXN does by default (`NCCL_P2P_PXN_LEVEL=2`: the data crosses NVLink to the
 //! GPU on the destination's rail and goes out its NIC, so the message stays on one rail). That
-//! NVLink leg is not charged separately.
+//! NVLink leg is not charged separately. With PXN off (`NCCL_PXN_DISABLE=1`) a GPU sends from
+//! its own NIC, and a message to another rail crosses the spine tier.
 
 use crate::placement::{Hop, IntraNode, Placement};
 use crate::Outcome;
@@ -60,7 +61,7 @@ pub struct Exchange {
 }
 
 /// How a transfer from rank `from` to rank `to` travels.
-fn route(placement: &Placement, from: u32, to: u32) -> Hop {
+fn route(placement: &Placement, from: u32, to: u32, pxn: bool) -> Hop {
     match placement {
         Placement::Hosts(h) => Hop::Net { src: h[from as usize], dst: h[to as usize] },
         Placement::Gpus(l) => {
@@ -70,10 +71,13 @@ fn route(placement: &Placement, from: u32, to: u32) -> Hop {
                 return Hop::Local { gpu: from };
             }
             let dst = l.nic_of(kb, to % g);
+            let own = l.nic_of(ka, from % g);
+            if !pxn {
+                return Hop::Net { src: own, dst };
+            }
             // PXN: out of the source node on the NIC with the destination NIC's index.
             let idx = l.nodes[kb].iter().position(|&h| h == dst).unwrap_or(0);
-            let src = l.nodes[ka].get(idx).copied().unwrap_or_else(|| l.nic_of(ka, from % g));
-            Hop::Net { src, dst }
+            Hop::Net { src: l.nodes[ka].get(idx).copied().unwrap_or(own), dst }
         }
     }
 }
@@ -85,6 +89,7 @@ impl Exchange {
         transfers: &[Transfer],
         channels: u32,
         qps: crate::QpUse,
+        pxn: bool,
         seed: u64,
         out: Rc<RefCell<Outcome>>,
     ) -> Exchange {
@@ -93,7 +98,7 @@ impl Exchange {
         let mut rng = Rng::new(seed, 0x5032_5000);
         let mut msgs = vec![];
         for t in transfers {
-            let hop = route(placement, t.from, t.to);
+            let hop = route(placement, t.from, t.to, pxn);
             for c in 0..channels {
                 // Channel c takes an equal share, the first ones the remainder; a channel left
                 // with nothing (a tiny buffer) is not used, so it draws no port either.

@@ -14,7 +14,8 @@
 //!   tree pattern chains a node's GPUs the same way). Chain hops run over NVLink/PCIe like the
 //!   ring's (latency + bytes / bandwidth, one transfer at a time per GPU); hops between nodes are
 //!   messages from NIC ρ of one node to NIC ρ of the other (one rail).
-//! * **Pipeline**: the channel's bytes go in chunks of at most 512 KiB (NCCL's Simple step).
+//! * **Pipeline**: the channel's bytes go in chunks of at most `chunk_bytes` (512 KiB by
+//!   default, NCCL's Simple step).
 //!   A position sends chunk k up once it has chunk k from all its children; the root, once it
 //!   has it, sends it down, and every position forwards what it receives to its children. A
 //!   connection (between nodes, or two GPUs of a chain) keeps two chunks in flight (double
@@ -29,7 +30,7 @@
 
 use crate::placement::{IntraNode, Placement};
 use crate::ring::{tag, untag};
-use crate::{Outcome, QpUse, DEFAULT_CHUNK_BYTES};
+use crate::{Outcome, QpUse};
 use rocelab_model::{NodeId, SimTime};
 use rocelab_sim::rng::Rng;
 use rocelab_sim::workload::{Delivered, Message, Net, Workload};
@@ -93,6 +94,8 @@ pub struct TreePlan {
     /// The buffer (nccl-tests' size), over all channels.
     pub bytes: u64,
     pub channels: u32,
+    /// Pipeline chunk (NCCL's Simple step, 512 KiB by default).
+    pub chunk_bytes: u64,
     pub qps: QpUse,
     pub seed: u64,
 }
@@ -152,7 +155,7 @@ impl Tree {
             if bytes == 0 {
                 continue;
             }
-            let k = bytes.div_ceil(DEFAULT_CHUNK_BYTES);
+            let k = bytes.div_ceil(plan.chunk_bytes.max(1));
             let chunks: Vec<u64> = (0..k).map(|i| bytes / k + u64::from(i < bytes % k)).collect();
             let (pos, root) = positions(placement, c as u32);
             let p = pos.len();

@@ -295,3 +295,21 @@ fn a_tree_all_reduce_on_gpu_nodes_loads_every_nic_with_one_channel_of_each_tree(
     let chunks = (s / 16).div_ceil(512 << 10);
     assert_eq!(r.data_packets, 16 * 2 * 3 * chunks * chunk_pkts);
 }
+
+#[test]
+fn with_pxn_an_all_to_all_stays_on_rails_and_without_it_crosses_them() {
+    let m = rail_fabric(2, 100, "intra_node = \"nvlink4\"");
+    let spec = |pxn| CollectiveSpec { pxn, message_rows: true, ..CollectiveSpec::new(Collective::AllToAll, 16 << 20) };
+    let nic = |name: &str| name.rsplit("-nic").next().unwrap().to_string();
+    let on_rail = |r: &CollectiveResult| r.report.flows.iter().filter(|f| nic(&f.src) == nic(&f.dst)).count();
+    let with = run(&m, &spec(true));
+    let without = run(&m, &spec(false));
+    // 16 GPUs × 8 remote peers × 2 channels, each message one flow row.
+    assert_eq!(with.report.flows.len(), 256);
+    assert_eq!(without.report.flows.len(), 256);
+    // PXN: every message leaves on the destination's rail. Without: GPU g sends on NIC g, and
+    // only the peer with the same local index (1 of 8) shares its rail.
+    assert_eq!(on_rail(&with), 256);
+    assert_eq!(on_rail(&without), 32);
+    println!("all-to-all {:.1} µs with PXN, {:.1} µs without", with.time_us, without.time_us);
+}

@@ -76,6 +76,10 @@ pub struct Args {
     /// node when the ranks are GPUs (every rail carries a ring), else 2.
     #[arg(long, requires = "collective")]
     channels: Option<u32>,
+    /// NCCL_PXN_DISABLE=1: all-to-all and send/recv messages leave on the sender's own NIC
+    /// instead of the destination rail's (PXN, NCCL's default).
+    #[arg(long, requires = "collective")]
+    pxn_disable: bool,
     /// NCCL_ALGO: ring, or tree (NCCL's double binary tree; all_reduce only).
     #[arg(long, default_value = "ring", requires = "collective")]
     algo: String,
@@ -86,7 +90,7 @@ pub struct Args {
     /// (NCCL's default) sends each 512 KiB chunk on one QP in turn.
     #[arg(long, default_value = "0", value_parser = ["0", "1"], requires = "collective")]
     split_data_on_qps: String,
-    /// Broadcast's pipeline chunk per channel: NCCL's Simple step, NCCL_BUFFSIZE / NCCL_STEPS
+    /// Broadcast's and the tree's pipeline chunk per channel: NCCL's Simple step, NCCL_BUFFSIZE / NCCL_STEPS
     /// (K, M, G suffixes as for sizes).
     #[arg(long, default_value = "512K", requires = "collective")]
     chunk_bytes: String,
@@ -237,6 +241,7 @@ fn run_collective(
         root: a.root,
         ranks: (a.placement == "nics").then(|| rocelab_workload::default_ranks(model)),
         gpu_nodes: a.nodes,
+        pxn: !a.pxn_disable,
         ..rocelab_workload::CollectiveSpec::new(op, min)
     };
     let mut bar = ProgressLine::new(a.quiet);
@@ -394,6 +399,9 @@ fn run_workloads(
         }
         if let Some(r) = w.root {
             wa.root = r;
+        }
+        if let Some(pxn) = w.pxn {
+            wa.pxn_disable = !pxn;
         }
         if let Some(algo) = &w.algo {
             rocelab_workload::Algo::parse(algo).map_err(|e| d("algo", e, "ring or tree"))?;
