@@ -24,17 +24,22 @@
 //!   after another (one NCCL communicator, one stream). With TP = G, the DP group of TP rank j
 //!   is GPU j of every replica: a ring over NIC j of those nodes (one rail); with TP = 1 it is
 //!   every GPU of the stage's nodes, on NCCL's rings (`placement`).
-//! * **Optimizer** step (plan's HBM-bound Adam time) once a stage's last bucket is reduced;
-//!   the step ends when every stage's optimizer has.
+//! * **ZeRO-1** (the optimizer state sharded over DP, Megatron's distributed optimizer): the
+//!   gradient buckets are reduce-scattered (n − 1 steps of S/n) instead of all-reduced, and the
+//!   parameters each rank updated are all-gathered in the same buckets as the step starts
+//!   (the previous step's update; Megatron overlaps that gather with the forward): slice k of
+//!   a stage's first forward (its layer bucket k) waits for parameter bucket k.
+//! * **Optimizer** step (plan's HBM-bound Adam time, on the shard under ZeRO-1) once a stage's
+//!   last bucket is reduced; the step ends when every stage's optimizer has.
 //!
 //! Reported: the step time; the same DAG with an infinitely fast network, which is
 //! (m + p − 1)(F + B) + optimizer (the 1F1B bubble of SC21 §2.2 included); the share of the
 //! step GPUs wait on the network, `rocelab_comm_wait_ratio` = (step − that) / step; and which
-//! communication holds the step's end (the DP all-reduce's exposed tail, or pipeline waits).
+//! communication holds the step's end (the DP reduction's exposed tail, ZeRO-1's parameter
+//! gather, or pipeline waits).
 //!
-//! Not yet on the twin (refused with the reason): interleaved schedules, ZeRO ≥ 1 (reduce-
-//! scatter + all-gather), context and expert parallelism, TP across nodes or TP of part of a
-//! node.
+//! Not yet on the twin (refused with the reason): interleaved schedules, ZeRO-2/3, context and
+//! expert parallelism, TP across nodes or TP of part of a node.
 
 use crate::placement::{GpuLayout, Placement};
 use crate::ring::{Ring, RingPlan, INSTANCE_SHIFT};
@@ -64,8 +69,14 @@ pub struct StepPlan {
     /// Bytes each GPU sends across a stage boundary per micro-batch (activations forward, the
     /// same size of gradients backward).
     pub pp_bytes: u64,
-    /// Gradient bytes per GPU all-reduced over its DP group once per step.
+    /// Gradient bytes per GPU reduced over its DP group once per step: all-reduced (ZeRO 0), or
+    /// reduce-scattered (ZeRO-1).
     pub dp_bytes: u64,
+    /// ZeRO stage: 0, or 1 (the optimizer state sharded over DP: gradients reduce-scattered,
+    /// the updated parameters all-gathered, `ag_bytes` per GPU).
+    pub zero: u8,
+    /// Parameter bytes per GPU all-gathered per step (ZeRO-1).
+    pub ag_bytes: u64,
     /// DP buckets (one collective each).
     pub buckets: u32,
     #[serde(rename = "optimizer_us", serialize_with = "us")]
@@ -106,19 +117,23 @@ impl StepPlan {
         if p.v() > 1 {
             return Err("interleaved pipeline schedules are not on the twin yet: use the 1F1B schedule".into());
         }
-        if p.zero.0 > 0 {
+        if p.zero.0 > 1 {
             return Err(format!(
-                "ZeRO-{} (reduce-scatter and all-gather) is not on the twin yet: give zero = 0",
+                "ZeRO-{} (per-micro-batch reduce-scatter, parameters gathered every pass) is not on the twin yet: give zero = 0 or 1",
                 p.zero.0
             ));
         }
         let phase = e.phases.iter().find(|ph| ph.name == "step").ok_or("plan gave no training phase")?;
         let m = w.micro_batches(p.dp).max(1);
         let mut tp_exposed = 0.0;
-        let (mut pp_bytes, mut dp_bytes, mut buckets) = (0.0, 0.0, 0u32);
+        let (mut pp_bytes, mut dp_bytes, mut ag_bytes, mut buckets) = (0.0, 0.0, 0.0, 0u32);
         for l in &e.comm {
             match l.dimension {
                 "PP" => pp_bytes = l.bytes_each,
+                // ZeRO-1's parameter all-gather; the gradients' all-reduce or reduce-scatter.
+                "DP" | "DP-experts" if l.collective == rocelab_plan::collective::Collective::AllGather => {
+                    ag_bytes += l.bytes_each * l.count
+                }
                 "DP" | "DP-experts" => {
                     dp_bytes += l.bytes_each * l.count;
                     buckets = buckets.max(l.count.round() as u32);
@@ -143,6 +158,8 @@ impl StepPlan {
             backward: secs(2.0 * c + tp_each),
             pp_bytes: pp_bytes.round() as u64,
             dp_bytes: dp_bytes.round() as u64,
+            zero: p.zero.0,
+            ag_bytes: ag_bytes.round() as u64,
             buckets: buckets.max(1),
             optimizer: secs(phase.memory_seconds),
             channels: 2,
@@ -167,8 +184,10 @@ pub struct StepResult {
     pub compute_only_us: f64,
     /// `rocelab_comm_wait_ratio`: (step − compute only) / step.
     pub comm_wait_ratio: f64,
-    /// The longest time a stage waited, after its last backward, for its DP all-reduce.
+    /// The longest time a stage waited, after its last backward, for its DP reduction.
     pub dp_exposed_us: f64,
+    /// ZeRO-1: the longest time a first forward waited for its parameters' all-gather.
+    pub ag_wait_us: f64,
     /// The rest of the network wait: stages waiting on pipeline sends.
     pub pp_wait_us: f64,
     /// The communication that holds the step's end.
@@ -305,18 +324,50 @@ struct Replica {
     act: Vec<u32>,
     grad: Vec<u32>,
     last_backward_end: SimTime,
+    /// ZeRO-1: slices of the first forward done (one per bucket of parameters), when it
+    /// started, and how long it waited for parameters.
+    slice: u32,
+    first_forward_start: Option<SimTime>,
+    param_wait: SimTime,
 }
 
-/// The DP reduction of one stage.
+/// What a stage's bucketed DP collectives carry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Gradients, freed by the last backward: all-reduce, or reduce-scatter under ZeRO-1.
+    Grads,
+    /// ZeRO-1's updated parameters, gathered as the step starts, needed by the first forward.
+    Params,
+}
+
+/// A stage's buckets of one phase.
 #[derive(Default)]
-struct StageDp {
+struct Buckets {
     /// Replicas that have freed bucket k.
     ready: Vec<u32>,
     /// Next bucket to launch.
     next: u32,
     /// Rings of the running bucket still going.
     running: u32,
+    /// Buckets done.
+    done: u32,
     done_at: Option<SimTime>,
+}
+
+/// The DP reduction of one stage.
+#[derive(Default)]
+struct StageDp {
+    grads: Buckets,
+    params: Buckets,
+}
+
+impl StageDp {
+    fn of(&mut self, ph: Phase) -> &mut Buckets {
+        match ph {
+            Phase::Grads => &mut self.grads,
+            Phase::Params => &mut self.params,
+        }
+    }
 }
 
 struct RingRun {
@@ -324,6 +375,7 @@ struct RingRun {
     out: Rc<RefCell<Outcome>>,
     expected: u64,
     stage: u32,
+    phase: Phase,
 }
 
 // Own tags: kind (4 bits) | stage (12) | replica (16) | micro-batch or bucket (16), under OWN.
@@ -372,7 +424,21 @@ impl StepWork {
         if r.busy || r.next >= r.ops.len() {
             return;
         }
+        let sliced = self.plan.zero == 1 && self.plan.dp > 1 && r.ops[r.next] == Op::F(0);
+        let nb = self.plan.buckets as u64;
         let (ready, dur) = match r.ops[r.next] {
+            // ZeRO-1: slice j of the first forward (layer bucket j) needs parameter bucket j.
+            Op::F(0) if sliced => {
+                let f = self.plan.forward.0;
+                let j = r.slice as u64;
+                let dur = (f * (j + 1)).div_ceil(nb) - (f * j).div_ceil(nb);
+                let inputs = s == 0 || r.act[0] >= parts;
+                // The forward could start from here on; what it waits beyond is the gather's.
+                if inputs && r.first_forward_start.is_none() {
+                    r.first_forward_start = Some(net.now());
+                }
+                (inputs && self.dp[s as usize].params.done > r.slice, SimTime(dur))
+            }
             Op::F(k) => (s == 0 || r.act[k as usize] >= parts, self.plan.forward),
             Op::B(k) => (s + 1 == p || r.grad[k as usize] >= parts, self.plan.backward),
         };
@@ -400,6 +466,15 @@ impl StepWork {
         let r = &mut self.replicas[i];
         r.busy = false;
         let op = r.ops[r.next];
+        if self.plan.zero == 1 && self.plan.dp > 1 && op == Op::F(0) {
+            r.slice += 1;
+            if r.slice < self.plan.buckets {
+                self.try_compute(s, d, net);
+                return;
+            }
+            let start = r.first_forward_start.unwrap_or(now);
+            r.param_wait = SimTime(now.0.saturating_sub(start.0 + self.plan.forward.0));
+        }
         r.next += 1;
         let finished = r.next == r.ops.len();
         if finished {
@@ -440,42 +515,46 @@ impl StepWork {
 
     fn bucket_ready(&mut self, s: u32, k: u32, net: &mut Net<'_, '_>) {
         let dp = self.plan.dp;
-        let st = &mut self.dp[s as usize];
-        st.ready[k as usize] += 1;
-        if st.ready[k as usize] == dp {
-            self.try_launch(s, net);
+        let b = &mut self.dp[s as usize].grads;
+        b.ready[k as usize] += 1;
+        if b.ready[k as usize] == dp {
+            self.try_launch(s, Phase::Grads, net);
         }
     }
 
-    /// Launches the stage's next bucket if the one before it is done and every replica freed it.
-    fn try_launch(&mut self, s: u32, net: &mut Net<'_, '_>) {
+    /// Launches the stage's next bucket of `ph` if the one before it is done and every replica
+    /// freed it.
+    fn try_launch(&mut self, s: u32, ph: Phase, net: &mut Net<'_, '_>) {
         let (dp, nb) = (self.plan.dp, self.plan.buckets);
-        let st = &self.dp[s as usize];
-        if st.running > 0 || st.next >= nb || st.ready[st.next as usize] < dp {
+        let b = self.dp[s as usize].of(ph);
+        if b.running > 0 || b.next >= nb || b.ready[b.next as usize] < dp {
             return;
         }
-        let k = st.next;
-        let bytes = self.plan.dp_bytes / nb as u64 + u64::from((k as u64) < self.plan.dp_bytes % nb as u64);
+        let k = b.next;
+        let total = if ph == Phase::Grads { self.plan.dp_bytes } else { self.plan.ag_bytes };
+        let bytes = total / nb as u64 + u64::from((k as u64) < total % nb as u64);
         let groups = self.lay.dp_groups[s as usize].len();
-        self.dp[s as usize].next += 1;
-        self.dp[s as usize].running = groups as u32;
+        b.next += 1;
+        b.running = groups as u32;
         for gi in 0..groups {
             let placement = &self.lay.dp_groups[s as usize][gi];
-            let n = placement.ranks() as u64;
+            let n = placement.ranks() as u32;
             let out = Rc::new(RefCell::new(Outcome::default()));
             let plan = RingPlan {
-                steps: 2 * (n as u32 - 1),
-                chunk_bytes: bytes.max(1).div_ceil(n),
+                // All-reduce: 2(n−1) steps; reduce-scatter and all-gather: n−1; of S/n each.
+                steps: if ph == Phase::Grads && self.plan.zero == 0 { 2 * (n - 1) } else { n - 1 },
+                chunk_bytes: bytes.max(1).div_ceil(n as u64),
                 channels: self.plan.channels,
                 qps: crate::QpUse { qps: 1, split: false },
-                // One communicator per group: the same ports for every bucket.
-                seed: self.seed ^ ((s as u64) << 32 | gi as u64),
+                // One communicator per group: the same ports for every bucket (parameters and
+                // gradients on NCCL communicators of their own).
+                seed: self.seed ^ ((s as u64) << 32 | gi as u64) ^ u64::from(ph == Phase::Params) << 63,
             };
             let id = self.free_ids.pop().expect("fewer rings at once than instance numbers");
             let mut ring = Ring::new(placement, plan, out.clone()).instance(id);
             let expected = ring.chunks_to_deliver();
             ring.start(net);
-            self.rings[id as usize] = Some(RingRun { ring, out, expected, stage: s });
+            self.rings[id as usize] = Some(RingRun { ring, out, expected, stage: s, phase: ph });
         }
     }
 
@@ -493,26 +572,46 @@ impl StepWork {
         if o.delivered < run.expected {
             return;
         }
-        let s = run.stage;
+        let (s, ph) = (run.stage, run.phase);
         self.rings[id as usize] = None;
         self.free_ids.push(id);
-        let st = &mut self.dp[s as usize];
-        st.running -= 1;
-        if st.running > 0 {
+        let nb = self.plan.buckets;
+        let b = self.dp[s as usize].of(ph);
+        b.running -= 1;
+        if b.running > 0 {
             return;
         }
-        if st.next < self.plan.buckets {
-            self.try_launch(s, net);
-        } else {
-            st.done_at = Some(net.now());
-            net.wake_at(SimTime(net.now().0 + self.plan.optimizer.0), own(K_OPT, s, 0, 0)).expect("optimizer in range");
+        b.done += 1;
+        let all = b.done == nb;
+        if all {
+            b.done_at = Some(net.now());
         }
+        match ph {
+            Phase::Grads if all => {
+                net.wake_at(SimTime(net.now().0 + self.plan.optimizer.0), own(K_OPT, s, 0, 0))
+                    .expect("optimizer in range");
+            }
+            Phase::Params => {
+                // A bucket of parameters is in: first forwards waiting on it go on.
+                for d in 0..self.plan.dp {
+                    self.try_compute(s, d, net);
+                }
+            }
+            Phase::Grads => {}
+        }
+        self.try_launch(s, ph, net);
     }
 }
 
 impl Workload for StepWork {
     fn start(&mut self, net: &mut Net<'_, '_>) {
         for s in 0..self.plan.pp {
+            if self.plan.zero == 1 && self.plan.dp > 1 {
+                // The previous step's updated parameters are all there: every bucket may go.
+                let dp = self.plan.dp;
+                self.dp[s as usize].params.ready.iter_mut().for_each(|r| *r = dp);
+                self.try_launch(s, Phase::Params, net);
+            }
             for d in 0..self.plan.dp {
                 self.try_compute(s, d, net);
             }
@@ -574,6 +673,9 @@ pub fn run_step(m: &Model, plan: &StepPlan, opts: SimOptions) -> Result<StepResu
                 act: vec![0; mb as usize],
                 grad: vec![0; mb as usize],
                 last_backward_end: SimTime(0),
+                slice: 0,
+                first_forward_start: None,
+                param_wait: SimTime(0),
             })
         })
         .collect();
@@ -584,7 +686,12 @@ pub fn run_step(m: &Model, plan: &StepPlan, opts: SimOptions) -> Result<StepResu
     let work = StepWork {
         plan: plan.clone(),
         replicas,
-        dp: (0..pp).map(|_| StageDp { ready: vec![0; plan.buckets as usize], ..Default::default() }).collect(),
+        dp: (0..pp)
+            .map(|_| {
+                let b = || Buckets { ready: vec![0; plan.buckets as usize], ..Default::default() };
+                StageDp { grads: b(), params: b() }
+            })
+            .collect(),
         rings: (0..slots).map(|_| None).collect(),
         free_ids: (0..slots as u16).rev().collect(),
         pp_sports,
@@ -611,7 +718,7 @@ pub fn run_step(m: &Model, plan: &StepPlan, opts: SimOptions) -> Result<StepResu
     let mut critical_stage = 0;
     for s in 0..pp {
         let last_b = (0..dp).map(|d| w.replicas[w.idx(s, d)].last_backward_end.0).max().unwrap_or(0);
-        if let Some(done) = w.dp[s as usize].done_at {
+        if let Some(done) = w.dp[s as usize].grads.done_at {
             let tail = done.0.saturating_sub(last_b) as f64 * 1e-6;
             if tail > dp_exposed {
                 dp_exposed = tail;
@@ -619,12 +726,16 @@ pub fn run_step(m: &Model, plan: &StepPlan, opts: SimOptions) -> Result<StepResu
             }
         }
     }
+    let ag_wait = w.replicas.iter().map(|r| r.param_wait.0).max().unwrap_or(0) as f64 * 1e-6;
     let wait = (step_us - compute_only).max(0.0);
-    let pp_wait = (wait - dp_exposed).max(0.0);
+    let pp_wait = (wait - dp_exposed - ag_wait).max(0.0);
+    let reduction = if plan.zero == 1 { "reduce-scatter" } else { "all-reduce" };
     let critical = if wait <= 0.0 {
         "none: the network hides under compute".to_string()
-    } else if dp_exposed >= pp_wait {
-        format!("DP all-reduce of stage {critical_stage} ({dp_exposed:.1} µs past its last backward)")
+    } else if dp_exposed >= pp_wait && dp_exposed >= ag_wait {
+        format!("DP {reduction} of stage {critical_stage} ({dp_exposed:.1} µs past its last backward)")
+    } else if ag_wait >= pp_wait {
+        format!("ZeRO-1 parameter all-gather ({ag_wait:.1} µs into a first forward)")
     } else {
         format!("pipeline sends between stages ({pp_wait:.1} µs of waits)")
     };
@@ -636,6 +747,7 @@ pub fn run_step(m: &Model, plan: &StepPlan, opts: SimOptions) -> Result<StepResu
         compute_only_us: compute_only,
         comm_wait_ratio: if step_us.is_finite() && step_us > 0.0 { wait / step_us } else { 1.0 },
         dp_exposed_us: dp_exposed,
+        ag_wait_us: ag_wait,
         pp_wait_us: pp_wait,
         critical,
         failed_messages: w.failed,
@@ -658,12 +770,14 @@ pub fn render(r: &StepResult, model_name: &str, fabric: &str, plan: Option<(f64,
     );
     let _ = writeln!(
         s,
-        "  per micro-batch and stage: forward {:.1} µs, backward {:.1} µs; pipeline sends {} B per GPU; DP all-reduce {} B per GPU in {} buckets; optimizer {:.1} µs",
+        "  per micro-batch and stage: forward {:.1} µs, backward {:.1} µs; pipeline sends {} B per GPU; DP {} {} B per GPU in {} buckets{}; optimizer {:.1} µs",
         p.forward.0 as f64 * 1e-6,
         p.backward.0 as f64 * 1e-6,
         p.pp_bytes,
+        if p.zero == 1 { "reduce-scatter" } else { "all-reduce" },
         p.dp_bytes,
         p.buckets,
+        if p.zero == 1 { format!(", parameter all-gather {} B (ZeRO-1)", p.ag_bytes) } else { String::new() },
         p.optimizer.0 as f64 * 1e-6
     );
     let ms = |us: f64| if us.is_finite() { format!("{:.3} ms", us * 1e-3) } else { "did not complete".into() };
@@ -681,7 +795,10 @@ pub fn render(r: &StepResult, model_name: &str, fabric: &str, plan: Option<(f64,
         pr
     );
     let _ = writeln!(s, "  {:<34} {:>16}", "compute only (bubble included)", ms(r.compute_only_us));
-    let _ = writeln!(s, "  {:<34} {:>16}", "DP all-reduce exposed", ms(r.dp_exposed_us));
+    let _ = writeln!(s, "  {:<34} {:>16}", "DP reduction exposed", ms(r.dp_exposed_us));
+    if p.zero == 1 {
+        let _ = writeln!(s, "  {:<34} {:>16}", "parameter all-gather waits", ms(r.ag_wait_us));
+    }
     let _ = writeln!(s, "  {:<34} {:>16}", "pipeline waits", ms(r.pp_wait_us));
     if let Some((st, _, _)) = plan {
         if r.step_us.is_finite() && st > 0.0 {

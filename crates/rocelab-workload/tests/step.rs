@@ -45,6 +45,8 @@ fn plan(tp: u32, pp: u32, dp: u32, m: u32) -> StepPlan {
         backward: us(200.0),
         pp_bytes: 1 << 20,
         dp_bytes: 8 << 20,
+        zero: 0,
+        ag_bytes: 0,
         buckets: 8,
         optimizer: us(50.0),
         channels: 2,
@@ -154,4 +156,27 @@ fn same_seed_same_step() {
     let b = run(&m, &p);
     assert_eq!(a.step_us, b.step_us);
     assert_eq!(a.events, b.events);
+}
+
+#[test]
+fn zero1_reduce_scatters_the_gradients_and_gathers_the_parameters_under_the_first_forward() {
+    // DP over 2 nodes, TP8: 8 rings. 8 MiB of gradients reduce-scattered (one step of S/2 per
+    // rank and bucket instead of the all-reduce's two), 4 MiB of parameters all-gathered as
+    // the step starts, bucket by bucket, each needed by its slice of the first forward.
+    let p = StepPlan { zero: 1, ag_bytes: 4 << 20, ..plan(8, 1, 2, 2) };
+    let r = run(&fabric(2), &p);
+    // 8 rings × 2 ranks × 8 buckets × (1 MiB / 2 = 128 packets) + the same for 512 KiB buckets.
+    assert_eq!(r.data_packets, 8 * 2 * 8 * 128 + 8 * 2 * 8 * 64);
+    // The first parameter bucket (256 KiB per rank) must arrive before the first slice of
+    // the forward can start; the next ones arrive while the slices run (12.5 µs each).
+    let ag_bucket = (256u64 << 10) as f64 / goodput() * 1e6;
+    assert!(r.ag_wait_us >= ag_bucket && r.ag_wait_us <= ag_bucket + 5.0, "{} vs {ag_bucket}", r.ag_wait_us);
+    // The last gradient bucket reduce-scatters in half the all-reduce's time.
+    let rs_bucket = (512u64 << 10) as f64 / goodput() * 1e6;
+    assert!(r.dp_exposed_us >= rs_bucket && r.dp_exposed_us <= rs_bucket + 5.0, "{} vs {rs_bucket}", r.dp_exposed_us);
+    println!(
+        "step {:.1} µs: parameters {:.1} µs, reduce-scatter tail {:.1} µs",
+        r.step_us, r.ag_wait_us, r.dp_exposed_us
+    );
+    assert!((r.step_us - r.compute_only_us - r.ag_wait_us - r.dp_exposed_us).abs() < 1.0, "{r:?}");
 }
