@@ -1344,6 +1344,21 @@ impl Sim<'_> {
     pub fn opts_sample_interval(&self) -> Option<SimTime> {
         self.opts.sample_interval
     }
+
+    /// The run's duration limit, if any.
+    pub fn duration(&self) -> Option<SimTime> {
+        self.opts.duration
+    }
+
+    /// The run has ended by itself: every posted message acknowledged, nothing in the fabric,
+    /// no callback due (what `run` stops on).
+    pub fn finished(&self) -> bool {
+        self.qps_left == 0
+            && self.qps_created > 0
+            && self.pkts.live() == 0
+            && self.deliveries_due == 0
+            && self.free_wakes.len() == self.wakes.len()
+    }
 }
 
 /// What the mechanism modules' unit tests share: a model from a TOML text, and an engine

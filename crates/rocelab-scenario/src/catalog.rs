@@ -1,0 +1,275 @@
+//! Every scenario kind, what it models, its headline metric and its parameters with their
+//! defaults: the one table `rocelab scenarios --list`, the key checks and `docs/scenarios.md`
+//! follow.
+
+use rocelab_model::config::{ScenarioConfig, ScenarioKind};
+use rocelab_model::Diagnostic;
+use serde::Serialize;
+
+/// One parameter of a kind.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Param {
+    pub key: &'static str,
+    pub unit: &'static str,
+    /// The default, and how it scales with the fabric.
+    pub default: &'static str,
+    pub about: &'static str,
+}
+
+/// One scenario kind.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct KindInfo {
+    #[serde(rename = "kind")]
+    pub name: &'static str,
+    #[serde(skip)]
+    pub kind: ScenarioKind,
+    pub models: &'static str,
+    pub headline: &'static str,
+    pub headline_unit: &'static str,
+    pub params: &'static [Param],
+}
+
+const fn p(key: &'static str, unit: &'static str, default: &'static str, about: &'static str) -> Param {
+    Param { key, unit, default, about }
+}
+
+const HOSTS: Param = p("hosts", "globs", "every host", "the hosts taking part (ring order: rail by rail)");
+const SAMPLE: Param = p("sample_us", "µs", "duration / 100", "telemetry sampling period (at most 400 samples)");
+const LOAD: Param =
+    p("load", "fraction", "1.0", "offered load of the (background) traffic, of each sender's line rate");
+const AT: Param = p("at_us", "µs", "duration / 4", "when the fault or change happens");
+const LINK: Param = p(
+    "a",
+    "node",
+    "\"busiest-spine-uplink\"",
+    "one end of the link (with `b`), or `busiest-spine-uplink`: the leaf-spine link that carried the most bytes before the fault, in a probe run of the same load and seed",
+);
+const B: Param = p("b", "node", "-", "the other end of the link");
+const FAULT_DURATION: Param = p("duration_us", "µs", "400", "simulated time, background load throughout");
+const CONVERGENCE: Param =
+    p("convergence_us", "µs", "[routing] convergence_us_per_hop", "routing convergence per switch hop, for this run");
+const DST: Param = p("dst", "host", "the first host", "the receiver");
+
+pub const KINDS: &[KindInfo] = &[
+    KindInfo {
+        name: "sustained",
+        kind: ScenarioKind::Sustained,
+        models: "every host sending at line rate for a duration: a permutation (each host to one other) or all-to-all",
+        headline: "goodput_fraction",
+        headline_unit: "payload delivered / (senders × line rate × duration)",
+        params: &[
+            p("duration_us", "µs", "200", "simulated time"),
+            p("pattern", "permutation | all-to-all", "permutation", "who sends to whom (a seeded derangement)"),
+            LOAD,
+            HOSTS,
+            SAMPLE,
+        ],
+    },
+    KindInfo {
+        name: "incast",
+        kind: ScenarioKind::Incast,
+        models: "N senders to one receiver at once (a parameter server, a reduce); completion against N·size/bandwidth",
+        headline: "completion_over_ideal",
+        headline_unit: "completion time / (N × size × 8 / receiver line rate)",
+        params: &[
+            p("fan_in", "senders", "min(hosts − 1, 32)", "N: the hosts after the receiver in ring order"),
+            p("size_bytes", "B", "8 × BDP, clamped to 64 KiB..4 MiB", "per sender"),
+            p("jitter_us", "µs", "0 (synchronized)", "starts spread uniformly (seeded) over this window"),
+            DST,
+            HOSTS,
+            SAMPLE,
+        ],
+    },
+    KindInfo {
+        name: "microburst",
+        kind: ScenarioKind::Microburst,
+        models: "synchronized on/off bursts from N senders into one receiver: the shallow-buffer test",
+        headline: "pause_frames",
+        headline_unit: "PFC frames sent, every port and priority",
+        params: &[
+            p("fan_in", "senders", "min(hosts − 1, 16)", "senders per burst"),
+            p("burst_bytes", "B", "2 × BDP, clamped to 16 KiB..1 MiB", "per sender and burst"),
+            p("duty_cycle", "fraction", "0.25", "share of the period the receiver's link is busy with a burst at line rate"),
+            p("period_us", "µs", "fan_in × burst at line rate / duty_cycle", "one burst per period"),
+            p("duration_us", "µs", "10 periods", "bursts start during this time"),
+            p("jitter_us", "µs", "0", "each sender's start inside a burst spread over this window"),
+            DST,
+            HOSTS,
+            SAMPLE,
+        ],
+    },
+    KindInfo {
+        name: "hotspot",
+        kind: ScenarioKind::Hotspot,
+        models: "local congestion beside a background load: N senders onto one receiver, or one leaf's cross-leaf traffic squeezed onto one uplink (its other uplinks withdrawn)",
+        headline: "max_queue_bytes",
+        headline_unit: "deepest egress queue at the hotspot port",
+        params: &[
+            p("target", "receiver | uplink", "receiver", "where the congestion is"),
+            p("fan_in", "senders", "min(hosts − 2, 8)", "receiver: senders onto the hot receiver"),
+            p("duration_us", "µs", "200", "simulated time"),
+            LOAD,
+            DST,
+            HOSTS,
+            SAMPLE,
+        ],
+    },
+    KindInfo {
+        name: "slow-receiver",
+        kind: ScenarioKind::SlowReceiver,
+        models: "a host that drains at a fraction of line rate, or stops (the classic PFC storm source); how far pauses spread and whether the watchdog fires",
+        headline: "pause_spread_hops",
+        headline_unit: "links from the slow host to the farthest node that was paused",
+        params: &[
+            p("drain_fraction", "fraction", "0 (stops)", "0 < f < 1: stalled for 1 − f of every period_us (the NIC drains its buffer when it resumes)"),
+            p("period_us", "µs", "20", "the drain cycle when 0 < drain_fraction < 1"),
+            p("fan_in", "senders", "min(hosts − 1, 4)", "senders, the farthest hosts first"),
+            p("at_us", "µs", "duration / 10", "when the host slows down"),
+            p("duration_us", "µs", "400", "simulated time"),
+            p("watchdog", "bool", "as [qos.pfc_watchdog]", "turn the PFC watchdog on or off for this run"),
+            p("watchdog_detection_us", "µs", "100", "detection time when watchdog = true (poll: a tenth of it)"),
+            LOAD,
+            DST,
+            HOSTS,
+            SAMPLE,
+        ],
+    },
+    KindInfo {
+        name: "link-loss",
+        kind: ScenarioKind::LinkLoss,
+        models: "a fabric link lost for good under a sustained permutation (a cable pulled, an optic dead)",
+        headline: "goodput_after_over_before",
+        headline_unit: "fabric goodput after the loss / before",
+        params: &[LINK, B, AT, FAULT_DURATION, CONVERGENCE, LOAD, HOSTS, SAMPLE],
+    },
+    KindInfo {
+        name: "link-flap",
+        kind: ScenarioKind::LinkFlap,
+        models: "a fabric link going down and up under a sustained permutation (a dirty optic)",
+        headline: "packets_lost",
+        headline_unit: "packets dropped because a link went down",
+        params: &[
+            LINK,
+            B,
+            AT,
+            p("count", "cycles", "3", "down/up cycles"),
+            p("period_us", "µs", "duration / 8", "one cycle (down for its first half)"),
+            FAULT_DURATION,
+            CONVERGENCE,
+            LOAD,
+            HOSTS,
+            SAMPLE,
+        ],
+    },
+    KindInfo {
+        name: "switch-reboot",
+        kind: ScenarioKind::SwitchReboot,
+        models: "a spine rebooting under a sustained permutation: every port down, its buffers lost, back after down_us",
+        headline: "packets_lost_in_switch",
+        headline_unit: "packets lost inside the rebooting switch and on its links",
+        params: &[
+            p("a", "switch", "\"busiest-spine\"", "the switch, or `busiest-spine` (most bytes before the reboot, in a probe run)"),
+            AT,
+            p("down_us", "µs", "duration / 4", "how long it stays down"),
+            FAULT_DURATION,
+            CONVERGENCE,
+            LOAD,
+            HOSTS,
+            SAMPLE,
+        ],
+    },
+    KindInfo {
+        name: "routing-change",
+        kind: ScenarioKind::RoutingChange,
+        models: "the ECMP hash or the routes change under a sustained permutation: flows move, nothing should drop",
+        headline: "ecmp_imbalance_change",
+        headline_unit: "ECMP imbalance after − before (max / mean uplink bytes − 1, mean over leaves)",
+        params: &[
+            p("change", "hash-seed | hash-fields | route-withdraw", "hash-seed", "what changes"),
+            p("seed", "u64", "[routing] ecmp_seed + 1", "hash-seed: the new seed"),
+            p("a", "node", "\"busiest-spine-uplink\"", "route-withdraw: the link"),
+            B,
+            p("at_us", "µs", "duration / 2", "when"),
+            FAULT_DURATION,
+            CONVERGENCE,
+            LOAD,
+            HOSTS,
+            SAMPLE,
+        ],
+    },
+    KindInfo {
+        name: "firmware-mix",
+        kind: ScenarioKind::FirmwareMix,
+        models: "a share of NICs on another congestion-control profile, as a partial rollout leaves a fleet, under an incast of continuous senders",
+        headline: "goodput_ratio_other_over_fleet",
+        headline_unit: "mean goodput of senders on the other profile / on the fleet's",
+        params: &[
+            p("share", "fraction", "0.25", "of the senders (every 1/share-th, at least one)"),
+            p("congestion_control", "dcqcn | none", "none, or dcqcn when `dcqcn` is given", "the other profile's CC"),
+            p("dcqcn", "table", "the fleet's [nic.dcqcn]", "the other profile's DCQCN keys (e.g. { cnp_interval_us = 50, rate_ai_mbps = 20 })"),
+            p("fan_in", "senders", "min(hosts − 1, 8)", "senders into the receiver"),
+            p("duration_us", "µs", "200", "simulated time"),
+            DST,
+            HOSTS,
+            SAMPLE,
+        ],
+    },
+    KindInfo {
+        name: "collective",
+        kind: ScenarioKind::Collective,
+        models: "an NCCL-like collective as the real training load, optionally beside another scenario's traffic",
+        headline: "busbw_fraction_of_nic",
+        headline_unit: "nccl-tests busbw / a NIC's line rate",
+        params: &[
+            p("op", "name", "all_reduce", "all_reduce, all_gather, reduce_scatter, alltoall, broadcast, sendrecv"),
+            p("size_bytes", "B", "4 MiB × ranks / 8, clamped to 1..64 MiB", "nccl-tests' size"),
+            p("ranks", "count", "the fabric's placement (every GPU, or every host)", "the first N hosts in ring order, one rank each"),
+            p("beside", "scenario name", "none", "run beside that [[scenario]]'s traffic (sustained, incast, microburst or hotspot)"),
+            SAMPLE,
+        ],
+    },
+];
+
+pub fn info(kind: ScenarioKind) -> &'static KindInfo {
+    KINDS.iter().find(|k| k.kind == kind).expect("every kind is in the table")
+}
+
+/// Rejects parameters the kind does not take, naming each (and where it is).
+pub fn check_keys(c: &ScenarioConfig, path: &str) -> Result<(), Vec<Diagnostic>> {
+    let info = info(c.kind);
+    let v = serde_json::to_value(c).unwrap_or_default();
+    let mut errs = Vec::new();
+    if let Some(obj) = v.as_object() {
+        for (k, val) in obj {
+            if val.is_null() || k == "kind" || k == "name" {
+                continue;
+            }
+            if !info.params.iter().any(|p| p.key == k) {
+                let keys: Vec<&str> = info.params.iter().map(|p| p.key).collect();
+                errs.push(Diagnostic::new(
+                    format!("{path}.{k}"),
+                    format!("`{k}` is not a parameter of a `{}` scenario", info.name),
+                    format!("remove it; `{}` takes: {}", info.name, keys.join(", ")),
+                ));
+            }
+        }
+    }
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(errs)
+    }
+}
+
+/// `rocelab scenarios --list` as text.
+pub fn list_text() -> String {
+    let mut o = String::new();
+    for k in KINDS {
+        o += &format!("{}\n  {}\n  headline: {} ({})\n", k.name, k.models, k.headline, k.headline_unit);
+        for p in k.params {
+            o += &format!("    {:<22} {:<28} default {}\n      {}\n", p.key, p.unit, p.default, p.about);
+        }
+        o += "\n";
+    }
+    o
+}
