@@ -53,7 +53,8 @@ fn ecmp_imbalance(m: &Model, series: &Series, t0: SimTime, t1: SimTime) -> Optio
             (mean > 0.0).then(|| *x.iter().max().unwrap_or(&0) as f64 / mean - 1.0)
         })
         .collect();
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    // No leaf with a choice of uplinks: one path each, nothing to imbalance.
+    Some(if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 })
 }
 
 fn flow_bytes(snap: &Snapshot, idx: impl Iterator<Item = usize>) -> Vec<f64> {

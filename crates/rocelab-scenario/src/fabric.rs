@@ -20,6 +20,8 @@ pub struct Scale {
     pub rtt: SimTime,
     /// rate × rtt, bytes.
     pub bdp_bytes: u64,
+    /// The largest switch buffer of the fabric.
+    pub buffer_bytes: u64,
 }
 
 impl Scale {
@@ -49,7 +51,8 @@ impl Scale {
         let frame_ps = ((mtu as f64 + 78.0) * 8.0 / rate_bps * 1e12) as u64;
         let rtt = SimTime(2 * links * (delay + frame_ps));
         let bdp_bytes = (rate_bps * rtt.as_secs_f64() / 8.0).ceil() as u64;
-        Ok(Scale { hosts, rate_bps, mtu, rtt, bdp_bytes: bdp_bytes.max(mtu as u64) })
+        let buffer_bytes = m.switch_models.iter().map(|s| s.params.buffer_bytes).max().unwrap_or(0);
+        Ok(Scale { hosts, rate_bps, mtu, rtt, bdp_bytes: bdp_bytes.max(mtu as u64), buffer_bytes })
     }
 
     /// Payload bytes one host sends in `t` at `load` × its line rate (at least one byte).

@@ -432,12 +432,16 @@ fn build_kind(cx: &Ctx) -> Result<Setup, Diagnostic> {
             Ok(s)
         }
         ScenarioKind::SlowReceiver => {
-            let dur = cx.duration(400)?;
+            // Long enough for a switch buffer to fill twice over at one line rate, so pauses
+            // have the time to climb past the first hop.
+            let fill = sc.time_for(2 * sc.buffer_bytes);
+            let dur =
+                cx.time("duration_us", c.duration_us, (SimTime::from_us(20) + fill).max(SimTime::from_us(400)))?;
             let load = cx.load()?;
             let dst = cx.dst()?;
             let k = cx.fan_in(4, 1)?;
             let f = cx.fraction("drain_fraction", c.drain_fraction, 0.0, true)?;
-            let at = cx.time("at_us", c.at_us, SimTime(dur.0 / 10))?;
+            let at = cx.time("at_us", c.at_us, SimTime::from_us(20).min(SimTime(dur.0 / 10)))?;
             let period = cx.time("period_us", c.period_us, SimTime::from_us(20))?;
             // The farthest hosts first: their pauses have the most hops to travel.
             let d = fabric::distances(m, dst);

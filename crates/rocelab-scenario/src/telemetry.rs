@@ -130,7 +130,9 @@ fn sample(snap: &Snapshot) -> Sample {
 /// `horizon`, at least 1 ns.
 pub fn interval(want: Option<SimTime>, horizon: SimTime) -> SimTime {
     let floor = SimTime(horizon.0.div_ceil(MAX_SAMPLES)).max(SimTime::from_ns(1));
-    want.unwrap_or(SimTime(horizon.0 / 100)).max(floor)
+    let t = want.unwrap_or(SimTime(horizon.0 / 100)).max(floor);
+    // Whole nanoseconds: sample times that print as they are.
+    SimTime(t.0.div_ceil(1000) * 1000)
 }
 
 /// Runs `sim` to its end (its duration, or completion), sampling every `interval`, then closes

@@ -82,6 +82,11 @@ pub struct Args {
     /// on the fabric).
     #[arg(long, default_value = "auto", value_parser = ["auto", "nics"], requires = "collective")]
     placement: String,
+    /// Run a stress scenario instead of the file's [[traffic]] and [[fault]]: a [[scenario]] of
+    /// the file by name, or a kind with its defaults (`incast`, `switch-reboot`, ...;
+    /// `rocelab scenarios --list`). Writes scenario.json, summary.json and timeseries.csv.
+    #[arg(long, conflicts_with_all = ["ns3_config", "collective", "duration_us", "sample_us", "ack_interval"])]
+    scenario: Option<String>,
 }
 
 /// nccl-tests' sizes: a number with an optional K, M or G suffix (powers of 1024).
@@ -130,6 +135,10 @@ pub fn run(a: Args) -> VerbResult {
             return Err(Failure::bad_input("error: --ack-interval must be at least 1"));
         }
         opts.ack_interval = n;
+    }
+    if let Some(name) = &a.scenario {
+        drop(stages);
+        return run_scenario(&a, name, &model, &file, opts.seed);
     }
     if let Some(name) = &a.collective {
         drop(stages);
@@ -241,6 +250,38 @@ fn run_collective(
     }
     match a.format {
         Format::Text => print!("{table}"),
+        Format::Json => print!("{json}"),
+    }
+    if !a.quiet {
+        eprintln!("wall {:.2} s", bar.elapsed().as_secs_f64());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--scenario`: one stress scenario; its table (or JSON) on stdout and, unless `--no-files`,
+/// `scenario.json`, `summary.json` and `timeseries.csv` in `--out`.
+fn run_scenario(a: &Args, name: &str, model: &rocelab_model::Model, file: &std::path::Path, seed: u64) -> VerbResult {
+    rocelab_scenario::check_all(model).map_err(|d| located(file, d))?;
+    let (c, path) = rocelab_scenario::find(model, name).map_err(|d| located(file, vec![d]))?;
+    let mut bar = ProgressLine::new(a.quiet);
+    bar.update(None, &format!("running scenario `{name}`"));
+    let r = rocelab_scenario::run(model, &c, &path, seed).map_err(|d| located(file, d))?;
+    bar.finish();
+    let json = r.to_json();
+    if !a.no_files {
+        std::fs::create_dir_all(&a.out)
+            .map_err(|e| Failure::bad_input(format!("error: cannot create {}: {e}", a.out.display())))?;
+        write_atomic(&a.out.join("scenario.json"), json.as_bytes())?;
+        write_atomic(&a.out.join("summary.json"), r.report.to_json().as_bytes())?;
+        write_atomic(&a.out.join("timeseries.csv"), r.series_csv.as_bytes())?;
+    }
+    match a.format {
+        Format::Text => {
+            print!("{}", r.render_text());
+            if !a.no_files {
+                println!("  results in {}/", a.out.display());
+            }
+        }
         Format::Json => print!("{json}"),
     }
     if !a.quiet {
