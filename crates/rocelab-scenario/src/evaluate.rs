@@ -72,12 +72,14 @@ pub fn evaluate(
     snap: &Snapshot,
     series: &Series,
     collective: Option<&rocelab_workload::Prepared>,
+    first_pause: Option<SimTime>,
 ) -> (Option<f64>, Metrics) {
     let c = &snap.counters;
     let mut mt: Metrics = BTreeMap::new();
     let now = snap.now;
     let rate = cx.scale.rate_bps;
     mt.insert("pfc_frames", Some(c.pfc_frames_sent as f64));
+    mt.insert("pfc_storms", Some(c.pfc_storms as f64));
     mt.insert("ecn_marked", Some(c.ecn_marked as f64));
     mt.insert("cnp_sent", Some(c.cnp_sent as f64));
     mt.insert("dropped_packets", Some(c.dropped as f64));
@@ -114,7 +116,8 @@ pub fn evaluate(
                 let frac = v.iter().sum::<f64>() * 8.0 / (v.len().max(1) as f64 * rate * dur);
                 mt.insert("victim_goodput_fraction", Some(frac));
             }
-            let hot = flow_bytes(snap, 0..k.senders.len());
+            // The hot messages come first, the victims' after them.
+            let hot = flow_bytes(snap, 0..k.flows_of_others.first().copied().unwrap_or(s.msgs.len()));
             mt.insert("hot_goodput_fraction", Some(hot.iter().sum::<f64>() * 8.0 / (rate * dur)));
             k.port.map(|p| snap.ports[p.idx()].queue_peak_bytes.iter().copied().max().unwrap_or(0) as f64)
         }
@@ -128,9 +131,16 @@ pub fn evaluate(
                 .map(|p| d[p.node.idx()])
                 .max()
                 .unwrap_or(0);
-            let fired = series.samples.iter().find(|x| x.storms > 0).map(|x| x.time.saturating_sub(k.at).as_us_f64());
+            let fired = series.samples.iter().find(|x| x.storms > 0).map(|x| x.time);
             mt.insert("watchdog_storms", Some(c.pfc_storms as f64));
-            mt.insert("watchdog_fired_after_us", fired);
+            mt.insert("watchdog_fired_after_us", fired.map(|t| t.saturating_sub(k.at).as_us_f64()));
+            // From the first pause of the port facing the slow host: the watchdog's own clock
+            // (to within one sampling interval).
+            mt.insert("first_pause_after_us", first_pause.map(|t| t.saturating_sub(k.at).as_us_f64()));
+            mt.insert(
+                "watchdog_fired_after_pause_us",
+                fired.zip(first_pause).map(|(f, p)| f.saturating_sub(p).as_us_f64()),
+            );
             mt.insert("watchdog_drops", Some(c.drops_by_reason[DropReason::Watchdog as usize] as f64));
             mt.insert(
                 "paused_ports",
@@ -177,8 +187,8 @@ pub fn evaluate(
                     let mine: Vec<PortId> = m.node(sw).ports().collect();
                     let pre = (SimTime(at.0 / 2), at);
                     let rate_of = |ports: &[PortId], t0: SimTime, t1: SimTime| {
-                        tx_between(series, ports, t0, t1) as f64 * 8.0
-                            / ((t1.0.saturating_sub(t0.0)).max(1) as f64 * 1e-12)
+                        let dt = series.at(t1).time.0.saturating_sub(series.at(t0).time.0).max(1);
+                        tx_between(series, ports, t0, t1) as f64 * 8.0 / (dt as f64 * 1e-12)
                     };
                     let base = rate_of(&others, pre.0, pre.1);
                     mt.insert("other_spines_gbps_before", Some(base / 1e9));

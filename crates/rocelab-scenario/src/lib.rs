@@ -29,11 +29,31 @@ pub mod setup;
 pub mod telemetry;
 
 use rocelab_model::config::{NicAssign, ScenarioConfig, ScenarioKind};
+use rocelab_model::PortId;
 use rocelab_model::{Diagnostic, Model, SimTime};
+use rocelab_sim::observer::{Observed, Observer};
 use rocelab_sim::workload::{Delivered, Message, Net, Workload};
 use rocelab_sim::{RunReport, Sim, SimOptions};
 use serde::Serialize;
+use std::cell::Cell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
+
+/// Records the first PFC pause `port` receives.
+struct FirstPause {
+    port: PortId,
+    at: Rc<Cell<Option<SimTime>>>,
+}
+
+impl Observer for FirstPause {
+    fn observe(&mut self, e: &Observed) {
+        if let Observed::PfcReceived { time, port, pause: true, .. } = *e {
+            if port == self.port && self.at.get().is_none() {
+                self.at.set(Some(time));
+            }
+        }
+    }
+}
 
 /// Background messages posted at the start, beside an optional main workload (a collective)
 /// that hears only its own deliveries.
@@ -214,11 +234,17 @@ pub fn run(m: &Model, c: &ScenarioConfig, path: &str, seed: u64) -> Result<Scena
     let w = Beside { main, bg: s.msgs.clone(), n_bg };
     let opts = SimOptions { seed, duration: s.duration, sample_interval: None, ..SimOptions::default() };
     let mut sim = Sim::with_workload(&dm, Box::new(w), faults, opts).map_err(|ds| relabel(ds, path))?;
+    // When the port facing the receiver was first paused (the watchdog's clock starts there).
+    let first_pause = Rc::new(Cell::new(None));
+    if let Some(dst) = s.marks.dst {
+        let port = dm.port(dm.node(dst).first_port_id()).peer;
+        sim.add_observer(Box::new(FirstPause { port, at: first_pause.clone() }));
+    }
     let series = telemetry::run_sampled(&mut sim, &dm, interval);
     let snap = sim.snapshot();
     let report = RunReport::from_snapshot(&snap, &dm);
     let info = catalog::info(c.kind);
-    let (value, metrics) = evaluate::evaluate(&cx, &dm, &s, &snap, &series, prepared.as_ref());
+    let (value, metrics) = evaluate::evaluate(&cx, &dm, &s, &snap, &series, prepared.as_ref(), first_pause.get());
     let mut params = s.params.clone();
     params.insert("sample_us".into(), serde_json::json!(interval.as_us_f64()));
     Ok(ScenarioResult {

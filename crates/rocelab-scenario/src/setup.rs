@@ -165,14 +165,17 @@ impl Setup {
     }
 }
 
-/// A permutation or all-to-all of continuous flows over the scenario's hosts, through the same
-/// expansion as `[[traffic]]` (its seeded derangement).
+/// A permutation or all-to-all over the scenario's hosts, through the same expansion as
+/// `[[traffic]]` (its seeded derangement), offered at `load` × line rate for `dur`: one message
+/// per pair at full load; below it, a chunk every period (`on/off` at the load's duty cycle) on
+/// the pair's one source port, so it keeps its ECMP path as a long-lived QP would.
 fn background(cx: &Ctx, pattern: SustainedPattern, hosts: &[NodeId], dur: SimTime, load: f64) -> Vec<Message> {
     let n = hosts.len() as u64;
-    let per_host = cx.scale.bytes_in(dur, load);
-    let (pat, size) = match pattern {
-        SustainedPattern::Permutation => (TrafficPattern::Permutation, per_host),
-        SustainedPattern::AllToAll => (TrafficPattern::AllToAll, (per_host / (n - 1).max(1)).max(1)),
+    let pairs = if pattern == SustainedPattern::AllToAll { (n - 1).max(1) } else { 1 };
+    let per_pair = (cx.scale.bytes_in(dur, 1.0) / pairs).max(1);
+    let pat = match pattern {
+        SustainedPattern::Permutation => TrafficPattern::Permutation,
+        SustainedPattern::AllToAll => TrafficPattern::AllToAll,
     };
     let names: Vec<String> = hosts.iter().map(|h| cx.m.node(*h).name.clone()).collect();
     let t = TrafficConfig {
@@ -181,17 +184,35 @@ fn background(cx: &Ctx, pattern: SustainedPattern, hosts: &[NodeId], dur: SimTim
         dst: None,
         hosts: Some(names),
         senders: None,
-        size_bytes: size,
+        size_bytes: per_pair,
         start_us: None,
         class: None,
         qps: None,
     };
     // Host names from the model always match themselves, and the size is in range.
-    rocelab_sim::traffic::expand(cx.m, &[t], cx.seed)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|f| msg(f.src, f.dst, f.size_bytes, f.start))
-        .collect()
+    let flows = rocelab_sim::traffic::expand(cx.m, &[t], cx.seed).unwrap_or_default();
+    let mut rng = Rng::new(cx.seed, 0x6c6f_6164);
+    flows.into_iter().flat_map(|f| stream(cx, f.src, f.dst, dur, load, pairs, &mut rng)).collect()
+}
+
+/// `src` sending to `dst` at `load` × its line rate / `pairs` for `dur`: one message at full
+/// load; below it, a chunk every period on one source port.
+fn stream(cx: &Ctx, src: NodeId, dst: NodeId, dur: SimTime, load: f64, pairs: u64, rng: &mut Rng) -> Vec<Message> {
+    let total = (cx.scale.bytes_in(dur, 1.0) / pairs).max(1);
+    if load >= 1.0 {
+        return vec![msg(src, dst, total, SimTime::ZERO)];
+    }
+    let chunk = (4 * cx.scale.bdp_bytes).max(64 << 10).min(total);
+    let on = SimTime(cx.scale.time_for(chunk).0 * pairs);
+    let period = SimTime((on.0 as f64 / load) as u64).max(SimTime(1));
+    let sport = Some(49152 + rng.below(16384) as u16);
+    let mut v = Vec::new();
+    let mut t = SimTime::ZERO;
+    while t < dur {
+        v.push(Message { sport, ..msg(src, dst, chunk, t) });
+        t += period;
+    }
+    v
 }
 
 fn with_convergence(cx: &Ctx, s: &mut Setup) -> Result<(), Diagnostic> {
@@ -356,7 +377,7 @@ fn build_kind(cx: &Ctx) -> Result<Setup, Diagnostic> {
             let mut s = Setup::new(Some(dur), dur);
             s.param("duration_us", json!(dur.as_us_f64()));
             s.param("load", json!(load));
-            let bytes = sc.bytes_in(dur, load);
+            let mut rng = Rng::new(cx.seed, 0x686f_7473);
             match target {
                 HotspotTarget::Receiver => {
                     if n < 3 {
@@ -371,7 +392,7 @@ fn build_kind(cx: &Ctx) -> Result<Setup, Diagnostic> {
                     let k = cx.fan_in(8, 2)?;
                     let senders = cx.after(dst, k);
                     for &h in &senders {
-                        s.msgs.push(msg(h, dst, bytes, SimTime::ZERO));
+                        s.msgs.extend(stream(cx, h, dst, dur, load, 1, &mut rng));
                     }
                     let hot = s.msgs.len();
                     let victims: Vec<NodeId> =
@@ -422,7 +443,7 @@ fn build_kind(cx: &Ctx) -> Result<Setup, Diagnostic> {
                         ));
                     }
                     for (i, &h) in local.iter().enumerate() {
-                        s.msgs.push(msg(h, remote[i % remote.len()], bytes, SimTime::ZERO));
+                        s.msgs.extend(stream(cx, h, remote[i % remote.len()], dur, load, 1, &mut rng));
                     }
                     s.marks = Marks { senders: local, port: Some(ups[0]), ..Marks::default() };
                     s.param("target", json!("uplink"));
@@ -449,8 +470,9 @@ fn build_kind(cx: &Ctx) -> Result<Setup, Diagnostic> {
             cand.sort_by_key(|h| std::cmp::Reverse(d[h.idx()]));
             let senders: Vec<NodeId> = cand.into_iter().take(k).collect();
             let mut s = Setup::new(Some(dur), dur);
+            let mut rng = Rng::new(cx.seed, 0x736c_6f77);
             for &h in &senders {
-                s.msgs.push(msg(h, dst, sc.bytes_in(dur, load), SimTime::ZERO));
+                s.msgs.extend(stream(cx, h, dst, dur, load, 1, &mut rng));
             }
             let stall = |at| Fault { at, action: FaultAction::Host { host: dst, stall: true } };
             let resume = |at| Fault { at, action: FaultAction::Host { host: dst, stall: false } };

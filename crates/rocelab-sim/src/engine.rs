@@ -865,6 +865,12 @@ impl<'m> Sim<'m> {
         let mut left = self.stats.delivered + self.stats.dropped;
         let mut stall_since = self.now;
         loop {
+            // Already over (a run continued after `run_until` saw it end): leave the timers
+            // that outlive it, as the check after each event does.
+            if self.finished() {
+                self.stopped_at_duration = false;
+                break;
+            }
             // Events about to come due: start loading the packet or port they will touch
             // (at fabric scale these reads would otherwise miss to DRAM one after another).
             let (pkts, ports) = (&self.pkts, &self.ports);
