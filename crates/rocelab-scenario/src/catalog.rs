@@ -248,7 +248,7 @@ pub fn check_keys(c: &ScenarioConfig, path: &str) -> Result<(), Vec<Diagnostic>>
                 let keys: Vec<&str> = info.params.iter().map(|p| p.key).collect();
                 errs.push(Diagnostic::new(
                     format!("{path}.{k}"),
-                    format!("`{k}` is not a parameter of a `{}` scenario", info.name),
+                    format!("`{k}` is not a parameter of `{}` scenarios", info.name),
                     format!("remove it; `{}` takes: {}", info.name, keys.join(", ")),
                 ));
             }
