@@ -273,3 +273,46 @@ pub fn list_text() -> String {
     }
     o
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_is_listed_once_with_its_own_keys() {
+        assert_eq!(KINDS.len(), ScenarioKind::ALL.len());
+        for k in ScenarioKind::ALL {
+            assert_eq!(info(k).name, k.name());
+            let mut keys: Vec<&str> = info(k).params.iter().map(|p| p.key).collect();
+            keys.sort();
+            let n = keys.len();
+            keys.dedup();
+            assert_eq!(keys.len(), n, "{k:?} lists a key twice");
+        }
+    }
+
+    #[test]
+    fn keys_of_another_kind_are_refused_by_name() {
+        let mut c = ScenarioConfig::bare(ScenarioKind::Incast);
+        c.fan_in = Some(4);
+        assert!(check_keys(&c, "scenario[0]").is_ok());
+        c.down_us = Some(5.0);
+        c.share = Some(0.5);
+        let e = check_keys(&c, "scenario[0]").unwrap_err();
+        let paths: Vec<&str> = e.iter().map(|d| d.path.as_str()).collect();
+        assert_eq!(paths, ["scenario[0].down_us", "scenario[0].share"]);
+    }
+
+    /// docs/scenarios.md documents every kind and every parameter the table lists.
+    #[test]
+    fn the_scenarios_page_names_every_kind_and_parameter() {
+        let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/scenarios.md")).unwrap();
+        for k in KINDS {
+            assert!(page.contains(&format!("`{}`", k.name)), "{}", k.name);
+            assert!(page.contains(k.headline), "{}", k.headline);
+            for p in k.params {
+                assert!(page.contains(&format!("`{}`", p.key)), "{}: {}", k.name, p.key);
+            }
+        }
+    }
+}

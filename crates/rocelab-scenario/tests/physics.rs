@@ -157,3 +157,21 @@ fn firmware_mix_puts_the_share_on_the_other_profile() {
     // CC off on half the senders: they do not back off, so they take more than their share.
     assert!(r.headline.value.unwrap() > 1.0, "{}", r.render_text());
 }
+
+#[test]
+fn a_collective_beside_background_traffic_is_slower_than_alone() {
+    let text = fabric(
+        2,
+        16_000_000,
+        "[nic]\nmtu = 4096\n[[scenario]]\nkind = \"sustained\"\nname = \"bg\"\nduration_us = 400\n\
+         [[scenario]]\nkind = \"collective\"\nname = \"alone\"\nsize_bytes = 4194304\n\
+         [[scenario]]\nkind = \"collective\"\nname = \"loaded\"\nsize_bytes = 4194304\nbeside = \"bg\"\n",
+    );
+    let alone = run(&text, "alone");
+    let loaded = run(&text, "loaded");
+    let (a, b) = (metric(&alone, "time_us"), metric(&loaded, "time_us"));
+    // Alone, a ring all-reduce on 16 ranks moves 2·15/16 of 4 MiB over each 100G link: ≥ 629 µs.
+    assert!(a >= 629.0 && alone.headline.value.unwrap() <= 1.0, "{}", alone.render_text());
+    assert!(b > 1.2 * a, "alone {a} µs, beside a permutation {b} µs");
+    assert_eq!(loaded.params["beside"], "bg");
+}
