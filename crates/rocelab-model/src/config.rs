@@ -801,10 +801,11 @@ pub struct FaultConfig {
 // Scenarios
 
 /// The pre-production checklist's stress scenarios (`docs/scenarios.md`).
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, PartialOrd, Ord)]
 #[serde(rename_all = "kebab-case")]
 pub enum ScenarioKind {
     /// Permutation or all-to-all at line rate for a duration.
+    #[default]
     Sustained,
     /// N:1 fan-in.
     Incast,
@@ -894,8 +895,9 @@ pub enum RoutingChangeKind {
 
 /// One `[[scenario]]` table. Every parameter is optional: a left-out one takes a default scaled
 /// to the fabric; a parameter that does not apply to the kind is an error naming it
-/// (`rocelab scenarios --list` shows which apply).
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+/// (`rocelab scenarios --list` shows which apply). `Default` is a bare `sustained`; a file must
+/// name its `kind`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioConfig {
     pub kind: ScenarioKind,
@@ -988,40 +990,7 @@ pub struct ScenarioConfig {
 impl ScenarioConfig {
     /// A scenario of `kind` with every parameter at its default.
     pub fn bare(kind: ScenarioKind) -> Self {
-        ScenarioConfig {
-            kind,
-            name: None,
-            duration_us: None,
-            hosts: None,
-            pattern: None,
-            load: None,
-            fan_in: None,
-            dst: None,
-            size_bytes: None,
-            jitter_us: None,
-            burst_bytes: None,
-            period_us: None,
-            duty_cycle: None,
-            target: None,
-            drain_fraction: None,
-            watchdog: None,
-            watchdog_detection_us: None,
-            at_us: None,
-            down_us: None,
-            count: None,
-            a: None,
-            b: None,
-            change: None,
-            seed: None,
-            convergence_us: None,
-            share: None,
-            congestion_control: None,
-            dcqcn: None,
-            op: None,
-            ranks: None,
-            beside: None,
-            sample_us: None,
-        }
+        ScenarioConfig { kind, ..ScenarioConfig::default() }
     }
 
     /// The name `--scenario` finds it by.

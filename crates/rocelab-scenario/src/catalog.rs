@@ -17,16 +17,47 @@ pub struct Param {
 }
 
 /// One scenario kind.
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug)]
 pub struct KindInfo {
-    #[serde(rename = "kind")]
     pub name: &'static str,
-    #[serde(skip)]
     pub kind: ScenarioKind,
     pub models: &'static str,
     pub headline: &'static str,
     pub headline_unit: &'static str,
-    pub params: &'static [Param],
+    /// The kind's own parameters, then those it shares with a family of kinds.
+    pub own: &'static [Param],
+    pub shared: &'static [Param],
+}
+
+impl KindInfo {
+    pub fn params(&self) -> impl Iterator<Item = &'static Param> {
+        self.own.iter().chain(self.shared)
+    }
+}
+
+/// A kind as `rocelab scenarios --list --format json` prints it.
+#[derive(Serialize)]
+struct KindView {
+    kind: &'static str,
+    models: &'static str,
+    headline: &'static str,
+    headline_unit: &'static str,
+    params: Vec<&'static Param>,
+}
+
+/// Every kind as JSON.
+pub fn list_json() -> String {
+    let v: Vec<KindView> = KINDS
+        .iter()
+        .map(|k| KindView {
+            kind: k.name,
+            models: k.models,
+            headline: k.headline,
+            headline_unit: k.headline_unit,
+            params: k.params().collect(),
+        })
+        .collect();
+    serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
 }
 
 const fn p(key: &'static str, unit: &'static str, default: &'static str, about: &'static str) -> Param {
@@ -49,6 +80,11 @@ const FAULT_DURATION: Param = p("duration_us", "µs", "400", "simulated time, ba
 const CONVERGENCE: Param =
     p("convergence_us", "µs", "[routing] convergence_us_per_hop", "routing convergence per switch hop, for this run");
 const DST: Param = p("dst", "host", "the first host", "the receiver");
+/// What the four fault kinds share, after their own parameters.
+const UNDER_LOAD: &[Param] = &[FAULT_DURATION, CONVERGENCE, LOAD, HOSTS, SAMPLE];
+/// Every other kind ends with these.
+const ON_HOSTS: &[Param] = &[HOSTS, SAMPLE];
+const RECEIVER: &[Param] = &[DST, HOSTS, SAMPLE];
 
 pub const KINDS: &[KindInfo] = &[
     KindInfo {
@@ -57,13 +93,12 @@ pub const KINDS: &[KindInfo] = &[
         models: "every host sending at line rate for a duration: a permutation (each host to one other) or all-to-all",
         headline: "goodput_fraction",
         headline_unit: "payload delivered / (senders × line rate × duration)",
-        params: &[
+        own: &[
             p("duration_us", "µs", "200", "simulated time"),
             p("pattern", "permutation | all-to-all", "permutation", "who sends to whom (a seeded derangement)"),
             LOAD,
-            HOSTS,
-            SAMPLE,
         ],
+        shared: ON_HOSTS,
     },
     KindInfo {
         name: "incast",
@@ -71,14 +106,12 @@ pub const KINDS: &[KindInfo] = &[
         models: "N senders to one receiver at once (a parameter server, a reduce); completion against N·size/bandwidth",
         headline: "completion_over_ideal",
         headline_unit: "completion time / (N × size × 8 / receiver line rate)",
-        params: &[
+        own: &[
             p("fan_in", "senders", "min(hosts − 1, 32)", "N: the hosts after the receiver in ring order"),
             p("size_bytes", "B", "8 × BDP, clamped to 64 KiB..4 MiB", "per sender"),
             p("jitter_us", "µs", "0 (synchronized)", "starts spread uniformly (seeded) over this window"),
-            DST,
-            HOSTS,
-            SAMPLE,
         ],
+        shared: RECEIVER,
     },
     KindInfo {
         name: "microburst",
@@ -86,17 +119,15 @@ pub const KINDS: &[KindInfo] = &[
         models: "synchronized on/off bursts from N senders into one receiver: the shallow-buffer test",
         headline: "pause_frames",
         headline_unit: "PFC frames sent, every port and priority",
-        params: &[
+        own: &[
             p("fan_in", "senders", "min(hosts − 1, 16)", "senders per burst"),
             p("burst_bytes", "B", "2 × BDP, clamped to 16 KiB..1 MiB", "per sender and burst"),
             p("duty_cycle", "fraction", "0.25", "share of the period the receiver's link is busy with a burst at line rate"),
             p("period_us", "µs", "fan_in × burst at line rate / duty_cycle", "one burst per period"),
             p("duration_us", "µs", "10 periods", "bursts start during this time"),
             p("jitter_us", "µs", "0", "each sender's start inside a burst spread over this window"),
-            DST,
-            HOSTS,
-            SAMPLE,
         ],
+        shared: RECEIVER,
     },
     KindInfo {
         name: "hotspot",
@@ -104,15 +135,13 @@ pub const KINDS: &[KindInfo] = &[
         models: "local congestion beside a background load: N senders onto one receiver, or one leaf's cross-leaf traffic squeezed onto one uplink (its other uplinks withdrawn)",
         headline: "max_queue_bytes",
         headline_unit: "deepest egress queue at the hotspot port",
-        params: &[
+        own: &[
             p("target", "receiver | uplink", "receiver", "where the congestion is"),
             p("fan_in", "senders", "min(hosts − 2, 8)", "receiver: senders onto the hot receiver"),
             p("duration_us", "µs", "200", "simulated time"),
             LOAD,
-            DST,
-            HOSTS,
-            SAMPLE,
         ],
+        shared: RECEIVER,
     },
     KindInfo {
         name: "slow-receiver",
@@ -120,7 +149,7 @@ pub const KINDS: &[KindInfo] = &[
         models: "a host that drains at a fraction of line rate, or stops (the classic PFC storm source); how far pauses spread and whether the watchdog fires",
         headline: "pause_spread_hops",
         headline_unit: "links from the slow host to the farthest node that was paused",
-        params: &[
+        own: &[
             p("drain_fraction", "fraction", "0 (stops)", "0 < f < 1: stalled for 1 − f of every period_us (the NIC drains its buffer when it resumes)"),
             p("period_us", "µs", "20", "the drain cycle when 0 < drain_fraction < 1"),
             p("fan_in", "senders", "min(hosts − 1, 4)", "senders, the farthest hosts first"),
@@ -129,10 +158,8 @@ pub const KINDS: &[KindInfo] = &[
             p("watchdog", "bool", "as [qos.pfc_watchdog]", "turn the PFC watchdog on or off for this run"),
             p("watchdog_detection_us", "µs", "100", "detection time when watchdog = true (poll: a tenth of it)"),
             LOAD,
-            DST,
-            HOSTS,
-            SAMPLE,
         ],
+        shared: RECEIVER,
     },
     KindInfo {
         name: "link-loss",
@@ -140,7 +167,12 @@ pub const KINDS: &[KindInfo] = &[
         models: "a fabric link lost for good under a sustained permutation (a cable pulled, an optic dead)",
         headline: "goodput_after_over_before",
         headline_unit: "fabric goodput after the loss / before",
-        params: &[LINK, B, AT, FAULT_DURATION, CONVERGENCE, LOAD, HOSTS, SAMPLE],
+        own: &[
+            LINK,
+            B,
+            AT,
+        ],
+        shared: UNDER_LOAD,
     },
     KindInfo {
         name: "link-flap",
@@ -148,18 +180,14 @@ pub const KINDS: &[KindInfo] = &[
         models: "a fabric link going down and up under a sustained permutation (a dirty optic)",
         headline: "packets_lost",
         headline_unit: "packets dropped because a link went down",
-        params: &[
+        own: &[
             LINK,
             B,
             AT,
             p("count", "cycles", "3", "down/up cycles"),
             p("period_us", "µs", "duration / 8", "one cycle (down for its first half)"),
-            FAULT_DURATION,
-            CONVERGENCE,
-            LOAD,
-            HOSTS,
-            SAMPLE,
         ],
+        shared: UNDER_LOAD,
     },
     KindInfo {
         name: "switch-reboot",
@@ -167,16 +195,12 @@ pub const KINDS: &[KindInfo] = &[
         models: "a spine rebooting under a sustained permutation: every port down, its buffers lost, back after down_us",
         headline: "packets_lost_in_switch",
         headline_unit: "packets lost inside the rebooting switch and on its links",
-        params: &[
+        own: &[
             p("a", "switch", "\"busiest-spine\"", "the switch, or `busiest-spine` (most bytes before the reboot, in a probe run)"),
             AT,
             p("down_us", "µs", "duration / 4", "how long it stays down"),
-            FAULT_DURATION,
-            CONVERGENCE,
-            LOAD,
-            HOSTS,
-            SAMPLE,
         ],
+        shared: UNDER_LOAD,
     },
     KindInfo {
         name: "routing-change",
@@ -184,18 +208,14 @@ pub const KINDS: &[KindInfo] = &[
         models: "the ECMP hash or the routes change under a sustained permutation: flows move, nothing should drop",
         headline: "ecmp_imbalance_change",
         headline_unit: "ECMP imbalance after − before (max / mean uplink bytes − 1, mean over leaves)",
-        params: &[
+        own: &[
             p("change", "hash-seed | hash-fields | route-withdraw", "hash-seed", "what changes"),
             p("seed", "u64", "[routing] ecmp_seed + 1", "hash-seed: the new seed"),
             p("a", "node", "\"busiest-spine-uplink\"", "route-withdraw: the link"),
             B,
             p("at_us", "µs", "duration / 2", "when"),
-            FAULT_DURATION,
-            CONVERGENCE,
-            LOAD,
-            HOSTS,
-            SAMPLE,
         ],
+        shared: UNDER_LOAD,
     },
     KindInfo {
         name: "firmware-mix",
@@ -203,16 +223,14 @@ pub const KINDS: &[KindInfo] = &[
         models: "a share of NICs on another congestion-control profile, as a partial rollout leaves a fleet, under an incast of continuous senders",
         headline: "goodput_ratio_other_over_fleet",
         headline_unit: "mean goodput of senders on the other profile / on the fleet's",
-        params: &[
+        own: &[
             p("share", "fraction", "0.25", "of the senders (every 1/share-th, at least one)"),
             p("congestion_control", "dcqcn | none", "none, or dcqcn when `dcqcn` is given", "the other profile's CC"),
             p("dcqcn", "table", "the fleet's [nic.dcqcn]", "the other profile's DCQCN keys (e.g. { cnp_interval_us = 50, rate_ai_mbps = 20 })"),
             p("fan_in", "senders", "min(hosts − 1, 8)", "senders into the receiver"),
             p("duration_us", "µs", "200", "simulated time"),
-            DST,
-            HOSTS,
-            SAMPLE,
         ],
+        shared: RECEIVER,
     },
     KindInfo {
         name: "collective",
@@ -220,13 +238,13 @@ pub const KINDS: &[KindInfo] = &[
         models: "an NCCL-like collective as the real training load, optionally beside another scenario's traffic",
         headline: "busbw_fraction_of_nic",
         headline_unit: "nccl-tests busbw / a NIC's line rate",
-        params: &[
+        own: &[
             p("op", "name", "all_reduce", "all_reduce, all_gather, reduce_scatter, alltoall, broadcast, sendrecv"),
             p("size_bytes", "B", "4 MiB × ranks / 8, clamped to 1..64 MiB", "nccl-tests' size"),
             p("ranks", "count", "the fabric's placement (every GPU, or every host)", "the first N hosts in ring order, one rank each"),
             p("beside", "scenario name", "none", "run beside that [[scenario]]'s traffic (sustained, incast, microburst or hotspot)"),
-            SAMPLE,
         ],
+        shared: &[SAMPLE],
     },
 ];
 
@@ -244,8 +262,8 @@ pub fn check_keys(c: &ScenarioConfig, path: &str) -> Result<(), Vec<Diagnostic>>
             if val.is_null() || k == "kind" || k == "name" {
                 continue;
             }
-            if !info.params.iter().any(|p| p.key == k) {
-                let keys: Vec<&str> = info.params.iter().map(|p| p.key).collect();
+            if !info.params().any(|p| p.key == k) {
+                let keys: Vec<&str> = info.params().map(|p| p.key).collect();
                 errs.push(Diagnostic::new(
                     format!("{path}.{k}"),
                     format!("`{k}` is not a parameter of `{}` scenarios", info.name),
@@ -266,7 +284,7 @@ pub fn list_text() -> String {
     let mut o = String::new();
     for k in KINDS {
         o += &format!("{}\n  {}\n  headline: {} ({})\n", k.name, k.models, k.headline, k.headline_unit);
-        for p in k.params {
+        for p in k.params() {
             o += &format!("    {:<22} {:<28} default {}\n      {}\n", p.key, p.unit, p.default, p.about);
         }
         o += "\n";
@@ -283,7 +301,7 @@ mod tests {
         assert_eq!(KINDS.len(), ScenarioKind::ALL.len());
         for k in ScenarioKind::ALL {
             assert_eq!(info(k).name, k.name());
-            let mut keys: Vec<&str> = info(k).params.iter().map(|p| p.key).collect();
+            let mut keys: Vec<&str> = info(k).params().map(|p| p.key).collect();
             keys.sort();
             let n = keys.len();
             keys.dedup();
@@ -310,7 +328,7 @@ mod tests {
         for k in KINDS {
             assert!(page.contains(&format!("`{}`", k.name)), "{}", k.name);
             assert!(page.contains(k.headline), "{}", k.headline);
-            for p in k.params {
+            for p in k.params() {
                 assert!(page.contains(&format!("`{}`", p.key)), "{}: {}", k.name, p.key);
             }
         }

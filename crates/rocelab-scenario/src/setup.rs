@@ -226,24 +226,30 @@ fn with_convergence(cx: &Ctx, s: &mut Setup) -> Result<(), Diagnostic> {
     Ok(())
 }
 
+/// Of `items`, the one with the most bytes in the probe run (`score`), ties to the lowest id:
+/// automatic placement (`busiest-spine-uplink`, `busiest-spine`).
+fn busiest<T: Copy>(
+    cx: &Ctx,
+    items: Vec<T>,
+    what: &str,
+    probe: &dyn Fn() -> Vec<u64>,
+    score: impl Fn(&[u64], T) -> u64,
+    id: impl Fn(T) -> u32,
+) -> Result<T, Diagnostic> {
+    if items.is_empty() {
+        return Err(err(&cx.path, "a", format!("the fabric has no {what}"), "name the place with `a` (and `b`)"));
+    }
+    let tx = probe();
+    Ok(items.iter().copied().max_by_key(|x| (score(&tx, *x), std::cmp::Reverse(id(*x)))).unwrap_or(items[0]))
+}
+
 /// The link `a`–`b` by name, or the placement keyword `busiest-spine-uplink`.
 fn link(cx: &Ctx, probe: &dyn Fn() -> Vec<u64>) -> Result<PortId, Diagnostic> {
     let m = cx.m;
     let a = cx.c.a.as_deref().unwrap_or("busiest-spine-uplink");
     if a == "busiest-spine-uplink" {
         let ups = fabric::spine_uplinks(m);
-        if ups.is_empty() {
-            return Err(err(
-                &cx.path,
-                "a",
-                "the fabric has no leaf-spine links".into(),
-                "name a link with `a` and `b`",
-            ));
-        }
-        let tx = probe();
-        // Most bytes; ties to the lowest port.
-        let best = ups.iter().copied().max_by_key(|p| (fabric::link_bytes(m, &tx, *p), std::cmp::Reverse(p.0)));
-        return Ok(best.unwrap_or(ups[0]));
+        return busiest(cx, ups, "leaf-spine links", probe, |tx, p| fabric::link_bytes(m, tx, p), |p| p.0);
     }
     let an = m.node_by_name(a).ok_or_else(|| {
         err(
@@ -572,19 +578,7 @@ fn build_kind(cx: &Ctx) -> Result<Setup, Diagnostic> {
                     let a = c.a.as_deref().unwrap_or("busiest-spine");
                     let sw = if a == "busiest-spine" {
                         let sp = fabric::spines(m);
-                        if sp.is_empty() {
-                            return Err(err(
-                                &cx.path,
-                                "a",
-                                "the fabric has no spine".into(),
-                                "name the switch with `a`",
-                            ));
-                        }
-                        let tx = probe_tx();
-                        sp.iter()
-                            .copied()
-                            .max_by_key(|n| (fabric::node_tx(m, &tx, *n), std::cmp::Reverse(n.0)))
-                            .unwrap_or(sp[0])
+                        busiest(cx, sp, "spines", &probe_tx, |tx, n| fabric::node_tx(m, tx, n), |n| n.0)?
                     } else {
                         match m.node_by_name(a) {
                             Some(n) if !m.node(n).is_host() => n,

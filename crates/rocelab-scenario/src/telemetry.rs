@@ -151,7 +151,7 @@ pub fn run_sampled(sim: &mut Sim, m: &Model, interval: SimTime) -> Series {
         }
         sim.run_until(t);
         let cur = sim.snapshot_totals();
-        record(&mut s, m, &groups, &prev, &cur, interval);
+        record(&mut s, m, &groups, &prev, &cur);
         s.samples.push(sample(&cur));
         prev = cur;
         // Ended before the instant (completion), or reached the duration.
@@ -182,16 +182,15 @@ impl Groups {
     }
 }
 
-fn record(s: &mut Series, m: &Model, g: &Groups, prev: &Snapshot, cur: &Snapshot, interval: SimTime) {
+fn record(s: &mut Series, m: &Model, g: &Groups, prev: &Snapshot, cur: &Snapshot) {
     let t = cur.now;
     let dt = (cur.now.0.saturating_sub(prev.now.0)).max(1) as f64 * 1e-12;
-    let _ = interval;
+    let row = |metric, node: u32, port, priority, value| Row { time: t, metric, node, port, priority, value };
     let util = |ports: &[PortId]| -> f64 {
         let mut bytes = 0u64;
         let mut cap = 0.0;
         for &p in ports {
-            let peer = m.port(p).peer;
-            for q in [p, peer] {
+            for q in [p, m.port(p).peer] {
                 bytes += cur.ports[q.idx()].tx_bytes - prev.ports[q.idx()].tx_bytes;
                 cap += m.port(q).speed.gbps() * 1e9 / 8.0 * dt;
             }
@@ -202,128 +201,37 @@ fn record(s: &mut Series, m: &Model, g: &Groups, prev: &Snapshot, cur: &Snapshot
             0.0
         }
     };
-    for (label, ports) in &g.rails {
-        let v = util(ports);
-        s.push(Row {
-            time: t,
-            metric: "rocelab_link_utilization_ratio",
-            node: u32::MAX,
-            port: label.clone(),
-            priority: None,
-            value: v,
-        });
-    }
+    let mut groups: Vec<(Label, &[PortId])> = g.rails.iter().map(|(l, p)| (l.clone(), &p[..])).collect();
     if !g.uplinks.is_empty() {
-        let v = util(&g.uplinks);
-        let port = Label::Group("spine-uplinks");
-        s.push(Row {
-            time: t,
-            metric: "rocelab_link_utilization_ratio",
-            node: u32::MAX,
-            port,
-            priority: None,
-            value: v,
-        });
+        groups.push((Label::Group("spine-uplinks"), &g.uplinks));
     }
-    let c = (&cur.counters, &prev.counters);
-    let fabric = |metric, value| Row { time: t, metric, node: u32::MAX, port: Label::None, priority: None, value };
-    s.push(fabric(
-        "rocelab_goodput_bits_per_second",
-        (c.0.payload_delivered_bytes - c.1.payload_delivered_bytes) as f64 * 8.0 / dt,
-    ));
-    s.push(fabric("rocelab_ecn_marked_per_second", (c.0.ecn_marked - c.1.ecn_marked) as f64 / dt));
-    s.push(fabric("rocelab_cnp_sent_per_second", (c.0.cnp_sent - c.1.cnp_sent) as f64 / dt));
+    for (label, ports) in groups {
+        s.push(row("rocelab_link_utilization_ratio", u32::MAX, label, None, util(ports)));
+    }
+    let (c, b) = (&cur.counters, &prev.counters);
+    for (metric, v) in [
+        ("rocelab_goodput_bits_per_second", (c.payload_delivered_bytes - b.payload_delivered_bytes) as f64 * 8.0),
+        ("rocelab_ecn_marked_per_second", (c.ecn_marked - b.ecn_marked) as f64),
+        ("rocelab_cnp_sent_per_second", (c.cnp_sent - b.cnp_sent) as f64),
+    ] {
+        s.push(row(metric, u32::MAX, Label::None, None, v / dt));
+    }
     for (a, b) in cur.ports.iter().zip(&prev.ports) {
+        let mut per_port = |metric, prio: Option<usize>, n: u64| {
+            if n > 0 {
+                s.push(row(metric, a.node.0, Label::Port(a.port), prio.map(|p| p as u8), n as f64));
+            }
+        };
         for prio in 0..8 {
-            let n = a.pfc_tx[prio] - b.pfc_tx[prio];
-            if n > 0 {
-                let port = Label::Port(a.port);
-                let row = Row {
-                    time: t,
-                    metric: "rocelab_pfc_pause_frames_total",
-                    node: a.node.0,
-                    port,
-                    priority: Some(prio as u8),
-                    value: n as f64,
-                };
-                s.push(row);
-            }
-            let n = a.storms[prio] - b.storms[prio];
-            if n > 0 {
-                let port = Label::Port(a.port);
-                let row = Row {
-                    time: t,
-                    metric: "rocelab_pfc_storm_events_total",
-                    node: a.node.0,
-                    port,
-                    priority: Some(prio as u8),
-                    value: n as f64,
-                };
-                s.push(row);
-            }
+            per_port("rocelab_pfc_pause_frames_total", Some(prio), a.pfc_tx[prio] - b.pfc_tx[prio]);
+            per_port("rocelab_pfc_storm_events_total", Some(prio), a.storms[prio] - b.storms[prio]);
         }
-        let n = a.link_state_changes - b.link_state_changes;
-        if n > 0 {
-            let row = Row {
-                time: t,
-                metric: "rocelab_link_state_changes_total",
-                node: a.node.0,
-                port: Label::Port(a.port),
-                priority: None,
-                value: n as f64,
-            };
-            s.push(row);
+        per_port("rocelab_link_state_changes_total", None, a.link_state_changes - b.link_state_changes);
+        if !m.node(a.node).is_host() {
+            per_port("rocelab_queue_occupancy_bytes", None, a.queued_bytes.iter().sum());
         }
     }
     for b in &cur.switches {
-        let row = Row {
-            time: t,
-            metric: "rocelab_buffer_occupancy_bytes",
-            node: b.node.0,
-            port: Label::None,
-            priority: None,
-            value: b.used_bytes as f64,
-        };
-        s.push(row);
-    }
-    for p in &cur.ports {
-        let q: u64 = p.queued_bytes.iter().sum();
-        if q > 0 && !m.node(p.node).is_host() {
-            let row = Row {
-                time: t,
-                metric: "rocelab_queue_occupancy_bytes",
-                node: p.node.0,
-                port: Label::Port(p.port),
-                priority: None,
-                value: q as f64,
-            };
-            s.push(row);
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_interval_keeps_the_samples_bounded_and_whole_nanoseconds() {
-        let h = SimTime::from_us(1000);
-        assert_eq!(interval(None, h), SimTime::from_us(10));
-        // Asked for 1 ns over 1 ms: widened to 400 samples.
-        assert_eq!(interval(Some(SimTime::from_ns(1)), h), SimTime::from_ns(2500));
-        assert_eq!(interval(Some(SimTime(1_234_567)), h).0 % 1000, 0);
-        let long = SimTime::from_ms(10_000);
-        assert!(long.0 / interval(Some(SimTime(1)), long).0 <= MAX_SAMPLES);
-    }
-
-    #[test]
-    fn rows_past_the_cap_are_counted_not_kept() {
-        let mut s = Series::default();
-        let row = Row { time: SimTime::ZERO, metric: "m", node: 0, port: Label::None, priority: None, value: 1.0 };
-        for _ in 0..MAX_ROWS + 5 {
-            s.push(row.clone());
-        }
-        assert_eq!((s.rows.len(), s.rows_dropped), (MAX_ROWS, 5));
+        s.push(row("rocelab_buffer_occupancy_bytes", b.node.0, Label::None, None, b.used_bytes as f64));
     }
 }

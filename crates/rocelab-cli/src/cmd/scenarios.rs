@@ -1,13 +1,8 @@
 //! `rocelab scenarios --list`: every stress scenario kind with its parameters and defaults.
 
+use crate::cmd::simulate::Format;
 use crate::common::VerbResult;
 use std::process::ExitCode;
-
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum Format {
-    Text,
-    Json,
-}
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -23,9 +18,7 @@ pub fn run(a: Args) -> VerbResult {
     let _ = a.list;
     match a.format {
         Format::Text => print!("{}", rocelab_scenario::catalog::list_text()),
-        Format::Json => {
-            println!("{}", serde_json::to_string_pretty(rocelab_scenario::catalog::KINDS).unwrap_or_default())
-        }
+        Format::Json => print!("{}", rocelab_scenario::catalog::list_json()),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -10,8 +10,9 @@ use rocelab_sim::{report, RunReport};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// Text for people, JSON for tools (shared with `rocelab scenarios`).
 #[derive(Clone, Copy, clap::ValueEnum)]
-enum Format {
+pub enum Format {
     Text,
     Json,
 }
