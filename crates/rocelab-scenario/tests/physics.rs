@@ -175,3 +175,31 @@ fn a_collective_beside_background_traffic_is_slower_than_alone() {
     assert!(b > 1.2 * a, "alone {a} µs, beside a permutation {b} µs");
     assert_eq!(loaded.params["beside"], "bg");
 }
+
+#[test]
+fn an_uplink_hotspot_queues_at_the_one_uplink_left() {
+    let text = fabric(
+        4,
+        16_000_000,
+        "[nic]\nmtu = 4096\n[[scenario]]\nkind = \"hotspot\"\ntarget = \"uplink\"\nduration_us = 200\n",
+    );
+    let r = run(&text, "hotspot");
+    // 8 hosts at 100G onto one 100G uplink: its queue builds, it carries at most its line rate.
+    assert!(r.headline.value.unwrap() > 100_000.0, "{}", r.render_text());
+    assert!(metric(&r, "hot_goodput_fraction") < 1.0);
+    assert_eq!(r.params["uplink"], "leaf0:swp0");
+}
+
+#[test]
+fn a_lost_link_costs_goodput_while_lossless_traffic_reroutes() {
+    let text =
+        fabric(4, 16_000_000, "[nic]\nmtu = 4096\n[[scenario]]\nkind = \"link-loss\"\nduration_us = 400\nload = 0.5\n");
+    let r = run(&text, "link-loss");
+    let ratio = r.headline.value.unwrap();
+    // Half load fits on three spines of four: once rerouted, the goodput is back (the on/off
+    // chunks make either window read a little high or low).
+    assert!(ratio > 0.9, "{}", r.render_text());
+    assert!(metric(&r, "goodput_after_gbps") > 700.0, "16 hosts at half of 100G offer 800 Gb/s");
+    // Only what was on the lost link is lost.
+    assert_eq!(metric(&r, "dropped_packets"), metric(&r, "packets_lost_link_down"));
+}
