@@ -237,6 +237,10 @@ pub(crate) struct Qp {
     timeouts_in_row: u32,
     last_progress: SimTime,
     cc: Option<Cc>,
+    /// A TCP-like QP's window (`Net::post_tcp`); `None` for RDMA.
+    tcp: Option<Box<crate::dctcp::Dctcp>>,
+    /// Receiver: CE-marked packets not yet echoed on an ACK (TCP-like QPs).
+    ce_unechoed: u16,
     pub sender_done: Option<SimTime>,
     // receiver
     rcv_nxt: u32,
@@ -273,10 +277,13 @@ impl Qp {
     /// `IsWinBound`); an ACK reopens it and kicks the NIC.
     #[inline]
     fn window_open(&self) -> bool {
-        if self.window == 0 {
+        if self.window == 0 && self.tcp.is_none() {
             return true;
         }
         let in_flight = self.snd_nxt.saturating_sub(self.snd_una) as u64 * self.mtu as u64;
+        if let Some(t) = &self.tcp {
+            return in_flight < t.cwnd_bytes();
+        }
         let w = match (&self.cc, self.window_var) {
             (Some(cc), true) => ((self.window as f64 * cc.rate_bps() / cc.line_rate_bps()) as u64).max(1),
             _ => self.window,
@@ -704,7 +711,8 @@ impl<'m> Sim<'m> {
             rocelab_model::config::Trust::Dscp => self.m.qos.dscp_to_class[dscp as usize],
             rocelab_model::config::Trust::Pcp => self.m.qos.priority_to_class[pcp as usize],
         };
-        let cc_on = prof.congestion_control == CongestionControl::Dcqcn && prof.qos.ecn_rp_mask & (1 << pcp) != 0;
+        let cc_on =
+            !f.tcp && prof.congestion_control == CongestionControl::Dcqcn && prof.qos.ecn_rp_mask & (1 << pcp) != 0;
         let per = f.size_bytes / f.qps as u64;
         let mut qps = 0;
         for k in 0..f.qps {
@@ -736,7 +744,7 @@ impl<'m> Sim<'m> {
                 pcp,
                 hash,
                 sport: sport as u16,
-                ect: cc_on || prof.qos.ecn_np_mask & (1 << pcp) != 0,
+                ect: f.tcp || cc_on || prof.qos.ecn_np_mask & (1 << pcp) != 0,
                 window: prof.window_bytes,
                 window_var: prof.window_scales_with_rate,
                 snd_nxt: 0,
@@ -747,6 +755,8 @@ impl<'m> Sim<'m> {
                 timeouts_in_row: 0,
                 last_progress: f.start,
                 cc: if cc_on { Some(Cc::dcqcn(line, &self.dcqcn[prof_index(self.m, f.src)])) } else { None },
+                tcp: f.tcp.then(|| Box::new(crate::dctcp::Dctcp::new(mtu))),
+                ce_unechoed: 0,
                 sender_done: None,
                 rcv_nxt: 0,
                 nak_for: NONE,
