@@ -101,13 +101,14 @@ fn scenarios_list_prints_every_kind_with_its_defaults() {
         "routing-change",
         "firmware-mix",
         "collective",
+        "mixed",
     ] {
         assert!(out.lines().any(|l| l == k), "{k} missing");
     }
     assert!(out.contains("min(hosts − 1, 32)"));
     let o = rocelab(&d, &["scenarios", "--list", "--format", "json"]);
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(j.as_array().unwrap().len(), 11);
+    assert_eq!(j.as_array().unwrap().len(), 12);
     assert_eq!(j[1]["kind"], "incast");
     assert_eq!(j[1]["params"][0]["key"], "fan_in");
     let _ = std::fs::remove_dir_all(&d);
@@ -120,7 +121,7 @@ fn init_templates_carry_the_commented_checklist() {
         let f = format!("{t}.toml");
         assert_eq!(rocelab(&d, &["init", "--template", t, &f]).status.code(), Some(0));
         let body = std::fs::read_to_string(d.join(&f)).unwrap();
-        assert_eq!(body.matches("# [[scenario]]").count(), 9, "{t}");
+        assert_eq!(body.matches("# [[scenario]]").count(), 10, "{t}");
         assert!(body.contains("--scenario NAME"));
     }
     let _ = std::fs::remove_dir_all(&d);

@@ -827,10 +827,13 @@ pub enum ScenarioKind {
     FirmwareMix,
     /// An NCCL-like collective.
     Collective,
+    /// TCP-like flows (DCTCP) in a lossy class beside RDMA in the lossless one, or forced
+    /// into one class.
+    Mixed,
 }
 
 impl ScenarioKind {
-    pub const ALL: [ScenarioKind; 11] = [
+    pub const ALL: [ScenarioKind; 12] = [
         ScenarioKind::Sustained,
         ScenarioKind::Incast,
         ScenarioKind::Microburst,
@@ -842,6 +845,7 @@ impl ScenarioKind {
         ScenarioKind::RoutingChange,
         ScenarioKind::FirmwareMix,
         ScenarioKind::Collective,
+        ScenarioKind::Mixed,
     ];
 
     /// The name written in a fabric file (`slow-receiver`).
@@ -858,6 +862,7 @@ impl ScenarioKind {
             ScenarioKind::RoutingChange => "routing-change",
             ScenarioKind::FirmwareMix => "firmware-mix",
             ScenarioKind::Collective => "collective",
+            ScenarioKind::Mixed => "mixed",
         }
     }
 
@@ -985,6 +990,15 @@ pub struct ScenarioConfig {
     /// Telemetry sampling period (default: duration / 100).
     #[serde(default)]
     pub sample_us: Option<f64>,
+    /// TCP-like senders (mixed).
+    #[serde(default)]
+    pub tcp_senders: Option<u32>,
+    /// The class TCP-like traffic takes (mixed; default: the first lossy class carrying TCP).
+    #[serde(default)]
+    pub tcp_class: Option<String>,
+    /// Put TCP-like traffic in the RDMA class: the misconfiguration (mixed).
+    #[serde(default)]
+    pub shared_class: Option<bool>,
 }
 
 impl ScenarioConfig {

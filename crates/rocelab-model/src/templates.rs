@@ -83,6 +83,11 @@ pub const CHECKLIST: &str = r#"
 # congestion_control = "none"
 #
 # [[scenario]]
+# kind = "mixed"                  # TCP-like (DCTCP) in a lossy class beside RDMA
+# name = "tcp-beside-rdma"
+# shared_class = false            # true: the misconfiguration, TCP in RDMA's class
+#
+# [[scenario]]
 # kind = "collective"             # the real load: an NCCL-like all-reduce
 # name = "allreduce"
 # op = "all_reduce"
@@ -102,11 +107,11 @@ mod tests {
             .filter(|l| l.starts_with('[') || l.contains(" = "))
             .map(|l| format!("{l}\n"))
             .collect();
-        assert_eq!(blocks.matches("[[scenario]]").count(), 9);
+        assert_eq!(blocks.matches("[[scenario]]").count(), 10);
         for t in TEMPLATES {
             let text = format!("{}{}", t.text, blocks);
             let m = crate::load_str(t.name, &text).unwrap_or_else(|e| panic!("{}: {e}", t.name));
-            assert_eq!(m.config.scenario.len(), 9);
+            assert_eq!(m.config.scenario.len(), 10);
         }
     }
 }

@@ -246,6 +246,27 @@ pub const KINDS: &[KindInfo] = &[
         ],
         shared: &[SAMPLE],
     },
+    KindInfo {
+        name: "mixed",
+        kind: ScenarioKind::Mixed,
+        models: "TCP-like flows (a DCTCP window, RFC 8257) in a lossy class beside RDMA in the lossless class into one receiver, or forced into the RDMA class (the misconfiguration)",
+        headline: "rdma_fct_over_alone",
+        headline_unit: "mean RDMA message completion time beside TCP / alone (same seed)",
+        own: &[
+            p("fan_in", "senders", "min((hosts − 1) / 2, 4)", "RDMA senders, each one message at duration / 4"),
+            p("tcp_senders", "senders", "fan_in", "TCP-like senders, streaming from time 0"),
+            p("size_bytes", "B", "8 × BDP, clamped to 64 KiB..1 MiB", "each RDMA message"),
+            p(
+                "tcp_class",
+                "class",
+                "the first lossy class carrying TCP, else the class carrying TCP",
+                "the class TCP-like traffic takes (params.tcp_class_lossless says if PFC covers it)",
+            ),
+            p("shared_class", "bool", "false", "true: TCP-like traffic in the RDMA class instead"),
+            p("duration_us", "µs", "400", "simulated time"),
+        ],
+        shared: RECEIVER,
+    },
 ];
 
 pub fn info(kind: ScenarioKind) -> &'static KindInfo {

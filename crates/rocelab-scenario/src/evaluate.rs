@@ -73,6 +73,7 @@ pub fn evaluate(
     series: &Series,
     collective: Option<&rocelab_workload::Prepared>,
     first_pause: Option<SimTime>,
+    alone: Option<&Snapshot>,
 ) -> (Option<f64>, Metrics) {
     let c = &snap.counters;
     let mut mt: Metrics = BTreeMap::new();
@@ -239,6 +240,40 @@ pub fn evaluate(
                 (Some(o), Some(f)) if f > 0.0 => Some(o / f),
                 _ => None,
             }
+        }
+        ScenarioKind::Mixed => {
+            let k = k.senders.len();
+            let fct = |snap: &Snapshot| -> Option<f64> {
+                let v: Option<Vec<f64>> = snap
+                    .flows
+                    .iter()
+                    .take(k)
+                    .map(|f| f.finish.map(|e| e.saturating_sub(f.start).as_us_f64()))
+                    .collect();
+                v.and_then(|v| mean(&v))
+            };
+            let with = fct(snap);
+            let base = alone.and_then(fct);
+            mt.insert("rdma_fct_us", with);
+            mt.insert("rdma_fct_alone_us", base);
+            let tcp: Vec<&rocelab_sim::snapshot::FlowRecord> = snap.flows.iter().skip(k).collect();
+            let dst = s.marks.dst.unwrap_or(NodeId(0));
+            let line = m.host_speed(dst).gbps() * 1e9;
+            let tcp_bytes: u64 = tcp.iter().map(|f| f.delivered_bytes).sum();
+            mt.insert("tcp_goodput_fraction", Some(tcp_bytes as f64 * 8.0 / (line * now.as_secs_f64().max(1e-12))));
+            mt.insert(
+                "tcp_retransmitted_packets",
+                Some(tcp.iter().map(|f| f.retransmitted_packets).sum::<u64>() as f64),
+            );
+            let class_drops = |name: &str| -> Option<f64> {
+                let c = m.qos.class_by_name(name)?;
+                let q = m.qos.classes[c].queue as usize;
+                Some(snap.ports.iter().map(|p| p.drops[q].iter().sum::<u64>()).sum::<u64>() as f64)
+            };
+            let tcp_class = s.params.get("tcp_class").and_then(|v| v.as_str()).unwrap_or("");
+            mt.insert("tcp_class_drops", class_drops(tcp_class));
+            mt.insert("rdma_class_drops", class_drops(&m.qos.classes[m.qos.rdma_class()].name));
+            with.zip(base).filter(|(_, b)| *b > 0.0).map(|(w, b)| w / b)
         }
         ScenarioKind::Collective => {
             let p = collective.expect("a collective run has its workload");

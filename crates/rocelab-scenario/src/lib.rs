@@ -60,14 +60,16 @@ impl Observer for FirstPause {
 pub(crate) struct Beside {
     pub main: Option<Box<dyn Workload>>,
     pub bg: Vec<Message>,
+    /// Which of `bg` are TCP-like (empty: none).
+    pub tcp: Vec<bool>,
     pub n_bg: usize,
 }
 
 impl Workload for Beside {
     fn start(&mut self, net: &mut Net<'_, '_>) {
-        for m in self.bg.drain(..) {
+        for (i, m) in self.bg.drain(..).enumerate() {
             // Built from the model's hosts with checked sizes: nothing to refuse.
-            let _ = net.post(m);
+            let _ = if self.tcp.get(i).copied().unwrap_or(false) { net.post_tcp(m) } else { net.post(m) };
         }
         if let Some(w) = &mut self.main {
             w.start(net);
@@ -225,13 +227,14 @@ pub fn run(m: &Model, c: &ScenarioConfig, path: &str, seed: u64) -> Result<Scena
     let (main, prepared) = match &s.collective {
         Some(spec) => {
             let mut p = rocelab_workload::prepare(&dm, spec, seed).map_err(|ds| relabel(ds, path))?;
-            let w = std::mem::replace(&mut p.workload, Box::new(Beside { main: None, bg: vec![], n_bg: 0 }));
+            let w =
+                std::mem::replace(&mut p.workload, Box::new(Beside { main: None, bg: vec![], tcp: vec![], n_bg: 0 }));
             (Some(w), Some(p))
         }
         None => (None, None),
     };
     let n_bg = s.msgs.len();
-    let w = Beside { main, bg: s.msgs.clone(), n_bg };
+    let w = Beside { main, bg: s.msgs.clone(), tcp: s.tcp.clone(), n_bg };
     let opts = SimOptions { seed, duration: s.duration, sample_interval: None, ..SimOptions::default() };
     let mut sim = Sim::with_workload(&dm, Box::new(w), faults, opts).map_err(|ds| relabel(ds, path))?;
     // When the port facing the receiver was first paused (the watchdog's clock starts there).
@@ -244,7 +247,19 @@ pub fn run(m: &Model, c: &ScenarioConfig, path: &str, seed: u64) -> Result<Scena
     let snap = sim.snapshot();
     let report = RunReport::from_snapshot(&snap, &dm);
     let info = catalog::info(c.kind);
-    let (value, metrics) = evaluate::evaluate(&cx, &dm, &s, &snap, &series, prepared.as_ref(), first_pause.get());
+    // Mixed: the RDMA messages alone, same seed, for the headline's reference.
+    let alone = (c.kind == ScenarioKind::Mixed).then(|| {
+        let rdma: Vec<Message> = s.msgs.iter().zip(&s.tcp).filter(|(_, t)| !**t).map(|(m, _)| m.clone()).collect();
+        let w = Beside { main: None, n_bg: rdma.len(), bg: rdma, tcp: vec![] };
+        let opts = SimOptions { seed, duration: s.duration, ..SimOptions::default() };
+        Sim::with_workload(&dm, Box::new(w), Vec::new(), opts).ok().map(|mut sim| {
+            sim.run(&mut |_| {});
+            sim.snapshot()
+        })
+    });
+    let alone = alone.flatten();
+    let (value, metrics) =
+        evaluate::evaluate(&cx, &dm, &s, &snap, &series, prepared.as_ref(), first_pause.get(), alone.as_ref());
     let mut params = s.params.clone();
     params.insert("sample_us".into(), serde_json::json!(interval.as_us_f64()));
     Ok(ScenarioResult {

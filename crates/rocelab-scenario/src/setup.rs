@@ -21,6 +21,8 @@ pub struct Setup {
     /// How long the run is expected to take (the sampling horizon when it runs to completion).
     pub horizon: SimTime,
     pub msgs: Vec<Message>,
+    /// Which of `msgs` are TCP-like (`Net::post_tcp`); empty: none.
+    pub tcp: Vec<bool>,
     pub faults: Vec<Fault>,
     /// Faults only a `[[fault]]` table can name (the hashed fields).
     pub fault_tables: Vec<FaultConfig>,
@@ -149,6 +151,7 @@ impl Setup {
             duration,
             horizon,
             msgs: Vec::new(),
+            tcp: Vec::new(),
             faults: Vec::new(),
             fault_tables: Vec::new(),
             watchdog: None,
@@ -276,7 +279,7 @@ fn link(cx: &Ctx, probe: &dyn Fn() -> Vec<u64>) -> Result<PortId, Diagnostic> {
 
 /// Wire bytes sent per port by `msgs` up to `until`, with the same seed: where the load goes.
 fn probe(m: &Model, msgs: &[Message], until: SimTime, seed: u64) -> Vec<u64> {
-    let w = crate::Beside { main: None, bg: msgs.to_vec(), n_bg: msgs.len() };
+    let w = crate::Beside { main: None, bg: msgs.to_vec(), tcp: Vec::new(), n_bg: msgs.len() };
     let opts = rocelab_sim::SimOptions { seed, duration: Some(until), ..Default::default() };
     match rocelab_sim::Sim::with_workload(m, Box::new(w), Vec::new(), opts) {
         Ok(mut sim) => {
@@ -705,6 +708,92 @@ fn build_kind(cx: &Ctx) -> Result<Setup, Diagnostic> {
             }
             s.param("other_profile_hosts", json!(names));
             s.param("fan_in", json!(k));
+            s.param("duration_us", json!(dur.as_us_f64()));
+            s.param("dst", json!(m.node(dst).name));
+            Ok(s)
+        }
+        ScenarioKind::Mixed => {
+            let dur = cx.duration(400)?;
+            let dst = cx.dst()?;
+            let k = cx.fan_in(((n - 1) / 2).clamp(1, 4), 2)?;
+            let most = n - 1 - k;
+            let t = match c.tcp_senders {
+                None => k.min(most),
+                Some(t) if t >= 1 && t as usize <= most => t as usize,
+                Some(t) => {
+                    return Err(err(
+                        &cx.path,
+                        "tcp_senders",
+                        format!("tcp_senders = {t}, with {most} hosts left"),
+                        &format!("use 1 to {most}"),
+                    ))
+                }
+            };
+            let size = cx.size("size_bytes", c.size_bytes, (8 * sc.bdp_bytes).clamp(64 << 10, 1 << 20))?;
+            let shared = c.shared_class.unwrap_or(false);
+            let q = &m.qos;
+            let class = if shared {
+                q.rdma_class()
+            } else {
+                match &c.tcp_class {
+                    Some(name) => {
+                        let i = q.class_by_name(name).ok_or_else(|| {
+                            let names: Vec<&str> = q.classes.iter().map(|c| c.name.as_str()).collect();
+                            err(
+                                &cx.path,
+                                "tcp_class",
+                                format!("no traffic class `{name}`"),
+                                &format!("use one of: {}", names.join(", ")),
+                            )
+                        })?;
+                        i
+                    }
+                    None => {
+                        use rocelab_model::config::TrafficKind;
+                        let lossy: Vec<usize> = (0..q.classes.len()).filter(|i| !q.classes[*i].lossless).collect();
+                        let carries = |i: usize, k: TrafficKind| q.classes[i].carries.contains(&k);
+                        // A lossy class for TCP; else the fabric's own TCP class, lossless as
+                        // it may be (a misconfiguration the run then shows); else a lossy one.
+                        let pick = lossy
+                            .iter()
+                            .copied()
+                            .find(|i| carries(*i, TrafficKind::Tcp))
+                            .or_else(|| (0..q.classes.len()).find(|i| carries(*i, TrafficKind::Tcp)))
+                            .or_else(|| {
+                                lossy.iter().copied().find(|i| {
+                                    !carries(*i, TrafficKind::Cnp)
+                                        && q.classes[*i].queue != q.classes[q.rdma_class()].queue
+                                })
+                            });
+                        pick.ok_or_else(|| {
+                            err(
+                                &cx.path,
+                                "tcp_class",
+                                "the fabric has no lossy class for TCP".into(),
+                                "declare one in [[qos.class]], or set shared_class = true",
+                            )
+                        })?
+                    }
+                }
+            };
+            let others = cx.after(dst, k + t);
+            let (rdma, tcps) = others.split_at(k);
+            let at = SimTime(dur.0 / 4);
+            let mut s = Setup::new(Some(dur), dur);
+            for &h in rdma {
+                s.msgs.push(msg(h, dst, size, at));
+            }
+            for &h in tcps {
+                s.msgs.push(Message { class: Some(class), ..msg(h, dst, sc.bytes_in(dur, 1.0), SimTime::ZERO) });
+            }
+            s.tcp = (0..s.msgs.len()).map(|i| i >= k).collect();
+            s.marks = Marks { at, dst: Some(dst), senders: rdma.to_vec(), others: tcps.to_vec(), ..Marks::default() };
+            s.param("fan_in", json!(k));
+            s.param("tcp_senders", json!(t));
+            s.param("size_bytes", json!(size));
+            s.param("tcp_class", json!(q.classes[class].name));
+            s.param("tcp_class_lossless", json!(q.classes[class].lossless));
+            s.param("shared_class", json!(shared));
             s.param("duration_us", json!(dur.as_us_f64()));
             s.param("dst", json!(m.node(dst).name));
             Ok(s)

@@ -203,3 +203,30 @@ fn a_lost_link_costs_goodput_while_lossless_traffic_reroutes() {
     // Only what was on the lost link is lost.
     assert_eq!(metric(&r, "dropped_packets"), metric(&r, "packets_lost_link_down"));
 }
+
+const MIXED: &str = "[nic]\nmtu = 4096\n[[scenario]]\nkind = \"mixed\"\nduration_us = 2000\n";
+
+#[test]
+fn tcp_in_a_lossy_class_loses_packets_and_recovers_while_rdma_loses_none() {
+    let r = run(&fabric(2, 4_000_000, MIXED), "mixed");
+    assert_eq!(r.params["tcp_class"], "default");
+    assert!(metric(&r, "tcp_class_drops") > 0.0, "{}", r.render_text());
+    assert!(metric(&r, "tcp_retransmitted_packets") > 0.0);
+    // The window halves on each loss and grows back: TCP keeps most of what RDMA leaves it.
+    let tcp = metric(&r, "tcp_goodput_fraction");
+    assert!((0.5..1.0).contains(&tcp), "TCP goodput {tcp} of the receiver's link");
+    assert_eq!(metric(&r, "rdma_class_drops"), 0.0);
+    assert!(r.headline.value.unwrap() > 1.0, "RDMA shares the receiver's link");
+}
+
+#[test]
+fn tcp_forced_into_the_rdma_class_slows_rdma_measurably_more() {
+    let separate = run(&fabric(2, 4_000_000, MIXED), "mixed");
+    let shared = run(&fabric(2, 4_000_000, &format!("{MIXED}shared_class = true\n")), "mixed");
+    assert_eq!(shared.params["tcp_class"], "roce");
+    let (a, b) = (separate.headline.value.unwrap(), shared.headline.value.unwrap());
+    assert!(b > 1.1 * a, "RDMA FCT over alone: {a} in its own class, {b} sharing it with TCP");
+    // Lossless now: TCP loses nothing either, and the marks it sees are its only signal.
+    assert_eq!(metric(&shared, "tcp_class_drops"), 0.0);
+    assert!(metric(&shared, "ecn_marked") > 0.0);
+}

@@ -35,6 +35,10 @@ fn small(kind: ScenarioKind, hosts: usize) -> ScenarioConfig {
         ScenarioKind::LinkLoss | ScenarioKind::LinkFlap | ScenarioKind::SwitchReboot | ScenarioKind::RoutingChange => {
             c.duration_us = Some(if big { 6.0 } else { 40.0 })
         }
+        ScenarioKind::Mixed => {
+            c.duration_us = Some(if big { 8.0 } else { 40.0 });
+            c.size_bytes = Some(16 << 10);
+        }
         ScenarioKind::Collective => {
             c.ranks = Some(8);
             c.size_bytes = Some(256 << 10);
