@@ -65,16 +65,19 @@ fn mean(v: &[f64]) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
-pub fn evaluate(
-    cx: &Ctx,
-    m: &Model,
-    s: &Setup,
-    snap: &Snapshot,
-    series: &Series,
-    collective: Option<&rocelab_workload::Prepared>,
-    first_pause: Option<SimTime>,
-    alone: Option<&Snapshot>,
-) -> (Option<f64>, Metrics) {
+/// What a run left to evaluate.
+pub struct Outcome<'a> {
+    pub snap: &'a Snapshot,
+    pub series: &'a Series,
+    pub collective: Option<&'a rocelab_workload::Prepared>,
+    /// When the port facing the receiver was first paused.
+    pub first_pause: Option<SimTime>,
+    /// The reference run (mixed: the RDMA messages alone).
+    pub alone: Option<&'a Snapshot>,
+}
+
+pub fn evaluate(cx: &Ctx, m: &Model, s: &Setup, o: &Outcome) -> (Option<f64>, Metrics) {
+    let (snap, series, collective, first_pause, alone) = (o.snap, o.series, o.collective, o.first_pause, o.alone);
     let c = &snap.counters;
     let mut mt: Metrics = BTreeMap::new();
     let now = snap.now;

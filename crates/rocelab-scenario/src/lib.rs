@@ -258,8 +258,14 @@ pub fn run(m: &Model, c: &ScenarioConfig, path: &str, seed: u64) -> Result<Scena
         })
     });
     let alone = alone.flatten();
-    let (value, metrics) =
-        evaluate::evaluate(&cx, &dm, &s, &snap, &series, prepared.as_ref(), first_pause.get(), alone.as_ref());
+    let outcome = evaluate::Outcome {
+        snap: &snap,
+        series: &series,
+        collective: prepared.as_ref(),
+        first_pause: first_pause.get(),
+        alone: alone.as_ref(),
+    };
+    let (value, metrics) = evaluate::evaluate(&cx, &dm, &s, &outcome);
     let mut params = s.params.clone();
     params.insert("sample_us".into(), serde_json::json!(interval.as_us_f64()));
     Ok(ScenarioResult {
