@@ -39,7 +39,10 @@ fn a_named_scenario_writes_its_result_summary_and_timeseries() {
     assert!(j["headline"]["value"].as_f64().unwrap() >= 1.0);
     let csv = std::fs::read_to_string(d.join("rocelab-out/timeseries.csv")).unwrap();
     assert!(csv.starts_with("time_seconds,metric,node,port,priority,value\n"));
-    assert!(csv.contains(",rocelab_link_utilization_ratio,") && csv.contains(",rocelab_queue_occupancy_bytes,"));
+    assert!(
+        csv.contains(",rocelab_link_utilization_ratio,")
+            && csv.contains(",rocelab_buffer_occupancy_bytes,leaf0,leaf0:swp")
+    );
     assert!(d.join("rocelab-out/summary.json").is_file());
     // JSON on stdout is the same result, and the same seed gives the same bytes.
     let o = rocelab(&d, &["simulate", "f.toml", "--scenario", "small-incast", "--format", "json", "--no-files"]);

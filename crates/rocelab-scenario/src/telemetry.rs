@@ -9,11 +9,11 @@
 //!   fabric without rails, one row for all host links, `port` = `host-links`) and for the
 //!   leaf-spine tier (`port` = `spine-uplinks`);
 //! * `rocelab_goodput_bits_per_second`: payload delivered in order, fabric-wide;
-//! * `rocelab_pfc_pause_frames_total` per port and priority: frames sent in the interval
-//!   (non-zero only) — the pause timeline;
-//! * `rocelab_queue_occupancy_bytes` per switch egress port holding data (non-zero only), and
-//!   `rocelab_buffer_occupancy_bytes` per switch;
-//! * `rocelab_ecn_marked_per_second`, `rocelab_cnp_sent_per_second`: fabric-wide rates;
+//! * `rocelab_pfc_pause_frames_total` per port and priority (frames sent), the running total,
+//!   written when it moved in the interval — the pause timeline;
+//! * `rocelab_buffer_occupancy_bytes` per switch egress port holding data, and per switch
+//!   (no port: the shared buffer);
+//! * `rocelab_ecn_marked_packets_total`, `rocelab_cnp_sent_total`: fabric-wide running totals;
 //! * `rocelab_link_state_changes_total` per port that changed in the interval;
 //! * `rocelab_pfc_storm_events_total` per port and priority that the watchdog fired on.
 //!
@@ -209,26 +209,25 @@ fn record(s: &mut Series, m: &Model, g: &Groups, prev: &Snapshot, cur: &Snapshot
         s.push(row("rocelab_link_utilization_ratio", u32::MAX, label, None, util(ports)));
     }
     let (c, b) = (&cur.counters, &prev.counters);
-    for (metric, v) in [
-        ("rocelab_goodput_bits_per_second", (c.payload_delivered_bytes - b.payload_delivered_bytes) as f64 * 8.0),
-        ("rocelab_ecn_marked_per_second", (c.ecn_marked - b.ecn_marked) as f64),
-        ("rocelab_cnp_sent_per_second", (c.cnp_sent - b.cnp_sent) as f64),
-    ] {
-        s.push(row(metric, u32::MAX, Label::None, None, v / dt));
-    }
+    let goodput = (c.payload_delivered_bytes - b.payload_delivered_bytes) as f64 * 8.0 / dt;
+    s.push(row("rocelab_goodput_bits_per_second", u32::MAX, Label::None, None, goodput));
+    s.push(row("rocelab_ecn_marked_packets_total", u32::MAX, Label::None, None, c.ecn_marked as f64));
+    s.push(row("rocelab_cnp_sent_total", u32::MAX, Label::None, None, c.cnp_sent as f64));
     for (a, b) in cur.ports.iter().zip(&prev.ports) {
-        let mut per_port = |metric, prio: Option<usize>, n: u64| {
-            if n > 0 {
-                s.push(row(metric, a.node.0, Label::Port(a.port), prio.map(|p| p as u8), n as f64));
+        // Counters as running totals, written for a port only when they moved in the interval.
+        let mut per_port = |metric, prio: Option<usize>, now: u64, before: u64| {
+            if now != before {
+                s.push(row(metric, a.node.0, Label::Port(a.port), prio.map(|p| p as u8), now as f64));
             }
         };
         for prio in 0..8 {
-            per_port("rocelab_pfc_pause_frames_total", Some(prio), a.pfc_tx[prio] - b.pfc_tx[prio]);
-            per_port("rocelab_pfc_storm_events_total", Some(prio), a.storms[prio] - b.storms[prio]);
+            per_port("rocelab_pfc_pause_frames_total", Some(prio), a.pfc_tx[prio], b.pfc_tx[prio]);
+            per_port("rocelab_pfc_storm_events_total", Some(prio), a.storms[prio], b.storms[prio]);
         }
-        per_port("rocelab_link_state_changes_total", None, a.link_state_changes - b.link_state_changes);
-        if !m.node(a.node).is_host() {
-            per_port("rocelab_queue_occupancy_bytes", None, a.queued_bytes.iter().sum());
+        per_port("rocelab_link_state_changes_total", None, a.link_state_changes, b.link_state_changes);
+        let q: u64 = a.queued_bytes.iter().sum();
+        if q > 0 && !m.node(a.node).is_host() {
+            s.push(row("rocelab_buffer_occupancy_bytes", a.node.0, Label::Port(a.port), None, q as f64));
         }
     }
     for b in &cur.switches {
