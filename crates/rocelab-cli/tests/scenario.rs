@@ -69,14 +69,23 @@ fn a_bare_kind_runs_with_defaults_and_an_unknown_name_lists_the_choices() {
 fn scenario_errors_name_the_line_and_the_key() {
     let d = tmpdir("errors");
     let cases = [
-        ("fan_inn = 3", "f.toml:11:1", "unknown field `fan_inn`"),
-        ("down_us = 5", "f.toml:11:11", "`down_us` is not a parameter of `incast` scenarios"),
-        ("fan_in = 300", "f.toml:11:10", "fan_in = 300, but 7 hosts can send here"),
-        ("dst = \"leaf0\"", "f.toml:11:7", "`leaf0` is a switch"),
+        ("incast", "fan_inn = 3", "f.toml:11:1", "unknown field `fan_inn`"),
+        ("incast", "down_us = 5", "f.toml:11:11", "`down_us` is not a parameter of `incast` scenarios"),
+        ("incast", "fan_in = 300", "f.toml:11:10", "fan_in = 300, but 7 hosts can send here"),
+        ("incast", "dst = \"leaf0\"", "f.toml:11:7", "`leaf0` is a switch"),
+        // The other profile is checked as a [nic_profiles] table, its errors at its own keys.
+        (
+            "firmware-mix",
+            "dcqcn = { g = 5.0 }",
+            "f.toml:11:15",
+            "`scenario[0].dcqcn.g`: the α gain g must be in (0, 1]",
+        ),
+        ("slow-receiver", "watchdog = true\nwatchdog_detection_us = 0.001", "f.toml:12:25", "too short"),
+        ("mixed", "tcp_class = \"nope\"", "f.toml:11:13", "no traffic class `nope`"),
     ];
-    for (line, at, msg) in cases {
-        std::fs::write(d.join("f.toml"), format!("{FABRIC}[[scenario]]\nkind = \"incast\"\nname = \"x\"\n{line}\n"))
-            .unwrap();
+    for (kind, line, at, msg) in cases {
+        let f = format!("{FABRIC}[[scenario]]\nkind = \"{kind}\"\nname = \"x\"\n{line}\n");
+        std::fs::write(d.join("f.toml"), f).unwrap();
         let o = rocelab(&d, &["simulate", "f.toml", "--scenario", "x", "--no-files"]);
         let err = text(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{line}: {err}");

@@ -292,11 +292,14 @@ pub fn run(m: &Model, c: &ScenarioConfig, path: &str, seed: u64) -> Result<Scena
     })
 }
 
-/// Errors of generated tables point at the scenario.
+/// Errors of generated tables point at the scenario (the other profile's keys at its own).
 fn relabel(ds: Vec<Diagnostic>, path: &str) -> Vec<Diagnostic> {
+    let profile = format!("nic_profiles.{PROFILE}.");
     ds.into_iter()
         .map(|mut d| {
-            if d.path.starts_with("fault")
+            if let Some(key) = d.path.strip_prefix(&profile) {
+                d.path = format!("{path}.{key}");
+            } else if d.path.starts_with("fault")
                 || d.path.starts_with("nic")
                 || d.path.starts_with("qos")
                 || d.path.is_empty()

@@ -500,6 +500,15 @@ fn build_kind(cx: &Ctx) -> Result<Setup, Diagnostic> {
             match c.watchdog {
                 Some(true) => {
                     let det = cx.time("watchdog_detection_us", c.watchdog_detection_us, SimTime::from_us(100))?;
+                    // Polled every tenth of it: below 1 µs the polls would swamp the run.
+                    if det < SimTime::from_us(1) {
+                        return Err(err(
+                            &cx.path,
+                            "watchdog_detection_us",
+                            format!("watchdog_detection_us = {} is too short", c.watchdog_detection_us.unwrap_or(0.0)),
+                            "use 1 µs or more (SONiC's default is 200 ms)",
+                        ));
+                    }
                     let ms = det.as_secs_f64() * 1e3;
                     s.watchdog = Some(PfcWatchdogConfig {
                         enabled: true,
