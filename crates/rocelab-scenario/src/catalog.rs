@@ -236,8 +236,8 @@ pub const KINDS: &[KindInfo] = &[
         name: "collective",
         kind: ScenarioKind::Collective,
         models: "an NCCL-like collective as the real training load, optionally beside another scenario's traffic",
-        headline: "busbw_fraction_of_nic",
-        headline_unit: "nccl-tests busbw / a NIC's line rate",
+        headline: "busbw_fraction_of_bound",
+        headline_unit: "nccl-tests busbw / the line rate of the NICs it can use (one; on GPU nodes, the node's NICs the channels cross on)",
         own: &[
             p("op", "name", "all_reduce", "all_reduce, all_gather, reduce_scatter, alltoall, broadcast, sendrecv"),
             p("size_bytes", "B", "4 MiB × ranks / 8, clamped to 1..64 MiB", "nccl-tests' size"),

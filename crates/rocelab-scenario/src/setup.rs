@@ -829,6 +829,15 @@ fn build_kind(cx: &Ctx) -> Result<Setup, Diagnostic> {
             let size =
                 cx.size("size_bytes", c.size_bytes, ((4u64 << 20) * rank_count as u64 / 8).clamp(1 << 20, 64 << 20))?;
             let channels = if ranks.is_some() { 2 } else { rocelab_workload::default_channels(m) };
+            // The bound busbw approaches: one NIC per rank, or, with GPUs as the ranks, the
+            // NICs of a node that the channels leave it on (each channel crosses on one).
+            let bound_nics = match (&ranks, rocelab_workload::placement::placement(m)) {
+                (None, Ok(rocelab_workload::placement::Placement::Gpus(g))) => {
+                    let per_node = g.nodes.iter().map(|n| n.len() as u32).min().unwrap_or(1);
+                    channels.min(per_node).max(1)
+                }
+                _ => 1,
+            };
             let spec = CollectiveSpec { channels, ranks, ..CollectiveSpec::new(op, size) };
             // Ring time at line rate, plus a round trip per step.
             let steps = op.ring_steps(rank_count as u32).max(1);
@@ -839,6 +848,7 @@ fn build_kind(cx: &Ctx) -> Result<Setup, Diagnostic> {
             s.param("size_bytes", json!(size));
             s.param("ranks", json!(rank_count));
             s.param("channels", json!(channels));
+            s.param("busbw_bound_nics", json!(bound_nics));
             if let Some(b) = &c.beside {
                 let (i, other) =
                     m.config.scenario.iter().enumerate().find(|(_, o)| o.display_name() == b).ok_or_else(|| {
