@@ -234,3 +234,29 @@ fn record(s: &mut Series, m: &Model, g: &Groups, prev: &Snapshot, cur: &Snapshot
         s.push(row("rocelab_buffer_occupancy_bytes", b.node.0, Label::None, None, b.used_bytes as f64));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_interval_keeps_the_samples_bounded_and_whole_nanoseconds() {
+        let h = SimTime::from_us(1000);
+        assert_eq!(interval(None, h), SimTime::from_us(10));
+        // Asked for 1 ns over 1 ms: widened to 400 samples.
+        assert_eq!(interval(Some(SimTime::from_ns(1)), h), SimTime::from_ns(2500));
+        assert_eq!(interval(Some(SimTime(1_234_567)), h).0 % 1000, 0);
+        let long = SimTime::from_ms(10_000);
+        assert!(long.0 / interval(Some(SimTime(1)), long).0 <= MAX_SAMPLES);
+    }
+
+    #[test]
+    fn rows_past_the_cap_are_counted_not_kept() {
+        let mut s = Series::default();
+        let row = Row { time: SimTime::ZERO, metric: "m", node: 0, port: Label::None, priority: None, value: 1.0 };
+        for _ in 0..MAX_ROWS + 5 {
+            s.push(row.clone());
+        }
+        assert_eq!((s.rows.len(), s.rows_dropped), (MAX_ROWS, 5));
+    }
+}
