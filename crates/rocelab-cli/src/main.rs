@@ -35,6 +35,8 @@ enum Command {
     Lint(cmd::lint::Args),
     /// Run the packet-level engine on a fabric and its traffic.
     Simulate(cmd::simulate::Args),
+    /// The stress scenarios `simulate --scenario` runs: every kind, its parameters and defaults.
+    Scenarios(cmd::scenarios::Args),
     /// Import an ns-3 (HPCC) or htsim scenario.
     Import(cmd::import::Args),
     /// Fixed engine benchmarks (run in release mode).
@@ -73,6 +75,7 @@ fn main() -> ExitCode {
         Command::Topo(a) => cmd::topo::run(a),
         Command::Lint(a) => cmd::lint::run(a),
         Command::Simulate(a) => cmd::simulate::run(a),
+        Command::Scenarios(a) => cmd::scenarios::run(a),
         Command::Import(a) => cmd::import::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Plan(a) => cmd::plan::run(a),

@@ -237,6 +237,10 @@ pub(crate) struct Qp {
     timeouts_in_row: u32,
     last_progress: SimTime,
     cc: Option<Cc>,
+    /// A TCP-like QP's window (`Net::post_tcp`); `None` for RDMA.
+    tcp: Option<Box<crate::dctcp::Dctcp>>,
+    /// Receiver: CE-marked packets not yet echoed on an ACK (TCP-like QPs).
+    ce_unechoed: u16,
     pub sender_done: Option<SimTime>,
     // receiver
     rcv_nxt: u32,
@@ -273,10 +277,13 @@ impl Qp {
     /// `IsWinBound`); an ACK reopens it and kicks the NIC.
     #[inline]
     fn window_open(&self) -> bool {
-        if self.window == 0 {
+        if self.window == 0 && self.tcp.is_none() {
             return true;
         }
         let in_flight = self.snd_nxt.saturating_sub(self.snd_una) as u64 * self.mtu as u64;
+        if let Some(t) = &self.tcp {
+            return in_flight < t.cwnd_bytes();
+        }
         let w = match (&self.cc, self.window_var) {
             (Some(cc), true) => ((self.window as f64 * cc.rate_bps() / cc.line_rate_bps()) as u64).max(1),
             _ => self.window,
@@ -704,7 +711,8 @@ impl<'m> Sim<'m> {
             rocelab_model::config::Trust::Dscp => self.m.qos.dscp_to_class[dscp as usize],
             rocelab_model::config::Trust::Pcp => self.m.qos.priority_to_class[pcp as usize],
         };
-        let cc_on = prof.congestion_control == CongestionControl::Dcqcn && prof.qos.ecn_rp_mask & (1 << pcp) != 0;
+        let cc_on =
+            !f.tcp && prof.congestion_control == CongestionControl::Dcqcn && prof.qos.ecn_rp_mask & (1 << pcp) != 0;
         let per = f.size_bytes / f.qps as u64;
         let mut qps = 0;
         for k in 0..f.qps {
@@ -736,7 +744,7 @@ impl<'m> Sim<'m> {
                 pcp,
                 hash,
                 sport: sport as u16,
-                ect: cc_on || prof.qos.ecn_np_mask & (1 << pcp) != 0,
+                ect: f.tcp || cc_on || prof.qos.ecn_np_mask & (1 << pcp) != 0,
                 window: prof.window_bytes,
                 window_var: prof.window_scales_with_rate,
                 snd_nxt: 0,
@@ -747,6 +755,8 @@ impl<'m> Sim<'m> {
                 timeouts_in_row: 0,
                 last_progress: f.start,
                 cc: if cc_on { Some(Cc::dcqcn(line, &self.dcqcn[prof_index(self.m, f.src)])) } else { None },
+                tcp: f.tcp.then(|| Box::new(crate::dctcp::Dctcp::new(mtu))),
+                ce_unechoed: 0,
                 sender_done: None,
                 rcv_nxt: 0,
                 nak_for: NONE,
@@ -865,6 +875,12 @@ impl<'m> Sim<'m> {
         let mut left = self.stats.delivered + self.stats.dropped;
         let mut stall_since = self.now;
         loop {
+            // Already over (a run continued after `run_until` saw it end): leave the timers
+            // that outlive it, as the check after each event does.
+            if self.finished() {
+                self.stopped_at_duration = false;
+                break;
+            }
             // Events about to come due: start loading the packet or port they will touch
             // (at fabric scale these reads would otherwise miss to DRAM one after another).
             let (pkts, ports) = (&self.pkts, &self.ports);
@@ -1343,6 +1359,21 @@ fn resolve_fault(m: &Model, p: &str, f: &FaultConfig, out: &mut Vec<Fault>) -> R
 impl Sim<'_> {
     pub fn opts_sample_interval(&self) -> Option<SimTime> {
         self.opts.sample_interval
+    }
+
+    /// The run's duration limit, if any.
+    pub fn duration(&self) -> Option<SimTime> {
+        self.opts.duration
+    }
+
+    /// The run has ended by itself: every posted message acknowledged, nothing in the fabric,
+    /// no callback due (what `run` stops on).
+    pub fn finished(&self) -> bool {
+        self.qps_left == 0
+            && self.qps_created > 0
+            && self.pkts.live() == 0
+            && self.deliveries_due == 0
+            && self.free_wakes.len() == self.wakes.len()
     }
 }
 

@@ -24,6 +24,7 @@
 //! | what a fault does when it happens | `engine::faults`; resolving `[[fault]]`: `engine::resolve_faults` |
 //! | invariants recounted from the packets | `engine::invariants` |
 //! | congestion control: the `CongestionControl` trait, DCQCN's two variants behind it | `dcqcn` |
+//! | the TCP-like transport's window (DCTCP, RFC 8257), for `Net::post_tcp` | `dctcp` |
 //! | pacing a QP at its rate | `pacer` |
 //! | the workload API (messages, delivery callbacks) | `workload` |
 //! | `[[traffic]]` patterns → flows | `traffic` |
@@ -53,6 +54,7 @@
 
 pub mod alloc;
 pub mod dcqcn;
+pub mod dctcp;
 pub mod engine;
 pub mod event;
 pub mod observer;

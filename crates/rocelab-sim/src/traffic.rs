@@ -25,6 +25,9 @@ pub struct FlowSpec {
     /// UDP source port of its first QP (QP k takes the k-th port after it, wrapping inside
     /// 49152..=65535); `None`: drawn from the run's seed, one per QP.
     pub sport: Option<u16>,
+    /// A TCP-like message: a DCTCP window (`dctcp`) instead of DCQCN, its CE marks echoed on
+    /// ACKs instead of CNPs. RDMA (false) unless posted with `Net::post_tcp`.
+    pub tcp: bool,
 }
 
 fn host_named(m: &Model, name: &str, path: String) -> Result<NodeId, Diagnostic> {
@@ -126,8 +129,18 @@ fn expand_one(m: &Model, t: &TrafficConfig, i: usize, p: &str, seed: u64) -> Res
         return Err(Diagnostic::new(format!("{p}.qps"), format!("{qps} queue pairs per flow"), "use 1 to 1024"));
     }
     let start = SimTime::from_secs_f64(start_us * 1e-6);
-    let mk =
-        |src, dst| FlowSpec { src, dst, size_bytes: t.size_bytes, start, class, qps, origin: i, tag: 0, sport: None };
+    let mk = |src, dst| FlowSpec {
+        src,
+        dst,
+        size_bytes: t.size_bytes,
+        start,
+        class,
+        qps,
+        origin: i,
+        tag: 0,
+        sport: None,
+        tcp: false,
+    };
     let need = |v: &Option<String>, f: &str| {
         v.clone().ok_or_else(|| {
             Diagnostic::new(

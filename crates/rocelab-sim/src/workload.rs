@@ -119,6 +119,17 @@ impl<'m> Net<'_, 'm> {
 
     /// Posts a message; it starts at `max(now, message.start)`.
     pub fn post(&mut self, msg: Message) -> Result<MsgId, PostError> {
+        self.post_as(msg, false)
+    }
+
+    /// Posts a TCP-like message: windowed by DCTCP (`crate::dctcp`), not rate-limited by
+    /// DCQCN; give it a lossy `class` to model TCP beside RDMA, or the RDMA class to model the
+    /// two sharing one.
+    pub fn post_tcp(&mut self, msg: Message) -> Result<MsgId, PostError> {
+        self.post_as(msg, true)
+    }
+
+    fn post_as(&mut self, msg: Message, tcp: bool) -> Result<MsgId, PostError> {
         let m = self.sim.m;
         for (end, id) in [("source", msg.src), ("destination", msg.dst)] {
             if id.idx() >= m.nodes.len() || !m.node(id).is_host() {
@@ -153,6 +164,7 @@ impl<'m> Net<'_, 'm> {
             origin: usize::MAX,
             tag: msg.tag,
             sport: msg.sport,
+            tcp,
         }))
     }
 

@@ -271,8 +271,24 @@ pub fn default_ranks(m: &Model) -> Vec<NodeId> {
     m.rails.iter().flat_map(|r| r.hosts.iter().copied()).collect()
 }
 
-/// Runs one collective to completion on `m` (with the fabric file's faults).
-pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Result<CollectiveResult, Vec<Diagnostic>> {
+/// A collective's workload, built and checked, before it runs: hand `workload` to
+/// `Sim::with_workload` (alone or beside other traffic), run, then [`Prepared::result`].
+pub struct Prepared {
+    pub workload: Box<dyn Workload>,
+    /// nccl-tests' name of the op.
+    pub name: &'static str,
+    pub ranks: u32,
+    /// Chunks to deliver for the collective to be complete.
+    pub expected: u64,
+    pub placement: String,
+    /// Host and device of every rank (the table's rank lines).
+    pub rank_devices: Vec<(String, u32)>,
+    /// Filled by the workload as chunks arrive.
+    pub outcome: Rc<RefCell<Outcome>>,
+}
+
+/// Checks `spec` against `m` and builds its workload (`seed` draws its source ports).
+pub fn prepare(m: &Model, spec: &CollectiveSpec, seed: u64) -> Result<Prepared, Vec<Diagnostic>> {
     let name = nccl_name(spec.op).ok_or_else(|| {
         vec![Diagnostic::new(
             "collective",
@@ -341,7 +357,7 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
                 channels: spec.channels,
                 chunk_bytes: spec.chunk_bytes,
                 qps: QpUse { qps: spec.qps_per_connection, split: spec.split_data_on_qps },
-                seed: opts.seed,
+                seed,
             };
             let w = Tree::new(&placement, plan, out.clone());
             let e = w.chunks_to_deliver();
@@ -355,7 +371,7 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
                 chunk_bytes: spec.bytes.div_ceil(n),
                 channels: spec.channels,
                 qps: QpUse { qps: spec.qps_per_connection, split: spec.split_data_on_qps },
-                seed: opts.seed,
+                seed: seed,
             };
             let w = Ring::new(&placement, plan, out.clone());
             let e = w.chunks_to_deliver();
@@ -373,7 +389,7 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
                 spec.channels,
                 QpUse { qps: spec.qps_per_connection, split: spec.split_data_on_qps },
                 spec.pxn,
-                opts.seed,
+                seed,
                 out.clone(),
             );
             let e = w.chunks_to_deliver();
@@ -396,7 +412,7 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
                 channels: spec.channels,
                 chunk_bytes: spec.chunk_bytes,
                 qps: QpUse { qps: spec.qps_per_connection, split: spec.split_data_on_qps },
-                seed: opts.seed,
+                seed: seed,
             };
             let w = Broadcast::new(&placement, plan, out.clone());
             let e = w.chunks_to_deliver();
@@ -406,13 +422,46 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
             return Err(vec![Diagnostic::new("collective", "reduce is not on the twin yet", format!("use {NAMES}"))])
         }
     };
+    Ok(Prepared {
+        workload: w,
+        name,
+        ranks: n as u32,
+        expected,
+        placement: placement.describe(),
+        rank_devices: placement.rank_devices(m),
+        outcome: out,
+    })
+}
+
+impl Prepared {
+    /// The collective's time from the outcome: `None` unless every chunk arrived.
+    pub fn time(&self) -> Option<SimTime> {
+        let o = self.outcome.borrow();
+        if o.failed == 0 && o.delivered == self.expected {
+            o.end
+        } else {
+            None
+        }
+    }
+
+    /// Chunks that did not arrive.
+    pub fn failed_chunks(&self) -> u64 {
+        let o = self.outcome.borrow();
+        o.failed + self.expected.saturating_sub(o.delivered + o.failed)
+    }
+}
+
+/// Runs one collective to completion on `m` (with the fabric file's faults).
+pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Result<CollectiveResult, Vec<Diagnostic>> {
+    let Prepared { workload, name, ranks, expected, placement, rank_devices, outcome } = prepare(m, spec, opts.seed)?;
+    let n = ranks as u64;
     let faults = rocelab_sim::engine::resolve_faults(m)?;
-    let mut sim = Sim::with_workload(m, w, faults, opts)?;
+    let mut sim = Sim::with_workload(m, workload, faults, opts)?;
     sim.run(&mut |_| {});
     // A ring posts a message per step, chunk and channel: their rows only when asked for.
     let snap = if spec.message_rows { sim.snapshot() } else { sim.snapshot_totals() };
     let report = RunReport::from_snapshot(&snap, m);
-    let o = out.borrow().clone();
+    let o = outcome.borrow().clone();
     let complete = o.failed == 0 && o.delivered == expected;
     let time_us = match (complete, o.end) {
         (true, Some(end)) => end.0 as f64 * 1e-6,
@@ -432,8 +481,8 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
         failed_chunks: o.failed + expected.saturating_sub(o.delivered + o.failed),
         events: report.events,
         data_packets: report.totals.data_packets_sent,
-        placement: placement.describe(),
-        rank_devices: placement.rank_devices(m),
+        placement,
+        rank_devices,
         report,
     })
 }

@@ -1,7 +1,7 @@
 //! `rocelab init [--template NAME] [PATH]`: write a commented starter fabric file.
 
 use crate::common::{write_atomic, Failure, VerbResult};
-use rocelab_model::templates::{template, TEMPLATES};
+use rocelab_model::templates::{template, CHECKLIST, TEMPLATES};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -42,7 +42,7 @@ pub fn run(a: Args) -> VerbResult {
             a.path.display()
         )));
     }
-    write_atomic(&a.path, t.text.as_bytes())?;
+    write_atomic(&a.path, format!("{}{CHECKLIST}", t.text).as_bytes())?;
     let p = a.path.display();
     eprintln!("wrote {p} ({}); next: rocelab topo {p}, rocelab lint {p}, rocelab simulate {p}", t.about);
     Ok(ExitCode::SUCCESS)

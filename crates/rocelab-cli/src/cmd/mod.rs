@@ -8,5 +8,6 @@ pub mod import;
 pub mod init;
 pub mod lint;
 pub mod plan;
+pub mod scenarios;
 pub mod simulate;
 pub mod topo;

@@ -10,8 +10,9 @@ use rocelab_sim::{report, RunReport};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// Text for people, JSON for tools (shared with `rocelab scenarios`).
 #[derive(Clone, Copy, clap::ValueEnum)]
-enum Format {
+pub enum Format {
     Text,
     Json,
 }
@@ -106,6 +107,11 @@ pub struct Args {
     /// every node of the fabric.
     #[arg(long, value_name = "K", requires = "collective")]
     nodes: Option<u32>,
+    /// Run a stress scenario instead of the file's [[traffic]] and [[fault]]: a [[scenario]] of
+    /// the file by name, or a kind with its defaults (`incast`, `switch-reboot`, ...;
+    /// `rocelab scenarios --list`). Writes scenario.json, summary.json and timeseries.csv.
+    #[arg(long, conflicts_with_all = ["ns3_config", "collective", "step", "workload", "duration_us", "sample_us", "ack_interval"])]
+    scenario: Option<String>,
 }
 
 fn positive_time(v: Option<f64>, flag: &str) -> Result<Option<SimTime>, Failure> {
@@ -138,6 +144,10 @@ pub fn run(a: Args) -> VerbResult {
             return Err(Failure::bad_input("error: --ack-interval must be at least 1"));
         }
         opts.ack_interval = n;
+    }
+    if let Some(name) = &a.scenario {
+        drop(stages);
+        return run_scenario(&a, name, &model, &file, opts.seed);
     }
     if let Some(name) = &a.collective {
         drop(stages);
@@ -311,6 +321,38 @@ fn run_step(
     }
     match a.format {
         Format::Text => print!("{text}"),
+        Format::Json => print!("{json}"),
+    }
+    if !a.quiet {
+        eprintln!("wall {:.2} s", bar.elapsed().as_secs_f64());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--scenario`: one stress scenario; its table (or JSON) on stdout and, unless `--no-files`,
+/// `scenario.json`, `summary.json` and `timeseries.csv` in `--out`.
+fn run_scenario(a: &Args, name: &str, model: &rocelab_model::Model, file: &std::path::Path, seed: u64) -> VerbResult {
+    rocelab_scenario::check_all(model).map_err(|d| located(file, d))?;
+    let (c, path) = rocelab_scenario::find(model, name).map_err(|d| located(file, vec![d]))?;
+    let mut bar = ProgressLine::new(a.quiet);
+    bar.update(None, &format!("running scenario `{name}`"));
+    let r = rocelab_scenario::run(model, &c, &path, seed).map_err(|d| located(file, d))?;
+    bar.finish();
+    let json = r.to_json();
+    if !a.no_files {
+        std::fs::create_dir_all(&a.out)
+            .map_err(|e| Failure::bad_input(format!("error: cannot create {}: {e}", a.out.display())))?;
+        write_atomic(&a.out.join("scenario.json"), json.as_bytes())?;
+        write_atomic(&a.out.join("summary.json"), r.report.to_json().as_bytes())?;
+        write_atomic(&a.out.join("timeseries.csv"), r.series_csv.as_bytes())?;
+    }
+    match a.format {
+        Format::Text => {
+            print!("{}", r.render_text());
+            if !a.no_files {
+                println!("  results in {}/", a.out.display());
+            }
+        }
         Format::Json => print!("{json}"),
     }
     if !a.quiet {

@@ -194,7 +194,11 @@ impl Sim<'_> {
                 // Notification point: CE-marked packet -> CNP, at most one per interval per QP.
                 if p.ecn == CE {
                     self.nics[nic as usize].st.ecn_marked_rx += 1;
-                    if prof.qos.ecn_np_mask & (1 << p.pcp) != 0 {
+                    if self.qps[qi as usize].tcp.is_some() {
+                        // A TCP-like receiver echoes the mark on its next ACK (no CNP).
+                        let q = &mut self.qps[qi as usize];
+                        q.ce_unechoed = q.ce_unechoed.saturating_add(1);
+                    } else if prof.qos.ecn_np_mask & (1 << p.pcp) != 0 {
                         let q = &mut self.qps[qi as usize];
                         let iv = self.dcqcn[prof_i].cnp_interval;
                         if q.last_cnp.is_none_or(|t| now >= t + iv) {
@@ -256,6 +260,7 @@ impl Sim<'_> {
             }
             Kind::Ack | Kind::Nak => {
                 let q = &mut self.qps[qi as usize];
+                let (old_una, snd_max) = (q.snd_una, q.snd_nxt);
                 let new_una = if p.kind == Kind::Ack { p.psn + 1 } else { p.psn };
                 if new_una > q.snd_una {
                     q.snd_una = new_una;
@@ -269,6 +274,13 @@ impl Sim<'_> {
                     // (A stale NAK for a PSN already acknowledged rewinds nothing.)
                     if q.snd_nxt > p.psn && p.psn >= q.snd_una {
                         q.snd_nxt = p.psn;
+                    }
+                }
+                if let Some(t) = &mut q.tcp {
+                    // The ACK's payload field carries the CE marks it echoes.
+                    t.on_ack(q.snd_una.saturating_sub(old_una), p.payload as u32, q.snd_una, snd_max);
+                    if p.kind == Kind::Nak {
+                        t.on_loss(q.snd_una, snd_max);
                     }
                 }
                 let src_nic = q.src_nic;
@@ -363,6 +375,9 @@ impl Sim<'_> {
             q.last_progress = now;
         }
         if now >= q.last_progress + rto {
+            if let Some(t) = &mut q.tcp {
+                t.on_timeout();
+            }
             q.st.timeouts += 1;
             q.timeouts_in_row += 1;
             if q.timeouts_in_row > retry_cnt as u32 {
@@ -424,7 +439,10 @@ impl Sim<'_> {
     pub(super) fn send_ctrl(&mut self, qi: u32, kind: Kind, psn: u32) {
         let q = &self.qps[qi as usize];
         let (nic, class, pcp) = (q.dst_nic, q.class, q.pcp);
-        let pkt = self.ctrl_packet(qi, kind, psn, class, pcp, ACK_WIRE);
+        let mut pkt = self.ctrl_packet(qi, kind, psn, class, pcp, ACK_WIRE);
+        if self.qps[qi as usize].tcp.is_some() {
+            pkt.payload = std::mem::take(&mut self.qps[qi as usize].ce_unechoed);
+        }
         self.stats.sent += 1;
         let id = self.alloc_pkt(pkt);
         self.nics[nic as usize].ack_q.push_back(id);
@@ -502,6 +520,7 @@ enabled = false
             origin: usize::MAX,
             tag: 0,
             sport: Some(49_152),
+            tcp: false,
         });
         assert_eq!(s.q.pop(), Some((SimTime::ZERO, Ev::QpStart { qp: 0 })));
         assert_eq!(s.q.len(), 0);

@@ -140,6 +140,7 @@ enabled = false
             origin: usize::MAX,
             tag: 0,
             sport: Some(49_152),
+            tcp: false,
         });
         // Only the QP's start is scheduled (taken off: the tests drive the ports by hand).
         assert_eq!(s.q.pop(), Some((SimTime::ZERO, Ev::QpStart { qp: 0 })));

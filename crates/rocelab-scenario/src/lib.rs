@@ -1,0 +1,345 @@
+//! The pre-production checklist's stress scenarios as named, parameterized building blocks.
+//! Read this page first.
+//!
+//! A fabric file's `[[scenario]]` table (`rocelab_model::config::ScenarioConfig`) names a kind
+//! and any parameters; every parameter left out takes a default scaled to the fabric
+//! (`fabric::Scale`: the hosts, their line rate, the bandwidth-delay product), so a bare
+//! `kind = "incast"` means something sensible on 16 hosts and on 1,024. [`run`] turns one into
+//! a run of the packet engine and returns a [`ScenarioResult`]: a headline metric, the other
+//! figures the kind reports, the parameters as resolved, and the telemetry over time.
+//!
+//! | module | owns |
+//! |---|---|
+//! | `catalog` | every kind, its parameters, defaults and headline metric (`--list`, key checks) |
+//! | `fabric` | the fabric's scale, hop distances, spine uplinks and spines |
+//! | `setup` | each kind → messages, faults, fleet changes (watchdog, convergence, a NIC profile) |
+//! | `evaluate` | the run's counters and telemetry → headline and metrics |
+//! | `telemetry` | the sampled run and `timeseries.csv` (long format, bounded) |
+//!
+//! A scenario runs its own traffic and faults, not the file's `[[traffic]]` and `[[fault]]`
+//! (those are what plain `simulate` runs). Everything is built on the engine's public API:
+//! the workload API, `engine::Fault`, the counter snapshot; the fleet changes go through the
+//! fabric file's own schema (`[nic_profiles]`, `[qos.pfc_watchdog]`, `[routing]`) and are
+//! validated as a file is. Same file + seed → byte-identical results.
+
+pub mod catalog;
+mod evaluate;
+pub mod fabric;
+pub mod setup;
+pub mod telemetry;
+
+use rocelab_model::config::{NicAssign, ScenarioConfig, ScenarioKind};
+use rocelab_model::PortId;
+use rocelab_model::{Diagnostic, Model, SimTime};
+use rocelab_sim::observer::{Observed, Observer};
+use rocelab_sim::workload::{Delivered, Message, Net, Workload};
+use rocelab_sim::{RunReport, Sim, SimOptions};
+use serde::Serialize;
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+/// Records the first PFC pause `port` receives.
+struct FirstPause {
+    port: PortId,
+    at: Rc<Cell<Option<SimTime>>>,
+}
+
+impl Observer for FirstPause {
+    fn observe(&mut self, e: &Observed) {
+        if let Observed::PfcReceived { time, port, pause: true, .. } = *e {
+            if port == self.port && self.at.get().is_none() {
+                self.at.set(Some(time));
+            }
+        }
+    }
+}
+
+/// Background messages posted at the start, beside an optional main workload (a collective)
+/// that hears only its own deliveries.
+pub(crate) struct Beside {
+    pub main: Option<Box<dyn Workload>>,
+    pub bg: Vec<Message>,
+    /// Which of `bg` are TCP-like (empty: none).
+    pub tcp: Vec<bool>,
+    pub n_bg: usize,
+}
+
+impl Workload for Beside {
+    fn start(&mut self, net: &mut Net<'_, '_>) {
+        for (i, m) in self.bg.drain(..).enumerate() {
+            // Built from the model's hosts with checked sizes: nothing to refuse.
+            let _ = if self.tcp.get(i).copied().unwrap_or(false) { net.post_tcp(m) } else { net.post(m) };
+        }
+        if let Some(w) = &mut self.main {
+            w.start(net);
+        }
+    }
+
+    fn on_delivered(&mut self, done: Delivered, net: &mut Net<'_, '_>) {
+        if (done.msg as usize) >= self.n_bg {
+            if let Some(w) = &mut self.main {
+                w.on_delivered(done, net);
+            }
+        }
+    }
+
+    fn on_wake(&mut self, tag: u64, net: &mut Net<'_, '_>) {
+        if let Some(w) = &mut self.main {
+            w.on_wake(tag, net);
+        }
+    }
+
+    fn wants_deliveries(&self) -> bool {
+        self.main.as_ref().is_some_and(|w| w.wants_deliveries())
+    }
+}
+
+/// The headline metric of a run.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Headline {
+    pub metric: &'static str,
+    /// `None` when the run did not produce it (e.g. an incast that never completed).
+    pub value: Option<f64>,
+    pub unit: &'static str,
+}
+
+/// The telemetry's shape, for the JSON result.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SeriesInfo {
+    pub file: &'static str,
+    pub interval_us: f64,
+    pub samples: usize,
+    pub rows: usize,
+    pub rows_dropped: u64,
+}
+
+/// What a scenario run reports: verdict-ready (a checklist compares `headline.value` and
+/// `metrics` with its thresholds).
+#[derive(Clone, Debug, Serialize)]
+pub struct ScenarioResult {
+    pub scenario: String,
+    pub kind: &'static str,
+    pub fabric: String,
+    pub fabric_hash: String,
+    pub seed: u64,
+    pub params: BTreeMap<String, serde_json::Value>,
+    pub headline: Headline,
+    pub metrics: BTreeMap<&'static str, Option<f64>>,
+    pub simulated_us: f64,
+    pub events: u64,
+    pub stopped_at_duration: bool,
+    pub timeseries: SeriesInfo,
+    /// `timeseries.csv`.
+    #[serde(skip)]
+    pub series_csv: String,
+    /// The engine's report of the run (`summary.json`).
+    #[serde(skip)]
+    pub report: RunReport,
+}
+
+impl ScenarioResult {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default() + "\n"
+    }
+
+    /// A human table.
+    pub fn render_text(&self) -> String {
+        let f = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.4}"));
+        let mut o = format!(
+            "scenario `{}` ({}) on `{}` (seed {}, fabric {}): {:.1} µs simulated, {} events\n",
+            self.scenario, self.kind, self.fabric, self.seed, self.fabric_hash, self.simulated_us, self.events
+        );
+        o += &format!(
+            "  headline  {:<34} {:>14}   {}\n",
+            self.headline.metric,
+            f(self.headline.value),
+            self.headline.unit
+        );
+        for (k, v) in &self.metrics {
+            o += &format!("            {k:<34} {:>14}\n", f(*v));
+        }
+        let ps: Vec<String> = self.params.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+        o += &format!("  params    {}\n", ps.join(", "));
+        o
+    }
+}
+
+/// The scenario `name` of the file (by `name`, or by kind when unnamed), or a bare kind with
+/// every parameter at its default. Returns it and its key path (`scenario[2]`, or `scenario`).
+pub fn find(m: &Model, name: &str) -> Result<(ScenarioConfig, String), Diagnostic> {
+    if let Some((i, c)) = m.config.scenario.iter().enumerate().find(|(_, c)| c.display_name() == name) {
+        return Ok((c.clone(), format!("scenario[{i}]")));
+    }
+    if let Some(k) = ScenarioKind::from_name(name) {
+        return Ok((ScenarioConfig::bare(k), "scenario".into()));
+    }
+    let mut names: Vec<String> = m.config.scenario.iter().map(|c| c.display_name().to_string()).collect();
+    names.extend(catalog::KINDS.iter().map(|k| k.name.to_string()));
+    Err(Diagnostic::new(
+        "scenario",
+        format!("no [[scenario]] named `{name}`, and no scenario kind of that name"),
+        format!("use one of: {}", names.join(", ")),
+    ))
+}
+
+/// Checks every `[[scenario]]` of the file: kinds' parameters, names unique.
+pub fn check_all(m: &Model) -> Result<(), Vec<Diagnostic>> {
+    let mut errs = Vec::new();
+    let mut seen = BTreeMap::new();
+    for (i, c) in m.config.scenario.iter().enumerate() {
+        if let Err(mut e) = catalog::check_keys(c, &format!("scenario[{i}]")) {
+            errs.append(&mut e);
+        }
+        if let Some(j) = seen.insert(c.display_name().to_string(), i) {
+            errs.push(Diagnostic::new(
+                format!("scenario[{i}].name"),
+                format!("scenario `{}` is also scenario[{j}]", c.display_name()),
+                "give each [[scenario]] its own `name`",
+            ));
+        }
+    }
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(errs)
+    }
+}
+
+/// Runs scenario `c` (found at key path `path`) on `m` with `seed`.
+pub fn run(m: &Model, c: &ScenarioConfig, path: &str, seed: u64) -> Result<ScenarioResult, Vec<Diagnostic>> {
+    catalog::check_keys(c, path)?;
+    let scale = fabric::Scale::new(m, &c.hosts, path).map_err(|d| vec![d])?;
+    let cx = setup::Ctx { m, c, path: path.to_string(), seed, scale };
+    let s = setup::build(&cx)?;
+    let dm = derived_model(m, &s, path)?;
+    let mut faults = s.faults.clone();
+    if !s.fault_tables.is_empty() {
+        let resolved = rocelab_sim::engine::resolve_faults(&dm).map_err(|ds| relabel(ds, path))?;
+        faults.extend(resolved);
+    }
+    // Faults at one time happen in the order given (the sort is stable).
+    faults.sort_by_key(|f| f.at);
+    let interval = telemetry::interval(
+        cx.c.sample_us.map(|x| SimTime::from_secs_f64(x.max(1e-3) * 1e-6)),
+        s.duration.unwrap_or(s.horizon).max(SimTime::from_ns(1)),
+    );
+    let (main, prepared) = match &s.collective {
+        Some(spec) => {
+            let mut p = rocelab_workload::prepare(&dm, spec, seed).map_err(|ds| relabel(ds, path))?;
+            let w =
+                std::mem::replace(&mut p.workload, Box::new(Beside { main: None, bg: vec![], tcp: vec![], n_bg: 0 }));
+            (Some(w), Some(p))
+        }
+        None => (None, None),
+    };
+    let n_bg = s.msgs.len();
+    let w = Beside { main, bg: s.msgs.clone(), tcp: s.tcp.clone(), n_bg };
+    let opts = SimOptions { seed, duration: s.duration, sample_interval: None, ..SimOptions::default() };
+    let mut sim = Sim::with_workload(&dm, Box::new(w), faults, opts).map_err(|ds| relabel(ds, path))?;
+    // When the port facing the receiver was first paused (the watchdog's clock starts there).
+    let first_pause = Rc::new(Cell::new(None));
+    if let Some(dst) = s.marks.dst {
+        let port = dm.port(dm.node(dst).first_port_id()).peer;
+        sim.add_observer(Box::new(FirstPause { port, at: first_pause.clone() }));
+    }
+    let series = telemetry::run_sampled(&mut sim, &dm, interval);
+    let snap = sim.snapshot();
+    let report = RunReport::from_snapshot(&snap, &dm);
+    let info = catalog::info(c.kind);
+    // Mixed: the RDMA messages alone, same seed, for the headline's reference.
+    let alone = (c.kind == ScenarioKind::Mixed).then(|| {
+        let rdma: Vec<Message> = s.msgs.iter().zip(&s.tcp).filter(|(_, t)| !**t).map(|(m, _)| m.clone()).collect();
+        let w = Beside { main: None, n_bg: rdma.len(), bg: rdma, tcp: vec![] };
+        let opts = SimOptions { seed, duration: s.duration, ..SimOptions::default() };
+        Sim::with_workload(&dm, Box::new(w), Vec::new(), opts).ok().map(|mut sim| {
+            sim.run(&mut |_| {});
+            sim.snapshot()
+        })
+    });
+    let alone = alone.flatten();
+    let outcome = evaluate::Outcome {
+        snap: &snap,
+        series: &series,
+        collective: prepared.as_ref(),
+        first_pause: first_pause.get(),
+        alone: alone.as_ref(),
+    };
+    let (value, metrics) = evaluate::evaluate(&cx, &dm, &s, &outcome);
+    let mut params = s.params.clone();
+    params.insert("sample_us".into(), serde_json::json!(interval.as_us_f64()));
+    Ok(ScenarioResult {
+        scenario: c.display_name().to_string(),
+        kind: info.name,
+        fabric: report.fabric.clone(),
+        fabric_hash: report.fabric_hash.clone(),
+        seed,
+        params,
+        headline: Headline { metric: info.headline, value: value.filter(|v| v.is_finite()), unit: info.headline_unit },
+        metrics: metrics.into_iter().map(|(k, v)| (k, v.filter(|x| x.is_finite()))).collect(),
+        simulated_us: snap.now.as_us_f64(),
+        events: snap.events,
+        stopped_at_duration: snap.stopped_at_duration,
+        timeseries: SeriesInfo {
+            file: "timeseries.csv",
+            interval_us: interval.as_us_f64(),
+            samples: series.samples.len(),
+            rows: series.rows.len(),
+            rows_dropped: series.rows_dropped,
+        },
+        series_csv: series.csv(&dm),
+        report,
+    })
+}
+
+/// Errors of generated tables point at the scenario (the other profile's keys at its own).
+fn relabel(ds: Vec<Diagnostic>, path: &str) -> Vec<Diagnostic> {
+    let profile = format!("nic_profiles.{PROFILE}.");
+    ds.into_iter()
+        .map(|mut d| {
+            if let Some(key) = d.path.strip_prefix(&profile) {
+                d.path = format!("{path}.{key}");
+            } else if d.path.starts_with("fault")
+                || d.path.starts_with("nic")
+                || d.path.starts_with("qos")
+                || d.path.is_empty()
+                || d.path == "collective"
+            {
+                d.message = format!("{} (from {path})", d.message);
+                d.path = path.to_string();
+            }
+            d
+        })
+        .collect()
+}
+
+/// The model the run is on: the file's, with the scenario's faults in place of `[[fault]]`,
+/// and, when the scenario changes the fleet, rebuilt from the changed file.
+fn derived_model(m: &Model, s: &setup::Setup, path: &str) -> Result<Model, Vec<Diagnostic>> {
+    let mut config = m.config.clone();
+    config.traffic.clear();
+    config.fault = s.fault_tables.clone();
+    let fleet = s.watchdog.is_some() || s.convergence_us.is_some() || s.profile.is_some();
+    if !fleet {
+        let mut dm = m.clone();
+        dm.config = config;
+        return Ok(dm);
+    }
+    if let Some(w) = &s.watchdog {
+        config.qos.pfc_watchdog = w.clone();
+    }
+    if let Some(c) = s.convergence_us {
+        config.routing.convergence_us_per_hop = Some(c);
+    }
+    if let Some((nic, hosts)) = &s.profile {
+        config.nic_profiles.insert(PROFILE.to_string(), nic.clone());
+        // The last match wins: this one.
+        config.nic_assign.push(NicAssign { hosts: hosts.clone(), profile: PROFILE.to_string() });
+    }
+    let mut dm = Model::from_config(config, "").map_err(|ds| relabel(ds, path))?;
+    dm.fabric_hash = m.fabric_hash;
+    Ok(dm)
+}
+
+/// The NIC profile firmware-mix adds.
+pub const PROFILE: &str = "scenario-other-profile";
