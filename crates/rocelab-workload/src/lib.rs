@@ -371,7 +371,7 @@ pub fn prepare(m: &Model, spec: &CollectiveSpec, seed: u64) -> Result<Prepared, 
                 chunk_bytes: spec.bytes.div_ceil(n),
                 channels: spec.channels,
                 qps: QpUse { qps: spec.qps_per_connection, split: spec.split_data_on_qps },
-                seed: seed,
+                seed,
             };
             let w = Ring::new(&placement, plan, out.clone());
             let e = w.chunks_to_deliver();
@@ -412,7 +412,7 @@ pub fn prepare(m: &Model, spec: &CollectiveSpec, seed: u64) -> Result<Prepared, 
                 channels: spec.channels,
                 chunk_bytes: spec.chunk_bytes,
                 qps: QpUse { qps: spec.qps_per_connection, split: spec.split_data_on_qps },
-                seed: seed,
+                seed,
             };
             let w = Broadcast::new(&placement, plan, out.clone());
             let e = w.chunks_to_deliver();
