@@ -37,6 +37,9 @@ enum Command {
     Simulate(cmd::simulate::Args),
     /// The stress scenarios `simulate --scenario` runs: every kind, its parameters and defaults.
     Scenarios(cmd::scenarios::Args),
+    /// The pre-production checklist: lint, then every stress scenario, judged against a policy
+    /// (text, JSON, JUnit, HTML).
+    Validate(cmd::validate::Args),
     /// Import an ns-3 (HPCC) or htsim scenario.
     Import(cmd::import::Args),
     /// Fixed engine benchmarks (run in release mode).
@@ -76,6 +79,7 @@ fn main() -> ExitCode {
         Command::Lint(a) => cmd::lint::run(a),
         Command::Simulate(a) => cmd::simulate::run(a),
         Command::Scenarios(a) => cmd::scenarios::run(a),
+        Command::Validate(a) => cmd::validate::run(a),
         Command::Import(a) => cmd::import::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Plan(a) => cmd::plan::run(a),

@@ -138,7 +138,8 @@ fn every_command_of_the_readme_tour_runs() {
                 args.push("incast".into());
             }
             "lint" if args.iter().any(|a| a.ends_with("common-mistakes.toml")) => want_status = 1,
-            "init" | "simulate" | "topo" | "lint" | "import" | "plan" | "doctor" | "completions" | "man" => {}
+            "init" | "simulate" | "topo" | "lint" | "import" | "plan" | "doctor" | "validate" | "completions"
+            | "man" => {}
             other => panic!("{shown}: the tour test does not know how to run `{other}`; teach it"),
         }
         let o = run(&dir, &args);
@@ -159,11 +160,16 @@ fn every_command_of_the_readme_tour_runs() {
         assert!(dir.join("rocelab-import").join(f).is_file(), "import ns3 --run wrote no {f}");
     }
     assert!(dir.join("dump").is_dir(), "collect wrote no dump/");
+    let report = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(report.starts_with("<!DOCTYPE html>") && report.contains("<svg"), "validate wrote no HTML report");
+    assert!(std::fs::read_to_string(dir.join("junit.xml")).unwrap().contains("<testsuites "));
     let bash = std::fs::read_to_string(dir.join("rocelab.bash")).unwrap();
     assert!(bash.contains("complete") && bash.contains("simulate"), "{bash}");
     let man = std::fs::read_to_string(dir.join("man/rocelab.1")).unwrap();
     assert!(man.starts_with(".ie") && man.contains(".TH rocelab 1"), "{man}");
-    for v in ["init", "simulate", "topo", "lint", "bench", "import", "plan", "collect", "doctor", "exporter"] {
+    for v in
+        ["init", "simulate", "topo", "lint", "validate", "bench", "import", "plan", "collect", "doctor", "exporter"]
+    {
         assert!(verbs_run.iter().any(|r| r == v), "the tour no longer shows `rocelab {v}`");
     }
     let _ = std::fs::remove_dir_all(&dir);

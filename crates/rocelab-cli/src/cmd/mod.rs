@@ -11,3 +11,4 @@ pub mod plan;
 pub mod scenarios;
 pub mod simulate;
 pub mod topo;
+pub mod validate;

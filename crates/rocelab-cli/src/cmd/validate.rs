@@ -1,0 +1,96 @@
+//! `rocelab validate FABRIC`: the pre-production checklist on the twin (`rocelab_validate`).
+//! Exit status: 0 every judged check passed, 1 a check failed, 2 bad input.
+
+use crate::common::{load_fabric, located, write_atomic, Failure, VerbResult, EXIT_FAILED_CHECK};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Format {
+    Text,
+    Json,
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The fabric file.
+    #[arg(required_unless_present = "list")]
+    fabric: Option<PathBuf>,
+    /// A policy file: `[limits]` by check name (`"incast.completion" = 1.5`), `skip = [...]`.
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+    /// Only these checks or scenarios (comma-separated names: `incast`, `lint`,
+    /// `collective.busbw`).
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    only: Vec<String>,
+    /// Scenario runs at once (default: the machine's cores).
+    #[arg(long, short)]
+    jobs: Option<usize>,
+    /// Seed of every run (overrides [simulation] seed).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Write the HTML report here (one self-contained file).
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Write JUnit XML here.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// The report on standard output.
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    /// No progress lines.
+    #[arg(long, short)]
+    quiet: bool,
+    /// Every check with its default limit and where it comes from.
+    #[arg(long)]
+    list: bool,
+}
+
+pub fn run(a: Args) -> VerbResult {
+    if a.list {
+        print!("{}", rocelab_validate::list());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let path = a.fabric.clone().unwrap_or_default();
+    let model = load_fabric(&path)?;
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| Failure::bad_input(format!("error: cannot read {}: {e}", path.display())))?;
+    let policy = match &a.policy {
+        Some(p) => {
+            let t = std::fs::read_to_string(p)
+                .map_err(|e| Failure::bad_input(format!("error: cannot read {}: {e}", p.display())))?;
+            rocelab_validate::Policy::parse(&p.display().to_string(), &t).map_err(Failure::bad_input)?
+        }
+        None => rocelab_validate::Policy::default(),
+    };
+    let known = |n: &str| n == "lint" || rocelab_validate::CHECKS.iter().any(|c| c.name == n || c.kind.name() == n);
+    if let Some(bad) = a.only.iter().find(|n| !known(n)) {
+        return Err(Failure::bad_input(format!(
+            "error: --only `{bad}`: no check or scenario of that name\n  = help: `rocelab validate --list` names every check"
+        )));
+    }
+    let jobs = a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
+    let seed = a.seed.unwrap_or_else(|| rocelab_sim::options_from_model(&model).seed);
+    let opts = rocelab_validate::Options { policy, only: a.only.clone(), jobs, seed };
+    let quiet = a.quiet;
+    let started = std::time::Instant::now();
+    // Plain lines on standard error as each scenario finishes (the runs are parallel).
+    let progress = move |kind: &str, done: usize, total: usize| {
+        if !quiet {
+            eprintln!("[{done}/{total}] {kind} done ({:.1} s)", started.elapsed().as_secs_f64());
+        }
+    };
+    let file = path.display().to_string();
+    let report = rocelab_validate::validate(&model, &file, &text, &opts, &progress).map_err(|d| located(&path, d))?;
+    if let Some(p) = &a.html {
+        write_atomic(p, rocelab_validate::html::render(&report).as_bytes())?;
+    }
+    if let Some(p) = &a.junit {
+        write_atomic(p, rocelab_validate::junit(&report).as_bytes())?;
+    }
+    match a.format {
+        Format::Text => print!("{}", rocelab_validate::render_text(&report)),
+        Format::Json => print!("{}", rocelab_validate::to_json(&report)),
+    }
+    Ok(if report.failed() > 0 { ExitCode::from(EXIT_FAILED_CHECK) } else { ExitCode::SUCCESS })
+}

@@ -1,0 +1,227 @@
+//! The HTML report: one self-contained file (no network, no script), its charts inline SVG
+//! drawn here from each scenario's `timeseries.csv` rows.
+//!
+//! Why hand-written SVG: the charts are line charts over at most a few hundred samples; a
+//! plotting crate would add a dependency tree for polylines and axis labels, and a template
+//! engine would add one for a page this small. The page is escaped text and `<svg>` elements,
+//! deterministic byte for byte.
+//!
+//! Contents: the summary (a row per check, failures first, with their evidence), then per
+//! scenario its headline, its metrics, and charts of what its telemetry sampled: fabric
+//! goodput, utilization per link group and rail, the deepest egress queue, ECN marks and CNPs.
+
+use crate::{fmt, xml, Report, Verdict};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+const W: f64 = 560.0;
+const H: f64 = 180.0;
+const PAD_L: f64 = 64.0;
+const PAD_B: f64 = 28.0;
+const COLORS: [&str; 8] = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
+
+/// One line of a chart.
+struct Line {
+    label: String,
+    points: Vec<(f64, f64)>,
+}
+
+/// The time series of a `timeseries.csv` (long format: `time_seconds,metric,node,port,priority,value`)
+/// as metric → label → points; per-port metrics are folded into their maximum over ports.
+fn series(csv: &str) -> BTreeMap<String, BTreeMap<String, Vec<(f64, f64)>>> {
+    let mut out: BTreeMap<String, BTreeMap<String, Vec<(f64, f64)>>> = BTreeMap::new();
+    for l in csv.lines().skip(1) {
+        let f: Vec<&str> = l.split(',').collect();
+        if f.len() < 6 {
+            continue;
+        }
+        let (Ok(t), Ok(v)) = (f[0].parse::<f64>(), f[5].parse::<f64>()) else { continue };
+        // Seconds to µs, through whole picoseconds (the engine's clock).
+        let t = (t * 1e12).round() / 1e6;
+        let per_port = !f[2].is_empty();
+        let label = if per_port {
+            "max over ports".to_string()
+        } else if f[3].is_empty() {
+            "fabric".into()
+        } else {
+            f[3].to_string()
+        };
+        let pts = out.entry(f[1].to_string()).or_default().entry(label).or_default();
+        match pts.last_mut() {
+            Some(last) if per_port && last.0 == t => last.1 = last.1.max(v),
+            _ => pts.push((t, v)),
+        }
+    }
+    out
+}
+
+fn chart(title: &str, unit: &str, lines: &[Line]) -> String {
+    let pts = lines.iter().flat_map(|l| l.points.iter());
+    let (mut x0, mut x1, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
+    for &(x, y) in pts {
+        x0 = x0.min(x);
+        x1 = x1.max(x);
+        y1 = y1.max(y);
+    }
+    if !x0.is_finite() || x1 <= x0 {
+        return String::new();
+    }
+    let y1 = if y1 > 0.0 { y1 * 1.05 } else { 1.0 };
+    let sx = |x: f64| PAD_L + (x - x0) / (x1 - x0) * (W - PAD_L - 10.0);
+    let sy = |y: f64| (H - PAD_B) - y / y1 * (H - PAD_B - 10.0);
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H}\" viewBox=\"0 0 {W} {H}\" role=\"img\" aria-label=\"{}\">",
+        xml(title)
+    );
+    let _ = write!(
+        s,
+        "<line x1=\"{PAD_L}\" y1=\"{b}\" x2=\"{r}\" y2=\"{b}\" stroke=\"#888\"/><line x1=\"{PAD_L}\" y1=\"10\" x2=\"{PAD_L}\" y2=\"{b}\" stroke=\"#888\"/>",
+        b = H - PAD_B,
+        r = W - 10.0
+    );
+    let _ = write!(
+        s,
+        "<text x=\"{}\" y=\"14\" font-size=\"10\" text-anchor=\"end\">{}</text>",
+        PAD_L - 4.0,
+        xml(&short(y1))
+    );
+    let _ = write!(s, "<text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"end\">0</text>", PAD_L - 4.0, H - PAD_B);
+    let _ = write!(s, "<text x=\"{PAD_L}\" y=\"{}\" font-size=\"10\">{:.1} µs</text>", H - 10.0, x0);
+    let _ = write!(
+        s,
+        "<text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"end\">{:.1} µs</text>",
+        W - 10.0,
+        H - 10.0,
+        x1
+    );
+    for (i, l) in lines.iter().enumerate() {
+        let c = COLORS[i % COLORS.len()];
+        let d: Vec<String> = l.points.iter().map(|&(x, y)| format!("{:.1},{:.1}", sx(x), sy(y))).collect();
+        let _ = write!(s, "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"1.5\" points=\"{}\"/>", d.join(" "));
+        let _ = write!(
+            s,
+            "<text x=\"{}\" y=\"{}\" font-size=\"10\" fill=\"{c}\">{}</text>",
+            PAD_L + 6.0,
+            22.0 + 12.0 * i as f64,
+            xml(&l.label)
+        );
+    }
+    let _ = write!(s, "</svg><figcaption>{} ({})</figcaption></figure>", xml(title), xml(unit));
+    s
+}
+
+fn short(v: f64) -> String {
+    match v {
+        v if v >= 1e9 => format!("{:.1} G", v / 1e9),
+        v if v >= 1e6 => format!("{:.1} M", v / 1e6),
+        v if v >= 1e3 => format!("{:.1} k", v / 1e3),
+        v => format!("{v:.2}"),
+    }
+}
+
+/// The charts a scenario's telemetry supports, in a fixed order.
+const CHARTS: &[(&str, &str, &str)] = &[
+    ("rocelab_goodput_bits_per_second", "goodput", "bit/s"),
+    ("rocelab_link_utilization_ratio", "link utilization", "share of line rate"),
+    ("rocelab_buffer_occupancy_bytes", "deepest egress queue", "bytes"),
+    ("rocelab_ecn_marked_packets_total", "ECN-marked packets", "cumulative"),
+    ("rocelab_cnp_sent_total", "CNPs sent", "cumulative"),
+];
+
+/// The whole page.
+pub fn render(r: &Report) -> String {
+    let mut s = String::new();
+    let failed = r.failed();
+    let _ = write!(
+        s,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>rocelab validate {}</title>\
+<style>body{{font-family:sans-serif;margin:2em;max-width:1200px}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:left;font-size:13px}}\
+.fail{{background:#fdd}}.pass{{background:#dfd}}.info{{background:#eee}}figure{{display:inline-block;margin:6px}}figcaption{{font-size:12px;text-align:center}}</style></head><body>\n",
+        xml(&r.fabric)
+    );
+    let _ = writeln!(
+        s,
+        "<h1>rocelab validate: {}</h1><p>{} · seed {} · {} checks, <b>{} failed</b>, {} scenarios run</p>",
+        xml(&r.fabric),
+        xml(&r.file),
+        r.seed,
+        r.checks.len(),
+        failed,
+        r.scenarios.len()
+    );
+    s.push_str("<h2>Summary</h2><table id=\"summary\"><tr><th>check</th><th>verdict</th><th>figure</th><th>limit</th><th>evidence</th></tr>\n");
+    let mut order: Vec<&crate::CheckResult> = r.checks.iter().collect();
+    order.sort_by_key(|c| match c.verdict {
+        Verdict::Fail => 0,
+        Verdict::Pass => 1,
+        Verdict::Info => 2,
+    });
+    for c in order {
+        let (cls, tag) = match c.verdict {
+            Verdict::Fail => ("fail", "FAIL"),
+            Verdict::Pass => ("pass", "pass"),
+            Verdict::Info => ("info", "reported"),
+        };
+        let limit = c.limit.map_or("-".to_string(), |l| format!("{} {}", c.cmp, fmt(Some(l))));
+        let ev = if c.verdict == Verdict::Fail { c.evidence.join("<br>") } else { String::new() };
+        let _ = writeln!(
+            s,
+            "<tr class=\"{cls}\"><td>{}</td><td>{tag}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            xml(&c.name),
+            fmt(c.figure),
+            xml(&limit),
+            if ev.is_empty() { xml(&c.why) } else { ev.split("<br>").map(xml).collect::<Vec<_>>().join("<br>") }
+        );
+    }
+    s.push_str("</table>\n");
+    for sc in &r.scenarios {
+        let _ = writeln!(
+            s,
+            "<h2 id=\"{}\">{} <small>({})</small></h2><p>headline <b>{}</b> = {} {} · {:.1} µs simulated, {} events</p>",
+            xml(&sc.scenario),
+            xml(&sc.scenario),
+            sc.kind,
+            sc.headline.metric,
+            fmt(sc.headline.value),
+            xml(sc.headline.unit),
+            sc.simulated_us,
+            sc.events
+        );
+        s.push_str("<table><tr><th>metric</th><th>value</th></tr>");
+        for (k, v) in &sc.metrics {
+            let _ = write!(s, "<tr><td>{k}</td><td>{}</td></tr>", fmt(*v));
+        }
+        s.push_str("</table>\n<div>");
+        let ser = series(&sc.series_csv);
+        for (metric, title, unit) in CHARTS {
+            let Some(by) = ser.get(*metric) else { continue };
+            let lines: Vec<Line> = by.iter().map(|(l, p)| Line { label: l.clone(), points: p.clone() }).collect();
+            s.push_str(&chart(title, unit, &lines));
+        }
+        s.push_str("</div>\n");
+    }
+    s.push_str("</body></html>\n");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_port_rows_fold_into_their_maximum_and_groups_stay_apart() {
+        let csv = "time_seconds,metric,node,port,priority,value\n\
+                   0.000001,q,leaf0,swp1,,10\n0.000001,q,leaf0,swp2,,30\n0.000002,q,leaf0,swp1,,5\n\
+                   0.000001,u,,host-links,,0.5\n0.000001,u,,spine-uplinks,,0.25\n";
+        let s = series(csv);
+        assert_eq!(s["q"]["max over ports"], vec![(1.0, 30.0), (2.0, 5.0)]);
+        assert_eq!(s["u"]["host-links"], vec![(1.0, 0.5)]);
+        assert_eq!(s["u"]["spine-uplinks"], vec![(1.0, 0.25)]);
+        let c = chart("q", "B", &[Line { label: "a".into(), points: vec![(0.0, 0.0), (10.0, 4.0)] }]);
+        assert!(c.starts_with("<figure><svg") && c.contains("<polyline") && c.ends_with("</figure>"), "{c}");
+        // A chart needs two instants.
+        assert!(chart("q", "B", &[Line { label: "a".into(), points: vec![(1.0, 1.0)] }]).is_empty());
+    }
+}

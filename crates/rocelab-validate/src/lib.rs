@@ -1,0 +1,501 @@
+//! `rocelab validate`: the pre-production checklist on the twin, judged against a policy.
+//!
+//! One run lints the fabric file and runs every stress scenario of `rocelab-scenario` on it
+//! (each kind at its fabric-scaled defaults, or the file's own `[[scenario]]` of that kind
+//! when it has one), in parallel across scenarios (each run single-threaded and
+//! deterministic, results in catalog order). Every scenario's figures are then judged by the
+//! checks of [`CHECKS`]: a check names a scenario kind, one of its metrics, a comparison and a
+//! default limit, and says where the default comes from. A policy file overrides limits
+//! (`[limits]`, by check name) and turns checks off (`skip = [...]`).
+//!
+//! Output ([`Report`]): one line per check as a test runner prints it (`PASS`/`FAIL`, the
+//! deciding figure, the limit), JSON, JUnit XML (one test suite per scenario, one test case
+//! per check) and a self-contained HTML report (`html`). A failing check makes the run fail.
+//!
+//! Checks with no default limit are *reported*: their figure is shown beside the others but
+//! cannot fail the run unless a policy gives a limit (a what-if scenario such as a partial
+//! firmware rollout measures a risk; it is not a property the fabric file can pass).
+
+pub mod html;
+
+use rocelab_model::config::{ScenarioConfig, ScenarioKind};
+use rocelab_model::Model;
+use rocelab_scenario::ScenarioResult;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// How a figure is compared with its limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Cmp {
+    /// figure ≤ limit
+    AtMost,
+    /// figure ≥ limit
+    AtLeast,
+}
+
+/// A check of the checklist.
+#[derive(Clone, Copy, Debug)]
+pub struct CheckDef {
+    /// `<scenario>.<rule>`.
+    pub name: &'static str,
+    pub kind: ScenarioKind,
+    /// What is compared: the headline, a metric, or a difference of two (losses the fault
+    /// explains subtracted from all losses); `headline` names the headline in a difference.
+    pub figure: Figure,
+    pub cmp: Cmp,
+    /// `None`: reported only.
+    pub limit: Option<f64>,
+    /// What the check means and where its default comes from.
+    pub why: &'static str,
+}
+
+/// The figure a check reads from a scenario's result.
+#[derive(Clone, Copy, Debug)]
+pub enum Figure {
+    Headline,
+    Metric(&'static str),
+    /// metric a − metric b.
+    Difference(&'static str, &'static str),
+}
+
+const LOSSLESS: &str = "a lossless class drops nothing while PFC headroom covers the cable and the peer's response (IEEE 802.1Qbb); any drop is a headroom, threshold or watchdog problem";
+const NO_STORM: &str = "no PFC watchdog storm: a storm means a priority stayed paused past the watchdog's detection time (SONiC's PFC watchdog, 200 ms by default), which a healthy fabric never does under this load";
+
+/// The checklist, in catalog order of the scenarios.
+pub const CHECKS: &[CheckDef] = &[
+    CheckDef { name: "sustained.lossless-drops", kind: ScenarioKind::Sustained, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), why: LOSSLESS },
+    CheckDef { name: "sustained.no-pause-storm", kind: ScenarioKind::Sustained, figure: Figure::Metric("pfc_storms"), cmp: Cmp::AtMost, limit: Some(0.0), why: NO_STORM },
+    CheckDef { name: "sustained.goodput", kind: ScenarioKind::Sustained, figure: Figure::Headline, cmp: Cmp::AtLeast, limit: None, why: "payload delivered against the senders' line rate; bounded by the fabric's oversubscription, so reported, not judged" },
+    CheckDef { name: "sustained.fairness", kind: ScenarioKind::Sustained, figure: Figure::Metric("jain_fairness"), cmp: Cmp::AtLeast, limit: None, why: "Jain's fairness index over the flows (Jain, Chiu and Hawe, DEC-TR-301, 1984); below 1 by design where some flows cross an oversubscribed tier and others do not" },
+    CheckDef { name: "incast.completion", kind: ScenarioKind::Incast, figure: Figure::Headline, cmp: Cmp::AtMost, limit: Some(1.25), why: "an N:1 incast cannot finish before N·size / the receiver's line rate; 25 % above it allows for headers (2 % at MTU 4096) and DCQCN's convergence" },
+    CheckDef { name: "incast.lossless-drops", kind: ScenarioKind::Incast, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), why: LOSSLESS },
+    CheckDef { name: "microburst.lossless-drops", kind: ScenarioKind::Microburst, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), why: LOSSLESS },
+    CheckDef { name: "microburst.no-pause-storm", kind: ScenarioKind::Microburst, figure: Figure::Metric("pfc_storms"), cmp: Cmp::AtMost, limit: Some(0.0), why: NO_STORM },
+    CheckDef { name: "microburst.pauses", kind: ScenarioKind::Microburst, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, why: "PFC frames the bursts cause; fewer with ECN and DCQCN acting first" },
+    CheckDef { name: "hotspot.lossless-drops", kind: ScenarioKind::Hotspot, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), why: LOSSLESS },
+    CheckDef { name: "hotspot.queue", kind: ScenarioKind::Hotspot, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, why: "deepest queue at the hot port, bytes" },
+    CheckDef { name: "slow-receiver.lossless-drops", kind: ScenarioKind::SlowReceiver, figure: Figure::Difference("dropped_packets", "watchdog_drops"), cmp: Cmp::AtMost, limit: Some(0.0), why: "a stalled receiver must not make the fabric drop, except what the PFC watchdog discards on purpose to break the storm" },
+    CheckDef { name: "slow-receiver.pause-spread", kind: ScenarioKind::SlowReceiver, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, why: "hops from the stalled host to the farthest paused node: how far a PFC storm spreads" },
+    CheckDef { name: "link-loss.drops-outside-the-link", kind: ScenarioKind::LinkLoss, figure: Figure::Difference("dropped_packets", "packets_lost_link_down"), cmp: Cmp::AtMost, limit: Some(0.0), why: "losing a link loses what was on it; everything else must reroute without a drop" },
+    CheckDef { name: "link-loss.goodput-after", kind: ScenarioKind::LinkLoss, figure: Figure::Headline, cmp: Cmp::AtLeast, limit: None, why: "fabric goodput after the loss over before: the capacity the fabric keeps" },
+    CheckDef { name: "link-flap.drops-outside-the-link", kind: ScenarioKind::LinkFlap, figure: Figure::Difference("dropped_packets", "headline"), cmp: Cmp::AtMost, limit: Some(0.0), why: "a flapping link loses what was on it each time it goes down, nothing else" },
+    CheckDef { name: "switch-reboot.losses-outside-the-switch", kind: ScenarioKind::SwitchReboot, figure: Figure::Metric("packets_lost_elsewhere"), cmp: Cmp::AtMost, limit: Some(0.0), why: "a rebooting switch loses what it held; the rest of the fabric must reroute around it losslessly" },
+    CheckDef { name: "routing-change.lossless-drops", kind: ScenarioKind::RoutingChange, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), why: "a hash or route change moves flows; nothing in flight may be lost" },
+    CheckDef { name: "routing-change.ecmp-imbalance", kind: ScenarioKind::RoutingChange, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, why: "ECMP imbalance after the change minus before (max / mean uplink bytes − 1)" },
+    CheckDef { name: "firmware-mix.goodput-ratio", kind: ScenarioKind::FirmwareMix, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, why: "goodput of the NICs on the other profile over the fleet's, as a partial rollout leaves a fleet: a risk to read, not a property of the file" },
+    CheckDef { name: "collective.busbw", kind: ScenarioKind::Collective, figure: Figure::Headline, cmp: Cmp::AtLeast, limit: Some(0.8), why: "nccl-tests busbw over the line rate of the NICs the collective can use; 80 % is the share below which `rocelab doctor` warns (busbw_warn)" },
+    CheckDef { name: "collective.lossless-drops", kind: ScenarioKind::Collective, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), why: LOSSLESS },
+    CheckDef { name: "mixed.rdma-lossless", kind: ScenarioKind::Mixed, figure: Figure::Metric("rdma_class_drops"), cmp: Cmp::AtMost, limit: Some(0.0), why: "TCP beside RDMA may lose packets in its lossy class; the RDMA class none" },
+    CheckDef { name: "mixed.rdma-slowdown", kind: ScenarioKind::Mixed, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, why: "RDMA completion time beside TCP over alone: what sharing links costs RDMA" },
+];
+
+/// The policy: limits by check name, checks turned off.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    /// Limits that replace the defaults, by check name (a limit on a reported check makes it
+    /// judged).
+    #[serde(default)]
+    pub limits: BTreeMap<String, f64>,
+    /// Checks not run.
+    #[serde(default)]
+    pub skip: Vec<String>,
+}
+
+impl Policy {
+    /// Parses a policy file, naming the file, line and key of an error.
+    pub fn parse(file: &str, text: &str) -> Result<Policy, String> {
+        let p: Policy = toml::from_str(text).map_err(|e| {
+            let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1).unwrap_or(1);
+            format!("{file}:{line}: error: {}", e.message().trim())
+        })?;
+        let known = |n: &str| CHECKS.iter().any(|c| c.name == n) || n.starts_with("lint");
+        for n in p.limits.keys().chain(&p.skip) {
+            if !known(n) {
+                let line = text.lines().position(|l| l.contains(n.as_str())).map_or(1, |i| i + 1);
+                return Err(format!(
+                    "{file}:{line}: error: no check is named `{n}`\n  = help: `rocelab validate --list` names every check"
+                ));
+            }
+            if let Some(v) = p.limits.get(n) {
+                if !v.is_finite() {
+                    return Err(format!("{file}:{line}: error: limit of `{n}` is not a number", line = 1));
+                }
+            }
+        }
+        Ok(p)
+    }
+
+    fn limit(&self, c: &CheckDef) -> Option<f64> {
+        self.limits.get(c.name).copied().or(c.limit)
+    }
+}
+
+/// A check's outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Pass,
+    Fail,
+    /// Reported only: no limit.
+    Info,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CheckResult {
+    pub name: String,
+    pub scenario: String,
+    pub verdict: Verdict,
+    /// The deciding figure (`None`: the scenario did not produce it, which fails a judged check).
+    pub figure: Option<f64>,
+    pub limit: Option<f64>,
+    /// `<=` or `>=`.
+    pub cmp: &'static str,
+    pub why: String,
+    /// The evidence: the figures it was computed from, findings, what to look at.
+    pub evidence: Vec<String>,
+}
+
+/// Everything a validation run found.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub fabric: String,
+    pub file: String,
+    pub seed: u64,
+    pub checks: Vec<CheckResult>,
+    /// The scenario runs, in catalog order.
+    pub scenarios: Vec<ScenarioResult>,
+}
+
+impl Report {
+    pub fn failed(&self) -> usize {
+        self.checks.iter().filter(|c| c.verdict == Verdict::Fail).count()
+    }
+}
+
+/// What to run.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    pub policy: Policy,
+    /// Only checks (or scenarios, or `lint`) whose name or scenario is listed; empty: all.
+    pub only: Vec<String>,
+    /// Scenario runs at once (≥ 1).
+    pub jobs: usize,
+    pub seed: u64,
+}
+
+/// The scenario of `kind` this fabric runs: the file's own `[[scenario]]` of that kind (its
+/// first), or the kind at its defaults — except the collective's size, which the checklist
+/// sets where busbw measures the fabric rather than the ring's step latency: 1 MiB per rank
+/// and channel (64 MiB to 1 GiB; 1 GiB on a 128-GPU fabric of 8 rails, where each ring step
+/// then moves 1 MiB per channel against a few µs of hop latency).
+pub fn scenario_for(m: &Model, kind: ScenarioKind) -> (ScenarioConfig, String) {
+    if let Some(i) = m.config.scenario.iter().position(|c| c.kind == kind) {
+        return (m.config.scenario[i].clone(), format!("scenario[{i}]"));
+    }
+    let mut c = ScenarioConfig::bare(kind);
+    if kind == ScenarioKind::Collective {
+        let ranks = rocelab_workload::placement::placement(m).map_or(2, |p| p.ranks()) as u64;
+        let channels = rocelab_workload::default_channels(m) as u64;
+        c.size_bytes = Some(((ranks * channels) << 20).clamp(64 << 20, 1 << 30));
+    }
+    (c, "scenario".to_string())
+}
+
+fn wanted(only: &[String], name: &str, scenario: &str) -> bool {
+    only.is_empty() || only.iter().any(|o| o == name || o == scenario)
+}
+
+/// Lints the file and runs the checklist; `progress` hears each scenario as it finishes.
+pub fn validate(
+    m: &Model,
+    file: &str,
+    text: &str,
+    opts: &Options,
+    progress: &(dyn Fn(&str, usize, usize) + Sync),
+) -> Result<Report, Vec<rocelab_model::Diagnostic>> {
+    rocelab_scenario::check_all(m)?;
+    let mut checks = Vec::new();
+    if wanted(&opts.only, "lint", "lint") && !opts.policy.skip.iter().any(|s| s == "lint") {
+        let lint = rocelab_lint::lint(m, file, text, &rocelab_lint::Options::default());
+        let mut errors: Vec<&rocelab_lint::Finding> =
+            lint.findings.iter().filter(|f| f.severity == rocelab_lint::Severity::Error).collect();
+        errors.sort_by_key(|f| (f.code, f.line, f.column));
+        let why = "the static rules of `rocelab lint`: an error is a known RoCE misconfiguration";
+        if errors.is_empty() {
+            checks.push(CheckResult {
+                name: "lint".into(),
+                scenario: "lint".into(),
+                verdict: Verdict::Pass,
+                figure: Some(0.0),
+                limit: Some(0.0),
+                cmp: "<=",
+                why: why.into(),
+                evidence: vec![format!("{} warnings", lint.count(rocelab_lint::Severity::Warning))],
+            });
+        }
+        // One failed check per rule, with every finding of it as evidence.
+        let mut codes: Vec<&str> = errors.iter().map(|f| f.code).collect();
+        codes.dedup();
+        for code in codes {
+            let of: Vec<&&rocelab_lint::Finding> = errors.iter().filter(|f| f.code == code).collect();
+            let mut evidence = vec![];
+            for f in &of {
+                evidence.push(format!("{}:{}:{}: {}", f.file, f.line, f.column, f.message));
+                evidence.push(format!("fix: {}", f.hint));
+            }
+            checks.push(CheckResult {
+                name: format!("lint.{code}"),
+                scenario: "lint".into(),
+                verdict: Verdict::Fail,
+                figure: Some(of.len() as f64),
+                limit: Some(0.0),
+                cmp: "<=",
+                why: of[0].title.to_string(),
+                evidence,
+            });
+        }
+    }
+    let defs: Vec<&CheckDef> = CHECKS
+        .iter()
+        .filter(|c| wanted(&opts.only, c.name, c.kind.name()) && !opts.policy.skip.iter().any(|s| s == c.name))
+        .collect();
+    let mut kinds: Vec<ScenarioKind> = vec![];
+    for c in &defs {
+        if !kinds.contains(&c.kind) {
+            kinds.push(c.kind);
+        }
+    }
+    let results = run_all(m, &kinds, opts, progress)?;
+    for c in defs {
+        let r = results.iter().find(|r| r.kind == c.kind.name()).expect("every kind asked for ran");
+        checks.push(judge(c, r, &opts.policy));
+    }
+    Ok(Report {
+        fabric: m.config.fabric.name.clone(),
+        file: file.to_string(),
+        seed: opts.seed,
+        checks,
+        scenarios: results,
+    })
+}
+
+/// Runs the scenarios on `jobs` threads; results in the order of `kinds`.
+fn run_all(
+    m: &Model,
+    kinds: &[ScenarioKind],
+    opts: &Options,
+    progress: &(dyn Fn(&str, usize, usize) + Sync),
+) -> Result<Vec<ScenarioResult>, Vec<rocelab_model::Diagnostic>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    type Slot = Option<Result<ScenarioResult, Vec<rocelab_model::Diagnostic>>>;
+    let slots: Mutex<Vec<Slot>> = Mutex::new((0..kinds.len()).map(|_| None).collect());
+    std::thread::scope(|sc| {
+        for _ in 0..opts.jobs.clamp(1, kinds.len().max(1)) {
+            sc.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&kind) = kinds.get(i) else { break };
+                let (c, path) = scenario_for(m, kind);
+                let r = rocelab_scenario::run(m, &c, &path, opts.seed);
+                slots.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
+                progress(kind.name(), done.fetch_add(1, Ordering::Relaxed) + 1, kinds.len());
+            });
+        }
+    });
+    slots.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().map(|r| r.expect("every slot ran")).collect()
+}
+
+/// A metric of the run; `headline` is its headline metric's value.
+fn metric(r: &ScenarioResult, name: &str) -> Option<f64> {
+    if name == "headline" {
+        return r.headline.value;
+    }
+    r.metrics.get(name).copied().flatten()
+}
+
+fn judge(c: &CheckDef, r: &ScenarioResult, p: &Policy) -> CheckResult {
+    let (figure, mut evidence) = match c.figure {
+        Figure::Headline => {
+            (r.headline.value, vec![format!("{} = {} {}", r.headline.metric, fmt(r.headline.value), r.headline.unit)])
+        }
+        Figure::Metric(k) => (metric(r, k), vec![format!("{k} = {}", fmt(metric(r, k)))]),
+        Figure::Difference(a, b) => {
+            let (x, y) = (metric(r, a), metric(r, b));
+            (x.zip(y).map(|(x, y)| x - y), vec![format!("{a} = {}, {b} = {}", fmt(x), fmt(y))])
+        }
+    };
+    let limit = p.limit(c);
+    let verdict = match (limit, figure) {
+        (None, _) => Verdict::Info,
+        (Some(_), None) => Verdict::Fail,
+        (Some(l), Some(v)) => {
+            let ok = match c.cmp {
+                Cmp::AtMost => v <= l,
+                Cmp::AtLeast => v >= l,
+            };
+            if ok {
+                Verdict::Pass
+            } else {
+                Verdict::Fail
+            }
+        }
+    };
+    if verdict == Verdict::Fail {
+        evidence.extend(likely_cause(r));
+    }
+    CheckResult {
+        name: c.name.to_string(),
+        scenario: r.scenario.clone(),
+        verdict,
+        figure,
+        limit,
+        cmp: if c.cmp == Cmp::AtMost { "<=" } else { ">=" },
+        why: c.why.to_string(),
+        evidence,
+    }
+}
+
+/// The figures of the run that usually explain a failure.
+fn likely_cause(r: &ScenarioResult) -> Vec<String> {
+    let mut v = vec![];
+    let g = |k: &str| metric(r, k).unwrap_or(0.0);
+    if g("dropped_packets") > 0.0 {
+        v.push(format!(
+            "{} packets dropped with {} PFC frames sent and a deepest queue of {} B: check the PFC headroom (lint HDR001) and the lossless priorities",
+            g("dropped_packets"),
+            g("pfc_frames"),
+            g("max_queue_bytes")
+        ));
+    }
+    if g("pfc_storms") > 0.0 {
+        v.push(format!("{} PFC watchdog storms: a priority stayed paused past the detection time", g("pfc_storms")));
+    }
+    if g("pfc_frames") > 0.0 && g("ecn_marked") == 0.0 {
+        v.push("pauses but no ECN mark: PFC alone is braking the senders (ECN off on the lossless class?)".into());
+    }
+    v
+}
+
+fn fmt(v: Option<f64>) -> String {
+    match v {
+        None => "-".into(),
+        Some(x) if x == x.trunc() && x.abs() < 1e15 => format!("{x:.0}"),
+        Some(x) => format!("{x:.4}"),
+    }
+}
+
+/// The test-runner view: a line per check, then the count.
+pub fn render_text(r: &Report) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "rocelab validate `{}` ({}, seed {}):", r.fabric, r.file, r.seed);
+    for c in &r.checks {
+        let tag = match c.verdict {
+            Verdict::Pass => "PASS",
+            Verdict::Fail => "FAIL",
+            Verdict::Info => "info",
+        };
+        let limit = c.limit.map_or(String::new(), |l| format!("  (limit {} {})", c.cmp, fmt(Some(l))));
+        let _ = writeln!(s, "  {tag}  {:<40} {:>14}{limit}", c.name, fmt(c.figure));
+        if c.verdict == Verdict::Fail {
+            for e in &c.evidence {
+                let _ = writeln!(s, "        {e}");
+            }
+        }
+    }
+    let judged = r.checks.iter().filter(|c| c.verdict != Verdict::Info).count();
+    let _ = writeln!(
+        s,
+        "result: {} of {judged} checks passed, {} failed ({} reported only; {} scenarios run)",
+        judged - r.failed(),
+        r.failed(),
+        r.checks.len() - judged,
+        r.scenarios.len()
+    );
+    s
+}
+
+/// Pretty JSON with a trailing newline.
+pub fn to_json(r: &Report) -> String {
+    serde_json::to_string_pretty(r).unwrap_or_default() + "\n"
+}
+
+fn xml(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&apos;")
+}
+
+/// JUnit XML as CI systems read it: a `<testsuite>` per scenario (and one for lint), a
+/// `<testcase>` per check, `<failure>` with the evidence; reported-only checks are
+/// `<skipped>` with their figure.
+pub fn junit(r: &Report) -> String {
+    let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        s,
+        "<testsuites name=\"rocelab validate {}\" tests=\"{}\" failures=\"{}\">",
+        xml(&r.fabric),
+        r.checks.len(),
+        r.failed()
+    );
+    let mut suites: Vec<&str> = vec![];
+    for c in &r.checks {
+        if !suites.contains(&c.scenario.as_str()) {
+            suites.push(&c.scenario);
+        }
+    }
+    for suite in suites {
+        let cs: Vec<&CheckResult> = r.checks.iter().filter(|c| c.scenario == suite).collect();
+        let fails = cs.iter().filter(|c| c.verdict == Verdict::Fail).count();
+        let skipped = cs.iter().filter(|c| c.verdict == Verdict::Info).count();
+        let time = r.scenarios.iter().find(|x| x.scenario == suite).map_or(0.0, |x| x.simulated_us * 1e-6);
+        let _ = writeln!(
+            s,
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{fails}\" errors=\"0\" skipped=\"{skipped}\" time=\"{time:.6}\">",
+            xml(suite),
+            cs.len()
+        );
+        for c in cs {
+            let _ = write!(s, "    <testcase classname=\"{}\" name=\"{}\"", xml(&r.fabric), xml(&c.name));
+            let detail = format!(
+                "{} = {}{}",
+                c.name,
+                fmt(c.figure),
+                c.limit.map_or(String::new(), |l| format!(" (limit {} {})", c.cmp, fmt(Some(l))))
+            );
+            match c.verdict {
+                Verdict::Pass => s.push_str("/>\n"),
+                Verdict::Fail => {
+                    let _ = writeln!(
+                        s,
+                        ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>",
+                        xml(&detail),
+                        xml(&c.evidence.join("\n"))
+                    );
+                }
+                Verdict::Info => {
+                    let _ =
+                        writeln!(s, ">\n      <skipped message=\"reported only: {}\"/>\n    </testcase>", xml(&detail));
+                }
+            }
+        }
+        s.push_str("  </testsuite>\n");
+    }
+    s.push_str("</testsuites>\n");
+    s
+}
+
+/// Every check: name, scenario, comparison, default limit, why.
+pub fn list() -> String {
+    let mut s = String::from(
+        "lint                                      every error of `rocelab lint` is a failed check `lint.<CODE>`\n",
+    );
+    for c in CHECKS {
+        let limit = c.limit.map_or("reported".to_string(), |l| {
+            format!("{} {}", if c.cmp == Cmp::AtMost { "<=" } else { ">=" }, fmt(Some(l)))
+        });
+        let _ = writeln!(s, "{:<41} {:<12} {}", c.name, limit, c.why);
+    }
+    s
+}

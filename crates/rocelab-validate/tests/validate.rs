@@ -1,0 +1,105 @@
+//! The checklist on shipped fabrics: the correct one passes every default check, the one full
+//! of mistakes fails the checks its mistakes imply, and every output says the same.
+
+use rocelab_validate::{html, junit, render_text, to_json, validate, Options, Policy, Report, Verdict, CHECKS};
+use std::path::PathBuf;
+
+fn example(name: &str) -> (rocelab_model::Model, String, String) {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name);
+    let text = std::fs::read_to_string(&p).unwrap();
+    let m = rocelab_model::load_str(name, &text).unwrap_or_else(|e| panic!("{e}"));
+    (m, name.to_string(), text)
+}
+
+fn run(name: &str, policy: Policy, only: &[&str]) -> Report {
+    let (m, file, text) = example(name);
+    let opts = Options { policy, only: only.iter().map(|s| s.to_string()).collect(), jobs: 2, seed: 1 };
+    validate(&m, &file, &text, &opts, &|_, _, _| {}).unwrap_or_else(|e| panic!("{e:?}"))
+}
+
+#[test]
+fn the_correct_example_passes_every_default_check() {
+    let r = run("leaf-spine-small.toml", Policy::default(), &[]);
+    let failed: Vec<&str> = r.checks.iter().filter(|c| c.verdict == Verdict::Fail).map(|c| c.name.as_str()).collect();
+    assert!(failed.is_empty(), "{failed:?}\n{}", render_text(&r));
+    // lint and every check of the catalog, each scenario run once.
+    assert_eq!(r.checks.len(), 1 + CHECKS.len());
+    assert_eq!(r.scenarios.len(), 12);
+    let judged = r.checks.iter().filter(|c| c.verdict == Verdict::Pass).count();
+    assert_eq!(judged, 1 + CHECKS.iter().filter(|c| c.limit.is_some()).count());
+    // The deciding figures are the physics: an incast no faster than N·size/B.
+    let incast = r.checks.iter().find(|c| c.name == "incast.completion").unwrap();
+    assert!(incast.figure.unwrap() >= 1.0 && incast.figure.unwrap() <= 1.25, "{incast:?}");
+}
+
+#[test]
+fn the_common_mistakes_fabric_fails_the_checks_its_mistakes_imply() {
+    let r = run("common-mistakes.toml", Policy::default(), &[]);
+    let failed: Vec<&str> = r.checks.iter().filter(|c| c.verdict == Verdict::Fail).map(|c| c.name.as_str()).collect();
+    // CNPs in the RoCE data class (behind data, DWRR), PFC on the TCP/default class (head-of-
+    // line blocking of the lossless class), headroom short, RDMA sharing its class.
+    for want in ["lint.CNP001", "lint.PFC002", "lint.HDR001", "lint.ISO001", "lint.QOS002"] {
+        assert!(failed.contains(&want), "{want} not in {failed:?}");
+    }
+    let cnp = r.checks.iter().find(|c| c.name == "lint.CNP001").unwrap();
+    assert!(
+        cnp.evidence.iter().any(|e| e.contains("common-mistakes.toml:") && e.contains("queue behind data")),
+        "{cnp:?}"
+    );
+    assert!(r.failed() >= 5);
+}
+
+#[test]
+fn text_json_junit_and_html_agree_on_every_verdict() {
+    // A tight incast limit makes one dynamic check fail.
+    let policy = Policy { limits: [("incast.completion".to_string(), 1.0)].into(), ..Policy::default() };
+    let r = run("leaf-spine-small.toml", policy, &["incast", "lint"]);
+    assert_eq!(r.scenarios.len(), 1);
+    let fail = r.checks.iter().find(|c| c.name == "incast.completion").unwrap();
+    assert_eq!(fail.verdict, Verdict::Fail);
+    assert!(render_text(&r).contains("FAIL  incast.completion"));
+    let j: serde_json::Value = serde_json::from_str(&to_json(&r)).unwrap();
+    let verdicts: Vec<(String, String)> = j["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["name"].as_str().unwrap().to_string(), c["verdict"].as_str().unwrap().to_string()))
+        .collect();
+    assert!(verdicts.contains(&("incast.completion".into(), "fail".into())), "{verdicts:?}");
+    assert!(verdicts.contains(&("incast.lossless-drops".into(), "pass".into())));
+    let x = junit(&r);
+    assert_eq!(x.matches("<testcase ").count(), r.checks.len());
+    assert_eq!(x.matches("<failure ").count(), r.failed());
+    assert!(
+        x.contains(
+            "name=\"incast.completion\">\n      <failure message=\"incast.completion = 1.0205 (limit &lt;= 1)\""
+        ),
+        "{x}"
+    );
+    let page = html::render(&r);
+    assert!(page.contains("<tr class=\"fail\"><td>incast.completion</td><td>FAIL</td>"), "{page}");
+    assert!(page.contains("completion_over_ideal = 1.0205"));
+    assert!(
+        page.contains("<svg") && !page.contains("<script") && !page.contains("http://")
+            || page.contains("xmlns=\"http://www.w3.org/2000/svg\"")
+    );
+    // Same input, same bytes.
+    let again = run(
+        "leaf-spine-small.toml",
+        Policy { limits: [("incast.completion".to_string(), 1.0)].into(), ..Policy::default() },
+        &["incast", "lint"],
+    );
+    assert_eq!(to_json(&again), to_json(&r));
+    assert_eq!(html::render(&again), page);
+}
+
+#[test]
+fn a_policy_names_its_errors() {
+    let e = Policy::parse("p.toml", "skip = [\"lint\"]\n[limits]\n\"incast.complete\" = 2\n").unwrap_err();
+    assert!(e.contains("p.toml:3") && e.contains("incast.complete"), "{e}");
+    let e = Policy::parse("p.toml", "[limit]\n").unwrap_err();
+    assert!(e.starts_with("p.toml:1"), "{e}");
+    let p =
+        Policy::parse("p.toml", "skip = [\"mixed.rdma-slowdown\"]\n[limits]\n\"collective.busbw\" = 0.9\n").unwrap();
+    assert_eq!(p.limits["collective.busbw"], 0.9);
+}
