@@ -59,11 +59,40 @@ pub struct SimOptions {
     /// every message ever posted (a ring collective posts millions). The snapshot then lists
     /// only the QPs still held.
     pub recycle_qps: bool,
+    /// Which engine runs the workload: packets (this module) or flows (`crate::flow`).
+    pub engine: EngineKind,
+}
+
+/// The engines a workload runs on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EngineKind {
+    /// Every packet, queue, pause frame and rate update (`engine`).
+    #[default]
+    Packet,
+    /// Max-min fair rates of flows on their ECMP paths (`flow`).
+    Flow,
+}
+
+impl EngineKind {
+    /// The name outputs record (`engine` in reports).
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Packet => "packet",
+            EngineKind::Flow => "flow",
+        }
+    }
 }
 
 impl Default for SimOptions {
     fn default() -> Self {
-        SimOptions { seed: 1, duration: None, sample_interval: None, ack_interval: 4, recycle_qps: false }
+        SimOptions {
+            seed: 1,
+            duration: None,
+            sample_interval: None,
+            ack_interval: 4,
+            recycle_qps: false,
+            engine: EngineKind::Packet,
+        }
     }
 }
 
@@ -283,6 +312,16 @@ impl Qp {
         };
         in_flight < w
     }
+}
+
+/// Where a QP runs: its NICs at both ends, its UDP source port and the ECMP hash of its
+/// 5-tuple (`Sim::qp_route`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct QpRoute {
+    pub src_nic: u32,
+    pub dst_nic: u32,
+    pub sport: u16,
+    pub hash: u32,
 }
 
 /// What a fault does when it happens, with its target resolved.
@@ -672,7 +711,7 @@ impl<'m> Sim<'m> {
             sim.series = Some(rec);
         }
         let mut workload = workload;
-        workload.start(&mut Net { sim: &mut sim });
+        workload.start(&mut Net::packet(&mut sim));
         sim.workload = Some(workload);
         for (i, f) in sim.faults.iter().enumerate() {
             sim.q.push(f.at, Ev::Fault { idx: i as u32 });
@@ -712,17 +751,10 @@ impl<'m> Sim<'m> {
             if size == 0 {
                 continue;
             }
-            let src_nic = self.host_nic(f.src);
-            let dst_nic = self.host_nic(f.dst);
+            let QpRoute { src_nic, dst_nic, sport, hash } = self.qp_route(&f, k);
             let line = self.ports[self.nics[src_nic as usize].port as usize].speed.0 as f64;
-            let sport = match f.sport {
-                // (49152 = 3 · 16384: a port in the range keeps its value for k = 0.)
-                Some(base) => 49152 + (base as u32 % 16384 + k) % 16384,
-                None => 49152 + (self.sport_rng.below(16384) as u32),
-            };
             let mtu = prof.mtu;
             let npkts = size.div_ceil(mtu as u64).min(u32::MAX as u64 - 1) as u32;
-            let hash = self.flow_hash(f.src.0, f.dst.0, sport);
             let qp = Qp {
                 flow: fi,
                 src_nic,
@@ -735,7 +767,7 @@ impl<'m> Sim<'m> {
                 class: switch_class,
                 pcp,
                 hash,
-                sport: sport as u16,
+                sport,
                 ect: cc_on || prof.qos.ecn_np_mask & (1 << pcp) != 0,
                 window: prof.window_bytes,
                 window_var: prof.window_scales_with_rate,
@@ -784,6 +816,21 @@ impl<'m> Sim<'m> {
         fi
     }
 
+    /// The NICs, source port and ECMP hash QP `k` of message `f` gets: the host ports
+    /// round-robin, the source port from the message or the run's stream. Draws in QP
+    /// creation order, so an engine calling it for the same messages gets the same QPs.
+    pub(crate) fn qp_route(&mut self, f: &FlowSpec, k: u32) -> QpRoute {
+        let src_nic = self.host_nic(f.src);
+        let dst_nic = self.host_nic(f.dst);
+        let sport = match f.sport {
+            // (49152 = 3 · 16384: a port in the range keeps its value for k = 0.)
+            Some(base) => 49152 + (base as u32 % 16384 + k) % 16384,
+            None => 49152 + (self.sport_rng.below(16384) as u32),
+        };
+        let hash = self.flow_hash(f.src.0, f.dst.0, sport);
+        QpRoute { src_nic, dst_nic, sport: sport as u16, hash }
+    }
+
     /// Adds an observer; it hears everything from now on.
     pub fn add_observer(&mut self, o: Box<dyn Observer + 'm>) {
         self.observers.push(o);
@@ -814,7 +861,7 @@ impl<'m> Sim<'m> {
         let f = &self.flows[fi as usize];
         let failed = self.flow_failed[fi as usize];
         let done = Delivered { msg: fi, tag: f.tag, src: f.src, dst: f.dst, start: f.start, at: self.now, failed };
-        w.on_delivered(done, &mut Net { sim: self });
+        w.on_delivered(done, &mut Net::packet(self));
         self.workload = Some(w);
     }
 
@@ -839,7 +886,7 @@ impl<'m> Sim<'m> {
         let tag = self.wakes[slot as usize];
         self.free_wakes.push(slot);
         let Some(mut w) = self.workload.take() else { return };
-        w.on_wake(tag, &mut Net { sim: self });
+        w.on_wake(tag, &mut Net::packet(self));
         self.workload = Some(w);
     }
 

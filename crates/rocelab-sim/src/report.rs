@@ -291,7 +291,7 @@ impl RunReport {
         let h = &snap.queue_delay;
         RunReport {
             rocelab_version: env!("CARGO_PKG_VERSION"),
-            engine: "packet",
+            engine: snap.engine,
             fabric: m.name.clone(),
             fabric_hash: format!("{:016x}", m.fabric_hash),
             seed: snap.seed,

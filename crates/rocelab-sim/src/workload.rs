@@ -32,6 +32,7 @@
 //!   ([`Workload::wants_deliveries`] false, as [`FixedFlows`]) adds no event at all.
 
 use crate::engine::Sim;
+use crate::flow::FlowSim;
 use crate::traffic::FlowSpec;
 use rocelab_model::{Model, NodeId, SimTime};
 use std::fmt;
@@ -105,21 +106,51 @@ impl std::error::Error for PostError {}
 
 /// What a workload may do to the fabric.
 pub struct Net<'s, 'm> {
-    pub(crate) sim: &'s mut Sim<'m>,
+    backend: Backend<'s, 'm>,
+}
+
+/// The engine a workload's calls go to: one `match` per call, nothing per packet.
+enum Backend<'s, 'm> {
+    Packet(&'s mut Sim<'m>),
+    Flow(&'s mut FlowSim<'m>),
+}
+
+impl<'s, 'm> Net<'s, 'm> {
+    pub(crate) fn packet(sim: &'s mut Sim<'m>) -> Self {
+        Net { backend: Backend::Packet(sim) }
+    }
+
+    pub(crate) fn flow(sim: &'s mut FlowSim<'m>) -> Self {
+        Net { backend: Backend::Flow(sim) }
+    }
+
+    /// Adds a flow already checked (or built from checked `[[traffic]]`).
+    pub(crate) fn post_spec(&mut self, f: FlowSpec) -> MsgId {
+        match &mut self.backend {
+            Backend::Packet(s) => s.post_flow(f),
+            Backend::Flow(s) => s.post_flow(f),
+        }
+    }
 }
 
 impl<'m> Net<'_, 'm> {
     pub fn now(&self) -> SimTime {
-        self.sim.now()
+        match &self.backend {
+            Backend::Packet(s) => s.now(),
+            Backend::Flow(s) => s.now(),
+        }
     }
 
     pub fn model(&self) -> &'m Model {
-        self.sim.m
+        match &self.backend {
+            Backend::Packet(s) => s.m,
+            Backend::Flow(s) => s.model(),
+        }
     }
 
     /// Posts a message; it starts at `max(now, message.start)`.
     pub fn post(&mut self, msg: Message) -> Result<MsgId, PostError> {
-        let m = self.sim.m;
+        let m = self.model();
         for (end, id) in [("source", msg.src), ("destination", msg.dst)] {
             if id.idx() >= m.nodes.len() || !m.node(id).is_host() {
                 return Err(PostError(format!("the {end} of a message must be a host")));
@@ -138,12 +169,12 @@ impl<'m> Net<'_, 'm> {
         if class >= m.qos.classes.len() {
             return Err(PostError(format!("no traffic class {class}")));
         }
-        let now = self.sim.now();
+        let now = self.now();
         let start = msg.start.map_or(now, |s| s.max(now));
         if start > LATEST_START {
             return Err(PostError(format!("start at {:?} is beyond the engine's clock range", start)));
         }
-        Ok(self.sim.post_flow(FlowSpec {
+        Ok(self.post_spec(FlowSpec {
             src: msg.src,
             dst: msg.dst,
             size_bytes: msg.size_bytes,
@@ -160,11 +191,14 @@ impl<'m> Net<'_, 'm> {
     /// compute phase, a transfer that does not cross the fabric (NVLink), a delayed start.
     /// The run does not end while a wake-up is due.
     pub fn wake_at(&mut self, at: SimTime, tag: u64) -> Result<(), PostError> {
-        let at = at.max(self.sim.now());
+        let at = at.max(self.now());
         if at > LATEST_START {
             return Err(PostError(format!("a wake-up at {:?} is beyond the engine's clock range", at)));
         }
-        self.sim.push_wake(at, tag);
+        match &mut self.backend {
+            Backend::Packet(s) => s.push_wake(at, tag),
+            Backend::Flow(s) => s.push_wake(at, tag),
+        }
         Ok(())
     }
 }
@@ -192,7 +226,7 @@ pub struct FixedFlows(pub Vec<FlowSpec>);
 impl Workload for FixedFlows {
     fn start(&mut self, net: &mut Net<'_, '_>) {
         for f in self.0.drain(..) {
-            net.sim.post_flow(f);
+            net.post_spec(f);
         }
     }
 
