@@ -370,9 +370,20 @@ impl<'m> FlowSim<'m> {
 
     /// Runs to completion (every message delivered, nothing due) or to the duration limit.
     pub fn run(&mut self, progress: &mut dyn FnMut(Progress)) {
+        self.run_events(u64::MAX, progress);
+    }
+
+    /// As `run`, but stops after handling `max_events` more events (to time a stretch of a
+    /// long run); may be called again to go on.
+    pub fn run_events(&mut self, max_events: u64, progress: &mut dyn FnMut(Progress)) {
         let end = self.opts.duration;
         let mut next_report = 0u64;
+        let last = self.events.saturating_add(max_events);
         loop {
+            if self.events >= last {
+                progress(self.progress());
+                return;
+            }
             let Some(Reverse((t, _, _))) = self.q.peek().copied() else {
                 if self.dirty.is_empty() {
                     break;
