@@ -41,21 +41,20 @@
 pub mod maxmin;
 
 use crate::engine::{EngineKind, Fault, FaultAction, Progress, QpRoute, Sim, SimOptions};
+use crate::event::EventQueue;
 use crate::packet::DATA_OVERHEAD;
 use crate::snapshot::{FlowRecord, Snapshot};
 use crate::traffic::FlowSpec;
 use crate::workload::{Delivered, FixedFlows, MsgId, Net, Workload};
 use maxmin::WaterFill;
 use rocelab_model::{Diagnostic, Model, NodeId, PortId, SimTime};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 /// Longest path a flow may take (links): a 3-tier Clos path is 6.
 pub const MAX_HOPS: usize = 12;
 
 const NONE: u32 = u32::MAX;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Ev {
     /// QP `flow` starts sending.
     Start {
@@ -158,8 +157,7 @@ pub struct FlowSim<'m> {
     /// The packet engine's routing, hashing and fault state; it runs nothing.
     router: Sim<'m>,
     now: SimTime,
-    q: BinaryHeap<Reverse<(SimTime, u64, Ev)>>,
-    seq: u64,
+    q: EventQueue<Ev>,
     events: u64,
     faults: Vec<Fault>,
     faults_due: usize,
@@ -191,6 +189,9 @@ pub struct FlowSim<'m> {
     path_buf: Vec<u32>,
     stats: FlowStats,
     payload_delivered: u64,
+    /// Messages delivered, and payload bytes posted.
+    msgs_done: usize,
+    bytes_total: u64,
     packets: u64,
     packet_hops: u64,
     stopped_at_duration: bool,
@@ -222,8 +223,7 @@ impl<'m> FlowSim<'m> {
             m,
             router,
             now: SimTime::ZERO,
-            q: BinaryHeap::new(),
-            seq: 0,
+            q: EventQueue::with_capacity(1024),
             events: 0,
             faults_due: faults.len(),
             faults,
@@ -252,6 +252,8 @@ impl<'m> FlowSim<'m> {
             path_buf: Vec::with_capacity(MAX_HOPS + 1),
             stats: FlowStats::default(),
             payload_delivered: 0,
+            msgs_done: 0,
+            bytes_total: 0,
             packets: 0,
             packet_hops: 0,
             stopped_at_duration: false,
@@ -285,13 +287,13 @@ impl<'m> FlowSim<'m> {
     }
 
     fn push(&mut self, at: SimTime, ev: Ev) {
-        self.seq += 1;
-        self.q.push(Reverse((at, self.seq, ev)));
+        self.q.push(at, ev);
     }
 
     /// Adds a message and its QPs (they start at `f.start`); returns its index.
     pub(crate) fn post_flow(&mut self, f: FlowSpec) -> MsgId {
         let mi = self.msgs.len() as u32;
+        self.bytes_total += f.size_bytes;
         let mtu = self.m.nic_of(f.src).mtu as u64;
         let per = f.size_bytes / f.qps as u64;
         let mut qps = 0;
@@ -384,24 +386,18 @@ impl<'m> FlowSim<'m> {
                 progress(self.progress());
                 return;
             }
-            let Some(Reverse((t, _, _))) = self.q.peek().copied() else {
-                if self.dirty.is_empty() {
-                    break;
-                }
+            if !self.dirty.is_empty() && !self.q.due_at_last() {
+                // Everything due now is handled: new rates (their events come at or after
+                // now), then move on.
                 self.recompute();
-                continue;
-            };
-            if t > self.now && !self.dirty.is_empty() {
-                // Everything due now is handled: new rates, then move on.
-                self.recompute();
-                continue;
             }
+            let Some(t) = self.q.peek_time(|_| {}) else { break };
             if end.is_some_and(|e| t > e) {
                 self.now = end.unwrap_or(t);
                 self.stopped_at_duration = true;
                 break;
             }
-            let Some(Reverse((t, _, ev))) = self.q.pop() else { break };
+            let Some((t, ev)) = self.q.pop() else { break };
             self.now = t;
             self.events += 1;
             self.dispatch(ev);
@@ -410,20 +406,19 @@ impl<'m> FlowSim<'m> {
                 progress(self.progress());
             }
         }
-        self.stopped_no_progress = !self.stopped_at_duration && self.msgs.iter().any(|m| m.finish.is_none());
+        self.stopped_no_progress = !self.stopped_at_duration && self.msgs_done < self.msgs.len();
         progress(self.progress());
     }
 
     fn progress(&self) -> Progress {
-        let done = self.msgs.iter().filter(|m| m.finish.is_some()).count();
         Progress {
             now: self.now,
             end: self.opts.duration,
             events: self.events,
-            qps_done: done,
+            qps_done: self.msgs_done,
             qps_total: self.msgs.len(),
             bytes_done: self.payload_delivered,
-            bytes_total: self.msgs.iter().map(|m| m.size).sum(),
+            bytes_total: self.bytes_total,
         }
     }
 
@@ -442,6 +437,7 @@ impl<'m> FlowSim<'m> {
                 if m.left == 0 {
                     m.finish = Some(self.now);
                     self.payload_delivered += m.size;
+                    self.msgs_done += 1;
                     if self.deliveries_wanted {
                         self.push(self.now, Ev::Deliver { msg });
                     }
