@@ -12,7 +12,9 @@
 //! level or the lowest cap. Freezing a flow at rate x takes x from each of its links, and a
 //! link's level can then only rise (x ≤ its level), so a heap of levels with stale entries
 //! skipped (an entry is current when it equals `rem / n` as recomputed) serves the minimum.
-//! Cost: O((F + P) log P) for F flows whose paths have P link crossings in total.
+//! Flows frozen at one level are one batch, and a link touched by a batch enters the heap
+//! once for it. Cost: O(P + B log H) for F flows whose paths have P link crossings in
+//! total, B the links touched summed over batches, H the heap size, plus sorting the caps.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
@@ -51,6 +53,9 @@ pub struct WaterFill {
     lids: Vec<u32>,
     frozen: Vec<bool>,
     order: Vec<u32>,
+    /// Local links whose level changed in the current batch (`touched_in` marks them).
+    touched: Vec<u32>,
+    touched_in: Vec<bool>,
     heap: BinaryHeap<Reverse<(Level, u32)>>,
 }
 
@@ -118,9 +123,14 @@ impl WaterFill {
         // Flows by cap, lowest first (ties in input order: deterministic).
         self.order.clear();
         self.order.extend(0..nf as u32);
-        self.order.sort_by(|a, b| flow_cap[*a as usize].total_cmp(&flow_cap[*b as usize]).then(a.cmp(b)));
+        if flow_cap.windows(2).any(|w| w[0] != w[1]) {
+            self.order.sort_by(|a, b| flow_cap[*a as usize].total_cmp(&flow_cap[*b as usize]).then(a.cmp(b)));
+        }
         self.frozen.clear();
         self.frozen.resize(nf, false);
+        self.touched.clear();
+        self.touched_in.clear();
+        self.touched_in.resize(nl, false);
         let mut left = nf;
         let mut next_cap = 0;
         while left > 0 {
@@ -140,6 +150,8 @@ impl WaterFill {
                     }
                 }
             };
+            // Everything frozen at one level is one batch: its links' new levels go into the
+            // heap once, after it (not once per flow).
             match link {
                 Some((x, j)) if x < cap_level => {
                     self.heap.pop();
@@ -152,13 +164,27 @@ impl WaterFill {
                     }
                 }
                 _ if next_cap < nf => {
-                    let f = self.order[next_cap] as usize;
-                    self.freeze(f, cap_level, off, links, rate);
-                    left -= 1;
+                    // Every flow capped at this level (all are where caps are line rates).
+                    while next_cap < nf && flow_cap[self.order[next_cap] as usize] == cap_level {
+                        let f = self.order[next_cap] as usize;
+                        if !self.frozen[f] {
+                            self.freeze(f, cap_level, off, links, rate);
+                            left -= 1;
+                        }
+                        next_cap += 1;
+                    }
                 }
                 // Flows crossing no link and uncapped: unbounded; callers never ask for them.
                 _ => break,
             }
+            for t in 0..self.touched.len() {
+                let j = self.touched[t] as usize;
+                self.touched_in[j] = false;
+                if self.cnt[j] > 0 {
+                    self.heap.push(Reverse((Level(self.rem[j] / self.cnt[j] as f64), j as u32)));
+                }
+            }
+            self.touched.clear();
         }
     }
 
@@ -169,8 +195,9 @@ impl WaterFill {
             let j = self.local[l as usize] as usize;
             self.rem[j] = (self.rem[j] - x).max(0.0);
             self.cnt[j] -= 1;
-            if self.cnt[j] > 0 {
-                self.heap.push(Reverse((Level(self.rem[j] / self.cnt[j] as f64), j as u32)));
+            if !self.touched_in[j] {
+                self.touched_in[j] = true;
+                self.touched.push(j as u32);
             }
         }
     }
