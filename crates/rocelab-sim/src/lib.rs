@@ -1,5 +1,5 @@
-//! rocelab's packet-level engine. Read this page first: it says which module owns what and
-//! where to change a mechanism.
+//! rocelab's packet-level engine, and the flow-level engine beside it (`flow`). Read this page
+//! first: it says which module owns what and where to change a mechanism.
 //!
 //! A discrete-event simulator of a RoCEv2 fabric at packet granularity: NICs with RC queue
 //! pairs (segmentation into MTU packets with real header overhead, per-QP DCQCN rate limiting
@@ -25,7 +25,9 @@
 //! | invariants recounted from the packets | `engine::invariants` |
 //! | congestion control: the `CongestionControl` trait, DCQCN's two variants behind it | `dcqcn` |
 //! | pacing a QP at its rate | `pacer` |
-//! | the workload API (messages, delivery callbacks) | `workload` |
+//! | the workload API (messages, delivery callbacks), the engine a `Net` talks to | `workload` |
+//! | the flow-level engine (max-min rates on the same ECMP paths, same workloads) | `flow`; its fill: `flow::maxmin` |
+//! | choosing the engine (`SimOptions::engine`) for a workload or `[[traffic]]` | `Run`, `build_run` |
 //! | `[[traffic]]` patterns → flows | `traffic` |
 //! | the event queue (16-ary radix heap, FIFO among equal times) | `event` |
 //! | packets, header overheads, the packet slab, the intrusive queue FIFO | `packet` |

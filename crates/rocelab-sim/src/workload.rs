@@ -1,4 +1,5 @@
-//! The workload API: what drives traffic into the engine.
+//! The workload API: what drives traffic into the engine — the packet engine (`Sim`) or the
+//! flow engine (`flow::FlowSim`); a workload cannot tell which, and runs unchanged on both.
 //!
 //! A [`Workload`] posts messages on connections between two hosts and is called back when
 //! each one has been delivered, so it can post what depends on it: the next chunk of a ring

@@ -547,9 +547,9 @@ impl<'m> FlowSim<'m> {
         let mut tail = SimTime::ZERO;
         for (h, &l) in f.path[..f.len as usize].iter().enumerate() {
             let p = m.port(PortId(l));
-            tail = tail + p.delay;
+            tail += p.delay;
             if h > 0 {
-                tail = tail + p.speed.serialize(f.last_pkt_wire as u64);
+                tail += p.speed.serialize(f.last_pkt_wire as u64);
             }
             self.tx_bytes[l as usize] += f.wire;
         }
