@@ -26,7 +26,7 @@ use crate::packet::*;
 use crate::rng::{mix64, Rng};
 use crate::stats::*;
 use crate::traffic::FlowSpec;
-use crate::workload::{Delivered, FixedFlows, Net, Workload};
+use crate::workload::{Delivered, FixedFlows, Net, WakeSlots, Workload};
 use rocelab_model::config::{CongestionControl, FaultConfig, FaultKind, HashField, SchedulerKind, WatchdogAction};
 use rocelab_model::{BitsPerSec, Dcqcn, Diagnostic, Model, NodeId, PortId, Role, SimTime};
 use std::collections::VecDeque;
@@ -427,8 +427,7 @@ pub struct Sim<'m> {
     /// `Delivered` events queued and not yet handled.
     deliveries_due: u32,
     /// Tags of the workload's wake-ups by slot, and the free slots (a wake-up due holds one).
-    wakes: Vec<u64>,
-    free_wakes: Vec<u32>,
+    wakes: WakeSlots,
     /// The stream of UDP source ports, one per QP in posting order.
     sport_rng: Rng,
     /// QPs created so far per host (a multi-port host takes its ports round-robin).
@@ -699,8 +698,7 @@ impl<'m> Sim<'m> {
             workload: None,
             flow_rx_left: Vec::new(),
             deliveries_due: 0,
-            wakes: Vec::new(),
-            free_wakes: Vec::new(),
+            wakes: WakeSlots::default(),
             sport_rng: Rng::new(opts.seed, 0x5150_0000),
             qps_at: vec![0; m.nodes.len()],
             opts,
@@ -867,24 +865,14 @@ impl<'m> Sim<'m> {
 
     /// Queues a wake-up of the workload (see `Net::wake_at`).
     pub(crate) fn push_wake(&mut self, at: SimTime, tag: u64) {
-        let slot = match self.free_wakes.pop() {
-            Some(s) => {
-                self.wakes[s as usize] = tag;
-                s
-            }
-            None => {
-                self.wakes.push(tag);
-                self.wakes.len() as u32 - 1
-            }
-        };
+        let slot = self.wakes.hold(tag);
         self.q.push(at, Ev::Wake { slot });
     }
 
     #[cold]
     #[inline(never)]
     fn on_wake(&mut self, slot: u32) {
-        let tag = self.wakes[slot as usize];
-        self.free_wakes.push(slot);
+        let tag = self.wakes.release(slot);
         let Some(mut w) = self.workload.take() else { return };
         w.on_wake(tag, &mut Net::packet(self));
         self.workload = Some(w);
@@ -946,7 +934,7 @@ impl<'m> Sim<'m> {
                 && self.qps_created > 0
                 && self.pkts.live() == 0
                 && self.deliveries_due == 0
-                && self.free_wakes.len() == self.wakes.len()
+                && self.wakes.none_due()
             {
                 self.stopped_at_duration = false;
                 break;

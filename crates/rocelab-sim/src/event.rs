@@ -51,7 +51,7 @@ pub enum Ev {
     Delivered {
         flow: u32,
     },
-    /// The workload's wake-up (`Sim::wakes[slot]` holds its tag).
+    /// The workload's wake-up (`Sim::wakes` holds its tag in `slot`).
     Wake {
         slot: u32,
     },

@@ -204,6 +204,41 @@ impl<'m> Net<'_, 'm> {
     }
 }
 
+/// The tags of a workload's pending wake-ups, by slot; a slot is reused once its wake-up has
+/// run. Each engine queues a wake-up as an event naming its slot.
+#[derive(Default)]
+pub(crate) struct WakeSlots {
+    tags: Vec<u64>,
+    free: Vec<u32>,
+}
+
+impl WakeSlots {
+    /// Holds `tag` in a slot until `release`.
+    pub(crate) fn hold(&mut self, tag: u64) -> u32 {
+        match self.free.pop() {
+            Some(s) => {
+                self.tags[s as usize] = tag;
+                s
+            }
+            None => {
+                self.tags.push(tag);
+                self.tags.len() as u32 - 1
+            }
+        }
+    }
+
+    /// The tag of a wake-up that is due; its slot is free again.
+    pub(crate) fn release(&mut self, slot: u32) -> u64 {
+        self.free.push(slot);
+        self.tags[slot as usize]
+    }
+
+    /// No wake-up is pending.
+    pub(crate) fn none_due(&self) -> bool {
+        self.free.len() == self.tags.len()
+    }
+}
+
 /// Drives a run: posts messages and reacts to their delivery.
 pub trait Workload {
     /// Posts the first messages (called once, before any event).

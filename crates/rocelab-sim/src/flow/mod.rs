@@ -45,7 +45,7 @@ use crate::event::EventQueue;
 use crate::packet::DATA_OVERHEAD;
 use crate::snapshot::{FlowRecord, Snapshot};
 use crate::traffic::FlowSpec;
-use crate::workload::{Delivered, FixedFlows, MsgId, Net, Workload};
+use crate::workload::{Delivered, FixedFlows, MsgId, Net, WakeSlots, Workload};
 use maxmin::WaterFill;
 use rocelab_model::{Diagnostic, Model, NodeId, PortId, SimTime};
 
@@ -171,8 +171,7 @@ pub struct FlowSim<'m> {
     msgs: Vec<Msg>,
     workload: Option<Box<dyn Workload + 'm>>,
     deliveries_wanted: bool,
-    wakes: Vec<u64>,
-    free_wakes: Vec<u32>,
+    wakes: WakeSlots,
     /// Links whose flows changed since the last recomputation (deduplicated by `link_mark`).
     dirty: Vec<u32>,
     link_mark: Vec<u32>,
@@ -236,8 +235,7 @@ impl<'m> FlowSim<'m> {
             msgs: Vec::new(),
             deliveries_wanted: workload.wants_deliveries(),
             workload: None,
-            wakes: Vec::new(),
-            free_wakes: Vec::new(),
+            wakes: WakeSlots::default(),
             dirty: Vec::new(),
             link_mark: vec![0; nl],
             flow_mark: Vec::new(),
@@ -357,16 +355,7 @@ impl<'m> FlowSim<'m> {
 
     /// Queues a wake-up of the workload (see `Net::wake_at`).
     pub(crate) fn push_wake(&mut self, at: SimTime, tag: u64) {
-        let slot = match self.free_wakes.pop() {
-            Some(s) => {
-                self.wakes[s as usize] = tag;
-                s
-            }
-            None => {
-                self.wakes.push(tag);
-                self.wakes.len() as u32 - 1
-            }
-        };
+        let slot = self.wakes.hold(tag);
         self.push(at, Ev::Wake { slot });
     }
 
@@ -452,8 +441,7 @@ impl<'m> FlowSim<'m> {
                 self.workload = Some(w);
             }
             Ev::Wake { slot } => {
-                let tag = self.wakes[slot as usize];
-                self.free_wakes.push(slot);
+                let tag = self.wakes.release(slot);
                 let Some(mut w) = self.workload.take() else { return };
                 w.on_wake(tag, &mut Net::flow(self));
                 self.workload = Some(w);
