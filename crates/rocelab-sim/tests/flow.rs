@@ -129,3 +129,16 @@ fn a_lone_flow_takes_the_same_time_on_both_engines() {
     let one = SimTime(4 * 86_560 + 2 * 15_000 + 2 * 150_000).as_secs_f64();
     assert!((f.flows[0].fct_seconds.unwrap() - one).abs() < 1e-12, "{:?} vs {one}", f.flows[0].fct_seconds);
 }
+
+#[test]
+fn same_seed_same_bytes_and_another_seed_another_permutation() {
+    let m = leaf_spine("[[traffic]]\npattern = \"permutation\"\nsize_bytes = 3000000\nqps = 2\n");
+    let json = |seed: u64| {
+        let opts = SimOptions { engine: EngineKind::Flow, seed, ..SimOptions::default() };
+        let mut r = build_run(&m, opts).unwrap();
+        r.run(&mut |_| {});
+        RunReport::from_snapshot(&r.snapshot(), &m).to_json()
+    };
+    assert_eq!(json(5), json(5));
+    assert_ne!(json(5), json(6));
+}
