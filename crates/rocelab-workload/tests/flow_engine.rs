@@ -191,23 +191,8 @@ fabric_link = { speed_gbps = 100, length_m = 30 }
     assert!(four < one, "4 QPs per connection ({four} µs) should beat 1 ({one} µs)");
 }
 
-/// 8 hosts on 2 leaves at 100G, 2 spines at 400G: non-blocking for a ring.
-fn ring8(extra: &str) -> Model {
-    model(
-        "ring8.toml",
-        &format!(
-            r#"[fabric]
-name = "ring8"
-[topology.leaf_spine]
-leaves = 2
-spines = 2
-hosts_per_leaf = 4
-host_link = {{ speed_gbps = 100, length_m = 3 }}
-fabric_link = {{ speed_gbps = 400, length_m = 30 }}
-{extra}"#
-        ),
-    )
-}
+mod common;
+use common::ring8;
 
 #[test]
 fn flow_and_packet_engines_agree_within_5_percent_on_a_ring_without_congestion() {
