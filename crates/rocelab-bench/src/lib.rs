@@ -7,6 +7,9 @@
 //! gives the network only). Figures of other simulators were measured on the same kinds of
 //! scenarios: 400 Gb/s fat trees with 1 µs links and 4,000-byte packets.
 
+pub mod flow_error;
+pub mod flow_speed;
+
 use rocelab_model::{Model, NodeId};
 use rocelab_sim::workload::{Delivered, Message, Net, Workload};
 use std::fmt::Write;

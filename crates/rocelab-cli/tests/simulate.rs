@@ -338,3 +338,38 @@ fn a_fabric_file_runs_the_workloads_it_names() {
     assert!(err.contains(&format!(":{line}:")) && err.contains("ring or tree"), "{err}");
     let _ = std::fs::remove_file(&broken);
 }
+
+#[test]
+fn the_flow_engine_runs_traffic_and_collectives_and_says_so() {
+    let out = tmpdir("flow");
+    let f = example("leaf-spine-small.toml");
+    let o = rocelab()
+        .args(["simulate", f.to_str().unwrap(), "--engine", "flow", "--quiet", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(text.contains("32 of 32 completed") && text.contains("on the flow-level engine"), "{text}");
+    let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["engine"], "flow");
+    assert_eq!(summary["flows"].as_array().unwrap().len(), 32);
+    // Collectives: the table header and the JSON name the engine; the packet engine's JSON
+    // keeps its bytes (no `engine` key).
+    let base = ["simulate", f.to_str().unwrap(), "--collective", "all_reduce", "--min-bytes", "1M", "--no-files", "-q"];
+    let o = rocelab().args(base).args(["--engine", "flow"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8(o.stdout).unwrap().contains("flow-level engine"));
+    let json = |engine: &str| {
+        let o = rocelab().args(base).args(["--engine", engine, "--format", "json"]).output().unwrap();
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    assert_eq!(json("flow")[0]["engine"], "flow");
+    assert!(json("packet")[0].get("engine").is_none());
+    // Sampling queues has no meaning there: refused.
+    let o = rocelab()
+        .args(["simulate", f.to_str().unwrap(), "--engine", "flow", "--sample-us", "5", "--no-files"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -26,7 +26,7 @@ use crate::packet::*;
 use crate::rng::{mix64, Rng};
 use crate::stats::*;
 use crate::traffic::FlowSpec;
-use crate::workload::{Delivered, FixedFlows, Net, Workload};
+use crate::workload::{Delivered, FixedFlows, Net, WakeSlots, Workload};
 use rocelab_model::config::{CongestionControl, FaultConfig, FaultKind, HashField, SchedulerKind, WatchdogAction};
 use rocelab_model::{BitsPerSec, Dcqcn, Diagnostic, Model, NodeId, PortId, Role, SimTime};
 use std::collections::VecDeque;
@@ -59,11 +59,40 @@ pub struct SimOptions {
     /// every message ever posted (a ring collective posts millions). The snapshot then lists
     /// only the QPs still held.
     pub recycle_qps: bool,
+    /// Which engine runs the workload: packets (this module) or flows (`crate::flow`).
+    pub engine: EngineKind,
+}
+
+/// The engines a workload runs on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EngineKind {
+    /// Every packet, queue, pause frame and rate update (`engine`).
+    #[default]
+    Packet,
+    /// Max-min fair rates of flows on their ECMP paths (`flow`).
+    Flow,
+}
+
+impl EngineKind {
+    /// The name outputs record (`engine` in reports).
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Packet => "packet",
+            EngineKind::Flow => "flow",
+        }
+    }
 }
 
 impl Default for SimOptions {
     fn default() -> Self {
-        SimOptions { seed: 1, duration: None, sample_interval: None, ack_interval: 4, recycle_qps: false }
+        SimOptions {
+            seed: 1,
+            duration: None,
+            sample_interval: None,
+            ack_interval: 4,
+            recycle_qps: false,
+            engine: EngineKind::Packet,
+        }
     }
 }
 
@@ -292,6 +321,16 @@ impl Qp {
     }
 }
 
+/// Where a QP runs: its NICs at both ends, its UDP source port and the ECMP hash of its
+/// 5-tuple (`Sim::qp_route`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct QpRoute {
+    pub src_nic: u32,
+    pub dst_nic: u32,
+    pub sport: u16,
+    pub hash: u32,
+}
+
 /// What a fault does when it happens, with its target resolved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FaultAction {
@@ -395,8 +434,7 @@ pub struct Sim<'m> {
     /// `Delivered` events queued and not yet handled.
     deliveries_due: u32,
     /// Tags of the workload's wake-ups by slot, and the free slots (a wake-up due holds one).
-    wakes: Vec<u64>,
-    free_wakes: Vec<u32>,
+    wakes: WakeSlots,
     /// The stream of UDP source ports, one per QP in posting order.
     sport_rng: Rng,
     /// QPs created so far per host (a multi-port host takes its ports round-robin).
@@ -667,8 +705,7 @@ impl<'m> Sim<'m> {
             workload: None,
             flow_rx_left: Vec::new(),
             deliveries_due: 0,
-            wakes: Vec::new(),
-            free_wakes: Vec::new(),
+            wakes: WakeSlots::default(),
             sport_rng: Rng::new(opts.seed, 0x5150_0000),
             qps_at: vec![0; m.nodes.len()],
             opts,
@@ -679,7 +716,7 @@ impl<'m> Sim<'m> {
             sim.series = Some(rec);
         }
         let mut workload = workload;
-        workload.start(&mut Net { sim: &mut sim });
+        workload.start(&mut Net::packet(&mut sim));
         sim.workload = Some(workload);
         for (i, f) in sim.faults.iter().enumerate() {
             sim.q.push(f.at, Ev::Fault { idx: i as u32 });
@@ -720,17 +757,10 @@ impl<'m> Sim<'m> {
             if size == 0 {
                 continue;
             }
-            let src_nic = self.host_nic(f.src);
-            let dst_nic = self.host_nic(f.dst);
+            let QpRoute { src_nic, dst_nic, sport, hash } = self.qp_route(&f, k);
             let line = self.ports[self.nics[src_nic as usize].port as usize].speed.0 as f64;
-            let sport = match f.sport {
-                // (49152 = 3 · 16384: a port in the range keeps its value for k = 0.)
-                Some(base) => 49152 + (base as u32 % 16384 + k) % 16384,
-                None => 49152 + (self.sport_rng.below(16384) as u32),
-            };
             let mtu = prof.mtu;
             let npkts = size.div_ceil(mtu as u64).min(u32::MAX as u64 - 1) as u32;
-            let hash = self.flow_hash(f.src.0, f.dst.0, sport);
             let qp = Qp {
                 flow: fi,
                 src_nic,
@@ -743,7 +773,7 @@ impl<'m> Sim<'m> {
                 class: switch_class,
                 pcp,
                 hash,
-                sport: sport as u16,
+                sport,
                 ect: f.tcp || cc_on || prof.qos.ecn_np_mask & (1 << pcp) != 0,
                 window: prof.window_bytes,
                 window_var: prof.window_scales_with_rate,
@@ -794,6 +824,21 @@ impl<'m> Sim<'m> {
         fi
     }
 
+    /// The NICs, source port and ECMP hash QP `k` of message `f` gets: the host ports
+    /// round-robin, the source port from the message or the run's stream. Draws in QP
+    /// creation order, so an engine calling it for the same messages gets the same QPs.
+    pub(crate) fn qp_route(&mut self, f: &FlowSpec, k: u32) -> QpRoute {
+        let src_nic = self.host_nic(f.src);
+        let dst_nic = self.host_nic(f.dst);
+        let sport = match f.sport {
+            // (49152 = 3 · 16384: a port in the range keeps its value for k = 0.)
+            Some(base) => 49152 + (base as u32 % 16384 + k) % 16384,
+            None => 49152 + (self.sport_rng.below(16384) as u32),
+        };
+        let hash = self.flow_hash(f.src.0, f.dst.0, sport);
+        QpRoute { src_nic, dst_nic, sport: sport as u16, hash }
+    }
+
     /// Adds an observer; it hears everything from now on.
     pub fn add_observer(&mut self, o: Box<dyn Observer + 'm>) {
         self.observers.push(o);
@@ -824,32 +869,22 @@ impl<'m> Sim<'m> {
         let f = &self.flows[fi as usize];
         let failed = self.flow_failed[fi as usize];
         let done = Delivered { msg: fi, tag: f.tag, src: f.src, dst: f.dst, start: f.start, at: self.now, failed };
-        w.on_delivered(done, &mut Net { sim: self });
+        w.on_delivered(done, &mut Net::packet(self));
         self.workload = Some(w);
     }
 
     /// Queues a wake-up of the workload (see `Net::wake_at`).
     pub(crate) fn push_wake(&mut self, at: SimTime, tag: u64) {
-        let slot = match self.free_wakes.pop() {
-            Some(s) => {
-                self.wakes[s as usize] = tag;
-                s
-            }
-            None => {
-                self.wakes.push(tag);
-                self.wakes.len() as u32 - 1
-            }
-        };
+        let slot = self.wakes.hold(tag);
         self.q.push(at, Ev::Wake { slot });
     }
 
     #[cold]
     #[inline(never)]
     fn on_wake(&mut self, slot: u32) {
-        let tag = self.wakes[slot as usize];
-        self.free_wakes.push(slot);
+        let tag = self.wakes.release(slot);
         let Some(mut w) = self.workload.take() else { return };
-        w.on_wake(tag, &mut Net { sim: self });
+        w.on_wake(tag, &mut Net::packet(self));
         self.workload = Some(w);
     }
 
@@ -915,7 +950,7 @@ impl<'m> Sim<'m> {
                 && self.qps_created > 0
                 && self.pkts.live() == 0
                 && self.deliveries_due == 0
-                && self.free_wakes.len() == self.wakes.len()
+                && self.wakes.none_due()
             {
                 self.stopped_at_duration = false;
                 break;
@@ -1373,7 +1408,7 @@ impl Sim<'_> {
             && self.qps_created > 0
             && self.pkts.live() == 0
             && self.deliveries_due == 0
-            && self.free_wakes.len() == self.wakes.len()
+            && self.wakes.none_due()
     }
 }
 

@@ -51,7 +51,7 @@ pub enum Ev {
     Delivered {
         flow: u32,
     },
-    /// The workload's wake-up (`Sim::wakes[slot]` holds its tag).
+    /// The workload's wake-up (`Sim::wakes` holds its tag in `slot`).
     Wake {
         slot: u32,
     },
@@ -85,9 +85,9 @@ pub enum Ev {
 }
 
 #[derive(Clone, Copy, Debug)]
-struct Entry {
+struct Entry<E> {
     time: u64,
-    ev: Ev,
+    ev: E,
 }
 
 /// Bits of time per radix level: 16-way buckets, 16 levels cover 64 bits.
@@ -112,8 +112,11 @@ const NEAR: usize = 2 * RADIX;
 /// event moves down at most once per level: a timer 1 µs ahead (2^20 ps) moves at most five
 /// times, a quarter of what a binary radix heap moves it. Pushing a time earlier than the
 /// last one popped is a bug (debug-asserted).
-pub struct EventQueue {
-    buckets: Vec<Vec<Entry>>,
+///
+/// Generic over the event type (`E`: the packet engine's [`Ev`] by default; the flow engine
+/// has its own), monomorphized, so each engine gets the queue as if written for it.
+pub struct EventQueue<E = Ev> {
+    buckets: Vec<Vec<Entry<E>>>,
     /// Bit b set: bucket b is non-empty (bit 0 is cleared before each search: bucket 0 is
     /// tracked by `head`).
     occupied: [u64; OCC_WORDS],
@@ -124,15 +127,15 @@ pub struct EventQueue {
     seq: u64,
 }
 
-impl Default for EventQueue {
+impl<E: Copy> Default for EventQueue<E> {
     fn default() -> Self {
         Self::with_capacity(0)
     }
 }
 
-impl EventQueue {
+impl<E: Copy> EventQueue<E> {
     pub fn with_capacity(n: usize) -> Self {
-        let mut buckets: Vec<Vec<Entry>> = (0..BUCKETS).map(|_| Vec::new()).collect();
+        let mut buckets: Vec<Vec<Entry<E>>> = (0..BUCKETS).map(|_| Vec::new()).collect();
         buckets[0].reserve(n);
         EventQueue { buckets, occupied: [0; OCC_WORDS], head: 0, last: 0, len: 0, seq: 0 }
     }
@@ -150,7 +153,7 @@ impl EventQueue {
     }
 
     #[inline]
-    fn put(&mut self, e: Entry) -> usize {
+    fn put(&mut self, e: Entry<E>) -> usize {
         let b = self.bucket_of(e.time);
         self.buckets[b].push(e);
         self.occupied[b / 64] |= 1 << (b % 64);
@@ -158,7 +161,7 @@ impl EventQueue {
     }
 
     #[inline]
-    pub fn push(&mut self, time: SimTime, ev: Ev) {
+    pub fn push(&mut self, time: SimTime, ev: E) {
         debug_assert!(time.0 >= self.last, "event scheduled in the past");
         self.put(Entry { time: time.0, ev });
         self.len += 1;
@@ -168,7 +171,7 @@ impl EventQueue {
     /// Makes bucket 0 non-empty (unless the queue is empty) and returns its front time.
     /// Events that come due soon are shown to `hint` (see `pop_hinted`).
     #[inline]
-    fn settle(&mut self, hint: &mut impl FnMut(&Ev)) -> Option<u64> {
+    fn settle(&mut self, hint: &mut impl FnMut(&E)) -> Option<u64> {
         if self.head < self.buckets[0].len() {
             return Some(self.last);
         }
@@ -197,7 +200,7 @@ impl EventQueue {
     }
 
     #[inline]
-    pub fn pop(&mut self) -> Option<(SimTime, Ev)> {
+    pub fn pop(&mut self) -> Option<(SimTime, E)> {
         self.pop_hinted(|_| {})
     }
 
@@ -205,7 +208,7 @@ impl EventQueue {
     /// hundred picoseconds, typically tens of events ahead) are shown to `hint` first, so the
     /// caller can prefetch what they will touch. The hint never changes the order.
     #[inline]
-    pub fn pop_hinted(&mut self, mut hint: impl FnMut(&Ev)) -> Option<(SimTime, Ev)> {
+    pub fn pop_hinted(&mut self, mut hint: impl FnMut(&E)) -> Option<(SimTime, E)> {
         let t = self.settle(&mut hint)?;
         let e = self.buckets[0][self.head];
         self.head += 1;
@@ -216,8 +219,16 @@ impl EventQueue {
     /// The time of the next event, showing events that come due soon to `hint` (see
     /// `pop_hinted`).
     #[inline]
-    pub fn peek_time(&mut self, mut hint: impl FnMut(&Ev)) -> Option<SimTime> {
+    pub fn peek_time(&mut self, mut hint: impl FnMut(&E)) -> Option<SimTime> {
         self.settle(&mut hint).map(SimTime)
+    }
+
+    /// Whether an event is queued at the time last popped (or settled). Unlike `peek_time`
+    /// it settles nothing, so events may still be pushed at that time afterwards: a caller
+    /// that must act once all events of an instant are handled (the flow engine's rate
+    /// recomputation) asks this before peeking further.
+    pub fn due_at_last(&self) -> bool {
+        self.head < self.buckets[0].len()
     }
 
     pub fn len(&self) -> usize {
@@ -243,7 +254,7 @@ mod tests {
     /// Millions of seeded operations against a `BTreeMap` shadow keyed by (time, seq).
     #[test]
     fn entries_stay_24_bytes() {
-        assert!(std::mem::size_of::<Entry>() <= 24);
+        assert!(std::mem::size_of::<Entry<Ev>>() <= 24);
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! rocelab's packet-level engine. Read this page first: it says which module owns what and
-//! where to change a mechanism.
+//! rocelab's packet-level engine, and the flow-level engine beside it (`flow`). Read this page
+//! first: it says which module owns what and where to change a mechanism.
 //!
 //! A discrete-event simulator of a RoCEv2 fabric at packet granularity: NICs with RC queue
 //! pairs (segmentation into MTU packets with real header overhead, per-QP DCQCN rate limiting
@@ -26,7 +26,9 @@
 //! | congestion control: the `CongestionControl` trait, DCQCN's two variants behind it | `dcqcn` |
 //! | the TCP-like transport's window (DCTCP, RFC 8257), for `Net::post_tcp` | `dctcp` |
 //! | pacing a QP at its rate | `pacer` |
-//! | the workload API (messages, delivery callbacks) | `workload` |
+//! | the workload API (messages, delivery callbacks), the engine a `Net` talks to | `workload` |
+//! | the flow-level engine (max-min rates on the same ECMP paths, same workloads) | `flow`; its fill: `flow::maxmin` |
+//! | choosing the engine (`SimOptions::engine`) for a workload or `[[traffic]]` | `Run`, `build_run` |
 //! | `[[traffic]]` patterns → flows | `traffic` |
 //! | the event queue (16-ary radix heap, FIFO among equal times) | `event` |
 //! | packets, header overheads, the packet slab, the intrusive queue FIFO | `packet` |
@@ -57,6 +59,7 @@ pub mod dcqcn;
 pub mod dctcp;
 pub mod engine;
 pub mod event;
+pub mod flow;
 pub mod observer;
 pub mod outputs;
 pub mod pacer;
@@ -68,7 +71,8 @@ pub mod stats;
 pub mod traffic;
 pub mod workload;
 
-pub use engine::{Progress, Sim, SimOptions};
+pub use engine::{EngineKind, Progress, Sim, SimOptions};
+pub use flow::FlowSim;
 pub use report::RunReport;
 pub use snapshot::Snapshot;
 
@@ -101,7 +105,62 @@ pub fn build<'m>(m: &'m Model, opts: SimOptions) -> Result<Sim<'m>, Vec<Diagnost
 
 /// Runs the fabric's traffic to completion and returns the report.
 pub fn simulate(m: &Model, opts: SimOptions) -> Result<RunReport, Vec<Diagnostic>> {
-    let mut sim = build(m, opts)?;
-    sim.run(&mut |_| {});
-    Ok(RunReport::from_sim(&sim))
+    let mut run = build_run(m, opts)?;
+    run.run(&mut |_| {});
+    Ok(RunReport::from_snapshot(&run.snapshot(), m))
+}
+
+/// A run on the engine `SimOptions::engine` names.
+pub enum Run<'m> {
+    Packet(Box<Sim<'m>>),
+    Flow(Box<FlowSim<'m>>),
+}
+
+impl<'m> Run<'m> {
+    /// A run driven by `workload` on the engine `opts.engine` names; its `start` runs here.
+    pub fn with_workload(
+        m: &'m Model,
+        workload: Box<dyn workload::Workload + 'm>,
+        faults: Vec<engine::Fault>,
+        opts: SimOptions,
+    ) -> Result<Run<'m>, Vec<Diagnostic>> {
+        Ok(match opts.engine {
+            EngineKind::Packet => Run::Packet(Box::new(Sim::with_workload(m, workload, faults, opts)?)),
+            EngineKind::Flow => Run::Flow(Box::new(FlowSim::with_workload(m, workload, faults, opts)?)),
+        })
+    }
+
+    pub fn run(&mut self, progress: &mut dyn FnMut(Progress)) {
+        match self {
+            Run::Packet(s) => s.run(progress),
+            Run::Flow(s) => s.run(progress),
+        }
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        match self {
+            Run::Packet(s) => s.snapshot(),
+            Run::Flow(s) => s.snapshot(),
+        }
+    }
+
+    /// The snapshot without per-QP and per-message rows.
+    pub fn snapshot_totals(&self) -> Snapshot {
+        match self {
+            Run::Packet(s) => s.snapshot_totals(),
+            Run::Flow(s) => s.snapshot_totals(),
+        }
+    }
+}
+
+/// [`build`] on the engine `opts.engine` names.
+pub fn build_run<'m>(m: &'m Model, opts: SimOptions) -> Result<Run<'m>, Vec<Diagnostic>> {
+    match opts.engine {
+        EngineKind::Packet => Ok(Run::Packet(Box::new(build(m, opts)?))),
+        EngineKind::Flow => {
+            let flows = traffic::expand(m, &m.config.traffic, opts.seed)?;
+            let faults = engine::resolve_faults(m)?;
+            Ok(Run::Flow(Box::new(FlowSim::new(m, flows, faults, opts)?)))
+        }
+    }
 }

@@ -291,7 +291,7 @@ impl RunReport {
         let h = &snap.queue_delay;
         RunReport {
             rocelab_version: env!("CARGO_PKG_VERSION"),
-            engine: "packet",
+            engine: snap.engine,
             fabric: m.name.clone(),
             fabric_hash: format!("{:016x}", m.fabric_hash),
             seed: snap.seed,
@@ -395,12 +395,13 @@ impl RunReport {
         let mut o = String::new();
         let _ = writeln!(
             o,
-            "simulated {:.3} µs of `{}` (seed {}, fabric {}), {} events{}",
+            "simulated {:.3} µs of `{}` (seed {}, fabric {}), {} events{}{}",
             self.simulated_seconds * 1e6,
             self.fabric,
             self.seed,
             self.fabric_hash,
             self.events,
+            if self.engine == "packet" { String::new() } else { format!(" on the {}-level engine", self.engine) },
             if self.stopped_at_duration { ", stopped at the duration limit" } else { "" }
         );
         if self.stopped_no_progress {
@@ -454,6 +455,11 @@ impl RunReport {
             t.drops_by_reason.iter().filter(|(_, v)| **v > 0).map(|(k, v)| format!("{k} {v}")).collect();
         if !drops.is_empty() {
             let _ = writeln!(o, "  drops by reason: {}", drops.join(", "));
+        }
+        if self.engine != "packet" {
+            // (Its packets are the flows' packet counts: nothing queued, paused or marked.)
+            let _ = writeln!(o, "  queues, PFC, ECN, CNPs and buffers: not modelled by the {} engine", self.engine);
+            return o;
         }
         let _ = writeln!(
             o,

@@ -19,6 +19,8 @@ use rocelab_model::{BitsPerSec, Model, NodeId, PortId, SimTime};
 /// Everything a run has counted, at the time it was taken.
 #[derive(Clone, Debug)]
 pub struct Snapshot {
+    /// The engine that ran: `packet` or `flow` (`EngineKind::name`).
+    pub engine: &'static str,
     /// The simulated clock.
     pub now: SimTime,
     pub seed: u64,
@@ -350,6 +352,7 @@ impl<'m> Sim<'m> {
             data_packet_hops: st.data_hops,
         };
         Snapshot {
+            engine: crate::engine::EngineKind::Packet.name(),
             now: self.now,
             seed: self.opts.seed,
             sample_interval: self.opts.sample_interval,

@@ -1,4 +1,5 @@
-//! The workload API: what drives traffic into the engine.
+//! The workload API: what drives traffic into the engine — the packet engine (`Sim`) or the
+//! flow engine (`flow::FlowSim`); a workload cannot tell which, and runs unchanged on both.
 //!
 //! A [`Workload`] posts messages on connections between two hosts and is called back when
 //! each one has been delivered, so it can post what depends on it: the next chunk of a ring
@@ -32,6 +33,7 @@
 //!   ([`Workload::wants_deliveries`] false, as [`FixedFlows`]) adds no event at all.
 
 use crate::engine::Sim;
+use crate::flow::FlowSim;
 use crate::traffic::FlowSpec;
 use rocelab_model::{Model, NodeId, SimTime};
 use std::fmt;
@@ -105,16 +107,46 @@ impl std::error::Error for PostError {}
 
 /// What a workload may do to the fabric.
 pub struct Net<'s, 'm> {
-    pub(crate) sim: &'s mut Sim<'m>,
+    backend: Backend<'s, 'm>,
+}
+
+/// The engine a workload's calls go to: one `match` per call, nothing per packet.
+enum Backend<'s, 'm> {
+    Packet(&'s mut Sim<'m>),
+    Flow(&'s mut FlowSim<'m>),
+}
+
+impl<'s, 'm> Net<'s, 'm> {
+    pub(crate) fn packet(sim: &'s mut Sim<'m>) -> Self {
+        Net { backend: Backend::Packet(sim) }
+    }
+
+    pub(crate) fn flow(sim: &'s mut FlowSim<'m>) -> Self {
+        Net { backend: Backend::Flow(sim) }
+    }
+
+    /// Adds a flow already checked (or built from checked `[[traffic]]`).
+    pub(crate) fn post_spec(&mut self, f: FlowSpec) -> MsgId {
+        match &mut self.backend {
+            Backend::Packet(s) => s.post_flow(f),
+            Backend::Flow(s) => s.post_flow(f),
+        }
+    }
 }
 
 impl<'m> Net<'_, 'm> {
     pub fn now(&self) -> SimTime {
-        self.sim.now()
+        match &self.backend {
+            Backend::Packet(s) => s.now(),
+            Backend::Flow(s) => s.now(),
+        }
     }
 
     pub fn model(&self) -> &'m Model {
-        self.sim.m
+        match &self.backend {
+            Backend::Packet(s) => s.m,
+            Backend::Flow(s) => s.model(),
+        }
     }
 
     /// Posts a message; it starts at `max(now, message.start)`.
@@ -130,7 +162,7 @@ impl<'m> Net<'_, 'm> {
     }
 
     fn post_as(&mut self, msg: Message, tcp: bool) -> Result<MsgId, PostError> {
-        let m = self.sim.m;
+        let m = self.model();
         for (end, id) in [("source", msg.src), ("destination", msg.dst)] {
             if id.idx() >= m.nodes.len() || !m.node(id).is_host() {
                 return Err(PostError(format!("the {end} of a message must be a host")));
@@ -149,12 +181,12 @@ impl<'m> Net<'_, 'm> {
         if class >= m.qos.classes.len() {
             return Err(PostError(format!("no traffic class {class}")));
         }
-        let now = self.sim.now();
+        let now = self.now();
         let start = msg.start.map_or(now, |s| s.max(now));
         if start > LATEST_START {
             return Err(PostError(format!("start at {:?} is beyond the engine's clock range", start)));
         }
-        Ok(self.sim.post_flow(FlowSpec {
+        Ok(self.post_spec(FlowSpec {
             src: msg.src,
             dst: msg.dst,
             size_bytes: msg.size_bytes,
@@ -172,12 +204,50 @@ impl<'m> Net<'_, 'm> {
     /// compute phase, a transfer that does not cross the fabric (NVLink), a delayed start.
     /// The run does not end while a wake-up is due.
     pub fn wake_at(&mut self, at: SimTime, tag: u64) -> Result<(), PostError> {
-        let at = at.max(self.sim.now());
+        let at = at.max(self.now());
         if at > LATEST_START {
             return Err(PostError(format!("a wake-up at {:?} is beyond the engine's clock range", at)));
         }
-        self.sim.push_wake(at, tag);
+        match &mut self.backend {
+            Backend::Packet(s) => s.push_wake(at, tag),
+            Backend::Flow(s) => s.push_wake(at, tag),
+        }
         Ok(())
+    }
+}
+
+/// The tags of a workload's pending wake-ups, by slot; a slot is reused once its wake-up has
+/// run. Each engine queues a wake-up as an event naming its slot.
+#[derive(Default)]
+pub(crate) struct WakeSlots {
+    tags: Vec<u64>,
+    free: Vec<u32>,
+}
+
+impl WakeSlots {
+    /// Holds `tag` in a slot until `release`.
+    pub(crate) fn hold(&mut self, tag: u64) -> u32 {
+        match self.free.pop() {
+            Some(s) => {
+                self.tags[s as usize] = tag;
+                s
+            }
+            None => {
+                self.tags.push(tag);
+                self.tags.len() as u32 - 1
+            }
+        }
+    }
+
+    /// The tag of a wake-up that is due; its slot is free again.
+    pub(crate) fn release(&mut self, slot: u32) -> u64 {
+        self.free.push(slot);
+        self.tags[slot as usize]
+    }
+
+    /// No wake-up is pending.
+    pub(crate) fn none_due(&self) -> bool {
+        self.free.len() == self.tags.len()
     }
 }
 
@@ -204,7 +274,7 @@ pub struct FixedFlows(pub Vec<FlowSpec>);
 impl Workload for FixedFlows {
     fn start(&mut self, net: &mut Net<'_, '_>) {
         for f in self.0.drain(..) {
-            net.sim.post_flow(f);
+            net.post_spec(f);
         }
     }
 

@@ -41,7 +41,7 @@ use ring::{Ring, RingPlan};
 use rocelab_model::{Diagnostic, Model, NodeId, SimTime};
 pub use rocelab_plan::collective::Collective;
 use rocelab_sim::workload::{Delivered, Workload};
-use rocelab_sim::{RunReport, Sim, SimOptions};
+use rocelab_sim::{EngineKind, Run, RunReport, SimOptions};
 use serde::Serialize;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -199,6 +199,10 @@ impl Outcome {
 pub struct CollectiveResult {
     /// nccl-tests' name (`all_reduce`, `all_gather`, `reduce_scatter`).
     pub op: &'static str,
+    /// The engine that ran it; in the JSON only when not the packet engine (so packet-engine
+    /// outputs keep their bytes).
+    #[serde(skip_serializing_if = "is_packet", serialize_with = "engine_name")]
+    pub engine: EngineKind,
     pub bytes: u64,
     /// nccl-tests' root column: the root rank of broadcast, -1 for collectives without one.
     pub root: i64,
@@ -223,6 +227,14 @@ pub struct CollectiveResult {
     pub rank_devices: Vec<(String, u32)>,
     #[serde(skip)]
     pub report: RunReport,
+}
+
+fn is_packet(e: &EngineKind) -> bool {
+    *e == EngineKind::Packet
+}
+
+fn engine_name<S: serde::Serializer>(e: &EngineKind, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(e.name())
 }
 
 /// The collectives the twin runs, as nccl-tests names them.
@@ -456,7 +468,8 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
     let Prepared { workload, name, ranks, expected, placement, rank_devices, outcome } = prepare(m, spec, opts.seed)?;
     let n = ranks as u64;
     let faults = rocelab_sim::engine::resolve_faults(m)?;
-    let mut sim = Sim::with_workload(m, workload, faults, opts)?;
+    let engine = opts.engine;
+    let mut sim = Run::with_workload(m, workload, faults, opts)?;
     sim.run(&mut |_| {});
     // A ring posts a message per step, chunk and channel: their rows only when asked for.
     let snap = if spec.message_rows { sim.snapshot() } else { sim.snapshot_totals() };
@@ -470,6 +483,7 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
     let algbw = if time_us.is_finite() && time_us > 0.0 { spec.bytes as f64 / (time_us * 1e-6) / 1e9 } else { 0.0 };
     Ok(CollectiveResult {
         op: name,
+        engine,
         bytes: spec.bytes,
         root: if spec.op == Collective::Broadcast { spec.root as i64 } else { -1 },
         ranks: n as u32,

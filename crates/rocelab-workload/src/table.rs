@@ -20,8 +20,12 @@ pub fn render(results: &[CollectiveResult], fabric: &str) -> String {
     let _ = writeln!(s, "# Collective test starting: {}_perf", first.op);
     let _ = writeln!(
         s,
-        "# rocelab twin of fabric `{fabric}`: {} ranks ({}), {} channels, {}, packet-level engine",
-        first.ranks, first.placement, first.channels, first.algo
+        "# rocelab twin of fabric `{fabric}`: {} ranks ({}), {} channels, {}, {}-level engine",
+        first.ranks,
+        first.placement,
+        first.channels,
+        first.algo,
+        first.engine.name()
     );
     // nccl-tests lists its ranks (`# Using devices`); the doctor counts them from here.
     s.push_str("#\n# Using devices\n");

@@ -6,21 +6,11 @@ use rocelab_sim::packet::DATA_OVERHEAD;
 use rocelab_sim::SimOptions;
 use rocelab_workload::{run_collective, table, Collective, CollectiveSpec};
 
-/// 8 hosts on 2 leaves at 100G, 2 spines at 400G: non-blocking for a ring (each host sends
-/// one stream and receives one).
+mod common;
+
+/// The shared non-blocking ring fabric (`common::ring8`).
 fn fabric(extra: &str) -> Model {
-    let text = format!(
-        r#"[fabric]
-name = "ring8"
-[topology.leaf_spine]
-leaves = 2
-spines = 2
-hosts_per_leaf = 4
-host_link = {{ speed_gbps = 100, length_m = 3 }}
-fabric_link = {{ speed_gbps = 400, length_m = 30 }}
-{extra}"#
-    );
-    load_str("ring8.toml", &text).unwrap_or_else(|e| panic!("{e}"))
+    common::ring8(extra)
 }
 
 /// Payload goodput of a host link in bytes/s: 100 Gb/s × MTU / (MTU + per-packet headers).

@@ -1,4 +1,5 @@
-//! `rocelab simulate FILE`: run the packet-level engine on a fabric's traffic and faults.
+//! `rocelab simulate FILE`: run the packet-level engine (or, with `--engine flow`, the
+//! flow-level one) on a fabric's traffic and faults.
 //!
 //! Prints a summary (or the JSON report with `--format json`) and writes, atomically, into
 //! `--out DIR`: `summary.json`, `flows.csv`, `metrics.prom` and, with sampling on,
@@ -15,6 +16,12 @@ use std::process::ExitCode;
 pub enum Format {
     Text,
     Json,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Engine {
+    Packet,
+    Flow,
 }
 
 #[derive(Clone, clap::Args)]
@@ -103,6 +110,11 @@ pub struct Args {
     /// on the fabric).
     #[arg(long, default_value = "auto", value_parser = ["auto", "nics"], requires = "collective")]
     placement: String,
+    /// The engine: `packet` (every packet, queue, PFC frame and DCQCN update) or `flow`
+    /// (max-min fair rates of flows on their ECMP paths: seconds at fabric scale, no queues;
+    /// docs/flow-engine.md measures its error).
+    #[arg(long, value_enum, default_value = "packet")]
+    engine: Engine,
     /// Run on the first K GPU nodes only, as a job launched on K nodes (`srun -N K`); default:
     /// every node of the fabric.
     #[arg(long, value_name = "K", requires = "collective")]
@@ -130,6 +142,15 @@ pub fn run(a: Args) -> VerbResult {
     let stages = crate::common::Stages::start(&format!("simulate {}", file.display()));
     let model = load_fabric_shown(&file, &stages)?;
     let mut opts = rocelab_sim::options_from_model(&model);
+    opts.engine = match a.engine {
+        Engine::Packet => rocelab_sim::EngineKind::Packet,
+        Engine::Flow => rocelab_sim::EngineKind::Flow,
+    };
+    if let (rocelab_sim::EngineKind::Flow, Some(_)) = (opts.engine, a.sample_us) {
+        return Err(Failure::bad_input(
+            "error: --sample-us samples queues, which the flow engine does not model; use --engine packet",
+        ));
+    }
     if let Some(s) = a.seed {
         opts.seed = s;
     }
@@ -163,7 +184,7 @@ pub fn run(a: Args) -> VerbResult {
     }
     let end = opts.duration;
     stages.stage("building the simulation");
-    let mut sim = rocelab_sim::build(&model, opts).map_err(|d| located(&file, d))?;
+    let mut sim = rocelab_sim::build_run(&model, opts).map_err(|d| located(&file, d))?;
     drop(stages);
     let mut bar = ProgressLine::new(a.quiet);
     sim.run(&mut |p| {

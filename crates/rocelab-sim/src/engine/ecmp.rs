@@ -114,7 +114,7 @@ fn link_level(p: &Port) -> RouteLevel {
 }
 
 impl Sim<'_> {
-    pub(super) fn flow_hash(&self, src: u32, dst: u32, sport: u32) -> u32 {
+    pub(crate) fn flow_hash(&self, src: u32, dst: u32, sport: u32) -> u32 {
         let f = self.hash_fields;
         let mut h = 0x1234_5678_9abc_def0u64;
         if f & 1 != 0 {
@@ -217,6 +217,33 @@ impl Sim<'_> {
             return if attached { PREFERRED } else { UNREACHED };
         }
         reach[cell]
+    }
+
+    /// The links (egress ports, in order) a packet of a QP leaving NIC `src_nic` (or, while its
+    /// port is down, the host's next live one) for host `dst` with flow hash `hash` crosses,
+    /// each switch choosing as `ecmp_choose` does for the packet, into `out` (cleared first).
+    /// False when no path stands (a dead end, or a loop longer than `max_hops`).
+    pub(crate) fn trace_path(&self, src_nic: u32, dst: u32, hash: u32, max_hops: usize, out: &mut Vec<u32>) -> bool {
+        out.clear();
+        let mut port = self.nics[self.live_nic(src_nic) as usize].port;
+        loop {
+            let p = &self.ports[port as usize];
+            if !p.up || out.len() == max_hops {
+                return false;
+            }
+            out.push(port);
+            let next = &self.ports[p.peer as usize];
+            if next.node == dst {
+                return true;
+            }
+            if next.sw == NONE {
+                return false;
+            }
+            port = self.ecmp_choose(next.sw, dst, hash);
+            if port == NONE {
+                return false;
+            }
+        }
     }
 
     /// Switch `sw` learns routing state `epoch` (unless it already knows a newer one); states

@@ -103,6 +103,22 @@ impl Sim<'_> {
         }
     }
 
+    /// Applies a fault's effect on routing and hashing at once, for an engine that runs no
+    /// packets on this one and asks it only for paths (`flow`): links and routes change, the
+    /// switches learn of it without convergence delay, seeds and hashed fields change. Host
+    /// stalls change nothing here.
+    #[cold]
+    pub(crate) fn apply_routing_fault(&mut self, action: FaultAction) {
+        self.faults.push(Fault { at: self.now, action });
+        self.faults_due += 1;
+        self.on_fault(self.faults.len() - 1);
+        while let Some((_, ev)) = self.q.pop() {
+            if let Ev::RouteLearn { sw, epoch } = ev {
+                self.on_route_learn(sw, epoch);
+            }
+        }
+    }
+
     /// A host port went down: its QPs, as senders and as receivers, and its queued ACKs and
     /// CNPs move to another port of the host that is up, as mlx5 RoCE LAG moves a QP's tx
     /// affinity when a port fails. A host with no other live port keeps them (they wait for

@@ -26,6 +26,11 @@ impl Sim<'_> {
         (1..ports).map(|k| first + (nic - first + k) % ports).find(|&n| up(n)).unwrap_or(nic)
     }
 
+    /// The model port of NIC `nic`.
+    pub(crate) fn nic_port(&self, nic: u32) -> u32 {
+        self.nics[nic as usize].port
+    }
+
     /// The NICs of `host` (one per port).
     pub(super) fn nics_of(&self, host: NodeId) -> std::ops::Range<u32> {
         let first = self.node_nic[host.idx()];

@@ -1,0 +1,191 @@
+//! The flow engine's error against the packet engine, on a fixed suite (`rocelab bench
+//! --flow-error`): the same fabric, seed and workload on both engines, the flow engine's
+//! figure compared item by item with the packet engine's (a collective's time per size, a
+//! flow's FCT per flow). The table is what `docs/flow-engine.md` shows.
+
+use rocelab_model::Model;
+use rocelab_sim::{EngineKind, RunReport, SimOptions};
+use rocelab_workload::{Collective, CollectiveSpec};
+use std::fmt::Write;
+
+/// What a case runs.
+pub enum Work {
+    /// Ring all-reduce at each size (bytes), the fabric's default placement and channels.
+    AllReduce(Vec<u64>),
+    /// The fabric's `[[traffic]]`, with every table's `size_bytes` replaced when given.
+    Traffic(Option<u64>),
+}
+
+pub struct Case {
+    pub name: &'static str,
+    pub fabric_file: &'static str,
+    pub fabric: &'static str,
+    pub work: Work,
+}
+
+/// One compared item: its label, and both engines' figures (µs).
+#[derive(Clone, Debug)]
+pub struct Item {
+    pub label: String,
+    pub packet_us: f64,
+    pub flow_us: f64,
+}
+
+impl Item {
+    /// (flow − packet) / packet.
+    pub fn error(&self) -> f64 {
+        (self.flow_us - self.packet_us) / self.packet_us
+    }
+}
+
+pub struct CaseResult {
+    pub name: &'static str,
+    pub items: Vec<Item>,
+    /// Wall seconds each engine took for the whole case.
+    pub packet_wall_s: f64,
+    pub flow_wall_s: f64,
+}
+
+/// Nearest-rank quantile of sorted values.
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    sorted[((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1]
+}
+
+impl CaseResult {
+    /// Median of the signed errors, and the median and p99 of their magnitudes.
+    pub fn summary(&self) -> (f64, f64, f64) {
+        let mut signed: Vec<f64> = self.items.iter().map(Item::error).collect();
+        signed.sort_by(f64::total_cmp);
+        let mut abs: Vec<f64> = signed.iter().map(|e| e.abs()).collect();
+        abs.sort_by(f64::total_cmp);
+        (quantile(&signed, 0.5), quantile(&abs, 0.5), quantile(&abs, 0.99))
+    }
+}
+
+const MIB: u64 = 1 << 20;
+
+pub fn cases() -> Vec<Case> {
+    let sizes: Vec<u64> = (0..6).map(|k| MIB << (2 * k)).collect(); // 1 MiB .. 1 GiB, ×4
+    vec![
+        Case {
+            name: "all-reduce rail-128gpu",
+            fabric_file: "examples/rail-128gpu.toml",
+            fabric: include_str!("../../../examples/rail-128gpu.toml"),
+            work: Work::AllReduce(sizes.clone()),
+        },
+        Case {
+            name: "all-reduce leaf-spine-small",
+            fabric_file: "examples/leaf-spine-small.toml",
+            fabric: include_str!("../../../examples/leaf-spine-small.toml"),
+            work: Work::AllReduce(sizes),
+        },
+        Case {
+            name: "permutation 1 MB leaf-spine-small",
+            fabric_file: "examples/leaf-spine-small.toml",
+            fabric: include_str!("../../../examples/leaf-spine-small.toml"),
+            work: Work::Traffic(None),
+        },
+        Case {
+            name: "permutation 16 MB leaf-spine-small",
+            fabric_file: "examples/leaf-spine-small.toml",
+            fabric: include_str!("../../../examples/leaf-spine-small.toml"),
+            work: Work::Traffic(Some(16_000_000)),
+        },
+        Case {
+            name: "incast 16:1 1 MB",
+            fabric_file: "examples/incast-16to1.toml",
+            fabric: include_str!("../../../examples/incast-16to1.toml"),
+            work: Work::Traffic(None),
+        },
+    ]
+}
+
+fn load(c: &Case, size: Option<u64>) -> Result<Model, String> {
+    let mut text = c.fabric.to_string();
+    if let Some(s) = size {
+        text = text
+            .lines()
+            .map(|l| if l.trim_start().starts_with("size_bytes") { format!("size_bytes = {s}") } else { l.to_string() })
+            .collect::<Vec<_>>()
+            .join("\n");
+    }
+    rocelab_model::load_str(c.fabric_file, &text).map_err(|e| e.to_string())
+}
+
+fn opts(m: &Model, engine: EngineKind) -> SimOptions {
+    SimOptions { engine, recycle_qps: true, sample_interval: None, ..rocelab_sim::options_from_model(m) }
+}
+
+/// Runs a case on both engines.
+pub fn run_case(c: &Case, progress: &mut dyn FnMut(&str)) -> Result<CaseResult, String> {
+    let mut items = Vec::new();
+    let mut wall = [0.0f64; 2];
+    match &c.work {
+        Work::AllReduce(sizes) => {
+            let m = load(c, None)?;
+            for &s in sizes {
+                let spec = CollectiveSpec {
+                    channels: rocelab_workload::default_channels(&m),
+                    ..CollectiveSpec::new(Collective::AllReduce, s)
+                };
+                let mut t = [0.0; 2];
+                for (k, e) in [EngineKind::Packet, EngineKind::Flow].into_iter().enumerate() {
+                    let t0 = std::time::Instant::now();
+                    let r = rocelab_workload::run_collective(&m, &spec, opts(&m, e)).map_err(|d| format!("{d:?}"))?;
+                    wall[k] += t0.elapsed().as_secs_f64();
+                    t[k] = r.time_us;
+                }
+                progress(&format!("{}: {} B packet {:.1} µs flow {:.1} µs", c.name, s, t[0], t[1]));
+                items.push(Item { label: format!("{} MiB", s / MIB), packet_us: t[0], flow_us: t[1] });
+            }
+        }
+        Work::Traffic(size) => {
+            let m = load(c, *size)?;
+            let mut reports: Vec<RunReport> = Vec::new();
+            for (k, e) in [EngineKind::Packet, EngineKind::Flow].into_iter().enumerate() {
+                let t0 = std::time::Instant::now();
+                let mut run = rocelab_sim::build_run(&m, opts(&m, e)).map_err(|d| format!("{d:?}"))?;
+                run.run(&mut |_| {});
+                wall[k] += t0.elapsed().as_secs_f64();
+                reports.push(RunReport::from_snapshot(&run.snapshot(), &m));
+            }
+            for (p, f) in reports[0].flows.iter().zip(&reports[1].flows) {
+                let (Some(a), Some(b)) = (p.fct_seconds, f.fct_seconds) else {
+                    return Err(format!("{}: flow {} did not finish on both engines", c.name, p.flow));
+                };
+                items.push(Item { label: format!("flow {}", p.flow), packet_us: a * 1e6, flow_us: b * 1e6 });
+            }
+            progress(&format!("{}: {} flows", c.name, items.len()));
+        }
+    }
+    Ok(CaseResult { name: c.name, items, packet_wall_s: wall[0], flow_wall_s: wall[1] })
+}
+
+/// The suite's table (Markdown), one row per case, then every collective size.
+pub fn markdown(results: &[CaseResult]) -> String {
+    let mut s = String::new();
+    s.push_str("| case | items | median error | median abs error | p99 abs error | packet wall s | flow wall s |\n");
+    s.push_str("|---|---:|---:|---:|---:|---:|---:|\n");
+    for r in results {
+        let (med, mabs, p99) = r.summary();
+        let _ = writeln!(
+            s,
+            "| {} | {} | {:+.2} % | {:.2} % | {:.2} % | {:.2} | {:.3} |",
+            r.name,
+            r.items.len(),
+            100.0 * med,
+            100.0 * mabs,
+            100.0 * p99,
+            r.packet_wall_s,
+            r.flow_wall_s
+        );
+    }
+    for r in results.iter().filter(|r| r.items.iter().all(|i| i.label.ends_with("MiB"))) {
+        let _ = writeln!(s, "\n{}:\n\n| size | packet µs | flow µs | error |\n|---:|---:|---:|---:|", r.name);
+        for i in &r.items {
+            let _ =
+                writeln!(s, "| {} | {:.1} | {:.1} | {:+.2} % |", i.label, i.packet_us, i.flow_us, 100.0 * i.error());
+        }
+    }
+    s
+}
