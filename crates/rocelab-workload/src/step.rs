@@ -49,7 +49,7 @@ use rocelab_plan::estimate::Estimate;
 use rocelab_plan::Scenario;
 use rocelab_sim::rng::Rng;
 use rocelab_sim::workload::{Delivered, Message, Net, Workload};
-use rocelab_sim::{RunReport, Sim, SimOptions};
+use rocelab_sim::{Run, RunReport, SimOptions};
 use serde::Serialize;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -703,7 +703,8 @@ pub fn run_step(m: &Model, plan: &StepPlan, opts: SimOptions) -> Result<StepResu
     let nodes = work.lay.nodes;
     let shared = Rc::new(RefCell::new(work));
     let faults = rocelab_sim::engine::resolve_faults(m)?;
-    let mut sim = Sim::with_workload(m, Box::new(Shared(shared.clone())), faults, opts)?;
+    // Either engine (`opts.engine`): the DAG only posts messages and asks for wake-ups.
+    let mut sim = Run::with_workload(m, Box::new(Shared(shared.clone())), faults, opts)?;
     sim.run(&mut |_| {});
     let report = RunReport::from_snapshot(&sim.snapshot_totals(), m);
     let w = shared.borrow();
@@ -813,7 +814,7 @@ pub fn render(r: &StepResult, model_name: &str, fabric: &str, plan: Option<(f64,
             r.failed_messages
         );
     }
-    let _ = writeln!(s, "  engine: {} events, {} data packets", r.events, r.data_packets);
+    let _ = writeln!(s, "  {}-level engine: {} events, {} data packets", r.report.engine, r.events, r.data_packets);
     s
 }
 
