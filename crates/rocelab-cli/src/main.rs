@@ -40,6 +40,8 @@ enum Command {
     /// The pre-production checklist: lint, then every stress scenario, judged against a policy
     /// (text, JSON, JUnit, HTML).
     Validate(cmd::validate::Args),
+    /// The checklist on two configurations side by side: what a change does before it is made.
+    Compare(cmd::compare::Args),
     /// Import an ns-3 (HPCC) or htsim scenario.
     Import(cmd::import::Args),
     /// Fixed engine benchmarks (run in release mode).
@@ -80,6 +82,7 @@ fn main() -> ExitCode {
         Command::Simulate(a) => cmd::simulate::run(a),
         Command::Scenarios(a) => cmd::scenarios::run(a),
         Command::Validate(a) => cmd::validate::run(a),
+        Command::Compare(a) => cmd::compare::run(a),
         Command::Import(a) => cmd::import::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Plan(a) => cmd::plan::run(a),

@@ -206,6 +206,60 @@ pub fn render(r: &Report) -> String {
     s
 }
 
+/// The A/B page: the rows that changed, then per scenario its charts with A and B overlaid.
+pub fn render_compare(c: &crate::Comparison) -> String {
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>rocelab compare</title>\
+<style>body{{font-family:sans-serif;margin:2em;max-width:1200px}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:left;font-size:13px}}\
+.fail{{background:#fdd}}figure{{display:inline-block;margin:6px}}figcaption{{font-size:12px;text-align:center}}</style></head><body>\n"
+    );
+    let _ = writeln!(s, "<h1>rocelab compare</h1><p>A = {} · B = {}</p>", xml(&c.a), xml(&c.b));
+    s.push_str("<table id=\"changes\"><tr><th>row</th><th>A</th><th>B</th><th>verdict A → B</th></tr>\n");
+    for r in c.rows.iter().filter(|r| r.changed) {
+        let v = |x: Option<Verdict>| {
+            x.map_or("", |v| match v {
+                Verdict::Pass => "pass",
+                Verdict::Fail => "FAIL",
+                Verdict::Info => "info",
+            })
+        };
+        let cls = if r.verdict_b == Some(Verdict::Fail) && r.verdict_a != Some(Verdict::Fail) {
+            " class=\"fail\""
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            s,
+            "<tr{cls}><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            xml(&r.name),
+            fmt(r.a),
+            fmt(r.b),
+            if r.verdict_a.is_some() { format!("{} → {}", v(r.verdict_a), v(r.verdict_b)) } else { String::new() }
+        );
+    }
+    s.push_str("</table>\n");
+    let (ra, rb) = &c.reports;
+    for sa in &ra.scenarios {
+        let Some(sb) = rb.scenarios.iter().find(|x| x.scenario == sa.scenario) else { continue };
+        let _ = writeln!(s, "<h2>{}</h2><div>", xml(&sa.scenario));
+        let (xa, xb) = (series(&sa.series_csv), series(&sb.series_csv));
+        for (metric, title, unit) in CHARTS {
+            let mut lines = vec![];
+            for (side, ser) in [("A", &xa), ("B", &xb)] {
+                if let Some(by) = ser.get(*metric) {
+                    lines.extend(by.iter().map(|(l, p)| Line { label: format!("{side}: {l}"), points: p.clone() }));
+                }
+            }
+            s.push_str(&chart(title, unit, &lines));
+        }
+        s.push_str("</div>\n");
+    }
+    s.push_str("</body></html>\n");
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

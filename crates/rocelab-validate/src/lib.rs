@@ -499,3 +499,129 @@ pub fn list() -> String {
     }
     s
 }
+
+/// One row of an A/B comparison: a check's figure and verdict on both sides, or a scenario
+/// metric's value on both.
+#[derive(Clone, Debug, Serialize)]
+pub struct CompareRow {
+    /// A check name, or `<scenario>.<metric>`.
+    pub name: String,
+    pub a: Option<f64>,
+    pub b: Option<f64>,
+    /// Verdicts for checks; `None` for plain metrics.
+    pub verdict_a: Option<Verdict>,
+    pub verdict_b: Option<Verdict>,
+    pub changed: bool,
+}
+
+/// The same checklist on two configurations.
+#[derive(Clone, Debug, Serialize)]
+pub struct Comparison {
+    pub a: String,
+    pub b: String,
+    /// Checks first (in the checklist's order), then every scenario metric.
+    pub rows: Vec<CompareRow>,
+    #[serde(skip)]
+    pub reports: (Report, Report),
+}
+
+impl Comparison {
+    /// Checks that passed on A and fail on B.
+    pub fn regressions(&self) -> Vec<&CompareRow> {
+        self.rows.iter().filter(|r| r.verdict_a == Some(Verdict::Pass) && r.verdict_b == Some(Verdict::Fail)).collect()
+    }
+}
+
+fn differs(a: Option<f64>, b: Option<f64>) -> bool {
+    match (a, b) {
+        (Some(x), Some(y)) => (x - y).abs() > 1e-9 * x.abs().max(y.abs()).max(1.0),
+        (None, None) => false,
+        _ => true,
+    }
+}
+
+/// Compares two validation reports row by row.
+pub fn compare(a: Report, b: Report) -> Comparison {
+    let mut rows = vec![];
+    let mut names: Vec<&str> = a.checks.iter().map(|c| c.name.as_str()).collect();
+    for c in &b.checks {
+        if !names.contains(&c.name.as_str()) {
+            names.push(&c.name);
+        }
+    }
+    for n in names {
+        let (ca, cb) = (a.checks.iter().find(|c| c.name == n), b.checks.iter().find(|c| c.name == n));
+        let (fa, fb) = (ca.and_then(|c| c.figure), cb.and_then(|c| c.figure));
+        let (va, vb) = (ca.map(|c| c.verdict), cb.map(|c| c.verdict));
+        rows.push(CompareRow {
+            name: n.to_string(),
+            a: fa,
+            b: fb,
+            verdict_a: va,
+            verdict_b: vb,
+            changed: differs(fa, fb) || va != vb,
+        });
+    }
+    for sa in &a.scenarios {
+        let Some(sb) = b.scenarios.iter().find(|s| s.scenario == sa.scenario) else { continue };
+        let mut keys: Vec<&str> = sa.metrics.keys().copied().collect();
+        keys.extend(sb.metrics.keys().copied().filter(|k| !sa.metrics.contains_key(k)));
+        for k in keys {
+            let (x, y) = (metric(sa, k), metric(sb, k));
+            rows.push(CompareRow {
+                name: format!("{}.{k}", sa.scenario),
+                a: x,
+                b: y,
+                verdict_a: None,
+                verdict_b: None,
+                changed: differs(x, y),
+            });
+        }
+    }
+    Comparison { a: a.file.clone(), b: b.file.clone(), rows, reports: (a, b) }
+}
+
+/// The side-by-side view: every row that changed, then the count.
+pub fn render_compare(c: &Comparison) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "rocelab compare: A = {}, B = {}", c.a, c.b);
+    let v = |x: Option<Verdict>| match x {
+        Some(Verdict::Pass) => "pass",
+        Some(Verdict::Fail) => "FAIL",
+        Some(Verdict::Info) => "info",
+        None => "",
+    };
+    let changed: Vec<&CompareRow> = c.rows.iter().filter(|r| r.changed).collect();
+    if changed.is_empty() {
+        let _ = writeln!(s, "  no change: every check and every scenario figure is the same");
+    } else {
+        let _ = writeln!(s, "  {:<46} {:>14} {:>14} {:>9}  verdict", "", "A", "B", "B − A");
+        for r in &changed {
+            let delta = match (r.a, r.b) {
+                (Some(x), Some(y)) if x != 0.0 => format!("{:+.1} %", (y - x) / x.abs() * 100.0),
+                (Some(x), Some(y)) => format!("{:+}", y - x),
+                _ => "-".into(),
+            };
+            let verdict = if r.verdict_a.is_some() {
+                format!("{} → {}", v(r.verdict_a), v(r.verdict_b))
+            } else {
+                String::new()
+            };
+            let _ = writeln!(s, "  {:<46} {:>14} {:>14} {:>9}  {verdict}", r.name, fmt(r.a), fmt(r.b), delta);
+        }
+    }
+    let reg = c.regressions();
+    let _ = writeln!(
+        s,
+        "result: {} of {} rows changed; {} check(s) that pass on A fail on B{}",
+        changed.len(),
+        c.rows.len(),
+        reg.len(),
+        if reg.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", reg.iter().map(|r| r.name.as_str()).collect::<Vec<_>>().join(", "))
+        }
+    );
+    s
+}

@@ -103,3 +103,30 @@ fn a_policy_names_its_errors() {
         Policy::parse("p.toml", "skip = [\"mixed.rdma-slowdown\"]\n[limits]\n\"collective.busbw\" = 0.9\n").unwrap();
     assert_eq!(p.limits["collective.busbw"], 0.9);
 }
+
+#[test]
+fn compare_of_a_fabric_with_itself_changes_nothing_and_congestion_control_off_deepens_the_queues() {
+    let (m, file, text) = example("leaf-spine-small.toml");
+    let opts = Options { only: vec!["sustained".into(), "incast".into()], jobs: 2, seed: 1, ..Options::default() };
+    let go = |m: &rocelab_model::Model, f: &str, t: &str| validate(m, f, t, &opts, &|_, _, _| {}).unwrap();
+    let same = rocelab_validate::compare(go(&m, &file, &text), go(&m, &file, &text));
+    assert!(same.rows.iter().all(|r| !r.changed), "{}", rocelab_validate::render_compare(&same));
+    assert!(rocelab_validate::render_compare(&same).contains("no change"));
+    // B: the NICs' congestion control off (DCQCN's reaction point gone). Senders no longer
+    // slow down on CNPs: the queues grow and more packets cross the ECN threshold.
+    let off_text = text.replace("congestion_control = \"dcqcn\"", "congestion_control = \"none\"");
+    assert_ne!(off_text, text);
+    let off = rocelab_model::load_str("off.toml", &off_text).unwrap();
+    let c = rocelab_validate::compare(go(&m, &file, &text), go(&off, "off.toml", &off_text));
+    let row = |n: &str| c.rows.iter().find(|r| r.name == n).unwrap_or_else(|| panic!("{n}"));
+    let q = row("sustained.max_queue_bytes");
+    assert!(q.changed && q.b.unwrap() > 1.5 * q.a.unwrap(), "{q:?}");
+    let marks = row("sustained.ecn_marked");
+    assert!(marks.b.unwrap() > marks.a.unwrap(), "{marks:?}");
+    // Nothing judged regressed (lossless either way: PFC still holds).
+    assert!(c.regressions().is_empty());
+    let page = rocelab_validate::html::render_compare(&c);
+    assert!(
+        page.contains("<td>sustained.max_queue_bytes</td>") && page.contains("A: fabric") && page.contains("B: fabric")
+    );
+}

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod collect;
+pub mod compare;
 pub mod doctor;
 pub mod exporter;
 pub mod import;
