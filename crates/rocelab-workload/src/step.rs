@@ -168,8 +168,10 @@ impl StepPlan {
 
     /// The step with an infinitely fast network: (m + p − 1)(F + B) + optimizer.
     pub fn compute_only(&self) -> SimTime {
-        let per = self.forward.0 + self.backward.0;
-        SimTime((self.micro_batches as u64 + self.pp as u64 - 1) * per + self.optimizer.0)
+        // Saturating: a plan can ask for any compute time; `run_step` refuses what overflows.
+        let per = self.forward.0.saturating_add(self.backward.0);
+        let ops = (self.micro_batches as u64 + self.pp as u64).saturating_sub(1);
+        SimTime(ops.saturating_mul(per).saturating_add(self.optimizer.0))
     }
 }
 
@@ -660,8 +662,34 @@ impl Workload for StepWork {
     }
 }
 
+/// Refuses a step the engine cannot hold: one longer than its clock range, a message beyond
+/// 1 TB, more DP rings at once than a tag can name.
+fn check_bounds(p: &StepPlan) -> Result<(), Diagnostic> {
+    let bad = |what: String, fix: &str| Diagnostic::new("step", what, fix);
+    // The compute alone, with room for the network on top.
+    if p.compute_only().0 > rocelab_sim::workload::LATEST_START.0 / 4 {
+        return Err(bad(
+            format!("a step of {:.0} s of compute", p.compute_only().0 as f64 * 1e-12),
+            "the twin runs steps of up to a few days of simulated time: check the plan's compute rate and batch",
+        ));
+    }
+    let max = rocelab_sim::traffic::MAX_FLOW_BYTES;
+    let bucket = p.dp_bytes.max(p.ag_bytes) / p.buckets.max(1) as u64;
+    if p.pp_bytes > max || bucket > max {
+        return Err(bad(format!("messages of {} B", p.pp_bytes.max(bucket)), "the engine's messages are 1 TB at most"));
+    }
+    if p.tp as u64 * p.pp as u64 >= OWN {
+        return Err(bad(
+            format!("tp × pp = {} DP rings at once", p.tp as u64 * p.pp as u64),
+            "the twin runs fewer than 65,535",
+        ));
+    }
+    Ok(())
+}
+
 /// Runs one training step of `plan` on `m` (with the fabric file's faults).
 pub fn run_step(m: &Model, plan: &StepPlan, opts: SimOptions) -> Result<StepResult, Vec<Diagnostic>> {
+    check_bounds(plan).map_err(|d| vec![d])?;
     let lay = layout(m, plan).map_err(|d| vec![d])?;
     let (pp, dp, mb) = (plan.pp, plan.dp, plan.micro_batches);
     let replicas = (0..pp)
@@ -682,7 +710,8 @@ pub fn run_step(m: &Model, plan: &StepPlan, opts: SimOptions) -> Result<StepResu
     let mut rng = Rng::new(opts.seed, 0x5354_4550);
     let pp_sports = lay.pp_links.iter().map(|l| l.iter().map(|_| 49152 + rng.below(16384) as u16).collect()).collect();
     let groups = lay.dp_groups.iter().map(|g| g.len()).max().unwrap_or(0);
-    let slots = (groups * pp as usize).min(OWN as usize);
+    // One bucket per stage at a time, every group of it (check_bounds keeps this below OWN).
+    let slots = groups * pp as usize;
     let work = StepWork {
         plan: plan.clone(),
         replicas,

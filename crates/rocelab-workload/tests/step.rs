@@ -146,6 +146,11 @@ fn layouts_the_twin_cannot_place_are_refused_with_the_fix() {
     assert!(e[0].to_string().contains("give tp = 8"), "{e:?}");
     let e = run_step(&m, &plan(8, 2, 2, 1), SimOptions::default()).unwrap_err();
     assert!(e[0].to_string().contains("32 GPUs, the fabric has 16"), "{e:?}");
+    // A step beyond the engine's clock, a message beyond 1 TB: refused, not a panic.
+    let long = StepPlan { forward: SimTime(u64::MAX / 8), ..plan(8, 1, 2, 1) };
+    assert!(run_step(&m, &long, SimOptions::default()).unwrap_err()[0].to_string().contains("of compute"));
+    let huge = StepPlan { pp_bytes: 2_000_000_000_000, ..plan(8, 1, 2, 1) };
+    assert!(run_step(&m, &huge, SimOptions::default()).unwrap_err()[0].to_string().contains("1 TB"));
 }
 
 #[test]
