@@ -57,21 +57,31 @@ pub enum Figure {
     Metric(&'static str),
     /// metric a − metric b.
     Difference(&'static str, &'static str),
+    /// From the engine's report of the run: the largest share of the run any port and
+    /// priority spent paused by PFC (received pauses).
+    MaxPausedShare,
+    /// From the engine's report: the 99th percentile of the packets' queueing delay, µs.
+    QueueDelayP99Us,
 }
 
 const LOSSLESS: &str = "a lossless class drops nothing while PFC headroom covers the cable and the peer's response (IEEE 802.1Qbb); any drop is a headroom, threshold or watchdog problem";
 const NO_STORM: &str = "no PFC watchdog storm: a storm means a priority stayed paused past the watchdog's detection time (SONiC's PFC watchdog, 200 ms by default), which a healthy fabric never does under this load";
 
+const PAUSED: &str = "no port and priority paused by PFC for more than 5 % of a steady load (the share at which `rocelab doctor` warns, pause_ratio): beyond it PFC is doing the braking that ECN and DCQCN should";
+
 /// The checklist, in catalog order of the scenarios.
 pub const CHECKS: &[CheckDef] = &[
     CheckDef { name: "sustained.lossless-drops", kind: ScenarioKind::Sustained, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), why: LOSSLESS },
     CheckDef { name: "sustained.no-pause-storm", kind: ScenarioKind::Sustained, figure: Figure::Metric("pfc_storms"), cmp: Cmp::AtMost, limit: Some(0.0), why: NO_STORM },
+    CheckDef { name: "sustained.paused-share", kind: ScenarioKind::Sustained, figure: Figure::MaxPausedShare, cmp: Cmp::AtMost, limit: Some(0.05), why: PAUSED },
+    CheckDef { name: "sustained.p99-queueing-delay", kind: ScenarioKind::Sustained, figure: Figure::QueueDelayP99Us, cmp: Cmp::AtMost, limit: None, why: "the 99th percentile of every packet's time in switch queues, µs: what ECN thresholds keep short" },
     CheckDef { name: "sustained.goodput", kind: ScenarioKind::Sustained, figure: Figure::Headline, cmp: Cmp::AtLeast, limit: None, why: "payload delivered against the senders' line rate; bounded by the fabric's oversubscription, so reported, not judged" },
     CheckDef { name: "sustained.fairness", kind: ScenarioKind::Sustained, figure: Figure::Metric("jain_fairness"), cmp: Cmp::AtLeast, limit: None, why: "Jain's fairness index over the flows (Jain, Chiu and Hawe, DEC-TR-301, 1984); below 1 by design where some flows cross an oversubscribed tier and others do not" },
     CheckDef { name: "incast.completion", kind: ScenarioKind::Incast, figure: Figure::Headline, cmp: Cmp::AtMost, limit: Some(1.25), why: "an N:1 incast cannot finish before N·size / the receiver's line rate; 25 % above it allows for headers (2 % at MTU 4096) and DCQCN's convergence" },
     CheckDef { name: "incast.lossless-drops", kind: ScenarioKind::Incast, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), why: LOSSLESS },
     CheckDef { name: "microburst.lossless-drops", kind: ScenarioKind::Microburst, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), why: LOSSLESS },
     CheckDef { name: "microburst.no-pause-storm", kind: ScenarioKind::Microburst, figure: Figure::Metric("pfc_storms"), cmp: Cmp::AtMost, limit: Some(0.0), why: NO_STORM },
+    CheckDef { name: "microburst.paused-share", kind: ScenarioKind::Microburst, figure: Figure::MaxPausedShare, cmp: Cmp::AtMost, limit: None, why: "the largest share of the run a port and priority spent paused: bursts are expected to pause" },
     CheckDef { name: "microburst.pauses", kind: ScenarioKind::Microburst, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, why: "PFC frames the bursts cause; fewer with ECN and DCQCN acting first" },
     CheckDef { name: "hotspot.lossless-drops", kind: ScenarioKind::Hotspot, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), why: LOSSLESS },
     CheckDef { name: "hotspot.queue", kind: ScenarioKind::Hotspot, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, why: "deepest queue at the hot port, bytes" },
@@ -85,6 +95,7 @@ pub const CHECKS: &[CheckDef] = &[
     CheckDef { name: "routing-change.ecmp-imbalance", kind: ScenarioKind::RoutingChange, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, why: "ECMP imbalance after the change minus before (max / mean uplink bytes − 1)" },
     CheckDef { name: "firmware-mix.goodput-ratio", kind: ScenarioKind::FirmwareMix, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, why: "goodput of the NICs on the other profile over the fleet's, as a partial rollout leaves a fleet: a risk to read, not a property of the file" },
     CheckDef { name: "collective.busbw", kind: ScenarioKind::Collective, figure: Figure::Headline, cmp: Cmp::AtLeast, limit: Some(0.8), why: "nccl-tests busbw over the line rate of the NICs the collective can use; 80 % is the share below which `rocelab doctor` warns (busbw_warn)" },
+    CheckDef { name: "collective.paused-share", kind: ScenarioKind::Collective, figure: Figure::MaxPausedShare, cmp: Cmp::AtMost, limit: Some(0.05), why: PAUSED },
     CheckDef { name: "collective.lossless-drops", kind: ScenarioKind::Collective, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), why: LOSSLESS },
     CheckDef { name: "mixed.rdma-lossless", kind: ScenarioKind::Mixed, figure: Figure::Metric("rdma_class_drops"), cmp: Cmp::AtMost, limit: Some(0.0), why: "TCP beside RDMA may lose packets in its lossy class; the RDMA class none" },
     CheckDef { name: "mixed.rdma-slowdown", kind: ScenarioKind::Mixed, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, why: "RDMA completion time beside TCP over alone: what sharing links costs RDMA" },
@@ -326,6 +337,41 @@ fn judge(c: &CheckDef, r: &ScenarioResult, p: &Policy) -> CheckResult {
         Figure::Difference(a, b) => {
             let (x, y) = (metric(r, a), metric(r, b));
             (x.zip(y).map(|(x, y)| x - y), vec![format!("{a} = {}, {b} = {}", fmt(x), fmt(y))])
+        }
+        Figure::MaxPausedShare => {
+            let run = r.report.simulated_seconds.max(1e-12);
+            let worst = r
+                .report
+                .metrics
+                .iter()
+                .filter(|x| x.name == "rocelab_pfc_paused_seconds_total")
+                .max_by(|a, b| a.value.total_cmp(&b.value));
+            match worst {
+                Some(w) if w.value > 0.0 => (
+                    Some(w.value / run),
+                    vec![format!(
+                        "{}:{} priority {} paused {:.1} µs of {:.1} µs",
+                        w.labels["node"],
+                        w.labels["port"],
+                        w.labels["priority"],
+                        w.value * 1e6,
+                        run * 1e6
+                    )],
+                ),
+                _ => (Some(0.0), vec!["no port was paused".into()]),
+            }
+        }
+        Figure::QueueDelayP99Us => {
+            let q = &r.report.queue_delay;
+            (
+                Some(q.p99_seconds * 1e6),
+                vec![format!(
+                    "queueing delay p50 {:.2} µs, p99 {:.2} µs, max {:.2} µs",
+                    q.p50_seconds * 1e6,
+                    q.p99_seconds * 1e6,
+                    q.max_seconds * 1e6
+                )],
+            )
         }
     };
     let limit = p.limit(c);

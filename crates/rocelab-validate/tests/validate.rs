@@ -130,3 +130,27 @@ fn compare_of_a_fabric_with_itself_changes_nothing_and_congestion_control_off_de
         page.contains("<td>sustained.max_queue_bytes</td>") && page.contains("A: fabric") && page.contains("B: fabric")
     );
 }
+
+#[test]
+fn a_fabric_that_pauses_under_bursts_fails_a_paused_share_limit_and_names_the_port() {
+    // Shallow 4 MB switch buffers, congestion control off, the file's own microburst: PFC is
+    // the only brake, and ports stay paused.
+    let text = "[switch_models.sw]\npreset = \"spectrum-2\"\nbuffer_bytes = 4000000\n\
+         [topology.leaf_spine]\nleaves = 2\nspines = 2\nhosts_per_leaf = 8\n\
+         host_link = { speed_gbps = 100, length_m = 3 }\nfabric_link = { speed_gbps = 100, length_m = 30 }\n\
+         leaf_model = \"sw\"\nspine_model = \"sw\"\n[nic]\nmtu = 4096\ncongestion_control = \"none\"\n\
+         [[scenario]]\nkind = \"microburst\"\nname = \"mb\"\nfan_in = 7\nburst_bytes = 500000\nduty_cycle = 0.5\nduration_us = 2000\n";
+    let m = rocelab_model::load_str("shallow.toml", text).unwrap();
+    let policy = Policy { limits: [("microburst.paused-share".to_string(), 0.01)].into(), ..Policy::default() };
+    let opts = Options { policy, only: vec!["microburst".into()], jobs: 1, seed: 1 };
+    let r = validate(&m, "shallow.toml", text, &opts, &|_, _, _| {}).unwrap();
+    let c = r.checks.iter().find(|c| c.name == "microburst.paused-share").unwrap();
+    assert_eq!(c.verdict, Verdict::Fail, "{}", render_text(&r));
+    let share = c.figure.unwrap();
+    assert!(share > 0.01 && share <= 1.0, "{share}");
+    // The evidence names the port and priority and the paused time.
+    assert!(c.evidence[0].contains(" priority 3 paused ") && c.evidence[0].contains(" µs of "), "{:?}", c.evidence);
+    // Pauses were sent, and they are what the headline counts.
+    let pauses = r.checks.iter().find(|c| c.name == "microburst.pauses").unwrap();
+    assert!(pauses.figure.unwrap() > 0.0);
+}
