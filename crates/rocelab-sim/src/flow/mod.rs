@@ -169,6 +169,11 @@ pub struct FlowSim<'m> {
     free_flows: Vec<u32>,
     active: u64,
     msgs: Vec<Msg>,
+    /// Slots of delivered messages, reused by the next posts (`SimOptions::recycle_qps`: the
+    /// per-message rows are then not kept, as on the packet engine).
+    free_msgs: Vec<u32>,
+    /// Messages ever posted (slots may be fewer).
+    msgs_posted: usize,
     workload: Option<Box<dyn Workload + 'm>>,
     deliveries_wanted: bool,
     wakes: WakeSlots,
@@ -233,6 +238,8 @@ impl<'m> FlowSim<'m> {
             free_flows: Vec::new(),
             active: 0,
             msgs: Vec::new(),
+            free_msgs: Vec::new(),
+            msgs_posted: 0,
             deliveries_wanted: workload.wants_deliveries(),
             workload: None,
             wakes: WakeSlots::default(),
@@ -290,7 +297,10 @@ impl<'m> FlowSim<'m> {
 
     /// Adds a message and its QPs (they start at `f.start`); returns its index.
     pub(crate) fn post_flow(&mut self, f: FlowSpec) -> MsgId {
-        let mi = self.msgs.len() as u32;
+        // A delivered message's slot when recycling (its id is not referenced any more: the
+        // workload heard its delivery), else a new one.
+        let mi = self.free_msgs.pop().unwrap_or(self.msgs.len() as u32);
+        self.msgs_posted += 1;
         self.bytes_total += f.size_bytes;
         let mtu = self.m.nic_of(f.src).mtu as u64;
         let per = f.size_bytes / f.qps as u64;
@@ -340,7 +350,7 @@ impl<'m> FlowSim<'m> {
             self.push(f.start, Ev::Start { flow: id });
             qps += 1;
         }
-        self.msgs.push(Msg {
+        let msg = Msg {
             src: f.src,
             dst: f.dst,
             size: f.size_bytes,
@@ -349,7 +359,12 @@ impl<'m> FlowSim<'m> {
             qps,
             left: qps,
             finish: None,
-        });
+        };
+        if (mi as usize) < self.msgs.len() {
+            self.msgs[mi as usize] = msg;
+        } else {
+            self.msgs.push(msg);
+        }
         mi
     }
 
@@ -395,7 +410,7 @@ impl<'m> FlowSim<'m> {
                 progress(self.progress());
             }
         }
-        self.stopped_no_progress = !self.stopped_at_duration && self.msgs_done < self.msgs.len();
+        self.stopped_no_progress = !self.stopped_at_duration && self.msgs_done < self.msgs_posted;
         progress(self.progress());
     }
 
@@ -405,7 +420,7 @@ impl<'m> FlowSim<'m> {
             end: self.opts.duration,
             events: self.events,
             qps_done: self.msgs_done,
-            qps_total: self.msgs.len(),
+            qps_total: self.msgs_posted,
             bytes_done: self.payload_delivered,
             bytes_total: self.bytes_total,
         }
@@ -429,6 +444,8 @@ impl<'m> FlowSim<'m> {
                     self.msgs_done += 1;
                     if self.deliveries_wanted {
                         self.push(self.now, Ev::Deliver { msg });
+                    } else if self.opts.recycle_qps {
+                        self.free_msgs.push(msg);
                     }
                 }
             }
@@ -439,6 +456,9 @@ impl<'m> FlowSim<'m> {
                     Delivered { msg, tag: m.tag, src: m.src, dst: m.dst, start: m.start, at: self.now, failed: false };
                 w.on_delivered(done, &mut Net::flow(self));
                 self.workload = Some(w);
+                if self.opts.recycle_qps {
+                    self.free_msgs.push(msg);
+                }
             }
             Ev::Wake { slot } => {
                 let tag = self.wakes.release(slot);
