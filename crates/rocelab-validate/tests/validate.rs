@@ -154,3 +154,37 @@ fn a_fabric_that_pauses_under_bursts_fails_a_paused_share_limit_and_names_the_po
     let pauses = r.checks.iter().find(|c| c.name == "microburst.pauses").unwrap();
     assert!(pauses.figure.unwrap() > 0.0);
 }
+
+/// `xmllint`, or `None` (with a loud message) outside CI; `.ci/run` installs libxml2-utils.
+fn xmllint() -> Option<PathBuf> {
+    let found = std::env::var_os("PATH")
+        .and_then(|p| std::env::split_paths(&p).map(|d| d.join("xmllint")).find(|p| p.is_file()));
+    if found.is_none() {
+        let in_ci = std::env::var("CI").map(|v| !v.is_empty()).unwrap_or(false);
+        assert!(!in_ci, "xmllint is not installed in CI: .ci/run must install the Debian package `libxml2-utils`");
+        eprintln!("\n*** SKIPPED JUnit schema check: xmllint is not installed (apt-get install libxml2-utils) ***\n");
+    }
+    found
+}
+
+#[test]
+fn the_junit_xml_validates_against_the_junit_schema() {
+    let Some(xmllint) = xmllint() else { return };
+    let schema = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/junit.xsd");
+    let dir = std::env::temp_dir().join(format!("rocelab-junit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let check = |name: &str, xml: &str| {
+        let f = dir.join(name);
+        std::fs::write(&f, xml).unwrap();
+        std::process::Command::new(&xmllint).arg("--noout").arg("--schema").arg(&schema).arg(&f).output().unwrap()
+    };
+    // Failures, passes and reported-only checks, as the common-mistakes fabric gives.
+    let r = run("common-mistakes.toml", Policy::default(), &["lint", "incast", "microburst"]);
+    assert!(r.failed() > 0 && r.checks.iter().any(|c| c.verdict == Verdict::Info));
+    let o = check("report.xml", &junit(&r));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // The schema check can fail: a test case holding an element JUnit does not have.
+    let broken = junit(&r).replacen("<failure ", "<broken ", 1).replacen("</failure>", "</broken>", 1);
+    assert!(!check("broken.xml", &broken).status.success());
+    let _ = std::fs::remove_dir_all(&dir);
+}
