@@ -218,13 +218,22 @@ fn wanted(only: &[String], name: &str, scenario: &str) -> bool {
     only.is_empty() || only.iter().any(|o| o == name || o == scenario)
 }
 
-/// Lints the file and runs the checklist; `progress` hears each scenario as it finishes.
+/// What a validation run says as it goes (from the scenario threads).
+#[derive(Clone, Copy, Debug)]
+pub enum Progress<'a> {
+    /// A scenario run started.
+    Started(&'a str),
+    /// A scenario run finished: `done` of `total`.
+    Finished { kind: &'a str, done: usize, total: usize },
+}
+
+/// Lints the file and runs the checklist; `progress` hears each scenario start and finish.
 pub fn validate(
     m: &Model,
     file: &str,
     text: &str,
     opts: &Options,
-    progress: &(dyn Fn(&str, usize, usize) + Sync),
+    progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Report, Vec<rocelab_model::Diagnostic>> {
     rocelab_scenario::check_all(m)?;
     let mut checks = Vec::new();
@@ -297,7 +306,7 @@ fn run_all(
     m: &Model,
     kinds: &[ScenarioKind],
     opts: &Options,
-    progress: &(dyn Fn(&str, usize, usize) + Sync),
+    progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Vec<ScenarioResult>, Vec<rocelab_model::Diagnostic>> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
@@ -311,9 +320,11 @@ fn run_all(
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(&kind) = kinds.get(i) else { break };
                 let (c, path) = scenario_for(m, kind);
+                progress(Progress::Started(kind.name()));
                 let r = rocelab_scenario::run(m, &c, &path, opts.seed);
                 slots.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
-                progress(kind.name(), done.fetch_add(1, Ordering::Relaxed) + 1, kinds.len());
+                let done = done.fetch_add(1, Ordering::Relaxed) + 1;
+                progress(Progress::Finished { kind: kind.name(), done, total: kinds.len() });
             });
         }
     });

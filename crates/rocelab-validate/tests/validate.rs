@@ -14,7 +14,7 @@ fn example(name: &str) -> (rocelab_model::Model, String, String) {
 fn run(name: &str, policy: Policy, only: &[&str]) -> Report {
     let (m, file, text) = example(name);
     let opts = Options { policy, only: only.iter().map(|s| s.to_string()).collect(), jobs: 2, seed: 1 };
-    validate(&m, &file, &text, &opts, &|_, _, _| {}).unwrap_or_else(|e| panic!("{e:?}"))
+    validate(&m, &file, &text, &opts, &|_| {}).unwrap_or_else(|e| panic!("{e:?}"))
 }
 
 #[test]
@@ -108,7 +108,7 @@ fn a_policy_names_its_errors() {
 fn compare_of_a_fabric_with_itself_changes_nothing_and_congestion_control_off_deepens_the_queues() {
     let (m, file, text) = example("leaf-spine-small.toml");
     let opts = Options { only: vec!["sustained".into(), "incast".into()], jobs: 2, seed: 1, ..Options::default() };
-    let go = |m: &rocelab_model::Model, f: &str, t: &str| validate(m, f, t, &opts, &|_, _, _| {}).unwrap();
+    let go = |m: &rocelab_model::Model, f: &str, t: &str| validate(m, f, t, &opts, &|_| {}).unwrap();
     let same = rocelab_validate::compare(go(&m, &file, &text), go(&m, &file, &text));
     assert!(same.rows.iter().all(|r| !r.changed), "{}", rocelab_validate::render_compare(&same));
     assert!(rocelab_validate::render_compare(&same).contains("no change"));
@@ -143,7 +143,7 @@ fn a_fabric_that_pauses_under_bursts_fails_a_paused_share_limit_and_names_the_po
     let m = rocelab_model::load_str("shallow.toml", text).unwrap();
     let policy = Policy { limits: [("microburst.paused-share".to_string(), 0.01)].into(), ..Policy::default() };
     let opts = Options { policy, only: vec!["microburst".into()], jobs: 1, seed: 1 };
-    let r = validate(&m, "shallow.toml", text, &opts, &|_, _, _| {}).unwrap();
+    let r = validate(&m, "shallow.toml", text, &opts, &|_| {}).unwrap();
     let c = r.checks.iter().find(|c| c.name == "microburst.paused-share").unwrap();
     assert_eq!(c.verdict, Verdict::Fail, "{}", render_text(&r));
     let share = c.figure.unwrap();

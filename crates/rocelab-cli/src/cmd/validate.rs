@@ -72,13 +72,30 @@ pub fn run(a: Args) -> VerbResult {
     let jobs = a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
     let seed = a.seed.unwrap_or_else(|| rocelab_sim::options_from_model(&model).seed);
     let opts = rocelab_validate::Options { policy, only: a.only.clone(), jobs, seed };
-    let quiet = a.quiet;
     let started = std::time::Instant::now();
-    // Plain lines on standard error as each scenario finishes (the runs are parallel).
-    let progress = move |kind: &str, done: usize, total: usize| {
-        if !quiet {
+    // On a terminal, a spinner per running scenario (the runs are parallel), each left as a
+    // line with its time when done; elsewhere, a plain line per finished scenario.
+    let terminal = !a.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let multi = indicatif::MultiProgress::new();
+    let bars: std::sync::Mutex<std::collections::BTreeMap<String, indicatif::ProgressBar>> = Default::default();
+    let style = indicatif::ProgressStyle::with_template("{spinner} {msg} {elapsed}")
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());
+    let progress = |p: rocelab_validate::Progress| match p {
+        rocelab_validate::Progress::Started(kind) if terminal => {
+            let b = multi.add(indicatif::ProgressBar::new_spinner().with_style(style.clone()));
+            b.set_message(format!("{kind}: running"));
+            b.enable_steady_tick(std::time::Duration::from_millis(120));
+            bars.lock().unwrap_or_else(|e| e.into_inner()).insert(kind.to_string(), b);
+        }
+        rocelab_validate::Progress::Finished { kind, done, total } if terminal => {
+            if let Some(b) = bars.lock().unwrap_or_else(|e| e.into_inner()).remove(kind) {
+                b.finish_with_message(format!("{kind}: done [{done}/{total}]"));
+            }
+        }
+        rocelab_validate::Progress::Finished { kind, done, total } if !a.quiet => {
             eprintln!("[{done}/{total}] {kind} done ({:.1} s)", started.elapsed().as_secs_f64());
         }
+        _ => {}
     };
     let file = path.display().to_string();
     let report = rocelab_validate::validate(&model, &file, &text, &opts, &progress).map_err(|d| located(&path, d))?;
