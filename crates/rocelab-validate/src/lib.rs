@@ -121,7 +121,7 @@ impl Policy {
             let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1).unwrap_or(1);
             format!("{file}:{line}: error: {}", e.message().trim())
         })?;
-        let known = |n: &str| CHECKS.iter().any(|c| c.name == n) || n.starts_with("lint");
+        let known = |n: &str| CHECKS.iter().any(|c| c.name == n) || n.starts_with("lint") || n.starts_with("workload.");
         for n in p.limits.keys().chain(&p.skip) {
             if !known(n) {
                 let line = text.lines().position(|l| l.contains(n.as_str())).map_or(1, |i| i + 1);
@@ -292,6 +292,7 @@ pub fn validate(
         let r = results.iter().find(|r| r.kind == c.kind.name()).expect("every kind asked for ran");
         checks.push(judge(c, r, &opts.policy));
     }
+    checks.extend(training_steps(m, file, text, opts)?);
     Ok(Report {
         fabric: m.config.fabric.name.clone(),
         file: file.to_string(),
@@ -299,6 +300,80 @@ pub fn validate(
         checks,
         scenarios: results,
     })
+}
+
+/// The default limit of a training step's `rocelab_comm_wait_ratio`: `rocelab plan` calls a
+/// plan GOOD when its GPUs wait on the network at most 5 % of the step (docs/plan.md).
+pub const STEP_COMM_WAIT: f64 = 0.05;
+
+/// The file's `[[workload]]` training steps on the twin: each one's share of the step the
+/// GPUs wait on the network, against an ideal network (the same DAG with instant
+/// communication), as check `workload.<name>.comm-wait`.
+fn training_steps(
+    m: &Model,
+    file: &str,
+    text: &str,
+    opts: &Options,
+) -> Result<Vec<CheckResult>, Vec<rocelab_model::Diagnostic>> {
+    let mut out = vec![];
+    for (i, w) in m.config.workload.iter().enumerate() {
+        let Some(step) = &w.step else { continue };
+        let name = w.name.clone().unwrap_or_else(|| format!("workload{i}"));
+        let check = format!("workload.{name}.comm-wait");
+        if !wanted(&opts.only, &check, "workload") || opts.policy.skip.contains(&check) {
+            continue;
+        }
+        let bad = |msg: String| {
+            vec![rocelab_model::Diagnostic::new(
+                format!("workload[{i}].step"),
+                msg,
+                "fix the plan, or leave this workload out with --only",
+            )]
+        };
+        // "plan": this file's own [plan]; else a plan file next to this one.
+        let (pfile, ptext) = if step == "plan" {
+            (file.to_string(), text.to_string())
+        } else {
+            let p = std::path::Path::new(file).parent().unwrap_or(std::path::Path::new(".")).join(step);
+            let t = std::fs::read_to_string(&p).map_err(|e| bad(format!("cannot read {}: {e}", p.display())))?;
+            (p.display().to_string(), t)
+        };
+        let (scenario, est) = rocelab_workload::step::plan_on_fabric(&pfile, &ptext, m).map_err(bad)?;
+        let plan = rocelab_workload::step::StepPlan::from_estimate(&scenario, &est).map_err(bad)?;
+        let sim = rocelab_sim_opts(opts.seed);
+        let r = rocelab_workload::step::run_step(m, &plan, sim)?;
+        let limit = opts.policy.limits.get(&check).copied().or(Some(STEP_COMM_WAIT));
+        let figure = r.step_us.is_finite().then_some(r.comm_wait_ratio);
+        let verdict = match (figure, limit) {
+            (Some(v), Some(l)) if v <= l => Verdict::Pass,
+            _ => Verdict::Fail,
+        };
+        let plan_wait = est.phases.iter().find(|p| p.name == "step").map(|p| p.network_share);
+        out.push(CheckResult {
+            name: check,
+            scenario: format!("workload.{name}"),
+            verdict,
+            figure,
+            limit,
+            cmp: "<=",
+            why: "the share of the training step its GPUs wait on the network (rocelab_comm_wait_ratio), against the same DAG on an ideal network; `rocelab plan` calls ≤ 5 % GOOD".into(),
+            evidence: vec![
+                format!(
+                    "step {:.3} ms on the twin, {:.3} ms with an ideal network; critical: {}",
+                    r.step_us * 1e-3,
+                    r.compute_only_us * 1e-3,
+                    r.critical
+                ),
+                format!("plan's estimate of the same share: {}", fmt(plan_wait)),
+            ],
+        });
+    }
+    Ok(out)
+}
+
+/// The engine's options for a step run: the seed, finished messages' slots reused.
+fn rocelab_sim_opts(seed: u64) -> rocelab_sim::SimOptions {
+    rocelab_sim::SimOptions { seed, recycle_qps: true, ..rocelab_sim::SimOptions::default() }
 }
 
 /// Runs the scenarios on `jobs` threads; results in the order of `kinds`.

@@ -188,3 +188,19 @@ fn the_junit_xml_validates_against_the_junit_schema() {
     assert!(!check("broken.xml", &broken).status.success());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_files_training_step_is_judged_by_the_share_its_gpus_wait_on_the_network() {
+    // rail-16gpu-workloads names a step (its own [plan]: 1B parameters, TP8 × DP2).
+    let r = run("rail-16gpu-workloads.toml", Policy::default(), &["workload"]);
+    assert!(r.scenarios.is_empty());
+    let c = r.checks.iter().find(|c| c.name == "workload.step.comm-wait").unwrap();
+    assert_eq!(c.verdict, Verdict::Pass, "{c:?}");
+    let w = c.figure.unwrap();
+    assert!(w > 0.0 && w < 0.05, "{w}");
+    assert!(c.evidence[0].contains("with an ideal network") && c.evidence[1].contains("plan's estimate"), "{c:?}");
+    // A tighter limit than the twin's figure fails it.
+    let tight = Policy { limits: [("workload.step.comm-wait".to_string(), w / 2.0)].into(), ..Policy::default() };
+    let r = run("rail-16gpu-workloads.toml", tight, &["workload"]);
+    assert_eq!(r.failed(), 1, "{}", render_text(&r));
+}

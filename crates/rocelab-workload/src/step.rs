@@ -687,6 +687,57 @@ fn check_bounds(p: &StepPlan) -> Result<(), Diagnostic> {
     Ok(())
 }
 
+/// What a fabric file tells the planner (`rocelab plan --fabric`, `simulate --step`): GPUs and
+/// NICs per node, NIC speed, the intra-node link, the node count. A host node is one NIC
+/// endpoint; NICs that name the same `gpu_node` sit in one server (rail-optimized fabrics),
+/// otherwise each host is a server whose ports are its NICs.
+pub fn fabric_facts(model: &Model) -> rocelab_plan::FabricFacts {
+    use rocelab_model::Role;
+    let hosts: Vec<_> = model.nodes.iter().filter(|n| n.is_host()).collect();
+    let mut servers: Vec<u32> = Vec::new();
+    let mut ungrouped = 0u32;
+    for h in &hosts {
+        match h.role {
+            Role::Host { gpu_node: Some(g), .. } => {
+                if !servers.contains(&g) {
+                    servers.push(g);
+                }
+            }
+            _ => ungrouped += 1,
+        }
+    }
+    let (server_count, nics_per_server) = if !servers.is_empty() {
+        let nics = (hosts.len() as u32 - ungrouped) / servers.len() as u32;
+        (servers.len() as u32 + ungrouped, nics)
+    } else {
+        (hosts.len() as u32, hosts.first().map(|h| h.num_ports).unwrap_or(1))
+    };
+    let first_port = hosts.first().and_then(|h| model.ports.get(h.first_port as usize));
+    let gn = &model.gpu_node;
+    rocelab_plan::FabricFacts {
+        gpus_per_node: Some(gn.gpus).filter(|g| *g > 0),
+        nics_per_node: Some(nics_per_server).filter(|n| *n > 0),
+        nic_rate_gbps: first_port.map(|p| p.speed.gbps()),
+        intra_node: Some(gn.intra_node.clone()).filter(|s| rocelab_plan::link::LinkProfile::preset(s).is_some()),
+        intra_node_gbytes_per_s: Some(gn.intra_node_gbytes_per_s).filter(|g| *g > 0.0),
+        hosts: Some(server_count).filter(|h| *h > 0),
+        gpu: Some(gn.gpu.clone()).filter(|g| rocelab_plan::hardware::GpuSpec::preset(g).is_some()),
+        transport_preset: Some("roce".into()),
+    }
+}
+
+/// A plan file (`text`, read from `file`) resolved on the fabric `m` as `rocelab plan --input
+/// FILE --fabric` resolves it, and plan's estimate; an error names the plan file's line.
+pub fn plan_on_fabric(file: &str, text: &str, m: &Model) -> Result<(Scenario, Estimate), String> {
+    let spec = rocelab_plan::spec::parse_plan_file(file, text)?;
+    let scenario = rocelab_plan::resolve(&spec.with_fabric(&fabric_facts(m))).map_err(|e| {
+        let (line, col) = rocelab_plan::spec::locate(text, &e.key).unwrap_or((1, 1));
+        format!("{file}:{line}:{col}: error: {}: {}\n  = help: {}", e.key, e.message, e.hint)
+    })?;
+    let est = rocelab_plan::estimate(&scenario);
+    Ok((scenario, est))
+}
+
 /// Runs one training step of `plan` on `m` (with the fabric file's faults).
 pub fn run_step(m: &Model, plan: &StepPlan, opts: SimOptions) -> Result<StepResult, Vec<Diagnostic>> {
     check_bounds(plan).map_err(|d| vec![d])?;

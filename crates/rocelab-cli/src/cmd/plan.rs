@@ -302,42 +302,7 @@ impl Sources {
 /// the same `gpu_node` sit in one server (rail-optimized fabrics), otherwise each host is a
 /// server whose ports are its NICs.
 fn fabric_facts(path: &std::path::Path) -> Result<FabricFacts, Failure> {
-    Ok(facts_of(&crate::common::load_fabric(path)?))
-}
-
-fn facts_of(model: &rocelab_model::Model) -> FabricFacts {
-    use rocelab_model::Role;
-    let hosts: Vec<_> = model.nodes.iter().filter(|n| n.is_host()).collect();
-    let mut servers: Vec<u32> = Vec::new();
-    let mut ungrouped = 0u32;
-    for h in &hosts {
-        match h.role {
-            Role::Host { gpu_node: Some(g), .. } => {
-                if !servers.contains(&g) {
-                    servers.push(g);
-                }
-            }
-            _ => ungrouped += 1,
-        }
-    }
-    let (server_count, nics_per_server) = if !servers.is_empty() {
-        let nics = (hosts.len() as u32 - ungrouped) / servers.len() as u32;
-        (servers.len() as u32 + ungrouped, nics)
-    } else {
-        (hosts.len() as u32, hosts.first().map(|h| h.num_ports).unwrap_or(1))
-    };
-    let first_port = hosts.first().and_then(|h| model.ports.get(h.first_port as usize));
-    let gn = &model.gpu_node;
-    FabricFacts {
-        gpus_per_node: Some(gn.gpus).filter(|g| *g > 0),
-        nics_per_node: Some(nics_per_server).filter(|n| *n > 0),
-        nic_rate_gbps: first_port.map(|p| p.speed.gbps()),
-        intra_node: Some(gn.intra_node.clone()).filter(|s| rocelab_plan::link::LinkProfile::preset(s).is_some()),
-        intra_node_gbytes_per_s: Some(gn.intra_node_gbytes_per_s).filter(|g| *g > 0.0),
-        hosts: Some(server_count).filter(|h| *h > 0),
-        gpu: Some(gn.gpu.clone()).filter(|g| rocelab_plan::hardware::GpuSpec::preset(g).is_some()),
-        transport_preset: Some("roce".into()),
-    }
+    Ok(rocelab_workload::step::fabric_facts(&crate::common::load_fabric(path)?))
 }
 
 /// A plan file's scenario on a fabric (`simulate --step`): the file's keys over what the
@@ -352,7 +317,8 @@ pub(crate) fn scenario_on_fabric(
         .map_err(|e| Failure::bad_input(format!("error: cannot read {name}: {e}\n  = help: check the --step path")))?;
     let file_spec = spec::parse_plan_file(&name, &text).map_err(Failure::bad_input)?;
     let sources = Sources { flags: PlanSpec::default(), file: Some((name, text, file_spec.clone())) };
-    let scenario = resolve(&file_spec.with_fabric(&facts_of(model))).map_err(|e| sources.failure(e))?;
+    let scenario = resolve(&file_spec.with_fabric(&rocelab_workload::step::fabric_facts(model)))
+        .map_err(|e| sources.failure(e))?;
     let e = estimate(&scenario);
     Ok((scenario, e))
 }

@@ -63,7 +63,12 @@ pub fn run(a: Args) -> VerbResult {
         }
         None => rocelab_validate::Policy::default(),
     };
-    let known = |n: &str| n == "lint" || rocelab_validate::CHECKS.iter().any(|c| c.name == n || c.kind.name() == n);
+    let known = |n: &str| {
+        n == "lint"
+            || n == "workload"
+            || n.starts_with("workload.")
+            || rocelab_validate::CHECKS.iter().any(|c| c.name == n || c.kind.name() == n)
+    };
     if let Some(bad) = a.only.iter().find(|n| !known(n)) {
         return Err(Failure::bad_input(format!(
             "error: --only `{bad}`: no check or scenario of that name\n  = help: `rocelab validate --list` names every check"
