@@ -42,6 +42,8 @@ enum Command {
     Validate(cmd::validate::Args),
     /// The checklist on two configurations side by side: what a change does before it is made.
     Compare(cmd::compare::Args),
+    /// The checklist over a grid of fabric-file values, locally or as a Slurm job array.
+    Sweep(cmd::sweep::Args),
     /// Import an ns-3 (HPCC) or htsim scenario.
     Import(cmd::import::Args),
     /// Fixed engine benchmarks (run in release mode).
@@ -83,6 +85,7 @@ fn main() -> ExitCode {
         Command::Scenarios(a) => cmd::scenarios::run(a),
         Command::Validate(a) => cmd::validate::run(a),
         Command::Compare(a) => cmd::compare::run(a),
+        Command::Sweep(a) => cmd::sweep::run(a),
         Command::Import(a) => cmd::import::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Plan(a) => cmd::plan::run(a),

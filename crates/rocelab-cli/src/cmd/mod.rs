@@ -11,5 +11,6 @@ pub mod lint;
 pub mod plan;
 pub mod scenarios;
 pub mod simulate;
+pub mod sweep;
 pub mod topo;
 pub mod validate;
