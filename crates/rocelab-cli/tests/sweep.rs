@@ -49,9 +49,22 @@ fn the_merged_table_is_the_same_whatever_the_jobs_or_the_array_split() {
         script.contains("#SBATCH --array=0-2") && script.contains("--task \"$SLURM_ARRAY_TASK_ID\" --tasks 3"),
         "{script}"
     );
+    // The script itself, run as Slurm runs each task: bash with the task id in the
+    // environment (the #SBATCH lines are comments to bash).
     for t in 0..3 {
-        let out = ok(&rocelab(&d, &["sweep", "spec.toml", "-o", "arr", "-q", "--tasks", "3", "--jobs", "2"], Some(t)));
+        let o = Command::new("bash")
+            .current_dir(&d)
+            .arg("arr/sweep.sbatch")
+            .env("SLURM_ARRAY_TASK_ID", t.to_string())
+            .output()
+            .unwrap();
+        let out = ok(&o);
         assert!(out.starts_with("2 points run"), "{out}");
+    }
+    // Again with --tasks and the variable: every point is done, none runs twice.
+    for t in 0..3 {
+        let out = ok(&rocelab(&d, &["sweep", "spec.toml", "-o", "arr", "-q", "--tasks", "3"], Some(t)));
+        assert!(out.starts_with("0 points run, 2 already done"), "{out}");
     }
     ok(&rocelab(&d, &["sweep", "spec.toml", "-o", "arr", "--merge"], None));
     let a = std::fs::read(d.join("one/sweep.csv")).unwrap();
@@ -91,5 +104,32 @@ fn a_bad_spec_names_its_line_and_the_fix() {
     std::fs::write(d.join("empty.toml"), "fabric = \"fabric.toml\"\n[grid]\n\"nic.mtu\" = []\n").unwrap();
     let err = String::from_utf8_lossy(&rocelab(&d, &["sweep", "empty.toml"], None).stderr).into_owned();
     assert!(err.contains("empty.toml:3:") && err.contains("non-empty list"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn a_real_slurm_job_array_gives_the_local_table() {
+    // `.ci/run` starts a single-node Slurm (`.ci/slurm-up`) and says so in ROCELAB_SLURM.
+    if std::env::var("ROCELAB_SLURM").map(|v| v != "1").unwrap_or(true) {
+        eprintln!("\n*** SKIPPED real Slurm array: ROCELAB_SLURM is not 1 (run .ci/slurm-up and set it) ***\n");
+        return;
+    }
+    let d = setup("slurm");
+    ok(&rocelab(&d, &["sweep", "spec.toml", "-o", "arr", "--slurm", "3"], None));
+    let o = Command::new("sbatch").current_dir(&d).args(["--wait", "arr/sweep.sbatch"]).output().unwrap();
+    assert!(o.status.success(), "sbatch: {o:?}");
+    for t in 0..3 {
+        let log = std::fs::read_dir(d.join("arr"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.to_string_lossy().ends_with(&format!("_{t}.out")))
+            .unwrap_or_else(|| panic!("no log of array task {t}"));
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(text.contains("2 points run"), "task {t}: {text}");
+    }
+    ok(&rocelab(&d, &["sweep", "spec.toml", "-o", "arr", "--merge"], None));
+    ok(&rocelab(&d, &["sweep", "spec.toml", "-o", "loc", "-q"], None));
+    ok(&rocelab(&d, &["sweep", "spec.toml", "-o", "loc", "--merge"], None));
+    assert_eq!(std::fs::read(d.join("arr/sweep.csv")).unwrap(), std::fs::read(d.join("loc/sweep.csv")).unwrap());
     let _ = std::fs::remove_dir_all(&d);
 }

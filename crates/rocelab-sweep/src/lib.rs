@@ -325,16 +325,24 @@ pub fn sbatch(spec: &Path, out: &Path, tasks: usize, rocelab: &str) -> String {
     let _ = writeln!(s, "#SBATCH --array=0-{}", tasks.max(1) - 1);
     let _ = writeln!(s, "#SBATCH --ntasks=1");
     let _ = writeln!(s, "#SBATCH --cpus-per-task=1");
+    // (Slurm reads #SBATCH values up to the first space: an output directory with spaces
+    // needs the job submitted from elsewhere.)
     let _ = writeln!(s, "#SBATCH --output={}/slurm-%A_%a.out", out.display());
     s.push_str("# Each task runs its points (index mod tasks = task id); finished points are skipped, so a\n# resubmitted array resumes. Then: rocelab sweep SPEC --merge\nset -euo pipefail\n");
     let _ = writeln!(
         s,
-        "exec {rocelab} sweep {} --out {} --task \"$SLURM_ARRAY_TASK_ID\" --tasks {} --jobs 1",
-        spec.display(),
-        out.display(),
+        "exec {} sweep {} --out {} --task \"$SLURM_ARRAY_TASK_ID\" --tasks {} --jobs 1",
+        quote(rocelab),
+        quote(&spec.display().to_string()),
+        quote(&out.display().to_string()),
         tasks.max(1)
     );
     s
+}
+
+/// A word for the shell: single-quoted, its own single quotes escaped.
+fn quote(w: &str) -> String {
+    format!("'{}'", w.replace('\'', "'\\''"))
 }
 
 /// Every point's result, in index order; a missing point is an error naming it.
