@@ -58,6 +58,8 @@ pub struct Exchange {
     /// When each rank's intra-node link is free again.
     intra_free: Vec<SimTime>,
     out: Rc<RefCell<Outcome>>,
+    /// Added to every tag: the exchange's instance number (`crate::ring::INSTANCE_SHIFT`).
+    tag_base: u64,
 }
 
 /// How a transfer from rank `from` to rank `to` travels.
@@ -111,7 +113,13 @@ impl Exchange {
             }
         }
         let intra_free = vec![SimTime(0); placement.ranks()];
-        Exchange { msgs, qps, intra: placement.intra().cloned(), intra_free, out }
+        Exchange { msgs, qps, intra: placement.intra().cloned(), intra_free, out, tag_base: 0 }
+    }
+
+    /// The same exchange with its tags carrying `instance`, so several run in one workload.
+    pub fn instance(mut self, instance: u16) -> Exchange {
+        self.tag_base = (instance as u64) << crate::ring::INSTANCE_SHIFT;
+        self
     }
 
     pub fn chunks_to_deliver(&self) -> u64 {
@@ -132,7 +140,7 @@ impl Workload for Exchange {
                         size_bytes: bytes,
                         class: None,
                         qps,
-                        tag: i as u64,
+                        tag: self.tag_base | i as u64,
                         start: None,
                         sport: Some(crate::QpUse::sport(sport, first)),
                     };
@@ -145,7 +153,7 @@ impl Workload for Exchange {
                     let free = &mut self.intra_free[gpu as usize];
                     *free = SimTime((*free).max(net.now()).0 + intra.serialize(bytes).0);
                     let at = SimTime(free.0 + intra.latency.0);
-                    net.wake_at(at, i as u64).expect("an intra-node transfer within the clock range");
+                    net.wake_at(at, self.tag_base | i as u64).expect("an intra-node transfer within the clock range");
                 }
             }
         }

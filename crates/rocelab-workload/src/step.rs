@@ -29,17 +29,26 @@
 //!   parameters each rank updated are all-gathered in the same buckets as the step starts
 //!   (the previous step's update; Megatron overlaps that gather with the forward): slice k of
 //!   a stage's first forward (its layer bucket k) waits for parameter bucket k.
+//! * **Expert parallelism** (EP groups of `ep` consecutive replicas; TP = G): each op is cut
+//!   into the stage's MoE layers, each its share of the compute, then a dispatch and a
+//!   combine all-to-all (plan's EP size per GPU) among GPU j of the group's nodes, per TP rank
+//!   j, on rail j; the group's members wait for each other there (the all-to-all is a
+//!   rendezvous). The experts' gradients are all-reduced over the replicas that hold the same
+//!   experts (q, q + ep, …), in the same buckets as the dense ones, freed as the last
+//!   backward's layers end.
 //! * **Optimizer** step (plan's HBM-bound Adam time, on the shard under ZeRO-1) once a stage's
-//!   last bucket is reduced; the step ends when every stage's optimizer has.
+//!   last bucket is reduced and every replica's last backward is done; the step ends when
+//!   every stage's optimizer has.
 //!
 //! Reported: the step time; the same DAG with an infinitely fast network, which is
 //! (m + p − 1)(F + B) + optimizer (the 1F1B bubble of SC21 §2.2 included); the share of the
 //! step GPUs wait on the network, `rocelab_comm_wait_ratio` = (step − that) / step; and which
 //! communication holds the step's end (the DP reduction's exposed tail, ZeRO-1's parameter
-//! gather, or pipeline waits).
+//! gather, the EP all-to-alls, or pipeline waits).
 //!
-//! Not yet on the twin (refused with the reason): interleaved schedules, ZeRO-2/3, context and
-//! expert parallelism, TP across nodes or TP of part of a node.
+//! Not yet on the twin (refused with the reason): interleaved schedules, ZeRO-2/3, context
+//! parallelism, EP together with ZeRO-1 or with TP = 1, TP across nodes or TP of part of a
+//! node.
 
 use crate::placement::{GpuLayout, Placement};
 use crate::ring::{Ring, RingPlan, INSTANCE_SHIFT};
@@ -77,6 +86,14 @@ pub struct StepPlan {
     pub zero: u8,
     /// Parameter bytes per GPU all-gathered per step (ZeRO-1).
     pub ag_bytes: u64,
+    /// Expert parallelism: EP group size (1: none), MoE layers of a stage, and the bytes each
+    /// GPU puts into one all-to-all (dispatch or combine; nccl-tests' size).
+    pub ep: u32,
+    pub moe_layers: u32,
+    pub ep_bytes: u64,
+    /// Expert-parameter gradient bytes per GPU, all-reduced over the dp/ep replicas that hold
+    /// the same experts (with EP; without it they are part of `dp_bytes`).
+    pub dp_expert_bytes: u64,
     /// DP buckets (one collective each).
     pub buckets: u32,
     #[serde(rename = "optimizer_us", serialize_with = "us")]
@@ -108,11 +125,11 @@ impl StepPlan {
             return Err("the plan is an inference plan; the twin runs training steps".into());
         };
         let p = &s.parallel;
-        if p.cp > 1 || p.ep > 1 {
-            return Err(format!(
-                "context (cp = {}) and expert (ep = {}) parallelism are not on the twin yet: give cp = 1 and ep = 1",
-                p.cp, p.ep
-            ));
+        if p.cp > 1 {
+            return Err(format!("context parallelism (cp = {}) is not on the twin yet: give cp = 1", p.cp));
+        }
+        if p.ep > 1 && p.zero.0 > 0 {
+            return Err("expert parallelism with ZeRO-1 is not on the twin yet: give zero = 0".into());
         }
         if p.v() > 1 {
             return Err("interleaved pipeline schedules are not on the twin yet: use the 1F1B schedule".into());
@@ -127,9 +144,16 @@ impl StepPlan {
         let m = w.micro_batches(p.dp).max(1);
         let mut tp_exposed = 0.0;
         let (mut pp_bytes, mut dp_bytes, mut ag_bytes, mut buckets) = (0.0, 0.0, 0.0, 0u32);
+        let (mut ep_bytes, mut dp_expert_bytes) = (0.0, 0.0);
         for l in &e.comm {
             match l.dimension {
                 "PP" => pp_bytes = l.bytes_each,
+                "EP" => ep_bytes = l.bytes_each,
+                // With EP the experts' gradients go over their own (dp/ep)-rank groups.
+                "DP-experts" if p.ep > 1 => {
+                    dp_expert_bytes += l.bytes_each * l.count;
+                    buckets = buckets.max(l.count.round() as u32);
+                }
                 // ZeRO-1's parameter all-gather; the gradients' all-reduce or reduce-scatter.
                 "DP" | "DP-experts" if l.collective == rocelab_plan::collective::Collective::AllGather => {
                     ag_bytes += l.bytes_each * l.count
@@ -160,6 +184,10 @@ impl StepPlan {
             dp_bytes: dp_bytes.round() as u64,
             zero: p.zero.0,
             ag_bytes: ag_bytes.round() as u64,
+            ep: p.ep.max(1),
+            moe_layers: if p.ep > 1 { s.model.moe_layers.div_ceil(p.pp) } else { 0 },
+            ep_bytes: ep_bytes.round() as u64,
+            dp_expert_bytes: dp_expert_bytes.round() as u64,
             buckets: buckets.max(1),
             optimizer: secs(phase.memory_seconds),
             channels: 2,
@@ -190,6 +218,8 @@ pub struct StepResult {
     pub dp_exposed_us: f64,
     /// ZeRO-1: the longest time a first forward waited for its parameters' all-gather.
     pub ag_wait_us: f64,
+    /// EP: the most time one EP group spent in its all-to-alls (the GPUs wait through them).
+    pub ep_wait_us: f64,
     /// The rest of the network wait: stages waiting on pipeline sends.
     pub pp_wait_us: f64,
     /// The communication that holds the step's end.
@@ -206,8 +236,13 @@ pub struct StepResult {
 struct Layout {
     /// Per (stage, replica): the connections to the next stage's replica (NIC pairs).
     pp_links: Vec<Vec<(NodeId, NodeId)>>,
-    /// Per stage: the DP groups' placements (one ring collective each per bucket).
+    /// Per stage: the DP groups' placements (one ring collective each per bucket), and with
+    /// EP the expert-gradient groups (replicas q, q + ep, …).
     dp_groups: Vec<Vec<Placement>>,
+    expert_groups: Vec<Vec<Placement>>,
+    /// Per stage and EP group e (replicas e·ep .. e·ep + ep − 1): one all-to-all placement per
+    /// TP rank (GPU j of each replica's node, on rail j).
+    ep_groups: Vec<Vec<Vec<Placement>>>,
     nodes: u32,
 }
 
@@ -231,6 +266,12 @@ fn layout(m: &Model, plan: &StepPlan) -> Result<Layout, Diagnostic> {
         ));
     }
     let by_node = tp == gpus;
+    if plan.ep > 1 && !(by_node && dp % plan.ep == 0) {
+        return Err(bad(
+            format!("ep = {} with tp = {tp}, dp = {dp} on nodes of {gpus} GPUs", plan.ep),
+            format!("the twin runs EP with tp = {gpus} (a replica per node) and dp a multiple of ep"),
+        ));
+    }
     if !(by_node || (tp == 1 && dp % gpus == 0)) {
         return Err(bad(
             format!("tp = {tp}, dp = {dp} on nodes of {gpus} GPUs"),
@@ -296,7 +337,39 @@ fn layout(m: &Model, plan: &StepPlan) -> Result<Layout, Diagnostic> {
         };
         dp_groups.push(groups);
     }
-    Ok(Layout { pp_links, dp_groups, nodes: nodes as u32 })
+    // With EP (TP = G, a replica per node): EP group e of a stage is replicas e·ep..e·ep+ep−1,
+    // an all-to-all among GPU j of their nodes for each TP rank j; the experts' gradients are
+    // reduced over the replicas holding the same experts, q, q + ep, ….
+    let ep = plan.ep.max(1);
+    let hosts_of = |s: u32, ds: &mut dyn Iterator<Item = u32>, j: u32| {
+        Placement::Hosts(
+            ds.map(|d| {
+                let (n, gpu) = at(s, d, j);
+                g.nic_of(n, gpu)
+            })
+            .collect(),
+        )
+    };
+    let (mut expert_groups, mut ep_groups) = (vec![], vec![]);
+    for s in 0..pp {
+        let mut ex = vec![];
+        let mut eg = vec![];
+        if ep > 1 {
+            if dp / ep >= 2 {
+                for j in 0..tp {
+                    for q in 0..ep {
+                        ex.push(hosts_of(s, &mut (q..dp).step_by(ep as usize), j));
+                    }
+                }
+            }
+            for e in 0..dp / ep {
+                eg.push((0..tp).map(|j| hosts_of(s, &mut (e * ep..(e + 1) * ep), j)).collect());
+            }
+        }
+        expert_groups.push(ex);
+        ep_groups.push(eg);
+    }
+    Ok(Layout { pp_links, dp_groups, expert_groups, ep_groups, nodes: nodes as u32 })
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -331,6 +404,10 @@ struct Replica {
     slice: u32,
     first_forward_start: Option<SimTime>,
     param_wait: SimTime,
+    /// With EP: MoE layers of the current op done (each a compute slice, then a dispatch and a
+    /// combine all-to-all with the replica's EP group), and the op's compute time.
+    ep_layers: u32,
+    op_dur: SimTime,
 }
 
 /// What a stage's bucketed DP collectives carry.
@@ -340,6 +417,8 @@ enum Phase {
     Grads,
     /// ZeRO-1's updated parameters, gathered as the step starts, needed by the first forward.
     Params,
+    /// The all-to-alls of EP group e (not bucketed).
+    Ep(u32),
 }
 
 /// A stage's buckets of one phase.
@@ -361,23 +440,38 @@ struct Buckets {
 struct StageDp {
     grads: Buckets,
     params: Buckets,
+    /// Replicas whose last backward is done; the optimizer waits for all and the gradients.
+    finished: u32,
+    optimizer_started: bool,
 }
 
 impl StageDp {
     fn of(&mut self, ph: Phase) -> &mut Buckets {
         match ph {
-            Phase::Grads => &mut self.grads,
             Phase::Params => &mut self.params,
+            Phase::Grads | Phase::Ep(_) => &mut self.grads,
         }
     }
 }
 
+/// A collective of the step running in a tag slot: a DP ring, or an EP all-to-all.
 struct RingRun {
-    ring: Ring,
+    w: Box<dyn Workload>,
     out: Rc<RefCell<Outcome>>,
     expected: u64,
     stage: u32,
     phase: Phase,
+}
+
+/// An EP group's all-to-alls: members at the rendezvous, exchanges running, the round
+/// (1 dispatch, 2 combine), and time spent in them.
+#[derive(Default, Clone)]
+struct EpGroup {
+    arrived: u32,
+    running: u32,
+    round: u8,
+    since: SimTime,
+    busy: u64,
 }
 
 // Own tags: kind (4 bits) | stage (12) | replica (16) | micro-batch or bucket (16), under OWN.
@@ -405,6 +499,8 @@ struct StepWork {
     /// UDP source port per (stage, replica, part) connection.
     pp_sports: Vec<Vec<u16>>,
     opt_done: Vec<Option<SimTime>>,
+    /// Per stage and EP group.
+    ep: Vec<Vec<EpGroup>>,
     failed: u64,
     seed: u64,
 }
@@ -412,6 +508,17 @@ struct StepWork {
 impl StepWork {
     fn idx(&self, s: u32, d: u32) -> usize {
         (s * self.plan.dp + d) as usize
+    }
+
+    /// Whether ops are cut into MoE layers with all-to-alls between them.
+    fn ep_on(&self) -> bool {
+        self.plan.ep > 1 && self.plan.moe_layers > 0
+    }
+
+    /// Compute time of MoE layer `k` of an op of `dur` (the layers share it equally).
+    fn layer_time(&self, dur: SimTime, k: u32) -> SimTime {
+        let n = self.plan.moe_layers.max(1) as u64;
+        SimTime((dur.0 * (k as u64 + 1)).div_ceil(n) - (dur.0 * k as u64).div_ceil(n))
     }
 
     fn parts(&self) -> u32 {
@@ -449,11 +556,15 @@ impl StepWork {
         }
         r.busy = true;
         let now = net.now();
-        let end = SimTime(now.0 + dur.0);
-        let last = r.next + 1 == r.ops.len();
+        r.op_dur = dur;
+        r.ep_layers = 0;
+        let first = if self.ep_on() { self.layer_time(dur, 0) } else { dur };
+        let end = SimTime(now.0 + first.0);
+        let last = self.replicas[i].next + 1 == self.replicas[i].ops.len();
         net.wake_at(end, own(K_COMPUTE, s, d, 0)).expect("a step's compute within the clock range");
-        if last && self.plan.dp > 1 {
-            // The last backward frees the buckets one by one as it goes.
+        if last && self.plan.dp > 1 && !self.ep_on() {
+            // The last backward frees the buckets one by one as it goes (with EP, as its MoE
+            // layers end: `ep_round_done`).
             let nb = self.plan.buckets as u64;
             for k in 0..nb {
                 let at = SimTime(now.0 + (dur.0 * (k + 1)).div_ceil(nb));
@@ -463,6 +574,23 @@ impl StepWork {
     }
 
     fn compute_done(&mut self, s: u32, d: u32, net: &mut Net<'_, '_>) {
+        if self.ep_on() {
+            // A MoE layer's compute is done: meet the EP group for its all-to-alls.
+            let e = (d / self.plan.ep) as usize;
+            let g = &mut self.ep[s as usize][e];
+            g.arrived += 1;
+            if g.arrived == self.plan.ep {
+                g.round = 1;
+                g.since = net.now();
+                self.launch_ep(s, e as u32, net);
+            }
+            return;
+        }
+        self.finish_op(s, d, net);
+    }
+
+    /// The replica's current op is done: its sends, the next op.
+    fn finish_op(&mut self, s: u32, d: u32, net: &mut Net<'_, '_>) {
         let i = self.idx(s, d);
         let now = net.now();
         let r = &mut self.replicas[i];
@@ -489,6 +617,9 @@ impl StepWork {
         }
         if finished && self.plan.dp <= 1 {
             net.wake_at(SimTime(now.0 + self.plan.optimizer.0), own(K_OPT, s, 0, 0)).expect("optimizer in range");
+        } else if finished {
+            self.dp[s as usize].finished += 1;
+            self.maybe_optimizer(s, net);
         }
         self.try_compute(s, d, net);
     }
@@ -524,6 +655,80 @@ impl StepWork {
         }
     }
 
+    /// Starts stage `s`'s optimizer once every replica's last backward is done and its
+    /// gradients are reduced.
+    fn maybe_optimizer(&mut self, s: u32, net: &mut Net<'_, '_>) {
+        let (dp, nb) = (self.plan.dp, self.plan.buckets);
+        let st = &mut self.dp[s as usize];
+        if st.optimizer_started || st.finished < dp || st.grads.done < nb {
+            return;
+        }
+        st.optimizer_started = true;
+        net.wake_at(SimTime(net.now().0 + self.plan.optimizer.0), own(K_OPT, s, 0, 0)).expect("optimizer in range");
+    }
+
+    /// One all-to-all round of EP group `e` of stage `s`: per TP rank, an exchange among GPU j
+    /// of the group's nodes (S/ep to each peer, nccl-tests' all-to-all).
+    fn launch_ep(&mut self, s: u32, e: u32, net: &mut Net<'_, '_>) {
+        let groups = self.lay.ep_groups[s as usize][e as usize].len();
+        self.ep[s as usize][e as usize].running = groups as u32;
+        let transfers = crate::p2p::all_to_all(self.plan.ep, self.plan.ep_bytes.max(1));
+        for gi in 0..groups {
+            let placement = &self.lay.ep_groups[s as usize][e as usize][gi];
+            let out = Rc::new(RefCell::new(Outcome::default()));
+            let seed = self.seed ^ ((s as u64) << 40 | (e as u64) << 20 | gi as u64) ^ 0xE9;
+            let id = self.free_ids.pop().expect("fewer collectives at once than instance numbers");
+            let mut w = crate::p2p::Exchange::new(
+                placement,
+                &transfers,
+                1,
+                crate::QpUse { qps: 1, split: false },
+                true,
+                seed,
+                out.clone(),
+            )
+            .instance(id);
+            let expected = w.chunks_to_deliver();
+            w.start(net);
+            self.rings[id as usize] = Some(RingRun { w: Box::new(w), out, expected, stage: s, phase: Phase::Ep(e) });
+        }
+    }
+
+    /// EP group `e`'s round is over: the combine follows the dispatch; after the combine
+    /// every member goes on with its next MoE layer, or ends its op.
+    fn ep_round_done(&mut self, s: u32, e: u32, net: &mut Net<'_, '_>) {
+        let now = net.now();
+        let g = &mut self.ep[s as usize][e as usize];
+        if g.round == 1 {
+            g.round = 2;
+            self.launch_ep(s, e, net);
+            return;
+        }
+        g.round = 0;
+        g.arrived = 0;
+        g.busy += now.0 - g.since.0;
+        let ep = self.plan.ep;
+        let (n, nb) = (self.plan.moe_layers, self.plan.buckets);
+        for d in e * ep..(e + 1) * ep {
+            let i = self.idx(s, d);
+            self.replicas[i].ep_layers += 1;
+            let (k, dur) = (self.replicas[i].ep_layers, self.replicas[i].op_dur);
+            // The last backward frees its gradient buckets as its layers end.
+            let r = &self.replicas[i];
+            if self.plan.dp > 1 && r.next + 1 == r.ops.len() {
+                for b in ((k - 1) * nb).div_ceil(n)..(k * nb).div_ceil(n) {
+                    self.bucket_ready(s, b, net);
+                }
+            }
+            if k < self.plan.moe_layers {
+                let t = self.layer_time(dur, k);
+                net.wake_at(SimTime(now.0 + t.0), own(K_COMPUTE, s, d, 0)).expect("a layer within the clock range");
+            } else {
+                self.finish_op(s, d, net);
+            }
+        }
+    }
+
     /// Launches the stage's next bucket of `ph` if the one before it is done and every replica
     /// freed it.
     fn try_launch(&mut self, s: u32, ph: Phase, net: &mut Net<'_, '_>) {
@@ -535,11 +740,22 @@ impl StepWork {
         let k = b.next;
         let total = if ph == Phase::Grads { self.plan.dp_bytes } else { self.plan.ag_bytes };
         let bytes = total / nb as u64 + u64::from((k as u64) < total % nb as u64);
-        let groups = self.lay.dp_groups[s as usize].len();
+        let dense = self.lay.dp_groups[s as usize].len();
+        // The experts' gradients (EP) go in the same bucket, on their own groups.
+        let experts = if ph == Phase::Grads { self.lay.expert_groups[s as usize].len() } else { 0 };
+        let ebytes = {
+            let t = self.plan.dp_expert_bytes;
+            t / nb as u64 + u64::from((k as u64) < t % nb as u64)
+        };
+        let groups = dense + if ebytes > 0 { experts } else { 0 };
         b.next += 1;
         b.running = groups as u32;
         for gi in 0..groups {
-            let placement = &self.lay.dp_groups[s as usize][gi];
+            let (placement, bytes) = if gi < dense {
+                (&self.lay.dp_groups[s as usize][gi], bytes)
+            } else {
+                (&self.lay.expert_groups[s as usize][gi - dense], ebytes)
+            };
             let n = placement.ranks() as u32;
             let out = Rc::new(RefCell::new(Outcome::default()));
             let plan = RingPlan {
@@ -556,7 +772,7 @@ impl StepWork {
             let mut ring = Ring::new(placement, plan, out.clone()).instance(id);
             let expected = ring.chunks_to_deliver();
             ring.start(net);
-            self.rings[id as usize] = Some(RingRun { ring, out, expected, stage: s, phase: ph });
+            self.rings[id as usize] = Some(RingRun { w: Box::new(ring), out, expected, stage: s, phase: ph });
         }
     }
 
@@ -577,6 +793,14 @@ impl StepWork {
         let (s, ph) = (run.stage, run.phase);
         self.rings[id as usize] = None;
         self.free_ids.push(id);
+        if let Phase::Ep(e) = ph {
+            let g = &mut self.ep[s as usize][e as usize];
+            g.running -= 1;
+            if g.running == 0 {
+                self.ep_round_done(s, e, net);
+            }
+            return;
+        }
         let nb = self.plan.buckets;
         let b = self.dp[s as usize].of(ph);
         b.running -= 1;
@@ -589,17 +813,14 @@ impl StepWork {
             b.done_at = Some(net.now());
         }
         match ph {
-            Phase::Grads if all => {
-                net.wake_at(SimTime(net.now().0 + self.plan.optimizer.0), own(K_OPT, s, 0, 0))
-                    .expect("optimizer in range");
-            }
+            Phase::Grads if all => self.maybe_optimizer(s, net),
             Phase::Params => {
                 // A bucket of parameters is in: first forwards waiting on it go on.
                 for d in 0..self.plan.dp {
                     self.try_compute(s, d, net);
                 }
             }
-            Phase::Grads => {}
+            Phase::Grads | Phase::Ep(_) => {}
         }
         self.try_launch(s, ph, net);
     }
@@ -624,7 +845,7 @@ impl Workload for StepWork {
         let inst = done.tag >> INSTANCE_SHIFT;
         if inst != OWN {
             if let Some(run) = self.rings[inst as usize].as_mut() {
-                run.ring.on_delivered(done, net);
+                run.w.on_delivered(done, net);
             }
             self.ring_progress(inst as u16, net);
             return;
@@ -647,7 +868,7 @@ impl Workload for StepWork {
         let inst = tag >> INSTANCE_SHIFT;
         if inst != OWN {
             if let Some(run) = self.rings[inst as usize].as_mut() {
-                run.ring.on_wake(tag, net);
+                run.w.on_wake(tag, net);
             }
             self.ring_progress(inst as u16, net);
             return;
@@ -755,27 +976,45 @@ pub fn run_step(m: &Model, plan: &StepPlan, opts: SimOptions) -> Result<StepResu
                 slice: 0,
                 first_forward_start: None,
                 param_wait: SimTime(0),
+                ep_layers: 0,
+                op_dur: SimTime(0),
             })
         })
         .collect();
     let mut rng = Rng::new(opts.seed, 0x5354_4550);
     let pp_sports = lay.pp_links.iter().map(|l| l.iter().map(|_| 49152 + rng.below(16384) as u16).collect()).collect();
-    let groups = lay.dp_groups.iter().map(|g| g.len()).max().unwrap_or(0);
-    // One bucket per stage at a time, every group of it (check_bounds keeps this below OWN).
-    let slots = groups * pp as usize;
+    // At most, per stage: a bucket's dense and expert rings and every EP group's exchanges.
+    let per_stage = (0..pp as usize)
+        .map(|s| {
+            lay.dp_groups[s].len()
+                + lay.expert_groups[s].len()
+                + lay.ep_groups[s].iter().map(|g| g.len()).sum::<usize>()
+        })
+        .max()
+        .unwrap_or(0);
+    let slots = per_stage * pp as usize;
+    if slots >= OWN as usize {
+        return Err(vec![Diagnostic::new(
+            "step",
+            format!("{slots} collectives at once"),
+            "the twin runs fewer than 65,535: fewer stages, EP groups or TP ranks",
+        )]);
+    }
+    let ep_groups: Vec<Vec<EpGroup>> = lay.ep_groups.iter().map(|g| vec![EpGroup::default(); g.len()]).collect();
     let work = StepWork {
         plan: plan.clone(),
         replicas,
         dp: (0..pp)
             .map(|_| {
                 let b = || Buckets { ready: vec![0; plan.buckets as usize], ..Default::default() };
-                StageDp { grads: b(), params: b() }
+                StageDp { grads: b(), params: b(), ..Default::default() }
             })
             .collect(),
         rings: (0..slots).map(|_| None).collect(),
         free_ids: (0..slots as u16).rev().collect(),
         pp_sports,
         opt_done: vec![None; pp as usize],
+        ep: ep_groups,
         failed: 0,
         seed: opts.seed,
         lay,
@@ -808,11 +1047,14 @@ pub fn run_step(m: &Model, plan: &StepPlan, opts: SimOptions) -> Result<StepResu
         }
     }
     let ag_wait = w.replicas.iter().map(|r| r.param_wait.0).max().unwrap_or(0) as f64 * 1e-6;
+    let ep_wait = w.ep.iter().flatten().map(|g| g.busy).max().unwrap_or(0) as f64 * 1e-6;
     let wait = (step_us - compute_only).max(0.0);
-    let pp_wait = (wait - dp_exposed - ag_wait).max(0.0);
+    let pp_wait = (wait - dp_exposed - ag_wait - ep_wait).max(0.0);
     let reduction = if plan.zero == 1 { "reduce-scatter" } else { "all-reduce" };
     let critical = if wait <= 0.0 {
         "none: the network hides under compute".to_string()
+    } else if ep_wait >= pp_wait && ep_wait >= dp_exposed && ep_wait >= ag_wait {
+        format!("EP all-to-all ({ep_wait:.1} µs of dispatch and combine per EP group)")
     } else if dp_exposed >= pp_wait && dp_exposed >= ag_wait {
         format!("DP {reduction} of stage {critical_stage} ({dp_exposed:.1} µs past its last backward)")
     } else if ag_wait >= pp_wait {
@@ -829,6 +1071,7 @@ pub fn run_step(m: &Model, plan: &StepPlan, opts: SimOptions) -> Result<StepResu
         comm_wait_ratio: if step_us.is_finite() && step_us > 0.0 { wait / step_us } else { 1.0 },
         dp_exposed_us: dp_exposed,
         ag_wait_us: ag_wait,
+        ep_wait_us: ep_wait,
         pp_wait_us: pp_wait,
         critical,
         failed_messages: w.failed,
@@ -861,6 +1104,13 @@ pub fn render(r: &StepResult, model_name: &str, fabric: &str, plan: Option<(f64,
         if p.zero == 1 { format!(", parameter all-gather {} B (ZeRO-1)", p.ag_bytes) } else { String::new() },
         p.optimizer.0 as f64 * 1e-6
     );
+    if p.ep > 1 {
+        let _ = writeln!(
+            s,
+            "  EP groups of {}: {} MoE layers per op, each a dispatch and a combine all-to-all of {} B per GPU; experts' gradients {} B per GPU over dp/ep replicas",
+            p.ep, p.moe_layers, p.ep_bytes, p.dp_expert_bytes
+        );
+    }
     let ms = |us: f64| if us.is_finite() { format!("{:.3} ms", us * 1e-3) } else { "did not complete".into() };
     let wait = (r.step_us - r.compute_only_us).max(0.0);
     let _ = writeln!(s, "\n  {:<34} {:>16} {:>16}", "", "twin", "plan");
@@ -879,6 +1129,9 @@ pub fn render(r: &StepResult, model_name: &str, fabric: &str, plan: Option<(f64,
     let _ = writeln!(s, "  {:<34} {:>16}", "DP reduction exposed", ms(r.dp_exposed_us));
     if p.zero == 1 {
         let _ = writeln!(s, "  {:<34} {:>16}", "parameter all-gather waits", ms(r.ag_wait_us));
+    }
+    if p.ep > 1 {
+        let _ = writeln!(s, "  {:<34} {:>16}", "EP all-to-all (per group)", ms(r.ep_wait_us));
     }
     let _ = writeln!(s, "  {:<34} {:>16}", "pipeline waits", ms(r.pp_wait_us));
     if let Some((st, _, _)) = plan {

@@ -47,6 +47,10 @@ fn plan(tp: u32, pp: u32, dp: u32, m: u32) -> StepPlan {
         dp_bytes: 8 << 20,
         zero: 0,
         ag_bytes: 0,
+        ep: 1,
+        moe_layers: 0,
+        ep_bytes: 0,
+        dp_expert_bytes: 0,
         buckets: 8,
         optimizer: us(50.0),
         channels: 2,
@@ -184,4 +188,35 @@ fn zero1_reduce_scatters_the_gradients_and_gathers_the_parameters_under_the_firs
         r.step_us, r.ag_wait_us, r.dp_exposed_us
     );
     assert!((r.step_us - r.compute_only_us - r.ag_wait_us - r.dp_exposed_us).abs() < 1.0, "{r:?}");
+}
+
+#[test]
+fn expert_parallel_layers_wait_for_their_dispatch_and_combine_all_to_alls() {
+    // 4 nodes, TP8, DP4 in 2 EP groups of 2 replicas: every op is 2 MoE layers, each its compute
+    // share then a dispatch and a combine all-to-all of 1 MiB per GPU (512 KiB to the other
+    // replica of the group, on the GPU's rail). 2 ops × 2 layers × 2 all-to-alls.
+    let p = StepPlan {
+        ep: 2,
+        moe_layers: 2,
+        ep_bytes: 1 << 20,
+        dp_bytes: 1 << 20,
+        dp_expert_bytes: 1 << 20,
+        ..plan(8, 1, 4, 1)
+    };
+    let r = run(&fabric(4), &p);
+    let a2a = (512u64 << 10) as f64 / goodput() * 1e6;
+    println!(
+        "step {:.1} µs, compute {:.1} µs, EP {:.1} µs (8 × {a2a:.1} µs at least)",
+        r.step_us, r.compute_only_us, r.ep_wait_us
+    );
+    assert!(r.ep_wait_us >= 8.0 * a2a && r.ep_wait_us <= 8.0 * (a2a + 3.0), "{}", r.ep_wait_us);
+    // The GPUs wait through every all-to-all: the step is at least compute + EP.
+    assert!(r.step_us >= r.compute_only_us + r.ep_wait_us, "{r:?}");
+    assert!(r.critical.contains("EP all-to-all"), "{}", r.critical);
+    // EP packets: 8 all-to-alls × 2 groups × 8 TP ranks × 2 ranks × 128 packets of 4 KiB; the
+    // dense gradients over 4 replicas and the experts' over 2 come on top.
+    assert!(r.data_packets > 8 * 2 * 8 * 2 * 128, "{}", r.data_packets);
+    // EP needs a replica per node and DP a multiple of the group.
+    let e = run_step(&fabric(4), &StepPlan { ep: 3, ..p.clone() }, SimOptions::default()).unwrap_err();
+    assert!(e[0].to_string().contains("dp a multiple of ep"), "{e:?}");
 }
