@@ -130,6 +130,100 @@ const CHARTS: &[(&str, &str, &str)] = &[
     ("rocelab_cnp_sent_total", "CNPs sent", "cumulative"),
 ];
 
+/// Rows of the pause heat map at most: the ports that paused most.
+const HEAT_ROWS: usize = 16;
+
+/// A heat map of PFC pause frames sent, port and priority × time (the sampled interval): from
+/// the cumulative `rocelab_pfc_pause_frames_total` rows of a `timeseries.csv`, the
+/// `HEAT_ROWS` ports with the most pauses, darker for more frames in an interval. Empty
+/// when nothing paused.
+fn pause_heatmap(csv: &str) -> String {
+    // (port, priority) → (time µs, cumulative frames), in time order.
+    let mut by: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    let mut times: Vec<f64> = vec![];
+    for l in csv.lines().skip(1) {
+        let f: Vec<&str> = l.split(',').collect();
+        if f.len() < 6 {
+            continue;
+        }
+        let (Ok(t), Ok(v)) = (f[0].parse::<f64>(), f[5].parse::<f64>()) else { continue };
+        let t = (t * 1e12).round() / 1e6;
+        if !times.contains(&t) {
+            times.push(t);
+        }
+        if f[1] == "rocelab_pfc_pause_frames_total" {
+            by.entry(format!("{} prio {}", f[3], f[4])).or_default().push((t, v));
+        }
+    }
+    times.sort_by(|a, b| a.total_cmp(b));
+    if by.is_empty() || times.len() < 2 {
+        return String::new();
+    }
+    let mut rows: Vec<(String, Vec<f64>)> = by
+        .into_iter()
+        .map(|(k, pts)| {
+            // Frames in each sampling interval: the rise of the cumulative count.
+            let mut cells = vec![0.0; times.len()];
+            let mut last = 0.0;
+            for (t, v) in pts {
+                if let Some(i) = times.iter().position(|x| *x == t) {
+                    cells[i] = (v - last).max(0.0);
+                    last = v;
+                }
+            }
+            (k, cells)
+        })
+        .collect();
+    rows.sort_by(|a, b| b.1.iter().sum::<f64>().total_cmp(&a.1.iter().sum::<f64>()).then(a.0.cmp(&b.0)));
+    rows.truncate(HEAT_ROWS);
+    let max = rows.iter().flat_map(|r| r.1.iter()).fold(0.0f64, |a, &b| a.max(b)).max(1.0);
+    let (left, top, ch) = (150.0, 20.0, 14.0);
+    let cw = ((W - left - 10.0) / times.len() as f64).max(1.0);
+    let h = top + ch * rows.len() as f64 + 24.0;
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{h}\" viewBox=\"0 0 {W} {h}\" role=\"img\" aria-label=\"PFC pause heat map\">"
+    );
+    for (i, (k, cells)) in rows.iter().enumerate() {
+        let y = top + ch * i as f64;
+        let _ = write!(
+            s,
+            "<text x=\"{}\" y=\"{}\" font-size=\"9\" text-anchor=\"end\">{}</text>",
+            left - 4.0,
+            y + ch - 3.0,
+            xml(k)
+        );
+        for (j, &c) in cells.iter().enumerate() {
+            if c <= 0.0 {
+                continue;
+            }
+            let shade = (255.0 * (1.0 - (c / max).sqrt())) as u8;
+            let _ = write!(
+                s,
+                "<rect x=\"{:.1}\" y=\"{y}\" width=\"{:.1}\" height=\"{}\" fill=\"rgb(255,{shade},{shade})\"/>",
+                left + cw * j as f64,
+                cw.max(1.0),
+                ch - 1.0
+            );
+        }
+    }
+    let b = top + ch * rows.len() as f64 + 12.0;
+    let _ = write!(s, "<text x=\"{left}\" y=\"{b}\" font-size=\"10\">{:.1} µs</text>", times[0]);
+    let _ = write!(
+        s,
+        "<text x=\"{}\" y=\"{b}\" font-size=\"10\" text-anchor=\"end\">{:.1} µs</text>",
+        W - 10.0,
+        times[times.len() - 1]
+    );
+    let _ = write!(
+        s,
+        "</svg><figcaption>PFC pause frames sent, port and priority × time (darkest: {} in one interval)</figcaption></figure>",
+        max
+    );
+    s
+}
+
 /// The whole page.
 pub fn render(r: &Report) -> String {
     let mut s = String::new();
@@ -200,6 +294,7 @@ pub fn render(r: &Report) -> String {
             let lines: Vec<Line> = by.iter().map(|(l, p)| Line { label: l.clone(), points: p.clone() }).collect();
             s.push_str(&chart(title, unit, &lines));
         }
+        s.push_str(&pause_heatmap(&sc.series_csv));
         s.push_str("</div>\n");
     }
     s.push_str("</body></html>\n");
@@ -277,5 +372,20 @@ mod tests {
         assert!(c.starts_with("<figure><svg") && c.contains("<polyline") && c.ends_with("</figure>"), "{c}");
         // A chart needs two instants.
         assert!(chart("q", "B", &[Line { label: "a".into(), points: vec![(1.0, 1.0)] }]).is_empty());
+    }
+
+    #[test]
+    fn the_pause_heat_map_shows_frames_per_interval_for_the_ports_that_paused() {
+        let csv = "time_seconds,metric,node,port,priority,value\n\
+                   0.000001,rocelab_goodput_bits_per_second,,,,1\n\
+                   0.000002,rocelab_pfc_pause_frames_total,leaf0,leaf0:swp1,3,4\n\
+                   0.000003,rocelab_pfc_pause_frames_total,leaf0,leaf0:swp1,3,10\n\
+                   0.000003,rocelab_goodput_bits_per_second,,,,1\n";
+        let h = pause_heatmap(csv);
+        assert!(h.contains("leaf0:swp1 prio 3"), "{h}");
+        // Two intervals with frames (4, then 6): two cells; the darkest is 6 in one interval.
+        assert_eq!(h.matches("<rect").count(), 2, "{h}");
+        assert!(h.contains("darkest: 6 in one interval"), "{h}");
+        assert!(pause_heatmap("time_seconds,metric,node,port,priority,value\n0.000001,x,,,,1\n").is_empty());
     }
 }
