@@ -224,6 +224,73 @@ fn pause_heatmap(csv: &str) -> String {
     s
 }
 
+/// The fabric in tiers (hosts at the bottom), every link a line, nodes that sent PFC pauses
+/// in red (darker for more) and the five hottest named. Empty for a fabric of no node.
+fn fabric_svg(d: &crate::Drawing) -> String {
+    if d.nodes.is_empty() {
+        return String::new();
+    }
+    let (w, row) = (1100.0, 90.0);
+    let tiers = d.nodes.iter().map(|n| n.1).max().unwrap_or(0) as f64 + 1.0;
+    let h = row * tiers + 30.0;
+    let mut count = [0usize; 4];
+    let mut pos = vec![(0.0, 0.0); d.nodes.len()];
+    let per: Vec<usize> = (0..4).map(|t| d.nodes.iter().filter(|n| n.1 == t).count()).collect();
+    for (i, n) in d.nodes.iter().enumerate() {
+        let t = n.1 as usize;
+        let x = 20.0 + (w - 40.0) * (count[t] as f64 + 0.5) / per[t].max(1) as f64;
+        let y = h - 30.0 - row * t as f64;
+        count[t] += 1;
+        pos[i] = (x, y);
+    }
+    let max = d.nodes.iter().map(|n| n.2).fold(0.0f64, f64::max);
+    let mut s = String::new();
+    let _ = write!(s, "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"the fabric\">");
+    for &(a, b) in &d.links {
+        let ((x1, y1), (x2, y2)) = (pos[a as usize], pos[b as usize]);
+        let _ = write!(
+            s,
+            "<line x1=\"{x1:.1}\" y1=\"{y1:.1}\" x2=\"{x2:.1}\" y2=\"{y2:.1}\" stroke=\"#bbb\" stroke-width=\"0.4\"/>"
+        );
+    }
+    for (i, n) in d.nodes.iter().enumerate() {
+        let (x, y) = pos[i];
+        let size = if n.1 == 0 { 3.0 } else { 7.0 };
+        let fill = if n.2 > 0.0 && max > 0.0 {
+            let t = (n.2 / max).sqrt();
+            format!("rgb(255,{0},{0})", (200.0 * (1.0 - t)) as u8)
+        } else if n.1 == 0 {
+            "#6a8".to_string()
+        } else {
+            "#58a".to_string()
+        };
+        let _ = write!(
+            s,
+            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{}\" height=\"{}\" fill=\"{fill}\"><title>{}{}</title></rect>",
+            x - size / 2.0,
+            y - size / 2.0,
+            size,
+            size,
+            xml(&n.0),
+            if n.2 > 0.0 { format!(": {} pause frames sent", n.2) } else { String::new() }
+        );
+    }
+    let mut hot: Vec<usize> = (0..d.nodes.len()).filter(|&i| d.nodes[i].2 > 0.0).collect();
+    hot.sort_by(|&a, &b| d.nodes[b].2.total_cmp(&d.nodes[a].2).then(a.cmp(&b)));
+    for &i in hot.iter().take(5) {
+        let (x, y) = pos[i];
+        let _ = write!(
+            s,
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" fill=\"#b00\">{}</text>",
+            x + 6.0,
+            y - 6.0,
+            xml(&d.nodes[i].0)
+        );
+    }
+    let _ = write!(s, "</svg><figcaption>the fabric, hosts at the bottom; red: nodes that sent PFC pauses in the scenarios (darker: more)</figcaption></figure>");
+    s
+}
+
 /// The whole page.
 pub fn render(r: &Report) -> String {
     let mut s = String::new();
@@ -270,6 +337,8 @@ pub fn render(r: &Report) -> String {
         );
     }
     s.push_str("</table>\n");
+    s.push_str("<h2>The fabric</h2>\n");
+    s.push_str(&fabric_svg(&r.drawing));
     for sc in &r.scenarios {
         let _ = writeln!(
             s,

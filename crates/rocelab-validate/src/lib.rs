@@ -177,6 +177,46 @@ pub struct Report {
     pub checks: Vec<CheckResult>,
     /// The scenario runs, in catalog order.
     pub scenarios: Vec<ScenarioResult>,
+    /// The fabric to draw in the HTML report, with each node's heat.
+    #[serde(skip)]
+    pub drawing: Drawing,
+}
+
+/// The fabric as the report draws it: nodes by tier (0 hosts … 3 core), links, and each
+/// node's PFC pause frames sent over every scenario run (what makes it hot).
+#[derive(Clone, Debug, Default)]
+pub struct Drawing {
+    pub nodes: Vec<(String, u8, f64)>,
+    pub links: Vec<(u32, u32)>,
+}
+
+impl Drawing {
+    fn of(m: &Model, runs: &[ScenarioResult]) -> Drawing {
+        use rocelab_model::topology::Tier;
+        let mut heat: BTreeMap<String, f64> = BTreeMap::new();
+        for r in runs {
+            for x in r.report.metrics.iter().filter(|x| x.name == "rocelab_pfc_pause_frames_total" && x.value > 0.0) {
+                if x.labels["direction"] == "tx" {
+                    *heat.entry(x.labels["node"].to_string()).or_default() += x.value;
+                }
+            }
+        }
+        let nodes = m
+            .nodes
+            .iter()
+            .map(|n| {
+                let tier = match n.tier {
+                    Tier::Host => 0,
+                    Tier::Leaf => 1,
+                    Tier::Spine => 2,
+                    Tier::Core => 3,
+                };
+                (n.name.clone(), tier, heat.get(n.name.as_str()).copied().unwrap_or(0.0))
+            })
+            .collect();
+        let links = m.links.iter().map(|l| (m.ports[l.a.idx()].node.0, m.ports[l.b.idx()].node.0)).collect();
+        Drawing { nodes, links }
+    }
 }
 
 impl Report {
@@ -293,12 +333,14 @@ pub fn validate(
         checks.push(judge(c, r, &opts.policy));
     }
     checks.extend(training_steps(m, file, text, opts)?);
+    let drawing = Drawing::of(m, &results);
     Ok(Report {
         fabric: m.config.fabric.name.clone(),
         file: file.to_string(),
         seed: opts.seed,
         checks,
         scenarios: results,
+        drawing,
     })
 }
 
