@@ -62,6 +62,9 @@ pub enum Figure {
     MaxPausedShare,
     /// From the engine's report: the 99th percentile of the packets' queueing delay, µs.
     QueueDelayP99Us,
+    /// From the telemetry: µs from the fault (`at_us`) until the fabric's goodput first reaches
+    /// 90 % of its mean after the fault.
+    RecoveryUs,
 }
 
 const LOSSLESS: &str = "a lossless class drops nothing while PFC headroom covers the cable and the peer's response (IEEE 802.1Qbb); any drop is a headroom, threshold or watchdog problem";
@@ -88,6 +91,7 @@ pub const CHECKS: &[CheckDef] = &[
     CheckDef { name: "slow-receiver.lossless-drops", kind: ScenarioKind::SlowReceiver, figure: Figure::Difference("dropped_packets", "watchdog_drops"), cmp: Cmp::AtMost, limit: Some(0.0), why: "a stalled receiver must not make the fabric drop, except what the PFC watchdog discards on purpose to break the storm" },
     CheckDef { name: "slow-receiver.pause-spread", kind: ScenarioKind::SlowReceiver, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, why: "hops from the stalled host to the farthest paused node: how far a PFC storm spreads" },
     CheckDef { name: "link-loss.drops-outside-the-link", kind: ScenarioKind::LinkLoss, figure: Figure::Difference("dropped_packets", "packets_lost_link_down"), cmp: Cmp::AtMost, limit: Some(0.0), why: "losing a link loses what was on it; everything else must reroute without a drop" },
+    CheckDef { name: "link-loss.recovery", kind: ScenarioKind::LinkLoss, figure: Figure::RecoveryUs, cmp: Cmp::AtMost, limit: None, why: "µs from the loss until the fabric's goodput is back to 90 % of what it carries after it, at the telemetry's sampling resolution; the flows that lost packets resend them (go-back-N on a NAK, or after the NIC's transport timeout)" },
     CheckDef { name: "link-loss.goodput-after", kind: ScenarioKind::LinkLoss, figure: Figure::Headline, cmp: Cmp::AtLeast, limit: None, why: "fabric goodput after the loss over before: the capacity the fabric keeps" },
     CheckDef { name: "link-flap.drops-outside-the-link", kind: ScenarioKind::LinkFlap, figure: Figure::Difference("dropped_packets", "headline"), cmp: Cmp::AtMost, limit: Some(0.0), why: "a flapping link loses what was on it each time it goes down, nothing else" },
     CheckDef { name: "switch-reboot.losses-outside-the-switch", kind: ScenarioKind::SwitchReboot, figure: Figure::Metric("packets_lost_elsewhere"), cmp: Cmp::AtMost, limit: Some(0.0), why: "a rebooting switch loses what it held; the rest of the fabric must reroute around it losslessly" },
@@ -488,6 +492,30 @@ fn judge(c: &CheckDef, r: &ScenarioResult, p: &Policy) -> CheckResult {
                 ),
                 _ => (Some(0.0), vec!["no port was paused".into()]),
             }
+        }
+        Figure::RecoveryUs => {
+            let at = r.params.get("at_us").and_then(|v| v.as_f64()).unwrap_or(0.0);
+            let after = metric(r, "goodput_after_gbps").map(|g| g * 1e9);
+            let mut first = None;
+            for l in r.series_csv.lines().skip(1) {
+                let f: Vec<&str> = l.split(',').collect();
+                if f.len() < 6 || f[1] != "rocelab_goodput_bits_per_second" || !f[2].is_empty() {
+                    continue;
+                }
+                let (Ok(t), Ok(v)) = (f[0].parse::<f64>(), f[5].parse::<f64>()) else { continue };
+                let t = t * 1e6;
+                if t > at && after.is_some_and(|a| v >= 0.9 * a) {
+                    first = Some(t - at);
+                    break;
+                }
+            }
+            (
+                first,
+                vec![format!(
+                    "fault at {at:.1} µs; goodput after it {} Gb/s (mean)",
+                    fmt(metric(r, "goodput_after_gbps"))
+                )],
+            )
         }
         Figure::QueueDelayP99Us => {
             let q = &r.report.queue_delay;
