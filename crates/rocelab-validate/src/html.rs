@@ -291,6 +291,69 @@ fn fabric_svg(d: &crate::Drawing) -> String {
     s
 }
 
+/// Leaves shown in the ECMP chart at most.
+const ECMP_LEAVES: usize = 16;
+
+/// How ECMP spread a scenario's traffic: per leaf (the first `ECMP_LEAVES`), a bar per uplink,
+/// its bytes sent over the leaf's busiest uplink's, and the leaf's imbalance (max / mean − 1).
+/// Empty when no uplink carried anything.
+fn ecmp_svg(d: &crate::Drawing, sc: &rocelab_scenario::ScenarioResult) -> String {
+    let mut tx: BTreeMap<(&str, &str), f64> = BTreeMap::new();
+    for x in sc.report.metrics.iter().filter(|x| x.name == "rocelab_tx_bytes_total") {
+        let (n, p) = (&x.labels["node"], &x.labels["port"]);
+        if let Some((leaf, ports)) = d.uplinks.iter().find(|(l, _)| l == n) {
+            if let Some(port) = ports.iter().find(|q| *q == p) {
+                tx.insert((leaf.as_str(), port.as_str()), x.value);
+            }
+        }
+    }
+    if tx.values().all(|&v| v <= 0.0) {
+        return String::new();
+    }
+    let leaves: Vec<&(String, Vec<String>)> = d.uplinks.iter().take(ECMP_LEAVES).collect();
+    let (gw, bh, top) = (W / leaves.len().max(1) as f64, 90.0, 16.0);
+    let h = top + bh + 34.0;
+    let mut s = String::new();
+    let _ = write!(s, "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{h}\" viewBox=\"0 0 {W} {h}\" role=\"img\" aria-label=\"ECMP spread\">");
+    for (i, (leaf, ports)) in leaves.iter().enumerate() {
+        let vals: Vec<f64> =
+            ports.iter().map(|p| tx.get(&(leaf.as_str(), p.as_str())).copied().unwrap_or(0.0)).collect();
+        let max = vals.iter().fold(0.0f64, |a, &b| a.max(b));
+        let mean = vals.iter().sum::<f64>() / vals.len().max(1) as f64;
+        let bw = (gw - 8.0) / vals.len() as f64;
+        for (j, v) in vals.iter().enumerate() {
+            let bar = if max > 0.0 { v / max * bh } else { 0.0 };
+            let _ = write!(
+                s,
+                "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{bar:.1}\" fill=\"#58a\"><title>{}:{}: {} B</title></rect>",
+                gw * i as f64 + 4.0 + bw * j as f64,
+                top + bh - bar,
+                (bw - 1.0).max(0.5),
+                xml(leaf),
+                xml(&ports[j]),
+                v
+            );
+        }
+        let imb = if mean > 0.0 { max / mean - 1.0 } else { 0.0 };
+        let _ = write!(
+            s,
+            "<text x=\"{:.1}\" y=\"{}\" font-size=\"9\">{}</text>",
+            gw * i as f64 + 4.0,
+            top + bh + 12.0,
+            xml(leaf)
+        );
+        let _ = write!(
+            s,
+            "<text x=\"{:.1}\" y=\"{}\" font-size=\"9\">+{:.0} %</text>",
+            gw * i as f64 + 4.0,
+            top + bh + 24.0,
+            imb * 100.0
+        );
+    }
+    let _ = write!(s, "</svg><figcaption>ECMP: bytes per uplink of each leaf (bars: over its busiest uplink; +%: max / mean − 1)</figcaption></figure>");
+    s
+}
+
 /// The whole page.
 pub fn render(r: &Report) -> String {
     let mut s = String::new();
@@ -364,6 +427,7 @@ pub fn render(r: &Report) -> String {
             s.push_str(&chart(title, unit, &lines));
         }
         s.push_str(&pause_heatmap(&sc.series_csv));
+        s.push_str(&ecmp_svg(&r.drawing, sc));
         s.push_str("</div>\n");
     }
     s.push_str("</body></html>\n");

@@ -192,6 +192,8 @@ pub struct Report {
 pub struct Drawing {
     pub nodes: Vec<(String, u8, f64)>,
     pub links: Vec<(u32, u32)>,
+    /// Each leaf's uplinks (ports toward a spine), as `(leaf, port)` names of the reports.
+    pub uplinks: Vec<(String, Vec<String>)>,
 }
 
 impl Drawing {
@@ -219,7 +221,21 @@ impl Drawing {
             })
             .collect();
         let links = m.links.iter().map(|l| (m.ports[l.a.idx()].node.0, m.ports[l.b.idx()].node.0)).collect();
-        Drawing { nodes, links }
+        let uplinks = m
+            .nodes
+            .iter()
+            .filter(|n| n.tier == Tier::Leaf)
+            .map(|n| {
+                let ups = n
+                    .ports()
+                    .filter(|&p| m.nodes[m.ports[m.ports[p.idx()].peer.idx()].node.idx()].tier == Tier::Spine)
+                    .map(|p| m.port_name(p).rsplit(':').next().unwrap_or("").to_string())
+                    .collect();
+                (n.name.clone(), ups)
+            })
+            .filter(|(_, u): &(String, Vec<String>)| u.len() > 1)
+            .collect();
+        Drawing { nodes, links, uplinks }
     }
 }
 

@@ -83,6 +83,26 @@ fn text_json_junit_and_html_agree_on_every_verdict() {
         page.contains("<svg") && !page.contains("<script") && !page.contains("http://")
             || page.contains("xmlns=\"http://www.w3.org/2000/svg\"")
     );
+    // The ECMP chart shows each leaf's uplink imbalance, max / mean − 1 of its bytes sent.
+    assert!(page.contains("aria-label=\"ECMP spread\""));
+    let (leaf, ports) = &r.drawing.uplinks[0];
+    let bytes: Vec<f64> = ports
+        .iter()
+        .map(|p| {
+            r.scenarios[0]
+                .report
+                .metrics
+                .iter()
+                .find(|x| x.name == "rocelab_tx_bytes_total" && x.labels["node"] == *leaf && x.labels["port"] == *p)
+                .map_or(0.0, |x| x.value)
+        })
+        .collect();
+    let (max, mean) = (bytes.iter().fold(0.0f64, |a, &b| a.max(b)), bytes.iter().sum::<f64>() / bytes.len() as f64);
+    assert!(ports.len() == 4 && mean > 0.0, "{ports:?} {bytes:?}");
+    assert!(
+        page.contains(&format!(">{leaf}</text><text x="))
+            && page.contains(&format!(">+{:.0} %<", (max / mean - 1.0) * 100.0))
+    );
     // Same input, same bytes.
     let again = run(
         "leaf-spine-small.toml",
