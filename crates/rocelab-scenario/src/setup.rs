@@ -208,7 +208,7 @@ fn stream(cx: &Ctx, src: NodeId, dst: NodeId, dur: SimTime, load: f64, pairs: u6
     let chunk = (4 * cx.scale.bdp_bytes).max(64 << 10).min(total);
     let on = SimTime(cx.scale.time_for(chunk).0 * pairs);
     let period = SimTime((on.0 as f64 / load) as u64).max(SimTime(1));
-    let sport = Some(49152 + rng.below(16384) as u16);
+    let sport = Some(rng.sport());
     let mut v = Vec::new();
     let mut t = SimTime::ZERO;
     while t < dur {

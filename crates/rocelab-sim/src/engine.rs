@@ -831,9 +831,8 @@ impl<'m> Sim<'m> {
         let src_nic = self.host_nic(f.src);
         let dst_nic = self.host_nic(f.dst);
         let sport = match f.sport {
-            // (49152 = 3 · 16384: a port in the range keeps its value for k = 0.)
-            Some(base) => 49152 + (base as u32 % 16384 + k) % 16384,
-            None => 49152 + (self.sport_rng.below(16384) as u32),
+            Some(base) => crate::workload::sport_after(base, k) as u32,
+            None => self.sport_rng.sport() as u32,
         };
         let hash = self.flow_hash(f.src.0, f.dst.0, sport);
         QpRoute { src_nic, dst_nic, sport: sport as u16, hash }

@@ -30,4 +30,9 @@ impl Rng {
     pub fn below(&mut self, n: u64) -> u64 {
         ((self.next_u64() as u128 * n as u128) >> 64) as u64
     }
+    /// A UDP source port in the dynamic range 49152..=65535 (RFC 6335), as a QP's.
+    #[inline]
+    pub fn sport(&mut self) -> u16 {
+        49152 + self.below(16384) as u16
+    }
 }

@@ -45,6 +45,13 @@ pub const LATEST_START: SimTime = SimTime(1_000_000_000_000_000_000);
 /// The index of a posted message: its row in the run's per-flow results.
 pub type MsgId = u32;
 
+/// The `k`-th UDP source port after `base`, wrapping inside the dynamic range 49152..=65535:
+/// the port of QP k of a message whose first QP has `base` (49152 = 3 · 16384, so a port in
+/// the range keeps its value for k = 0).
+pub fn sport_after(base: u16, k: u32) -> u16 {
+    (49152 + (base as u32 % 16384 + k) % 16384) as u16
+}
+
 /// A message to post.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Message {

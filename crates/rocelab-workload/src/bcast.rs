@@ -86,7 +86,7 @@ impl Broadcast {
             have[c] = list.len() as u32; // the root holds the whole buffer
         }
         let mut rng = Rng::new(plan.seed, 0x4243_4153);
-        let sports = (0..n * ch).map(|_| 49152 + rng.below(16384) as u16).collect();
+        let sports = (0..n * ch).map(|_| rng.sport()).collect();
         Broadcast {
             hops,
             n,

@@ -108,7 +108,7 @@ impl Exchange {
                 if b == 0 {
                     continue;
                 }
-                let sport = 49152 + rng.below(16384) as u16;
+                let sport = rng.sport();
                 msgs.push((hop, b, sport));
             }
         }

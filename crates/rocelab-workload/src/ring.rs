@@ -98,7 +98,7 @@ impl Ring {
         let distinct = (chunk.len() as u32).min(placement.ring_period()).max(1);
         let rings = (0..distinct).map(|c| placement.ring(c)).collect();
         let mut rng = Rng::new(seed, 0x4e43_434c);
-        let sports = (0..n * chunk.len()).map(|_| 49152 + rng.below(16384) as u16).collect();
+        let sports = (0..n * chunk.len()).map(|_| rng.sport()).collect();
         Ring {
             rings,
             steps,
