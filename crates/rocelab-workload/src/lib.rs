@@ -140,13 +140,18 @@ impl QpUse {
     }
 
     /// The UDP source port of the message's first QP, the connection's ports being `base`,
-    /// `base + 1`, … (wrapping in the dynamic range, as the engine does).
+    /// `base + 1`, … (`rocelab_sim::workload::sport_after`, the engine's own wrapping).
     pub fn sport(base: u16, first: u32) -> u16 {
-        (49152 + (base as u32 % 16384 + first) % 16384) as u16
+        rocelab_sim::workload::sport_after(base, first)
     }
 }
 
 impl CollectiveSpec {
+    /// How its connections' QPs carry a message.
+    pub fn qp_use(&self) -> QpUse {
+        QpUse { qps: self.qps_per_connection, split: self.split_data_on_qps }
+    }
+
     pub fn new(op: Collective, bytes: u64) -> Self {
         CollectiveSpec {
             op,
@@ -368,7 +373,7 @@ pub fn prepare(m: &Model, spec: &CollectiveSpec, seed: u64) -> Result<Prepared, 
                 bytes: spec.bytes,
                 channels: spec.channels,
                 chunk_bytes: spec.chunk_bytes,
-                qps: QpUse { qps: spec.qps_per_connection, split: spec.split_data_on_qps },
+                qps: spec.qp_use(),
                 seed,
             };
             let w = Tree::new(&placement, plan, out.clone());
@@ -382,7 +387,7 @@ pub fn prepare(m: &Model, spec: &CollectiveSpec, seed: u64) -> Result<Prepared, 
                 steps: spec.op.ring_steps(n as u32) as u32,
                 chunk_bytes: spec.bytes.div_ceil(n),
                 channels: spec.channels,
-                qps: QpUse { qps: spec.qps_per_connection, split: spec.split_data_on_qps },
+                qps: spec.qp_use(),
                 seed,
             };
             let w = Ring::new(&placement, plan, out.clone());
@@ -395,15 +400,7 @@ pub fn prepare(m: &Model, spec: &CollectiveSpec, seed: u64) -> Result<Prepared, 
             } else {
                 p2p::send_recv(n as u32, spec.bytes)
             };
-            let w = Exchange::new(
-                &placement,
-                &transfers,
-                spec.channels,
-                QpUse { qps: spec.qps_per_connection, split: spec.split_data_on_qps },
-                spec.pxn,
-                seed,
-                out.clone(),
-            );
+            let w = Exchange::new(&placement, &transfers, spec.channels, spec.qp_use(), spec.pxn, seed, out.clone());
             let e = w.chunks_to_deliver();
             (Box::new(w), e)
         }
@@ -423,7 +420,7 @@ pub fn prepare(m: &Model, spec: &CollectiveSpec, seed: u64) -> Result<Prepared, 
                 root: spec.root,
                 channels: spec.channels,
                 chunk_bytes: spec.chunk_bytes,
-                qps: QpUse { qps: spec.qps_per_connection, split: spec.split_data_on_qps },
+                qps: spec.qp_use(),
                 seed,
             };
             let w = Broadcast::new(&placement, plan, out.clone());

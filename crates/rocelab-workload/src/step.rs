@@ -498,6 +498,9 @@ struct StepWork {
     free_ids: Vec<u16>,
     /// UDP source port per (stage, replica, part) connection.
     pp_sports: Vec<Vec<u16>>,
+    /// Messages a stage boundary carries per micro-batch and replica (TP ranks, or 1): the
+    /// parts an op waits for.
+    parts: u32,
     opt_done: Vec<Option<SimTime>>,
     /// Per stage and EP group.
     ep: Vec<Vec<EpGroup>>,
@@ -521,13 +524,9 @@ impl StepWork {
         SimTime((dur.0 * (k as u64 + 1)).div_ceil(n) - (dur.0 * k as u64).div_ceil(n))
     }
 
-    fn parts(&self) -> u32 {
-        self.lay.pp_links.iter().map(|l| l.len() as u32).max().unwrap_or(1).max(1)
-    }
-
     /// Starts the replica's next op if it is free and the op's input has arrived.
     fn try_compute(&mut self, s: u32, d: u32, net: &mut Net<'_, '_>) {
-        let parts = self.parts();
+        let parts = self.parts;
         let (p, i) = (self.plan.pp, self.idx(s, d));
         let r = &mut self.replicas[i];
         if r.busy || r.next >= r.ops.len() {
@@ -982,7 +981,7 @@ pub fn run_step(m: &Model, plan: &StepPlan, opts: SimOptions) -> Result<StepResu
         })
         .collect();
     let mut rng = Rng::new(opts.seed, 0x5354_4550);
-    let pp_sports = lay.pp_links.iter().map(|l| l.iter().map(|_| 49152 + rng.below(16384) as u16).collect()).collect();
+    let pp_sports = lay.pp_links.iter().map(|l| l.iter().map(|_| rng.sport()).collect()).collect();
     // At most, per stage: a bucket's dense and expert rings and every EP group's exchanges.
     let per_stage = (0..pp as usize)
         .map(|s| {
@@ -1013,6 +1012,7 @@ pub fn run_step(m: &Model, plan: &StepPlan, opts: SimOptions) -> Result<StepResu
         rings: (0..slots).map(|_| None).collect(),
         free_ids: (0..slots as u16).rev().collect(),
         pp_sports,
+        parts: lay.pp_links.iter().map(|l| l.len() as u32).max().unwrap_or(1).max(1),
         opt_done: vec![None; pp as usize],
         ep: ep_groups,
         failed: 0,
