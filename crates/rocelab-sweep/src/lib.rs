@@ -157,20 +157,13 @@ impl std::fmt::Display for PathError {
     }
 }
 
-/// A seeded sample of `n` points without repeats (a partial Fisher-Yates shuffle with
-/// SplitMix64), in grid order.
+/// A seeded sample of `n` points without repeats (a partial Fisher-Yates shuffle on the
+/// project's seeded stream, `rocelab_sim::rng`), in grid order.
 fn sample(mut points: Vec<Point>, n: usize, seed: u64) -> Vec<Point> {
-    let mut x = seed ^ 0x5357_4545_5053_4545;
-    let mut next = || {
-        x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = x;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    };
+    let mut rng = rocelab_sim::rng::Rng::new(seed, 0x5357_4545_5053_4545);
     let n = n.min(points.len());
     for i in 0..n {
-        let j = i + (next() % (points.len() - i) as u64) as usize;
+        let j = i + rng.below((points.len() - i) as u64) as usize;
         points.swap(i, j);
     }
     points.truncate(n);

@@ -16,14 +16,8 @@ fn a_mangled_spec_is_an_error_never_a_panic() {
     std::fs::write(&spec, SPEC).unwrap();
     let good = rocelab_sweep::Sweep::load(&spec).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(good.points.len(), 2);
-    let mut x: u64 = 0xF022;
-    let mut next = || {
-        x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = x;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    };
+    let mut rng = rocelab_sim::rng::Rng::new(0xF022, 0);
+    let mut next = || rng.next_u64();
     let (mut ok, mut err) = (0, 0);
     for _ in 0..1500 {
         let mut b = SPEC.as_bytes().to_vec();

@@ -227,17 +227,11 @@ fn a_files_training_step_is_judged_by_the_share_its_gpus_wait_on_the_network() {
 
 #[test]
 fn a_mangled_policy_is_an_error_never_a_panic() {
-    // Byte-level mutations of a valid policy (SplitMix64, fixed seed): every result is Ok or a
+    // Byte-level mutations of a valid policy (the seeded stream of rocelab_sim::rng): every result is Ok or a
     // message naming the file.
     let good = "skip = [\"mixed.rdma-slowdown\"]\n[limits]\n\"incast.completion\" = 1.5\n\"collective.busbw\" = 0.9\n";
-    let mut x: u64 = 0x5EED;
-    let mut next = || {
-        x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = x;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    };
+    let mut rng = rocelab_sim::rng::Rng::new(0x5EED, 0);
+    let mut next = || rng.next_u64();
     for _ in 0..2000 {
         let mut b = good.as_bytes().to_vec();
         for _ in 0..1 + next() % 4 {
