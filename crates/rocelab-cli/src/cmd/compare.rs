@@ -6,11 +6,8 @@ use crate::common::{load_fabric, located, write_atomic, Failure, VerbResult, EXI
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum Format {
-    Text,
-    Json,
-}
+use crate::cmd::simulate::Format;
+use crate::cmd::validate::{jobs_or_cores, load_policy};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -38,15 +35,8 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> VerbResult {
-    let policy = match &a.policy {
-        Some(p) => {
-            let t = std::fs::read_to_string(p)
-                .map_err(|e| Failure::bad_input(format!("error: cannot read {}: {e}", p.display())))?;
-            rocelab_validate::Policy::parse(&p.display().to_string(), &t).map_err(Failure::bad_input)?
-        }
-        None => rocelab_validate::Policy::default(),
-    };
-    let jobs = a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
+    let policy = load_policy(a.policy.as_deref())?;
+    let jobs = jobs_or_cores(a.jobs);
     let mut seed = a.seed;
     let mut reports = vec![];
     for path in [&a.a, &a.b] {

@@ -77,7 +77,7 @@ pub fn run(a: Args) -> VerbResult {
         return Err(Failure::bad_input(format!("error: task {task} of {tasks}: give 0 to {}", tasks - 1)));
     }
     let points = sw.task_points(task, tasks);
-    let jobs = a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
+    let jobs = crate::cmd::validate::jobs_or_cores(a.jobs);
     let started = std::time::Instant::now();
     let quiet = a.quiet;
     let progress = move |done: usize, total: usize| {

@@ -5,11 +5,7 @@ use crate::common::{load_fabric, located, write_atomic, Failure, VerbResult, EXI
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum Format {
-    Text,
-    Json,
-}
+use crate::cmd::simulate::Format;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -55,14 +51,7 @@ pub fn run(a: Args) -> VerbResult {
     let model = load_fabric(&path)?;
     let text = std::fs::read_to_string(&path)
         .map_err(|e| Failure::bad_input(format!("error: cannot read {}: {e}", path.display())))?;
-    let policy = match &a.policy {
-        Some(p) => {
-            let t = std::fs::read_to_string(p)
-                .map_err(|e| Failure::bad_input(format!("error: cannot read {}: {e}", p.display())))?;
-            rocelab_validate::Policy::parse(&p.display().to_string(), &t).map_err(Failure::bad_input)?
-        }
-        None => rocelab_validate::Policy::default(),
-    };
+    let policy = load_policy(a.policy.as_deref())?;
     let known = |n: &str| {
         n == "lint"
             || n == "workload"
@@ -74,7 +63,7 @@ pub fn run(a: Args) -> VerbResult {
             "error: --only `{bad}`: no check or scenario of that name\n  = help: `rocelab validate --list` names every check"
         )));
     }
-    let jobs = a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
+    let jobs = jobs_or_cores(a.jobs);
     let seed = a.seed.unwrap_or_else(|| rocelab_sim::options_from_model(&model).seed);
     let opts = rocelab_validate::Options { policy, only: a.only.clone(), jobs, seed };
     let started = std::time::Instant::now();
@@ -115,4 +104,17 @@ pub fn run(a: Args) -> VerbResult {
         Format::Json => print!("{}", rocelab_validate::to_json(&report)),
     }
     Ok(if report.failed() > 0 { ExitCode::from(EXIT_FAILED_CHECK) } else { ExitCode::SUCCESS })
+}
+
+/// The policy of `--policy FILE`, or the defaults (shared with `rocelab compare`).
+pub(crate) fn load_policy(path: Option<&std::path::Path>) -> Result<rocelab_validate::Policy, Failure> {
+    let Some(p) = path else { return Ok(rocelab_validate::Policy::default()) };
+    let t = std::fs::read_to_string(p)
+        .map_err(|e| Failure::bad_input(format!("error: cannot read {}: {e}", p.display())))?;
+    rocelab_validate::Policy::parse(&p.display().to_string(), &t).map_err(Failure::bad_input)
+}
+
+/// `--jobs`, or the machine's cores.
+pub(crate) fn jobs_or_cores(jobs: Option<usize>) -> usize {
+    jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1)
 }
