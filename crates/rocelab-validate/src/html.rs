@@ -30,26 +30,19 @@ struct Line {
 /// as metric → label → points; per-port metrics are folded into their maximum over ports.
 fn series(csv: &str) -> BTreeMap<String, BTreeMap<String, Vec<(f64, f64)>>> {
     let mut out: BTreeMap<String, BTreeMap<String, Vec<(f64, f64)>>> = BTreeMap::new();
-    for l in csv.lines().skip(1) {
-        let f: Vec<&str> = l.split(',').collect();
-        if f.len() < 6 {
-            continue;
-        }
-        let (Ok(t), Ok(v)) = (f[0].parse::<f64>(), f[5].parse::<f64>()) else { continue };
-        // Seconds to µs, through whole picoseconds (the engine's clock).
-        let t = (t * 1e12).round() / 1e6;
-        let per_port = !f[2].is_empty();
+    for x in crate::telemetry(csv) {
+        let per_port = !x.node.is_empty();
         let label = if per_port {
             "max over ports".to_string()
-        } else if f[3].is_empty() {
+        } else if x.port.is_empty() {
             "fabric".into()
         } else {
-            f[3].to_string()
+            x.port.to_string()
         };
-        let pts = out.entry(f[1].to_string()).or_default().entry(label).or_default();
+        let pts = out.entry(x.metric.to_string()).or_default().entry(label).or_default();
         match pts.last_mut() {
-            Some(last) if per_port && last.0 == t => last.1 = last.1.max(v),
-            _ => pts.push((t, v)),
+            Some(last) if per_port && last.0 == x.t_us => last.1 = last.1.max(x.value),
+            _ => pts.push((x.t_us, x.value)),
         }
     }
     out
@@ -141,21 +134,14 @@ fn pause_heatmap(csv: &str) -> String {
     // (port, priority) → (time µs, cumulative frames), in time order.
     let mut by: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
     let mut times: Vec<f64> = vec![];
-    for l in csv.lines().skip(1) {
-        let f: Vec<&str> = l.split(',').collect();
-        if f.len() < 6 {
-            continue;
-        }
-        let (Ok(t), Ok(v)) = (f[0].parse::<f64>(), f[5].parse::<f64>()) else { continue };
-        let t = (t * 1e12).round() / 1e6;
-        if !times.contains(&t) {
-            times.push(t);
-        }
-        if f[1] == "rocelab_pfc_pause_frames_total" {
-            by.entry(format!("{} prio {}", f[3], f[4])).or_default().push((t, v));
+    for x in crate::telemetry(csv) {
+        times.push(x.t_us);
+        if x.metric == "rocelab_pfc_pause_frames_total" {
+            by.entry(format!("{} prio {}", x.port, x.priority)).or_default().push((x.t_us, x.value));
         }
     }
     times.sort_by(|a, b| a.total_cmp(b));
+    times.dedup();
     if by.is_empty() || times.len() < 2 {
         return String::new();
     }
@@ -166,7 +152,7 @@ fn pause_heatmap(csv: &str) -> String {
             let mut cells = vec![0.0; times.len()];
             let mut last = 0.0;
             for (t, v) in pts {
-                if let Some(i) = times.iter().position(|x| *x == t) {
+                if let Ok(i) = times.binary_search_by(|x| x.total_cmp(&t)) {
                     cells[i] = (v - last).max(0.0);
                     last = v;
                 }

@@ -468,6 +468,30 @@ fn run_all(
     slots.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().map(|r| r.expect("every slot ran")).collect()
 }
 
+/// One row of a scenario's `timeseries.csv` (long format:
+/// `time_seconds,metric,node,port,priority,value`), its time in µs through whole picoseconds
+/// (the engine's clock).
+pub(crate) struct Row<'a> {
+    pub t_us: f64,
+    pub metric: &'a str,
+    pub node: &'a str,
+    pub port: &'a str,
+    pub priority: &'a str,
+    pub value: f64,
+}
+
+/// The rows of a `timeseries.csv`, header and malformed lines skipped.
+pub(crate) fn telemetry(csv: &str) -> impl Iterator<Item = Row<'_>> {
+    csv.lines().skip(1).filter_map(|l| {
+        let f: Vec<&str> = l.split(',').collect();
+        if f.len() < 6 {
+            return None;
+        }
+        let (t, value) = (f[0].parse::<f64>().ok()?, f[5].parse::<f64>().ok()?);
+        Some(Row { t_us: (t * 1e12).round() / 1e6, metric: f[1], node: f[2], port: f[3], priority: f[4], value })
+    })
+}
+
 /// A metric of the run; `headline` is its headline metric's value.
 fn metric(r: &ScenarioResult, name: &str) -> Option<f64> {
     if name == "headline" {
@@ -512,19 +536,10 @@ fn judge(c: &CheckDef, r: &ScenarioResult, p: &Policy) -> CheckResult {
         Figure::RecoveryUs => {
             let at = r.params.get("at_us").and_then(|v| v.as_f64()).unwrap_or(0.0);
             let after = metric(r, "goodput_after_gbps").map(|g| g * 1e9);
-            let mut first = None;
-            for l in r.series_csv.lines().skip(1) {
-                let f: Vec<&str> = l.split(',').collect();
-                if f.len() < 6 || f[1] != "rocelab_goodput_bits_per_second" || !f[2].is_empty() {
-                    continue;
-                }
-                let (Ok(t), Ok(v)) = (f[0].parse::<f64>(), f[5].parse::<f64>()) else { continue };
-                let t = t * 1e6;
-                if t > at && after.is_some_and(|a| v >= 0.9 * a) {
-                    first = Some(t - at);
-                    break;
-                }
-            }
+            let first = telemetry(&r.series_csv)
+                .filter(|x| x.metric == "rocelab_goodput_bits_per_second" && x.node.is_empty())
+                .find(|x| x.t_us > at && after.is_some_and(|a| x.value >= 0.9 * a))
+                .map(|x| x.t_us - at);
             (
                 first,
                 vec![format!(
