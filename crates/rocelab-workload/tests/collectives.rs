@@ -146,18 +146,7 @@ leaf_link = { speed_gbps = 100, length_m = 50 }
 /// one uplink (2:1 oversubscribed at 200G, non-blocking at 400G; one path, so no ECMP
 /// collision blurs the share).
 fn two_tier(spine_gbps: u32) -> Model {
-    let text = format!(
-        r#"[fabric]
-name = "tier"
-[topology.leaf_spine]
-leaves = 2
-spines = 1
-hosts_per_leaf = 4
-host_link = {{ speed_gbps = 100, length_m = 3 }}
-fabric_link = {{ speed_gbps = {spine_gbps}, length_m = 30 }}
-"#
-    );
-    load_str("tier.toml", &text).unwrap_or_else(|e| panic!("{e}"))
+    common::leaf_spine(2, 4, 1, spine_gbps, "")
 }
 
 #[test]
@@ -225,16 +214,7 @@ fn a_one_chunk_tree_all_reduce_takes_the_trees_depth_up_and_down() {
     // two children's chunks on one link (2 chunk times per level; the root has one child):
     // 9 chunk times; going down, a node sends to its two children one after the other: 9
     // again. 18 × (32 KiB / goodput), plus a few hundred ns of store-and-forward per hop.
-    let text = r#"[fabric]
-name = "ls32"
-[topology.leaf_spine]
-leaves = 4
-spines = 2
-hosts_per_leaf = 8
-host_link = { speed_gbps = 100, length_m = 3 }
-fabric_link = { speed_gbps = 400, length_m = 30 }
-"#;
-    let m = load_str("ls32.toml", text).unwrap();
+    let m = common::leaf_spine(4, 8, 2, 400, "");
     let spec = |algo| CollectiveSpec { algo, ..CollectiveSpec::new(Collective::AllReduce, 64 << 10) };
     let tree = run_collective(&m, &spec(Algo::Tree), SimOptions::default()).unwrap();
     let chunk_us = (32u64 << 10) as f64 / goodput(&m) * 1e6;

@@ -1,24 +1,15 @@
 //! all-to-all, send/recv and broadcast on the packet engine against first principles.
 
-use rocelab_model::{load_str, Model};
+use rocelab_model::Model;
 use rocelab_sim::packet::DATA_OVERHEAD;
 use rocelab_sim::SimOptions;
 use rocelab_workload::{run_collective, Collective, CollectiveResult, CollectiveSpec};
 
 /// A 2-tier leaf-spine fabric: `hosts_per_leaf` hosts at 100G on each leaf, one link per spine.
+mod common;
+
 fn leaf_spine(leaves: u32, hosts_per_leaf: u32, spines: u32, fabric_gbps: u32) -> Model {
-    let text = format!(
-        r#"[fabric]
-name = "ls{leaves}x{hosts_per_leaf}"
-[topology.leaf_spine]
-leaves = {leaves}
-spines = {spines}
-hosts_per_leaf = {hosts_per_leaf}
-host_link = {{ speed_gbps = 100, length_m = 3 }}
-fabric_link = {{ speed_gbps = {fabric_gbps}, length_m = 30 }}
-"#
-    );
-    load_str("ls.toml", &text).unwrap_or_else(|e| panic!("{e}"))
+    common::leaf_spine(leaves, hosts_per_leaf, spines, fabric_gbps, "")
 }
 
 /// Payload goodput of a 100G host link in bytes/s: 100 Gb/s × MTU / (MTU + per-packet headers).

@@ -11,25 +11,11 @@ use rocelab_workload::placement::{self, Hop, Placement};
 use rocelab_workload::{run_collective, Collective, CollectiveResult, CollectiveSpec};
 use std::collections::BTreeSet;
 
-/// `nodes` GPU nodes of 8 GPUs and 8 NICs at `gbps` on one scalable unit (every NIC of a rail
-/// on that rail's leaf), with the intra-node link given as `[gpu_node]` lines.
+mod common;
+
+/// `nodes` GPU nodes of 8 GPUs and 8 NICs at `gbps` (`common::rail`).
 fn rail_fabric(nodes: u32, gbps: u32, gpu_node: &str) -> Model {
-    let text = format!(
-        r#"[fabric]
-name = "rail{nodes}x8"
-[topology.rail_optimized]
-gpu_nodes = {nodes}
-rails = 8
-nodes_per_su = {nodes}
-spines_per_pod = 8
-host_link = {{ speed_gbps = {gbps}, length_m = 5 }}
-leaf_link = {{ speed_gbps = {gbps}, length_m = 50 }}
-[gpu_node]
-gpus = 8
-{gpu_node}
-"#
-    );
-    load_str("rail.toml", &text).unwrap_or_else(|e| panic!("{e}"))
+    common::rail(nodes, gbps, gpu_node)
 }
 
 /// Payload goodput of a NIC link in bytes/s: rate × MTU / (MTU + 82 B of headers per packet).

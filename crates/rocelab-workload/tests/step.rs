@@ -1,29 +1,17 @@
 //! The training step on the twin against hand-computed bounds: 1F1B's compute time and
 //! bubble, pipeline sends on the critical path, DP all-reduce hidden under backward or not.
 
-use rocelab_model::{load_str, Model, SimTime};
+use rocelab_model::{Model, SimTime};
 use rocelab_sim::packet::DATA_OVERHEAD;
 use rocelab_sim::SimOptions;
 use rocelab_workload::step::{run_step, StepPlan, StepResult};
 
-/// `nodes` GPU nodes of 8 H100s and 8 × 400G NICs, one rail leaf per NIC (non-blocking).
+mod common;
+
+/// `nodes` GPU nodes of 8 GPUs and 8 × 400G NICs over NVLink, one rail leaf per NIC
+/// (non-blocking).
 fn fabric(nodes: u32) -> Model {
-    let text = format!(
-        r#"[fabric]
-name = "step{nodes}"
-[topology.rail_optimized]
-gpu_nodes = {nodes}
-rails = 8
-nodes_per_su = {nodes}
-spines_per_pod = 8
-host_link = {{ speed_gbps = 400, length_m = 5 }}
-leaf_link = {{ speed_gbps = 400, length_m = 50 }}
-[gpu_node]
-gpus = 8
-intra_node = "nvlink4"
-"#
-    );
-    load_str("step.toml", &text).unwrap_or_else(|e| panic!("{e}"))
+    common::rail(nodes, 400, "intra_node = \"nvlink4\"")
 }
 
 /// Payload bytes/s of one 400G NIC: 50 GB/s × 4096 / (4096 + headers).
