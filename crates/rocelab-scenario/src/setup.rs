@@ -290,6 +290,44 @@ fn probe(m: &Model, msgs: &[Message], until: SimTime, seed: u64) -> Vec<u64> {
     }
 }
 
+/// The collective a `collective` scenario runs (op, size, ranks, channels) and the number of
+/// NICs per rank its busbw is bounded by: one per rank, or, with GPUs as the ranks, the NICs
+/// of a node that the channels leave it on (each channel crosses on one). The flow engine's
+/// `validate` runs the same collective through `rocelab_workload` directly.
+pub fn collective_spec(m: &Model, c: &ScenarioConfig, path: &str) -> Result<(CollectiveSpec, u32), Vec<Diagnostic>> {
+    let scale = crate::fabric::Scale::new(m, &c.hosts, path).map_err(|d| vec![d])?;
+    let cx = Ctx { m, c, path: path.to_string(), seed: 0, scale };
+    collective_spec_in(&cx).map(|(spec, nics, _)| (spec, nics)).map_err(|d| vec![d])
+}
+
+/// The same, with the number of ranks.
+fn collective_spec_in(cx: &Ctx) -> Result<(CollectiveSpec, u32, usize), Diagnostic> {
+    let (m, c) = (cx.m, cx.c);
+    let hosts = &cx.scale.hosts;
+    let n = hosts.len();
+    let op_name = c.op.as_deref().unwrap_or("all_reduce");
+    let op = rocelab_workload::parse_op(op_name).map_err(|e| err(&cx.path, "op", e, "e.g. op = \"all_reduce\""))?;
+    let ranks = match c.ranks {
+        None => None,
+        Some(r) if r >= 2 && r as usize <= n => Some(hosts[..r as usize].to_vec()),
+        Some(r) => {
+            return Err(err(&cx.path, "ranks", format!("ranks = {r}, with {n} hosts"), &format!("use 2 to {n}")))
+        }
+    };
+    let rank_count =
+        ranks.as_ref().map_or(rocelab_workload::placement::placement(m).map(|p| p.ranks()).unwrap_or(n), |r| r.len());
+    let size = cx.size("size_bytes", c.size_bytes, ((4u64 << 20) * rank_count as u64 / 8).clamp(1 << 20, 64 << 20))?;
+    let channels = if ranks.is_some() { 2 } else { rocelab_workload::default_channels(m) };
+    let bound_nics = match (&ranks, rocelab_workload::placement::placement(m)) {
+        (None, Ok(rocelab_workload::placement::Placement::Gpus(g))) => {
+            let per_node = g.nodes.iter().map(|n| n.len() as u32).min().unwrap_or(1);
+            channels.min(per_node).max(1)
+        }
+        _ => 1,
+    };
+    Ok((CollectiveSpec { channels, ranks, ..CollectiveSpec::new(op, size) }, bound_nics, rank_count))
+}
+
 pub fn build(cx: &Ctx) -> Result<Setup, Vec<Diagnostic>> {
     build_kind(cx).map_err(|d| vec![d])
 }
@@ -808,37 +846,9 @@ fn build_kind(cx: &Ctx) -> Result<Setup, Diagnostic> {
             Ok(s)
         }
         ScenarioKind::Collective => {
+            let (spec, bound_nics, rank_count) = collective_spec_in(cx)?;
+            let (op, size, channels) = (spec.op, spec.bytes, spec.channels);
             let op_name = c.op.as_deref().unwrap_or("all_reduce");
-            let op =
-                rocelab_workload::parse_op(op_name).map_err(|e| err(&cx.path, "op", e, "e.g. op = \"all_reduce\""))?;
-            let ranks = match c.ranks {
-                None => None,
-                Some(r) if r >= 2 && r as usize <= n => Some(hosts[..r as usize].to_vec()),
-                Some(r) => {
-                    return Err(err(
-                        &cx.path,
-                        "ranks",
-                        format!("ranks = {r}, with {n} hosts"),
-                        &format!("use 2 to {n}"),
-                    ))
-                }
-            };
-            let rank_count = ranks
-                .as_ref()
-                .map_or(rocelab_workload::placement::placement(m).map(|p| p.ranks()).unwrap_or(n), |r| r.len());
-            let size =
-                cx.size("size_bytes", c.size_bytes, ((4u64 << 20) * rank_count as u64 / 8).clamp(1 << 20, 64 << 20))?;
-            let channels = if ranks.is_some() { 2 } else { rocelab_workload::default_channels(m) };
-            // The bound busbw approaches: one NIC per rank, or, with GPUs as the ranks, the
-            // NICs of a node that the channels leave it on (each channel crosses on one).
-            let bound_nics = match (&ranks, rocelab_workload::placement::placement(m)) {
-                (None, Ok(rocelab_workload::placement::Placement::Gpus(g))) => {
-                    let per_node = g.nodes.iter().map(|n| n.len() as u32).min().unwrap_or(1);
-                    channels.min(per_node).max(1)
-                }
-                _ => 1,
-            };
-            let spec = CollectiveSpec { channels, ranks, ..CollectiveSpec::new(op, size) };
             // Ring time at line rate, plus a round trip per step.
             let steps = op.ring_steps(rank_count as u32).max(1);
             let ideal = sc.time_for((size as f64 * 2.0) as u64) + SimTime(sc.rtt.0 * steps);

@@ -139,6 +139,9 @@ pub struct RunReport {
     pub events: u64,
     pub totals: Totals,
     pub queue_delay: Quantiles,
+    /// CNPs' waits per switch hop: near zero when CNPs ride a strict-priority queue, a data
+    /// queue's delay when they share one.
+    pub cnp_queue_delay: Quantiles,
     pub flows_completed: usize,
     pub flow_completion: Option<Quantiles>,
     /// Jain's fairness index over the flows' throughputs.
@@ -288,7 +291,11 @@ impl RunReport {
             Some(Quantiles { p50_seconds: q(0.5), p99_seconds: q(0.99), max_seconds: *fcts.last().expect("non-empty") })
         };
         let tputs: Vec<f64> = flows.iter().map(|f| f.throughput_gbps).collect();
-        let h = &snap.queue_delay;
+        let quantiles = |h: &crate::stats::Histogram| Quantiles {
+            p50_seconds: secs(h.quantile(0.5)),
+            p99_seconds: secs(h.quantile(0.99)),
+            max_seconds: secs(h.max()),
+        };
         RunReport {
             rocelab_version: env!("CARGO_PKG_VERSION"),
             engine: snap.engine,
@@ -300,11 +307,8 @@ impl RunReport {
             stopped_no_progress: snap.stopped_no_progress,
             events: snap.events,
             totals,
-            queue_delay: Quantiles {
-                p50_seconds: secs(h.quantile(0.5)),
-                p99_seconds: secs(h.quantile(0.99)),
-                max_seconds: secs(h.max()),
-            },
+            queue_delay: quantiles(&snap.queue_delay),
+            cnp_queue_delay: quantiles(&snap.cnp_queue_delay),
             flows_completed: fcts.len(),
             flow_completion,
             jain_fairness: jain(&tputs),
@@ -473,6 +477,14 @@ impl RunReport {
             self.queue_delay.p99_seconds * 1e6,
             self.queue_delay.max_seconds * 1e6
         );
+        if t.cnp_sent > 0 {
+            let _ = writeln!(
+                o,
+                "  CNP queueing delay per hop: p99 {:.2} µs, max {:.2} µs",
+                self.cnp_queue_delay.p99_seconds * 1e6,
+                self.cnp_queue_delay.max_seconds * 1e6
+            );
+        }
         if let Some(s) = self.switches.iter().max_by_key(|s| s.buffer_peak_bytes) {
             let _ = writeln!(
                 o,

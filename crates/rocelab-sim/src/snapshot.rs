@@ -35,6 +35,8 @@ pub struct Snapshot {
     pub counters: Counters,
     /// Queueing delays of all packets at switch egress queues, in ps.
     pub queue_delay: Histogram,
+    /// The same for CNPs alone (each hop a CNP waited at), in ps.
+    pub cnp_queue_delay: Histogram,
     /// One per port of the model, by `PortId`.
     pub ports: Vec<PortCounters>,
     pub switches: Vec<SwitchBuffer>,
@@ -361,6 +363,7 @@ impl<'m> Sim<'m> {
             stopped_no_progress: self.stopped_no_progress,
             counters,
             queue_delay: st.qdelay.clone(),
+            cnp_queue_delay: st.cnp_qdelay.clone(),
             ports,
             switches,
             nics,

@@ -72,6 +72,8 @@ pub struct GlobalStats {
     pub data_hops: u64,
     pub storms: u64,
     pub qdelay: Histogram,
+    /// The waits of CNPs alone, per switch hop: what a CNP class queued behind data shows.
+    pub cnp_qdelay: Histogram,
 }
 
 #[derive(Clone, Copy, Debug)]

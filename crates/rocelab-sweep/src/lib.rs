@@ -16,7 +16,7 @@
 //! table (CSV, JSON) and an HTML page with a heat map of a figure over the grid's first two
 //! keys.
 
-use rocelab_validate::{Options, Policy, Verdict};
+use rocelab_validate::{Options, Policy};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -226,7 +226,13 @@ pub fn run_point(sw: &Sweep, p: &Point) -> Result<PointResult, String> {
     let text = sw.fabric_for(p).map_err(|e| e.to_string())?;
     let name = format!("{}@{}", sw.fabric_path.display(), p.index);
     let m = rocelab_model::load_str(&name, &text).map_err(|e| format!("point {}: {e}", p.index))?;
-    let opts = Options { policy: Policy::default(), only: sw.spec.only.clone(), jobs: 1, seed: sw.spec.seed };
+    let opts = Options {
+        policy: Policy::default(),
+        only: sw.spec.only.clone(),
+        jobs: 1,
+        seed: sw.spec.seed,
+        ..Options::default()
+    };
     let r = rocelab_validate::validate(&m, &name, &text, &opts, &|_| {}).map_err(|d| {
         format!("point {}: {}", p.index, d.iter().map(|x| x.to_string()).collect::<Vec<_>>().join("; "))
     })?;
@@ -245,12 +251,7 @@ pub fn run_point(sw: &Sweep, p: &Point) -> Result<PointResult, String> {
     }
     for c in r.checks.iter().filter(|c| wanted(&c.name)) {
         figures.insert(c.name.clone(), c.figure);
-        let v = match c.verdict {
-            Verdict::Pass => "pass",
-            Verdict::Fail => "fail",
-            Verdict::Info => "info",
-        };
-        verdicts.insert(c.name.clone(), v.to_string());
+        verdicts.insert(c.name.clone(), c.verdict.name().to_string());
     }
     let values =
         p.values.iter().map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or(serde_json::Value::Null))).collect();

@@ -367,15 +367,18 @@ pub fn render(r: &Report) -> String {
         Verdict::Fail => 0,
         Verdict::Pass => 1,
         Verdict::Info => 2,
+        Verdict::Refused => 3,
     });
     for c in order {
         let (cls, tag) = match c.verdict {
             Verdict::Fail => ("fail", "FAIL"),
             Verdict::Pass => ("pass", "pass"),
             Verdict::Info => ("info", "reported"),
+            Verdict::Refused => ("info", "refused"),
         };
         let limit = c.limit.map_or("-".to_string(), |l| format!("{} {}", c.cmp, fmt(Some(l))));
-        let ev = if c.verdict == Verdict::Fail { c.evidence.join("<br>") } else { String::new() };
+        let ev =
+            if matches!(c.verdict, Verdict::Fail | Verdict::Refused) { c.evidence.join("<br>") } else { String::new() };
         let _ = writeln!(
             s,
             "<tr class=\"{cls}\"><td>{}</td><td>{tag}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -437,6 +440,7 @@ pub fn render_compare(c: &crate::Comparison) -> String {
                 Verdict::Pass => "pass",
                 Verdict::Fail => "FAIL",
                 Verdict::Info => "info",
+                Verdict::Refused => "skip",
             })
         };
         let cls = if r.verdict_b == Some(Verdict::Fail) && r.verdict_a != Some(Verdict::Fail) {

@@ -21,6 +21,7 @@ pub mod html;
 use rocelab_model::config::{ScenarioConfig, ScenarioKind};
 use rocelab_model::Model;
 use rocelab_scenario::ScenarioResult;
+use rocelab_sim::EngineKind;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -62,6 +63,9 @@ pub enum Figure {
     MaxPausedShare,
     /// From the engine's report: the 99th percentile of the packets' queueing delay, µs.
     QueueDelayP99Us,
+    /// From the engine's report: the 99th percentile of a CNP's wait at one switch egress
+    /// queue, µs.
+    CnpDelayP99Us,
     /// From the telemetry: µs from the fault (`at_us`) until the fabric's goodput first reaches
     /// 90 % of its mean after the fault.
     RecoveryUs,
@@ -72,12 +76,28 @@ const NO_STORM: &str = "no PFC watchdog storm: a storm means a priority stayed p
 
 const PAUSED: &str = "no port and priority paused by PFC for more than 5 % of a steady load (the share at which `rocelab doctor` warns, pause_ratio): beyond it PFC is doing the braking that ECN and DCQCN should";
 
+/// The default limit of the CNP-delay checks, µs per hop: ConnectX's
+/// `rate_reduce_monitor_period` and `min_time_between_cnps` (4 µs, NVIDIA's DCQCN parameter
+/// docs). A CNP held longer than that at one hop reaches its sender after the NIC could
+/// already have acted on the next one, and DCQCN reacts a period late. On a strict-priority
+/// CNP queue a CNP waits at most for the frame already on the wire (0.33 µs for 4,178 B at
+/// 100 Gb/s).
+pub const CNP_DELAY_US: f64 = 4.0;
+
+const CNP_DELAY: &str = "the 99th percentile of a CNP's wait at one switch egress queue, µs: CNPs in a strict-priority queue of their own pass data at once; in a data class they wait behind the congestion they report, and DCQCN reacts late. 4 µs is ConnectX's rate_reduce_monitor_period and min_time_between_cnps (NVIDIA's DCQCN parameter docs)";
+
+/// The default limit of `link-loss.recovery`, µs: far above the few round trips rerouting and
+/// go-back-N after a NAK take, far below the shortest transport timeout a NIC is given in
+/// practice (4.096 µs · 2^14 = 67 ms, NCCL's oldest `NCCL_IB_TIMEOUT`).
+pub const RECOVERY_US: f64 = 1000.0;
+
 /// The checklist, in catalog order of the scenarios.
 pub const CHECKS: &[CheckDef] = &[
     CheckDef { name: "sustained.lossless-drops", kind: ScenarioKind::Sustained, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), why: LOSSLESS },
     CheckDef { name: "sustained.no-pause-storm", kind: ScenarioKind::Sustained, figure: Figure::Metric("pfc_storms"), cmp: Cmp::AtMost, limit: Some(0.0), why: NO_STORM },
     CheckDef { name: "sustained.paused-share", kind: ScenarioKind::Sustained, figure: Figure::MaxPausedShare, cmp: Cmp::AtMost, limit: Some(0.05), why: PAUSED },
     CheckDef { name: "sustained.p99-queueing-delay", kind: ScenarioKind::Sustained, figure: Figure::QueueDelayP99Us, cmp: Cmp::AtMost, limit: None, why: "the 99th percentile of every packet's time in switch queues, µs: what ECN thresholds keep short" },
+    CheckDef { name: "sustained.cnp-delay", kind: ScenarioKind::Sustained, figure: Figure::CnpDelayP99Us, cmp: Cmp::AtMost, limit: Some(CNP_DELAY_US), why: CNP_DELAY },
     CheckDef { name: "sustained.goodput", kind: ScenarioKind::Sustained, figure: Figure::Headline, cmp: Cmp::AtLeast, limit: None, why: "payload delivered against the senders' line rate; bounded by the fabric's oversubscription, so reported, not judged" },
     CheckDef { name: "sustained.fairness", kind: ScenarioKind::Sustained, figure: Figure::Metric("jain_fairness"), cmp: Cmp::AtLeast, limit: None, why: "Jain's fairness index over the flows (Jain, Chiu and Hawe, DEC-TR-301, 1984); below 1 by design where some flows cross an oversubscribed tier and others do not" },
     CheckDef { name: "incast.completion", kind: ScenarioKind::Incast, figure: Figure::Headline, cmp: Cmp::AtMost, limit: Some(1.25), why: "an N:1 incast cannot finish before N·size / the receiver's line rate; 25 % above it allows for headers (2 % at MTU 4096) and DCQCN's convergence" },
@@ -91,7 +111,7 @@ pub const CHECKS: &[CheckDef] = &[
     CheckDef { name: "slow-receiver.lossless-drops", kind: ScenarioKind::SlowReceiver, figure: Figure::Difference("dropped_packets", "watchdog_drops"), cmp: Cmp::AtMost, limit: Some(0.0), why: "a stalled receiver must not make the fabric drop, except what the PFC watchdog discards on purpose to break the storm" },
     CheckDef { name: "slow-receiver.pause-spread", kind: ScenarioKind::SlowReceiver, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, why: "hops from the stalled host to the farthest paused node: how far a PFC storm spreads" },
     CheckDef { name: "link-loss.drops-outside-the-link", kind: ScenarioKind::LinkLoss, figure: Figure::Difference("dropped_packets", "packets_lost_link_down"), cmp: Cmp::AtMost, limit: Some(0.0), why: "losing a link loses what was on it; everything else must reroute without a drop" },
-    CheckDef { name: "link-loss.recovery", kind: ScenarioKind::LinkLoss, figure: Figure::RecoveryUs, cmp: Cmp::AtMost, limit: None, why: "µs from the loss until the fabric's goodput is back to 90 % of what it carries after it, at the telemetry's sampling resolution; the flows that lost packets resend them (go-back-N on a NAK, or after the NIC's transport timeout)" },
+    CheckDef { name: "link-loss.recovery", kind: ScenarioKind::LinkLoss, figure: Figure::RecoveryUs, cmp: Cmp::AtMost, limit: Some(RECOVERY_US), why: "µs from the loss until the fabric's goodput is back to 90 % of what it carries after it, at the telemetry's sampling resolution. Rerouting plus go-back-N after a NAK recovers within a few round trips; 1 ms catches a recovery that waits for the transport timeout (4.096 µs · 2^timeout: 4.3 s at NCCL_IB_TIMEOUT = 20) or never comes" },
     CheckDef { name: "link-loss.goodput-after", kind: ScenarioKind::LinkLoss, figure: Figure::Headline, cmp: Cmp::AtLeast, limit: None, why: "fabric goodput after the loss over before: the capacity the fabric keeps" },
     CheckDef { name: "link-flap.drops-outside-the-link", kind: ScenarioKind::LinkFlap, figure: Figure::Difference("dropped_packets", "headline"), cmp: Cmp::AtMost, limit: Some(0.0), why: "a flapping link loses what was on it each time it goes down, nothing else" },
     CheckDef { name: "switch-reboot.losses-outside-the-switch", kind: ScenarioKind::SwitchReboot, figure: Figure::Metric("packets_lost_elsewhere"), cmp: Cmp::AtMost, limit: Some(0.0), why: "a rebooting switch loses what it held; the rest of the fabric must reroute around it losslessly" },
@@ -155,6 +175,21 @@ pub enum Verdict {
     Fail,
     /// Reported only: no limit.
     Info,
+    /// Not answered: the engine asked for does not model what the check measures (queues,
+    /// PFC, ECN and CNPs on the flow engine). Never a pass, never a failure.
+    Refused,
+}
+
+impl Verdict {
+    /// The name JSON and the sweep's table give it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+            Verdict::Info => "info",
+            Verdict::Refused => "refused",
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -178,6 +213,8 @@ pub struct Report {
     pub fabric: String,
     pub file: String,
     pub seed: u64,
+    /// `packet` or `flow`.
+    pub engine: &'static str,
     pub checks: Vec<CheckResult>,
     /// The scenario runs, in catalog order.
     pub scenarios: Vec<ScenarioResult>,
@@ -254,6 +291,9 @@ pub struct Options {
     /// Scenario runs at once (≥ 1).
     pub jobs: usize,
     pub seed: u64,
+    /// The packet engine runs every check; the flow engine only those it can answer (the
+    /// collective's busbw, the training steps), and refuses the rest.
+    pub engine: EngineKind,
 }
 
 /// The scenario of `kind` this fabric runs: the file's own `[[scenario]]` of that kind (its
@@ -347,10 +387,13 @@ pub fn validate(
             kinds.push(c.kind);
         }
     }
-    let results = run_all(m, &kinds, opts, progress)?;
+    let results = if opts.engine == EngineKind::Packet { run_all(m, &kinds, opts, progress)? } else { vec![] };
     for c in defs {
-        let r = results.iter().find(|r| r.kind == c.kind.name()).expect("every kind asked for ran");
-        checks.push(judge(c, r, &opts.policy));
+        match results.iter().find(|r| r.kind == c.kind.name()) {
+            Some(r) => checks.push(judge(c, r, &opts.policy)),
+            None if c.name == "collective.busbw" => checks.push(flow_busbw(m, c, opts)?),
+            None => checks.push(refused(c, opts.engine)),
+        }
     }
     checks.extend(training_steps(m, file, text, opts)?);
     let drawing = Drawing::of(m, &results);
@@ -358,9 +401,65 @@ pub fn validate(
         fabric: m.config.fabric.name.clone(),
         file: file.to_string(),
         seed: opts.seed,
+        engine: opts.engine.name(),
         checks,
         scenarios: results,
         drawing,
+    })
+}
+
+/// A check the engine cannot answer: what it measures is not in the engine's model.
+fn refused(c: &CheckDef, engine: EngineKind) -> CheckResult {
+    CheckResult {
+        name: c.name.to_string(),
+        scenario: c.kind.name().to_string(),
+        verdict: Verdict::Refused,
+        figure: None,
+        limit: None,
+        cmp: if c.cmp == Cmp::AtMost { "<=" } else { ">=" },
+        why: c.why.to_string(),
+        evidence: vec![format!(
+            "not answered on the {}-level engine: it models no queues, PFC, ECN, CNPs or drops, and shares a congested link perfectly at once (docs/flow-engine.md); run `validate` on the packet engine for this check",
+            engine.name()
+        )],
+    }
+}
+
+/// `collective.busbw` on the flow engine: the checklist's collective (its op, size and
+/// channels as the packet engine's scenario sets them) run by `rocelab_workload` with max-min
+/// fair rates, its busbw over the line rate of the NICs it can use.
+fn flow_busbw(m: &Model, c: &CheckDef, opts: &Options) -> Result<CheckResult, Vec<rocelab_model::Diagnostic>> {
+    let (sc, _) = scenario_for(m, ScenarioKind::Collective);
+    let (spec, bound_nics) = rocelab_scenario::setup::collective_spec(m, &sc, "scenario")?;
+    let sim = rocelab_sim::SimOptions { seed: opts.seed, engine: opts.engine, ..rocelab_sim::SimOptions::default() };
+    let r = rocelab_workload::run_collective(m, &spec, sim)?;
+    let rate = rocelab_scenario::fabric::Scale::new(m, &sc.hosts, "scenario").map_err(|d| vec![d])?.rate_bps;
+    let figure = r.time_us.is_finite().then(|| r.busbw_gbytes_per_s * 8e9 / (rate * bound_nics as f64));
+    let limit = opts.policy.limit(c);
+    let verdict = match (figure, limit) {
+        (_, None) => Verdict::Info,
+        (Some(v), Some(l)) if v >= l => Verdict::Pass,
+        _ => Verdict::Fail,
+    };
+    Ok(CheckResult {
+        name: c.name.to_string(),
+        scenario: c.kind.name().to_string(),
+        verdict,
+        figure,
+        limit,
+        cmp: ">=",
+        why: c.why.to_string(),
+        evidence: vec![format!(
+            "{} of {} B over {} ranks, {} channels on the flow-level engine: {:.1} µs, busbw {:.2} GB/s against {} NIC(s) at {:.0} Gb/s",
+            r.op,
+            r.bytes,
+            r.ranks,
+            r.channels,
+            r.time_us,
+            r.busbw_gbytes_per_s,
+            bound_nics,
+            rate * 1e-9
+        )],
     })
 }
 
@@ -402,7 +501,7 @@ fn training_steps(
         };
         let (scenario, est) = rocelab_workload::step::plan_on_fabric(&pfile, &ptext, m).map_err(bad)?;
         let plan = rocelab_workload::step::StepPlan::from_estimate(&scenario, &est).map_err(bad)?;
-        let sim = rocelab_sim_opts(opts.seed);
+        let sim = rocelab_sim::SimOptions { engine: opts.engine, ..rocelab_sim_opts(opts.seed) };
         let r = rocelab_workload::step::run_step(m, &plan, sim)?;
         let limit = opts.policy.limits.get(&check).copied().or(Some(STEP_COMM_WAIT));
         let figure = r.step_us.is_finite().then_some(r.comm_wait_ratio);
@@ -548,6 +647,23 @@ fn judge(c: &CheckDef, r: &ScenarioResult, p: &Policy) -> CheckResult {
                 )],
             )
         }
+        Figure::CnpDelayP99Us => {
+            let q = &r.report.cnp_queue_delay;
+            let sent = r.report.totals.cnp_sent;
+            let mut ev = vec![format!(
+                "{sent} CNPs sent; their wait per switch hop p50 {:.2} µs, p99 {:.2} µs, max {:.2} µs",
+                q.p50_seconds * 1e6,
+                q.p99_seconds * 1e6,
+                q.max_seconds * 1e6
+            )];
+            if q.p99_seconds * 1e6 > CNP_DELAY_US {
+                ev.push(
+                    "CNPs wait behind data: give them a strict-priority queue of their own (lint CNP001, CNP002)"
+                        .into(),
+                );
+            }
+            (Some(q.p99_seconds * 1e6), ev)
+        }
         Figure::QueueDelayP99Us => {
             let q = &r.report.queue_delay;
             (
@@ -630,6 +746,7 @@ pub fn render_text(r: &Report) -> String {
             Verdict::Pass => "PASS",
             Verdict::Fail => "FAIL",
             Verdict::Info => "info",
+            Verdict::Refused => "skip",
         };
         let limit = c.limit.map_or(String::new(), |l| format!("  (limit {} {})", c.cmp, fmt(Some(l))));
         let _ = writeln!(s, "  {tag}  {:<40} {:>14}{limit}", c.name, fmt(c.figure));
@@ -639,13 +756,22 @@ pub fn render_text(r: &Report) -> String {
             }
         }
     }
-    let judged = r.checks.iter().filter(|c| c.verdict != Verdict::Info).count();
+    let count = |v: Verdict| r.checks.iter().filter(|c| c.verdict == v).count();
+    let judged = count(Verdict::Pass) + count(Verdict::Fail);
+    let refused = match count(Verdict::Refused) {
+        0 => String::new(),
+        n => format!("; {n} refused by the {}-level engine", r.engine),
+    };
+    // Every refusal has the same reason: say it once.
+    if let Some(c) = r.checks.iter().find(|c| c.verdict == Verdict::Refused) {
+        let _ = writeln!(s, "  skip: {}", c.evidence.join(" "));
+    }
     let _ = writeln!(
         s,
-        "result: {} of {judged} checks passed, {} failed ({} reported only; {} scenarios run)",
-        judged - r.failed(),
+        "result: {} of {judged} checks passed, {} failed ({} reported only; {} scenarios run{refused})",
+        count(Verdict::Pass),
         r.failed(),
-        r.checks.len() - judged,
+        count(Verdict::Info),
         r.scenarios.len()
     );
     s
@@ -681,7 +807,7 @@ pub fn junit(r: &Report) -> String {
     for suite in suites {
         let cs: Vec<&CheckResult> = r.checks.iter().filter(|c| c.scenario == suite).collect();
         let fails = cs.iter().filter(|c| c.verdict == Verdict::Fail).count();
-        let skipped = cs.iter().filter(|c| c.verdict == Verdict::Info).count();
+        let skipped = cs.iter().filter(|c| matches!(c.verdict, Verdict::Info | Verdict::Refused)).count();
         let time = r.scenarios.iter().find(|x| x.scenario == suite).map_or(0.0, |x| x.simulated_us * 1e-6);
         let _ = writeln!(
             s,
@@ -710,6 +836,13 @@ pub fn junit(r: &Report) -> String {
                 Verdict::Info => {
                     let _ =
                         writeln!(s, ">\n      <skipped message=\"reported only: {}\"/>\n    </testcase>", xml(&detail));
+                }
+                Verdict::Refused => {
+                    let _ = writeln!(
+                        s,
+                        ">\n      <skipped message=\"refused: {}\"/>\n    </testcase>",
+                        xml(&c.evidence.join(" "))
+                    );
                 }
             }
         }
@@ -822,6 +955,7 @@ pub fn render_compare(c: &Comparison) -> String {
         Some(Verdict::Pass) => "pass",
         Some(Verdict::Fail) => "FAIL",
         Some(Verdict::Info) => "info",
+        Some(Verdict::Refused) => "skip",
         None => "",
     };
     let changed: Vec<&CompareRow> = c.rows.iter().filter(|r| r.changed).collect();

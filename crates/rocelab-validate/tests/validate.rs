@@ -13,7 +13,8 @@ fn example(name: &str) -> (rocelab_model::Model, String, String) {
 
 fn run(name: &str, policy: Policy, only: &[&str]) -> Report {
     let (m, file, text) = example(name);
-    let opts = Options { policy, only: only.iter().map(|s| s.to_string()).collect(), jobs: 2, seed: 1 };
+    let opts =
+        Options { policy, only: only.iter().map(|s| s.to_string()).collect(), jobs: 2, seed: 1, ..Options::default() };
     validate(&m, &file, &text, &opts, &|_| {}).unwrap_or_else(|e| panic!("{e:?}"))
 }
 
@@ -162,7 +163,7 @@ fn a_fabric_that_pauses_under_bursts_fails_a_paused_share_limit_and_names_the_po
          [[scenario]]\nkind = \"microburst\"\nname = \"mb\"\nfan_in = 7\nburst_bytes = 500000\nduty_cycle = 0.5\nduration_us = 2000\n";
     let m = rocelab_model::load_str("shallow.toml", text).unwrap();
     let policy = Policy { limits: [("microburst.paused-share".to_string(), 0.01)].into(), ..Policy::default() };
-    let opts = Options { policy, only: vec!["microburst".into()], jobs: 1, seed: 1 };
+    let opts = Options { policy, only: vec!["microburst".into()], jobs: 1, seed: 1, ..Options::default() };
     let r = validate(&m, "shallow.toml", text, &opts, &|_| {}).unwrap();
     let c = r.checks.iter().find(|c| c.name == "microburst.paused-share").unwrap();
     assert_eq!(c.verdict, Verdict::Fail, "{}", render_text(&r));
@@ -249,4 +250,83 @@ fn a_mangled_policy_is_an_error_never_a_panic() {
             assert!(e.starts_with("p.toml"), "{e}");
         }
     }
+}
+
+/// `rail-128gpu.toml` with one mistake of `common-mistakes.toml`: the CNP class folded into the
+/// RoCE data class (DSCP 48 classified there, DWRR), with ECN still on so that CNPs exist.
+fn cnp_behind_data() -> (rocelab_model::Model, String, String) {
+    let (_, _, text) = example("rail-128gpu.toml");
+    let start = text.find("[[qos.class]]\nname = \"cnp\"").unwrap();
+    let end = text.find("[[qos.class]]\nname = \"default\"").unwrap();
+    let text = format!("{}{}", &text[..start], &text[end..])
+        .replace("cnp_class = \"cnp\"", "cnp_class = \"roce\"")
+        .replace("dscp = [26]\n", "dscp = [26, 48]\n")
+        .replace("carries = [\"rdma\"]", "carries = [\"rdma\", \"cnp\"]");
+    let m = rocelab_model::load_str("cnp-behind-data.toml", &text).unwrap_or_else(|e| panic!("{e}"));
+    (m, "cnp-behind-data.toml".into(), text)
+}
+
+#[test]
+fn a_cnp_class_shared_with_data_fails_the_cnp_delay_check_and_a_strict_one_passes() {
+    let opts =
+        Options { only: vec!["sustained.cnp-delay".into(), "lint".into()], jobs: 1, seed: 1, ..Options::default() };
+    let (m, file, text) = example("rail-128gpu.toml");
+    let good = validate(&m, &file, &text, &opts, &|_| {}).unwrap();
+    let (m, file, text) = cnp_behind_data();
+    let bad = validate(&m, &file, &text, &opts, &|_| {}).unwrap();
+    let get = |r: &Report| r.checks.iter().find(|c| c.name == "sustained.cnp-delay").unwrap().clone();
+    let (g, b) = (get(&good), get(&bad));
+    // Strict priority: a CNP waits at most for the frame on the wire, 4,178 B at 400 Gb/s =
+    // 0.084 µs (the histogram's bucket bound above it).
+    assert_eq!(g.verdict, Verdict::Pass, "{g:?}");
+    assert!(g.figure.unwrap() < 0.1, "{g:?}");
+    assert!(good.scenarios[0].report.totals.cnp_sent > 1000);
+    // In the DWRR data class the same CNPs wait behind the data queues they report on.
+    assert_eq!(b.verdict, Verdict::Fail, "{b:?}");
+    assert!(b.figure.unwrap() > 10.0 * rocelab_validate::CNP_DELAY_US / 4.0, "{b:?}");
+    assert!(b.evidence.iter().any(|e| e.contains("strict-priority")), "{b:?}");
+    // The static rule names the same mistake.
+    assert!(bad.checks.iter().any(|c| c.name == "lint.CNP001" && c.verdict == Verdict::Fail));
+}
+
+#[test]
+fn the_flow_engine_answers_busbw_and_steps_and_refuses_the_queue_checks() {
+    let (m, file, text) = example("rail-16gpu-workloads.toml");
+    let flow = Options { jobs: 1, seed: 1, engine: rocelab_sim::EngineKind::Flow, ..Options::default() };
+    let r = validate(&m, &file, &text, &flow, &|_| {}).unwrap();
+    assert_eq!(r.engine, "flow");
+    assert!(r.scenarios.is_empty(), "no scenario runs on the flow engine");
+    for c in &r.checks {
+        let answered = c.name == "lint" || c.name == "collective.busbw" || c.name.starts_with("workload.");
+        assert_eq!(c.verdict == Verdict::Refused, !answered, "{c:?}");
+    }
+    assert_eq!(r.failed(), 0, "{}", render_text(&r));
+    // busbw cannot beat the NICs' line rate less headers (4,096 / 4,178 at MTU 4096), and the
+    // flow engine's ring gets close to it; the packet engine's scenario agrees within 3 %.
+    let busbw = |r: &Report| r.checks.iter().find(|c| c.name == "collective.busbw").unwrap().figure.unwrap();
+    let f = busbw(&r);
+    assert!(f <= 4096.0 / 4178.0 + 1e-9 && f > 0.9, "{f}");
+    let packet = Options { only: vec!["collective.busbw".into()], jobs: 1, seed: 1, ..Options::default() };
+    let p = busbw(&validate(&m, &file, &text, &packet, &|_| {}).unwrap());
+    assert!((f - p).abs() / p < 0.03, "flow {f} packet {p}");
+    // Refused checks are skipped test cases in JUnit, and the text says why once.
+    let x = junit(&r);
+    assert_eq!(
+        x.matches("<skipped message=\"refused:").count(),
+        r.checks.iter().filter(|c| c.verdict == Verdict::Refused).count()
+    );
+    assert_eq!(render_text(&r).matches("not answered on the flow-level engine").count(), 1);
+}
+
+#[test]
+fn link_loss_recovery_is_judged_by_default() {
+    let r = run("leaf-spine-small.toml", Policy::default(), &["link-loss.recovery"]);
+    let c = &r.checks[0];
+    assert_eq!((c.verdict, c.limit), (Verdict::Pass, Some(rocelab_validate::RECOVERY_US)), "{c:?}");
+    // Rerouting and go-back-N bring the goodput back within a few sampling intervals.
+    assert!(c.figure.unwrap() <= 20.0, "{c:?}");
+    // A limit below one sampling interval cannot be met: the same figure then fails.
+    let tight = Policy { limits: [("link-loss.recovery".to_string(), 1.0)].into(), ..Policy::default() };
+    let r = run("leaf-spine-small.toml", tight, &["link-loss.recovery"]);
+    assert_eq!(r.checks[0].verdict, Verdict::Fail);
 }

@@ -45,7 +45,13 @@ pub fn run(a: Args) -> VerbResult {
             .map_err(|e| Failure::bad_input(format!("error: cannot read {}: {e}", path.display())))?;
         // Both sides run with the same seed: what differs is the configuration.
         let s = *seed.get_or_insert_with(|| rocelab_sim::options_from_model(&model).seed);
-        let opts = rocelab_validate::Options { policy: policy.clone(), only: a.only.clone(), jobs, seed: s };
+        let opts = rocelab_validate::Options {
+            policy: policy.clone(),
+            only: a.only.clone(),
+            jobs,
+            seed: s,
+            ..Default::default()
+        };
         let r = rocelab_validate::validate(&model, &path.display().to_string(), &text, &opts, &|_| {})
             .map_err(|d| located(path, d))?;
         reports.push(r);

@@ -19,9 +19,18 @@ pub enum Format {
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
-enum Engine {
+pub(crate) enum Engine {
     Packet,
     Flow,
+}
+
+impl Engine {
+    pub(crate) fn kind(self) -> rocelab_sim::EngineKind {
+        match self {
+            Engine::Packet => rocelab_sim::EngineKind::Packet,
+            Engine::Flow => rocelab_sim::EngineKind::Flow,
+        }
+    }
 }
 
 #[derive(Clone, clap::Args)]
@@ -142,10 +151,7 @@ pub fn run(a: Args) -> VerbResult {
     let stages = crate::common::Stages::start(&format!("simulate {}", file.display()));
     let model = load_fabric_shown(&file, &stages)?;
     let mut opts = rocelab_sim::options_from_model(&model);
-    opts.engine = match a.engine {
-        Engine::Packet => rocelab_sim::EngineKind::Packet,
-        Engine::Flow => rocelab_sim::EngineKind::Flow,
-    };
+    opts.engine = a.engine.kind();
     if let (rocelab_sim::EngineKind::Flow, Some(_)) = (opts.engine, a.sample_us) {
         return Err(Failure::bad_input(
             "error: --sample-us samples queues, which the flow engine does not model; use --engine packet",

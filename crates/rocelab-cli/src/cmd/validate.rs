@@ -40,6 +40,10 @@ pub struct Args {
     /// Every check with its default limit and where it comes from.
     #[arg(long)]
     list: bool,
+    /// The engine: `packet` runs every check; `flow` (fabric scale in seconds) answers only
+    /// the collective's busbw and the training steps, and refuses the queue-based checks.
+    #[arg(long, value_enum, default_value = "packet")]
+    engine: crate::cmd::simulate::Engine,
 }
 
 pub fn run(a: Args) -> VerbResult {
@@ -65,7 +69,7 @@ pub fn run(a: Args) -> VerbResult {
     }
     let jobs = jobs_or_cores(a.jobs);
     let seed = a.seed.unwrap_or_else(|| rocelab_sim::options_from_model(&model).seed);
-    let opts = rocelab_validate::Options { policy, only: a.only.clone(), jobs, seed };
+    let opts = rocelab_validate::Options { policy, only: a.only.clone(), jobs, seed, engine: a.engine.kind() };
     let started = std::time::Instant::now();
     // On a terminal, a spinner per running scenario (the runs are parallel), each left as a
     // line with its time when done; elsewhere, a plain line per finished scenario.

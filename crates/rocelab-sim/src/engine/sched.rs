@@ -109,9 +109,9 @@ impl Sim<'_> {
             }
             pkt
         };
-        let (size, in_port, in_prio, ecn, enq) = {
+        let (size, in_port, in_prio, ecn, enq, kind) = {
             let p = self.pkts.get(pkt);
-            (p.wire_bytes as u64, p.in_port, p.in_prio, p.ecn, p.enq_time)
+            (p.wire_bytes as u64, p.in_port, p.in_prio, p.ecn, p.enq_time, p.kind)
         };
         // ECN/RED at dequeue on the egress queue length (HPCC ns-3 marks at dequeue).
         let port_ref = &mut self.ports[port as usize];
@@ -136,6 +136,9 @@ impl Sim<'_> {
         }
         let delay = (now - enq).0;
         self.stats.qdelay.record(delay);
+        if kind == Kind::Cnp {
+            self.stats.cnp_qdelay.record(delay);
+        }
         let eq = &mut self.ports[port as usize].queues[q];
         if delay > eq.delay_max {
             eq.delay_max = delay;
