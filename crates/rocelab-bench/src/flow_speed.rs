@@ -91,7 +91,7 @@ pub fn recompute_cost(m: &Model, flows: usize, pairs: Pairs, events: u64) -> Res
                 origin: 0,
                 tag: 0,
                 sport: None,
-                tcp: false,
+                transport: rocelab_sim::traffic::Transport::Rdma,
             }
         })
         .collect();

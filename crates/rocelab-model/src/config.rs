@@ -1067,6 +1067,10 @@ pub struct ScenarioConfig {
     /// Put TCP-like traffic in the RDMA class: the misconfiguration (mixed).
     #[serde(default)]
     pub shared_class: Option<bool>,
+    /// TCP-like traffic negotiates ECN (DCTCP); false: loss-based TCP whose packets switches
+    /// cannot mark (mixed; default true).
+    #[serde(default)]
+    pub tcp_ecn: Option<bool>,
 }
 
 impl ScenarioConfig {

@@ -249,7 +249,7 @@ pub const KINDS: &[KindInfo] = &[
     KindInfo {
         name: "mixed",
         kind: ScenarioKind::Mixed,
-        models: "TCP-like flows (a DCTCP window, RFC 8257) in a lossy class beside RDMA in the lossless class into one receiver, or forced into the RDMA class (the misconfiguration)",
+        models: "TCP-like flows (a DCTCP window, RFC 8257, or loss-based TCP without ECN) in a lossy class beside RDMA in the lossless class into one receiver, or forced into the RDMA class (the misconfiguration)",
         headline: "rdma_fct_over_alone",
         headline_unit: "mean RDMA message completion time beside TCP / alone (same seed)",
         own: &[
@@ -263,6 +263,12 @@ pub const KINDS: &[KindInfo] = &[
                 "the class TCP-like traffic takes (params.tcp_class_lossless says if PFC covers it)",
             ),
             p("shared_class", "bool", "false", "true: TCP-like traffic in the RDMA class instead"),
+            p(
+                "tcp_ecn",
+                "bool",
+                "true",
+                "true: DCTCP (RFC 8257), ECN-capable; false: loss-based TCP (Reno, RFC 5681) whose packets switches cannot mark, as Linux's TCP without negotiated ECN",
+            ),
             p("duration_us", "µs", "400", "simulated time"),
         ],
         shared: RECEIVER,

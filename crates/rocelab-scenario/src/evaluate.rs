@@ -275,6 +275,9 @@ pub fn evaluate(cx: &Ctx, m: &Model, s: &Setup, o: &Outcome) -> (Option<f64>, Me
             };
             let tcp_class = s.params.get("tcp_class").and_then(|v| v.as_str()).unwrap_or("");
             mt.insert("tcp_class_drops", class_drops(tcp_class));
+            // Pause frames sent for TCP's priority: PFC braking TCP (it is in a lossless class).
+            let prio = s.params.get("tcp_priority").and_then(|v| v.as_u64()).unwrap_or(0).min(7) as usize;
+            mt.insert("tcp_priority_pause_frames", Some(snap.ports.iter().map(|p| p.pfc_tx[prio]).sum::<u64>() as f64));
             mt.insert("rdma_class_drops", class_drops(&m.qos.classes[m.qos.rdma_class()].name));
             with.zip(base).filter(|(_, b)| *b > 0.0).map(|(w, b)| w / b)
         }

@@ -32,6 +32,7 @@ use rocelab_model::config::{NicAssign, ScenarioConfig, ScenarioKind};
 use rocelab_model::PortId;
 use rocelab_model::{Diagnostic, Model, SimTime};
 use rocelab_sim::observer::{Observed, Observer};
+use rocelab_sim::traffic::Transport;
 use rocelab_sim::workload::{Delivered, Message, Net, Workload};
 use rocelab_sim::{RunReport, Sim, SimOptions};
 use serde::Serialize;
@@ -60,8 +61,8 @@ impl Observer for FirstPause {
 pub(crate) struct Beside {
     pub main: Option<Box<dyn Workload>>,
     pub bg: Vec<Message>,
-    /// Which of `bg` are TCP-like (empty: none).
-    pub tcp: Vec<bool>,
+    /// How each of `bg` is paced (empty: all RDMA).
+    pub transport: Vec<Transport>,
     pub n_bg: usize,
 }
 
@@ -69,7 +70,7 @@ impl Workload for Beside {
     fn start(&mut self, net: &mut Net<'_, '_>) {
         for (i, m) in self.bg.drain(..).enumerate() {
             // Built from the model's hosts with checked sizes: nothing to refuse.
-            let _ = if self.tcp.get(i).copied().unwrap_or(false) { net.post_tcp(m) } else { net.post(m) };
+            let _ = net.post_with(m, self.transport.get(i).copied().unwrap_or_default());
         }
         if let Some(w) = &mut self.main {
             w.start(net);
@@ -227,14 +228,16 @@ pub fn run(m: &Model, c: &ScenarioConfig, path: &str, seed: u64) -> Result<Scena
     let (main, prepared) = match &s.collective {
         Some(spec) => {
             let mut p = rocelab_workload::prepare(&dm, spec, seed).map_err(|ds| relabel(ds, path))?;
-            let w =
-                std::mem::replace(&mut p.workload, Box::new(Beside { main: None, bg: vec![], tcp: vec![], n_bg: 0 }));
+            let w = std::mem::replace(
+                &mut p.workload,
+                Box::new(Beside { main: None, bg: vec![], transport: vec![], n_bg: 0 }),
+            );
             (Some(w), Some(p))
         }
         None => (None, None),
     };
     let n_bg = s.msgs.len();
-    let w = Beside { main, bg: s.msgs.clone(), tcp: s.tcp.clone(), n_bg };
+    let w = Beside { main, bg: s.msgs.clone(), transport: s.transport.clone(), n_bg };
     let opts = SimOptions { seed, duration: s.duration, sample_interval: None, ..SimOptions::default() };
     let mut sim = Sim::with_workload(&dm, Box::new(w), faults, opts).map_err(|ds| relabel(ds, path))?;
     // When the port facing the receiver was first paused (the watchdog's clock starts there).
@@ -249,8 +252,9 @@ pub fn run(m: &Model, c: &ScenarioConfig, path: &str, seed: u64) -> Result<Scena
     let info = catalog::info(c.kind);
     // Mixed: the RDMA messages alone, same seed, for the headline's reference.
     let alone = (c.kind == ScenarioKind::Mixed).then(|| {
-        let rdma: Vec<Message> = s.msgs.iter().zip(&s.tcp).filter(|(_, t)| !**t).map(|(m, _)| m.clone()).collect();
-        let w = Beside { main: None, n_bg: rdma.len(), bg: rdma, tcp: vec![] };
+        let rdma: Vec<Message> =
+            s.msgs.iter().zip(&s.transport).filter(|(_, t)| !t.is_tcp()).map(|(m, _)| m.clone()).collect();
+        let w = Beside { main: None, n_bg: rdma.len(), bg: rdma, transport: vec![] };
         let opts = SimOptions { seed, duration: s.duration, ..SimOptions::default() };
         Sim::with_workload(&dm, Box::new(w), Vec::new(), opts).ok().map(|mut sim| {
             sim.run(&mut |_| {});

@@ -10,6 +10,7 @@ use rocelab_model::config::{
 use rocelab_model::{Diagnostic, Model, NodeId, PortId, SimTime};
 use rocelab_sim::engine::{Fault, FaultAction};
 use rocelab_sim::rng::Rng;
+use rocelab_sim::traffic::Transport;
 use rocelab_sim::workload::Message;
 use rocelab_workload::CollectiveSpec;
 use serde_json::{json, Value};
@@ -21,8 +22,8 @@ pub struct Setup {
     /// How long the run is expected to take (the sampling horizon when it runs to completion).
     pub horizon: SimTime,
     pub msgs: Vec<Message>,
-    /// Which of `msgs` are TCP-like (`Net::post_tcp`); empty: none.
-    pub tcp: Vec<bool>,
+    /// How each of `msgs` is paced (`Net::post_with`); empty: all RDMA.
+    pub transport: Vec<Transport>,
     pub faults: Vec<Fault>,
     /// Faults only a `[[fault]]` table can name (the hashed fields).
     pub fault_tables: Vec<FaultConfig>,
@@ -151,7 +152,7 @@ impl Setup {
             duration,
             horizon,
             msgs: Vec::new(),
-            tcp: Vec::new(),
+            transport: Vec::new(),
             faults: Vec::new(),
             fault_tables: Vec::new(),
             watchdog: None,
@@ -279,7 +280,7 @@ fn link(cx: &Ctx, probe: &dyn Fn() -> Vec<u64>) -> Result<PortId, Diagnostic> {
 
 /// Wire bytes sent per port by `msgs` up to `until`, with the same seed: where the load goes.
 fn probe(m: &Model, msgs: &[Message], until: SimTime, seed: u64) -> Vec<u64> {
-    let w = crate::Beside { main: None, bg: msgs.to_vec(), tcp: Vec::new(), n_bg: msgs.len() };
+    let w = crate::Beside { main: None, bg: msgs.to_vec(), transport: Vec::new(), n_bg: msgs.len() };
     let opts = rocelab_sim::SimOptions { seed, duration: Some(until), ..Default::default() };
     match rocelab_sim::Sim::with_workload(m, Box::new(w), Vec::new(), opts) {
         Ok(mut sim) => {
@@ -833,13 +834,16 @@ fn build_kind(cx: &Ctx) -> Result<Setup, Diagnostic> {
             for &h in tcps {
                 s.msgs.push(Message { class: Some(class), ..msg(h, dst, sc.bytes_in(dur, 1.0), SimTime::ZERO) });
             }
-            s.tcp = (0..s.msgs.len()).map(|i| i >= k).collect();
+            let tcp = if c.tcp_ecn.unwrap_or(true) { Transport::Dctcp } else { Transport::LossBased };
+            s.transport = (0..s.msgs.len()).map(|i| if i >= k { tcp } else { Transport::Rdma }).collect();
             s.marks = Marks { at, dst: Some(dst), senders: rdma.to_vec(), others: tcps.to_vec(), ..Marks::default() };
             s.param("fan_in", json!(k));
             s.param("tcp_senders", json!(t));
             s.param("size_bytes", json!(size));
             s.param("tcp_class", json!(q.classes[class].name));
             s.param("tcp_class_lossless", json!(q.classes[class].lossless));
+            s.param("tcp_priority", json!(q.classes[class].priority));
+            s.param("tcp_ecn", json!(tcp == Transport::Dctcp));
             s.param("shared_class", json!(shared));
             s.param("duration_us", json!(dur.as_us_f64()));
             s.param("dst", json!(m.node(dst).name));

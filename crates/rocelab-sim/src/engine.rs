@@ -25,7 +25,7 @@ use crate::pacer::Pacer;
 use crate::packet::*;
 use crate::rng::{mix64, Rng};
 use crate::stats::*;
-use crate::traffic::FlowSpec;
+use crate::traffic::{FlowSpec, Transport};
 use crate::workload::{Delivered, FixedFlows, Net, WakeSlots, Workload};
 use rocelab_model::config::{CongestionControl, FaultConfig, FaultKind, HashField, SchedulerKind, WatchdogAction};
 use rocelab_model::{BitsPerSec, Dcqcn, Diagnostic, Model, NodeId, PortId, Role, SimTime};
@@ -748,8 +748,9 @@ impl<'m> Sim<'m> {
             rocelab_model::config::Trust::Dscp => self.m.qos.dscp_to_class[dscp as usize],
             rocelab_model::config::Trust::Pcp => self.m.qos.priority_to_class[pcp as usize],
         };
-        let cc_on =
-            !f.tcp && prof.congestion_control == CongestionControl::Dcqcn && prof.qos.ecn_rp_mask & (1 << pcp) != 0;
+        let cc_on = f.transport == Transport::Rdma
+            && prof.congestion_control == CongestionControl::Dcqcn
+            && prof.qos.ecn_rp_mask & (1 << pcp) != 0;
         let per = f.size_bytes / f.qps as u64;
         let mut qps = 0;
         for k in 0..f.qps {
@@ -774,7 +775,11 @@ impl<'m> Sim<'m> {
                 pcp,
                 hash,
                 sport,
-                ect: f.tcp || cc_on || prof.qos.ecn_np_mask & (1 << pcp) != 0,
+                ect: match f.transport {
+                    Transport::Rdma => cc_on || prof.qos.ecn_np_mask & (1 << pcp) != 0,
+                    Transport::Dctcp => true,
+                    Transport::LossBased => false,
+                },
                 window: prof.window_bytes,
                 window_var: prof.window_scales_with_rate,
                 snd_nxt: 0,
@@ -785,7 +790,7 @@ impl<'m> Sim<'m> {
                 timeouts_in_row: 0,
                 last_progress: f.start,
                 cc: if cc_on { Some(Cc::dcqcn(line, &self.dcqcn[prof_index(self.m, f.src)])) } else { None },
-                tcp: f.tcp.then(|| Box::new(crate::dctcp::Dctcp::new(mtu))),
+                tcp: f.transport.is_tcp().then(|| Box::new(crate::dctcp::Dctcp::new(mtu))),
                 ce_unechoed: 0,
                 sender_done: None,
                 rcv_nxt: 0,

@@ -25,9 +25,30 @@ pub struct FlowSpec {
     /// UDP source port of its first QP (QP k takes the k-th port after it, wrapping inside
     /// 49152..=65535); `None`: drawn from the run's seed, one per QP.
     pub sport: Option<u16>,
-    /// A TCP-like message: a DCTCP window (`dctcp`) instead of DCQCN, its CE marks echoed on
-    /// ACKs instead of CNPs. RDMA (false) unless posted with `Net::post_tcp`.
-    pub tcp: bool,
+    /// How the sender is paced: RDMA unless posted with `Net::post_tcp` or `Net::post_with`.
+    pub transport: Transport,
+}
+
+/// How a flow's sender is paced and what the switches may mark on it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Transport {
+    /// RDMA RC: DCQCN where the NIC runs it, CE marks answered with CNPs, go-back-N.
+    #[default]
+    Rdma,
+    /// TCP-like with ECN: a DCTCP window (`dctcp`, RFC 8257), CE marks echoed on ACKs.
+    Dctcp,
+    /// TCP-like without ECN: its packets are not ECN-capable, so no switch can mark them, and
+    /// the same window reacts to loss alone, as Reno does (RFC 5681). This is Linux's TCP
+    /// wherever ECN was not negotiated, its default (`net.ipv4.tcp_ecn = 2`: ECN only when the
+    /// peer asks): most storage, checkpoint and management traffic.
+    LossBased,
+}
+
+impl Transport {
+    /// A TCP-like window paces it (no DCQCN, no CNPs).
+    pub fn is_tcp(self) -> bool {
+        self != Transport::Rdma
+    }
 }
 
 fn host_named(m: &Model, name: &str, path: String) -> Result<NodeId, Diagnostic> {
@@ -139,7 +160,7 @@ fn expand_one(m: &Model, t: &TrafficConfig, i: usize, p: &str, seed: u64) -> Res
         origin: i,
         tag: 0,
         sport: None,
-        tcp: false,
+        transport: Transport::Rdma,
     };
     let need = |v: &Option<String>, f: &str| {
         v.clone().ok_or_else(|| {

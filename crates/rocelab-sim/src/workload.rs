@@ -34,7 +34,7 @@
 
 use crate::engine::Sim;
 use crate::flow::FlowSim;
-use crate::traffic::FlowSpec;
+use crate::traffic::{FlowSpec, Transport};
 use rocelab_model::{Model, NodeId, SimTime};
 use std::fmt;
 
@@ -158,17 +158,18 @@ impl<'m> Net<'_, 'm> {
 
     /// Posts a message; it starts at `max(now, message.start)`.
     pub fn post(&mut self, msg: Message) -> Result<MsgId, PostError> {
-        self.post_as(msg, false)
+        self.post_with(msg, Transport::Rdma)
     }
 
     /// Posts a TCP-like message: windowed by DCTCP (`crate::dctcp`), not rate-limited by
     /// DCQCN; give it a lossy `class` to model TCP beside RDMA, or the RDMA class to model the
     /// two sharing one.
     pub fn post_tcp(&mut self, msg: Message) -> Result<MsgId, PostError> {
-        self.post_as(msg, true)
+        self.post_with(msg, Transport::Dctcp)
     }
 
-    fn post_as(&mut self, msg: Message, tcp: bool) -> Result<MsgId, PostError> {
+    /// Posts a message paced by `transport` (RDMA, DCTCP, or TCP without ECN).
+    pub fn post_with(&mut self, msg: Message, transport: Transport) -> Result<MsgId, PostError> {
         let m = self.model();
         for (end, id) in [("source", msg.src), ("destination", msg.dst)] {
             if id.idx() >= m.nodes.len() || !m.node(id).is_host() {
@@ -203,7 +204,7 @@ impl<'m> Net<'_, 'm> {
             origin: usize::MAX,
             tag: msg.tag,
             sport: msg.sport,
-            tcp,
+            transport,
         }))
     }
 

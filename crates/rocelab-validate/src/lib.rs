@@ -91,6 +91,13 @@ const CNP_DELAY: &str = "the 99th percentile of a CNP's wait at one switch egres
 /// practice (4.096 µs · 2^14 = 67 ms, NCCL's oldest `NCCL_IB_TIMEOUT`).
 pub const RECOVERY_US: f64 = 1000.0;
 
+const PFC_ON_TCP: &str = "no PFC pause for the priority TCP rides (pause frames sent for it while loss-based TCP streams beside RDMA): TCP recovers loss itself; made lossless, it never sees a loss and never backs off, its queue fills the buffer, and the pauses stop every flow of its priority on the paused links, wherever they go (head-of-line blocking), spreading hop by hop to the senders. PFC belongs on the RoCE priority only (NVIDIA's and SONiC's RoCE defaults)";
+
+/// The checklist's `mixed` run: loss-based TCP (no ECN, Linux's default) for 5 ms, long enough
+/// for TCP that never sees a mark to fill a deep-buffer switch (64 MB at 700 Gb/s of excess
+/// takes under 1 ms once its window has grown) and show whether PFC brakes it.
+pub const MIXED_DURATION_US: f64 = 5000.0;
+
 /// The checklist, in catalog order of the scenarios.
 pub const CHECKS: &[CheckDef] = &[
     CheckDef { name: "sustained.lossless-drops", kind: ScenarioKind::Sustained, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), why: LOSSLESS },
@@ -122,6 +129,7 @@ pub const CHECKS: &[CheckDef] = &[
     CheckDef { name: "collective.paused-share", kind: ScenarioKind::Collective, figure: Figure::MaxPausedShare, cmp: Cmp::AtMost, limit: Some(0.05), why: PAUSED },
     CheckDef { name: "collective.lossless-drops", kind: ScenarioKind::Collective, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), why: LOSSLESS },
     CheckDef { name: "mixed.rdma-lossless", kind: ScenarioKind::Mixed, figure: Figure::Metric("rdma_class_drops"), cmp: Cmp::AtMost, limit: Some(0.0), why: "TCP beside RDMA may lose packets in its lossy class; the RDMA class none" },
+    CheckDef { name: "mixed.pfc-on-tcp", kind: ScenarioKind::Mixed, figure: Figure::Metric("tcp_priority_pause_frames"), cmp: Cmp::AtMost, limit: Some(0.0), why: PFC_ON_TCP },
     CheckDef { name: "mixed.rdma-slowdown", kind: ScenarioKind::Mixed, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, why: "RDMA completion time beside TCP over alone: what sharing links costs RDMA" },
 ];
 
@@ -300,7 +308,8 @@ pub struct Options {
 /// first), or the kind at its defaults — except the collective's size, which the checklist
 /// sets where busbw measures the fabric rather than the ring's step latency: 1 MiB per rank
 /// and channel (64 MiB to 1 GiB; 1 GiB on a 128-GPU fabric of 8 rails, where each ring step
-/// then moves 1 MiB per channel against a few µs of hop latency).
+/// then moves 1 MiB per channel against a few µs of hop latency) — and the mixed load, which
+/// it runs with loss-based TCP for [`MIXED_DURATION_US`].
 pub fn scenario_for(m: &Model, kind: ScenarioKind) -> (ScenarioConfig, String) {
     if let Some(i) = m.config.scenario.iter().position(|c| c.kind == kind) {
         return (m.config.scenario[i].clone(), format!("scenario[{i}]"));
@@ -310,6 +319,10 @@ pub fn scenario_for(m: &Model, kind: ScenarioKind) -> (ScenarioConfig, String) {
         let ranks = rocelab_workload::placement::placement(m).map_or(2, |p| p.ranks()) as u64;
         let channels = rocelab_workload::default_channels(m) as u64;
         c.size_bytes = Some(((ranks * channels) << 20).clamp(64 << 20, 1 << 30));
+    }
+    if kind == ScenarioKind::Mixed {
+        c.tcp_ecn = Some(false);
+        c.duration_us = Some(MIXED_DURATION_US);
     }
     (c, "scenario".to_string())
 }
@@ -722,6 +735,12 @@ fn likely_cause(r: &ScenarioResult) -> Vec<String> {
     }
     if g("pfc_storms") > 0.0 {
         v.push(format!("{} PFC watchdog storms: a priority stayed paused past the detection time", g("pfc_storms")));
+    }
+    if g("tcp_priority_pause_frames") > 0.0 {
+        let class = r.params.get("tcp_class").and_then(|v| v.as_str()).unwrap_or("?");
+        v.push(format!(
+            "TCP's class `{class}` is lossless: take its priority out of [qos.pfc] priorities and set `lossless = false` on it (lint PFC002)"
+        ));
     }
     if g("pfc_frames") > 0.0 && g("ecn_marked") == 0.0 {
         v.push("pauses but no ECN mark: PFC alone is braking the senders (ECN off on the lossless class?)".into());

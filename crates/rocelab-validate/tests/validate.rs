@@ -39,9 +39,17 @@ fn the_common_mistakes_fabric_fails_the_checks_its_mistakes_imply() {
     let failed: Vec<&str> = r.checks.iter().filter(|c| c.verdict == Verdict::Fail).map(|c| c.name.as_str()).collect();
     // CNPs in the RoCE data class (behind data, DWRR), PFC on the TCP/default class (head-of-
     // line blocking of the lossless class), headroom short, RDMA sharing its class.
-    for want in ["lint.CNP001", "lint.PFC002", "lint.HDR001", "lint.ISO001", "lint.QOS002"] {
+    for want in ["lint.CNP001", "lint.PFC002", "lint.HDR001", "lint.ISO001", "lint.QOS002", "mixed.pfc-on-tcp"] {
         assert!(failed.contains(&want), "{want} not in {failed:?}");
     }
+    // PFC on TCP, seen running: loss-based TCP beside RDMA fills the buffer and the switches
+    // pause TCP's priority; the evidence names the class and the fix.
+    let hol = r.checks.iter().find(|c| c.name == "mixed.pfc-on-tcp").unwrap();
+    assert!(hol.figure.unwrap() > 0.0);
+    assert!(hol.evidence.iter().any(|e| e.contains("`default` is lossless") && e.contains("PFC002")), "{hol:?}");
+    let mixed = r.scenarios.iter().find(|s| s.kind == "mixed").unwrap();
+    assert_eq!(mixed.params["tcp_ecn"], false);
+    assert_eq!(mixed.params["tcp_class_lossless"], true);
     let cnp = r.checks.iter().find(|c| c.name == "lint.CNP001").unwrap();
     assert!(
         cnp.evidence.iter().any(|e| e.contains("common-mistakes.toml:") && e.contains("queue behind data")),

@@ -525,7 +525,7 @@ enabled = false
             origin: usize::MAX,
             tag: 0,
             sport: Some(49_152),
-            tcp: false,
+            transport: crate::traffic::Transport::Rdma,
         });
         assert_eq!(s.q.pop(), Some((SimTime::ZERO, Ev::QpStart { qp: 0 })));
         assert_eq!(s.q.len(), 0);

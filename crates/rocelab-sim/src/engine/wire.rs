@@ -140,7 +140,7 @@ enabled = false
             origin: usize::MAX,
             tag: 0,
             sport: Some(49_152),
-            tcp: false,
+            transport: crate::traffic::Transport::Rdma,
         });
         // Only the QP's start is scheduled (taken off: the tests drive the ports by hand).
         assert_eq!(s.q.pop(), Some((SimTime::ZERO, Ev::QpStart { qp: 0 })));

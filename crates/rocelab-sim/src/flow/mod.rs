@@ -784,7 +784,7 @@ link = [ {} ]
             origin: 0,
             tag: 0,
             sport: None,
-            tcp: false,
+            transport: crate::traffic::Transport::Rdma,
         }
     }
 
