@@ -340,6 +340,39 @@ fn ecmp_svg(d: &crate::Drawing, sc: &rocelab_scenario::ScenarioResult) -> String
     s
 }
 
+/// A collective's time against its bound: the same busbw at the line rate of the NICs it can
+/// use (`busbw_fraction_of_bound` = bound / measured time), as two bars on one time axis.
+fn collective_svg(sc: &rocelab_scenario::ScenarioResult) -> String {
+    let (Some(t), Some(frac)) = (sc.metrics.get("time_us").copied().flatten(), sc.headline.value) else {
+        return String::new();
+    };
+    if sc.kind != "collective" || !(t > 0.0 && frac > 0.0) {
+        return String::new();
+    }
+    let bound = t * frac;
+    let (x0, bw, h) = (150.0, W - 230.0, 70.0);
+    let mut s = String::new();
+    let _ = write!(s, "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{h}\" viewBox=\"0 0 {W} {h}\" role=\"img\" aria-label=\"collective time against its bound\">");
+    for (i, (label, v, color)) in [("measured", t, "#1f77b4"), ("bound at line rate", bound, "#999")].iter().enumerate()
+    {
+        let y = 10.0 + 26.0 * i as f64;
+        let _ = write!(
+            s,
+            "<text x=\"4\" y=\"{:.1}\" font-size=\"11\">{label}</text><rect x=\"{x0}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"18\" fill=\"{color}\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\">{v:.1} µs</text>",
+            y + 13.0,
+            (v / t * bw).max(0.5),
+            x0 + v / t * bw + 4.0,
+            y + 13.0,
+        );
+    }
+    let _ = write!(
+        s,
+        "</svg><figcaption>collective time against the time its busbw allows at the NICs' line rate ({:.1} % of the bound)</figcaption></figure>",
+        frac * 100.0
+    );
+    s
+}
+
 /// The whole page.
 pub fn render(r: &Report) -> String {
     let mut s = String::new();
@@ -417,6 +450,7 @@ pub fn render(r: &Report) -> String {
         }
         s.push_str(&pause_heatmap(&sc.series_csv));
         s.push_str(&ecmp_svg(&r.drawing, sc));
+        s.push_str(&collective_svg(sc));
         s.push_str("</div>\n");
     }
     s.push_str("</body></html>\n");

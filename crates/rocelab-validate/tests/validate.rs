@@ -338,3 +338,17 @@ fn link_loss_recovery_is_judged_by_default() {
     let r = run("leaf-spine-small.toml", tight, &["link-loss.recovery"]);
     assert_eq!(r.checks[0].verdict, Verdict::Fail);
 }
+
+#[test]
+fn the_report_draws_the_collective_against_its_bound() {
+    let r = run("leaf-spine-small.toml", Policy::default(), &["collective.busbw"]);
+    let sc = &r.scenarios[0];
+    let (t, frac) = (sc.metrics["time_us"].unwrap(), sc.headline.value.unwrap());
+    // The bound is the time the same busbw needs at line rate: never above the measured time.
+    assert!(frac > 0.0 && frac <= 1.0, "{frac}");
+    let page = html::render(&r);
+    assert!(page.contains("aria-label=\"collective time against its bound\""));
+    assert!(page.contains(&format!(">{t:.1} µs</text>")), "measured {t}");
+    assert!(page.contains(&format!(">{:.1} µs</text>", t * frac)), "bound {}", t * frac);
+    assert!(page.contains(&format!("({:.1} % of the bound)", frac * 100.0)));
+}
