@@ -1,7 +1,7 @@
 //! The flow engine's error against the packet engine, on a fixed suite (`rocelab bench
 //! --flow-error`): the same fabric, seed and workload on both engines, the flow engine's
 //! figure compared item by item with the packet engine's (a collective's time per size, a
-//! flow's FCT per flow). The table is what `docs/flow-engine.md` shows.
+//! flow's FCT per flow, a training step's time). The table is what `docs/flow-engine.md` shows.
 
 use rocelab_model::Model;
 use rocelab_sim::{EngineKind, RunReport, SimOptions};
@@ -14,6 +14,10 @@ pub enum Work {
     AllReduce(Vec<u64>),
     /// The fabric's `[[traffic]]`, with every table's `size_bytes` replaced when given.
     Traffic(Option<u64>),
+    /// One training step of each plan file (path, text) on the fabric, as `simulate --step`
+    /// runs it: its step time, and the part of it the GPUs wait on the network (step − the
+    /// same DAG on an ideal network), where the engines can differ most.
+    Steps(&'static [(&'static str, &'static str)]),
 }
 
 pub struct Case {
@@ -92,6 +96,15 @@ pub fn cases() -> Vec<Case> {
             work: Work::Traffic(Some(16_000_000)),
         },
         Case {
+            name: "training steps rail-128gpu",
+            fabric_file: "examples/rail-128gpu.toml",
+            fabric: include_str!("../../../examples/rail-128gpu.toml"),
+            work: Work::Steps(&[
+                ("examples/plan/step-200m-32gpu.toml", include_str!("../../../examples/plan/step-200m-32gpu.toml")),
+                ("examples/plan/step-moe-32gpu.toml", include_str!("../../../examples/plan/step-moe-32gpu.toml")),
+            ]),
+        },
+        Case {
             name: "incast 16:1 1 MB",
             fabric_file: "examples/incast-16to1.toml",
             fabric: include_str!("../../../examples/incast-16to1.toml"),
@@ -157,6 +170,24 @@ pub fn run_case(c: &Case, progress: &mut dyn FnMut(&str)) -> Result<CaseResult, 
             }
             progress(&format!("{}: {} flows", c.name, items.len()));
         }
+        Work::Steps(plans) => {
+            let m = load(c, None)?;
+            for &(file, text) in plans.iter() {
+                let (scenario, est) = rocelab_workload::step::plan_on_fabric(file, text, &m)?;
+                let plan = rocelab_workload::step::StepPlan::from_estimate(&scenario, &est)?;
+                let (mut t, mut wait) = ([0.0; 2], [0.0; 2]);
+                for (k, e) in [EngineKind::Packet, EngineKind::Flow].into_iter().enumerate() {
+                    let t0 = std::time::Instant::now();
+                    let r = rocelab_workload::step::run_step(&m, &plan, opts(&m, e)).map_err(|d| format!("{d:?}"))?;
+                    wall[k] += t0.elapsed().as_secs_f64();
+                    (t[k], wait[k]) = (r.step_us, r.step_us - r.compute_only_us);
+                }
+                progress(&format!("{}: {file} packet {:.1} µs flow {:.1} µs", c.name, t[0], t[1]));
+                let name = file.rsplit('/').next().unwrap_or(file).trim_end_matches(".toml");
+                items.push(Item { label: format!("{name} step"), packet_us: t[0], flow_us: t[1] });
+                items.push(Item { label: format!("{name} network wait"), packet_us: wait[0], flow_us: wait[1] });
+            }
+        }
     }
     Ok(CaseResult { name: c.name, items, packet_wall_s: wall[0], flow_wall_s: wall[1] })
 }
@@ -180,8 +211,8 @@ pub fn markdown(results: &[CaseResult]) -> String {
             r.flow_wall_s
         );
     }
-    for r in results.iter().filter(|r| r.items.iter().all(|i| i.label.ends_with("MiB"))) {
-        let _ = writeln!(s, "\n{}:\n\n| size | packet µs | flow µs | error |\n|---:|---:|---:|---:|", r.name);
+    for r in results.iter().filter(|r| r.items.iter().all(|i| i.label.ends_with("MiB") || i.label.contains("step"))) {
+        let _ = writeln!(s, "\n{}:\n\n| item | packet µs | flow µs | error |\n|---:|---:|---:|---:|", r.name);
         for i in &r.items {
             let _ =
                 writeln!(s, "| {} | {:.1} | {:.1} | {:+.2} % |", i.label, i.packet_us, i.flow_us, 100.0 * i.error());
