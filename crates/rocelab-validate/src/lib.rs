@@ -727,7 +727,7 @@ fn likely_cause(r: &ScenarioResult) -> Vec<String> {
     let g = |k: &str| metric(r, k).unwrap_or(0.0);
     if g("dropped_packets") > 0.0 {
         v.push(format!(
-            "{} packets dropped with {} PFC frames sent and a deepest queue of {} B: check the PFC headroom (lint HDR001) and the lossless priorities",
+            "{} packets dropped with {} PFC frames sent and a deepest queue of {} B: check the PFC headroom (lint HDR001), that the NICs pause on the same priorities as the switches (HOST003: a NIC that ignores a pause overruns the headroom), and the lossless priorities",
             g("dropped_packets"),
             g("pfc_frames"),
             g("max_queue_bytes")
