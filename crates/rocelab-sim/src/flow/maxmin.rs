@@ -116,10 +116,11 @@ impl WaterFill {
             }
         }
         self.order = fillp;
-        self.heap.clear();
-        for j in 0..nl {
-            self.heap.push(Reverse((Level(self.rem[j] / self.cnt[j] as f64), j as u32)));
-        }
+        // Built in one O(n) heapify, not n pushes (the heap's vector is reused).
+        let mut h = std::mem::take(&mut self.heap).into_vec();
+        h.clear();
+        h.extend((0..nl).map(|j| Reverse((Level(self.rem[j] / self.cnt[j] as f64), j as u32))));
+        self.heap = BinaryHeap::from(h);
         // Flows by cap, lowest first (ties in input order: deterministic).
         self.order.clear();
         self.order.extend(0..nf as u32);

@@ -142,6 +142,11 @@ struct Group {
     links: Vec<u32>,
     mult: Vec<u32>,
     slot: Vec<u32>,
+    /// Per link, the wire bytes a round puts on it (its members'), and a round's packets and
+    /// packet hops: counted once per round without visiting the members.
+    wire_on: Vec<u64>,
+    packets: u64,
+    packet_hops: u64,
     /// The `route_epoch` the links were traced in (`u64::MAX`: never), and whether every
     /// member had a path then.
     epoch: u64,
@@ -242,8 +247,10 @@ pub struct FlowSim<'m> {
     free_groups: Vec<u32>,
     /// Bumped by every routing fault: a group traced before it is traced again.
     route_epoch: u64,
-    /// Per link, members crossing it while a group's links are gathered (zero otherwise).
+    /// Per link, members crossing it and their wire bytes while a group's links are gathered
+    /// (zero otherwise).
     link_count: Vec<u32>,
+    link_wire: Vec<u64>,
     /// `Net::lockstep_group`'s checked messages (reused).
     pub(crate) spec_buf: Vec<FlowSpec>,
 }
@@ -313,6 +320,7 @@ impl<'m> FlowSim<'m> {
             free_groups: Vec::new(),
             route_epoch: 0,
             link_count: vec![0; nl],
+            link_wire: vec![0; nl],
             spec_buf: Vec::new(),
             opts,
         };
@@ -561,8 +569,11 @@ impl<'m> FlowSim<'m> {
         let members = std::mem::take(&mut self.groups[g as usize].members);
         let mut links = std::mem::take(&mut self.groups[g as usize].links);
         let mut mult = std::mem::take(&mut self.groups[g as usize].mult);
+        let mut wire_on = std::mem::take(&mut self.groups[g as usize].wire_on);
         links.clear();
         mult.clear();
+        wire_on.clear();
+        let (mut packets, mut packet_hops) = (0, 0);
         let mut ok = true;
         let mut tail_max = SimTime::ZERO;
         for &id in &members {
@@ -582,16 +593,22 @@ impl<'m> FlowSim<'m> {
                     links.push(l);
                 }
                 self.link_count[l as usize] += 1;
+                self.link_wire[l as usize] += f.wire;
             }
+            packets += f.npkts;
+            packet_hops += f.npkts * f.len as u64;
             tail_max = tail_max.max(tail);
         }
         for &l in &links {
             mult.push(self.link_count[l as usize]);
+            wire_on.push(self.link_wire[l as usize]);
             self.link_count[l as usize] = 0;
+            self.link_wire[l as usize] = 0;
         }
         if !ok {
             links.clear();
             mult.clear();
+            wire_on.clear();
         }
         let grp = &mut self.groups[g as usize];
         grp.slot.clear();
@@ -599,6 +616,9 @@ impl<'m> FlowSim<'m> {
         grp.members = members;
         grp.links = links;
         grp.mult = mult;
+        grp.wire_on = wire_on;
+        grp.packets = packets;
+        grp.packet_hops = packet_hops;
         grp.tail = tail_max;
         grp.epoch = self.route_epoch;
         grp.routed = ok;
@@ -838,18 +858,16 @@ impl<'m> FlowSim<'m> {
             self.packets += f.npkts;
             self.packet_hops += f.npkts * f.len as u64;
         } else {
-            // Each member's own bytes and packets; the round arrives with its last member.
+            // Each member's own bytes and packets (summed per link when traced); the round
+            // arrives with its last member.
             let grp = &mut self.groups[f.group as usize];
             grp.head = NONE;
             tail = grp.tail;
-            for &id in &grp.members {
-                let g = &self.flows[id as usize];
-                for &l in &g.path[..g.len as usize] {
-                    self.tx_bytes[l as usize] += g.wire;
-                }
-                self.packets += g.npkts;
-                self.packet_hops += g.npkts * g.len as u64;
+            for (&l, &w) in grp.links.iter().zip(&grp.wire_on) {
+                self.tx_bytes[l as usize] += w;
             }
+            self.packets += grp.packets;
+            self.packet_hops += grp.packet_hops;
         }
         self.flows[fi as usize].state = State::Free;
         self.free_flows.push(fi);
