@@ -994,9 +994,18 @@ impl<'m> FlowSim<'m> {
         for &fi in &self.comp_flows {
             let f = &self.flows[fi as usize];
             if f.group == NONE {
-                self.links.extend_from_slice(&f.path[..f.len as usize]);
+                // A link no other flow crosses bounds the flow as a cap does (its whole
+                // capacity): the fill then sees only shared links, a smaller heap.
+                let mut cap = f.cap;
+                for &l in &f.path[..f.len as usize] {
+                    if self.link_flows[l as usize].len() == 1 {
+                        cap = cap.min(self.cap[l as usize]);
+                    } else {
+                        self.links.push(l);
+                    }
+                }
                 self.off.push(self.links.len() as u32);
-                self.fcap.push(f.cap);
+                self.fcap.push(cap);
                 continue;
             }
             // A group's round crosses a link once per member on it. A link no other flow
