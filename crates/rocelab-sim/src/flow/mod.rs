@@ -207,6 +207,9 @@ pub struct FlowSim<'m> {
     /// Per link (model port, egress direction): capacity in bits/s and its active flows.
     cap: Vec<f64>,
     link_flows: Vec<Vec<u32>>,
+    /// `link_flows[l].len()`, kept compact: the recomputation asks it of every link it
+    /// meets, and this array stays in cache where the lists' headers do not.
+    link_n: Vec<u32>,
     tx_bytes: Vec<u64>,
     flows: Vec<Flow>,
     free_flows: Vec<u32>,
@@ -286,6 +289,7 @@ impl<'m> FlowSim<'m> {
             faults,
             cap: m.ports.iter().map(|p| p.speed.0 as f64).collect(),
             link_flows: vec![Vec::new(); nl],
+            link_n: vec![0; nl],
             tx_bytes: vec![0; nl],
             flows: Vec::new(),
             free_flows: Vec::new(),
@@ -763,7 +767,10 @@ impl<'m> FlowSim<'m> {
                 let l = f.path[h] as usize;
                 f.slot[h] = self.link_flows[l].len() as u32;
                 self.link_flows[l].push(fi);
-                if self.link_mark[l] != u32::MAX {
+                self.link_n[l] += 1;
+                // The first link finds the flow, a shared one the others; a link of its own
+                // beyond the first would find nothing more (same component, same order).
+                if (h == 0 || self.link_n[l] > 1) && self.link_mark[l] != u32::MAX {
                     self.link_mark[l] = u32::MAX;
                     self.dirty.push(l as u32);
                 }
@@ -774,7 +781,8 @@ impl<'m> FlowSim<'m> {
                 let l = l as usize;
                 grp.slot[h] = self.link_flows[l].len() as u32;
                 self.link_flows[l].push(fi);
-                if self.link_mark[l] != u32::MAX {
+                self.link_n[l] += 1;
+                if (h == 0 || self.link_n[l] > 1) && self.link_mark[l] != u32::MAX {
                     self.link_mark[l] = u32::MAX;
                     self.dirty.push(l as u32);
                 }
@@ -812,6 +820,7 @@ impl<'m> FlowSim<'m> {
     fn unlink(&mut self, l: usize, s: usize) {
         let lf = &mut self.link_flows[l];
         lf.swap_remove(s);
+        self.link_n[l] -= 1;
         if let Some(&moved) = lf.get(s) {
             let g = &mut self.flows[moved as usize];
             if g.group == NONE {
@@ -824,7 +833,8 @@ impl<'m> FlowSim<'m> {
                 grp.slot[k] = s as u32;
             }
         }
-        if self.link_mark[l] != u32::MAX {
+        // A link left empty has no flow to refill.
+        if self.link_n[l] > 0 && self.link_mark[l] != u32::MAX {
             self.link_mark[l] = u32::MAX;
             self.dirty.push(l as u32);
         }
@@ -978,7 +988,9 @@ impl<'m> FlowSim<'m> {
                 let links =
                     if f.group == NONE { &f.path[..f.len as usize] } else { &self.groups[f.group as usize].links[..] };
                 for &l2 in links {
-                    if self.link_mark[l2 as usize] != mark {
+                    // A link only this flow crosses leads nowhere else (and enters the fill as
+                    // a cap): not visited. Most of a lockstep round's links are such.
+                    if self.link_n[l2 as usize] > 1 && self.link_mark[l2 as usize] != mark {
                         self.link_mark[l2 as usize] = mark;
                         self.comp_links.push(l2);
                     }
@@ -998,7 +1010,7 @@ impl<'m> FlowSim<'m> {
                 // capacity): the fill then sees only shared links, a smaller heap.
                 let mut cap = f.cap;
                 for &l in &f.path[..f.len as usize] {
-                    if self.link_flows[l as usize].len() == 1 {
+                    if self.link_n[l as usize] == 1 {
                         cap = cap.min(self.cap[l as usize]);
                     } else {
                         self.links.push(l);
@@ -1014,7 +1026,7 @@ impl<'m> FlowSim<'m> {
             let grp = &self.groups[f.group as usize];
             let mut cap = f.cap;
             for (&l, &m) in grp.links.iter().zip(&grp.mult) {
-                if self.link_flows[l as usize].len() == 1 {
+                if self.link_n[l as usize] == 1 {
                     cap = cap.min(self.cap[l as usize] / m as f64);
                 } else {
                     for _ in 0..m {
