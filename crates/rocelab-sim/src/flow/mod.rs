@@ -142,6 +142,14 @@ struct Group {
     links: Vec<u32>,
     mult: Vec<u32>,
     slot: Vec<u32>,
+    /// Per link, its capacity over the members on it: the round's bound there when the link
+    /// is its own.
+    lim: Vec<f64>,
+    /// The least of `lim`; and how many of its links another flow crosses while its round
+    /// runs. With none, the round is alone on every link: its rate is that bound (or its NIC's),
+    /// and a recomputation need not look at its links at all.
+    lim_min: f64,
+    shared: u32,
     /// Per link, the wire bytes a round puts on it (its members'), and a round's packets and
     /// packet hops: counted once per round without visiting the members.
     wire_on: Vec<u64>,
@@ -476,6 +484,7 @@ impl<'m> FlowSim<'m> {
         grp.src = specs[0].src;
         grp.dst = specs[0].dst;
         grp.head = NONE;
+        grp.shared = 0;
         grp.live = true;
         g
     }
@@ -603,7 +612,10 @@ impl<'m> FlowSim<'m> {
             packet_hops += f.npkts * f.len as u64;
             tail_max = tail_max.max(tail);
         }
+        let mut lim = std::mem::take(&mut self.groups[g as usize].lim);
+        lim.clear();
         for &l in &links {
+            lim.push(self.cap[l as usize] / self.link_count[l as usize] as f64);
             mult.push(self.link_count[l as usize]);
             wire_on.push(self.link_wire[l as usize]);
             self.link_count[l as usize] = 0;
@@ -613,6 +625,7 @@ impl<'m> FlowSim<'m> {
             links.clear();
             mult.clear();
             wire_on.clear();
+            lim.clear();
         }
         let grp = &mut self.groups[g as usize];
         grp.slot.clear();
@@ -620,6 +633,8 @@ impl<'m> FlowSim<'m> {
         grp.members = members;
         grp.links = links;
         grp.mult = mult;
+        grp.lim_min = lim.iter().copied().fold(f64::INFINITY, f64::min);
+        grp.lim = lim;
         grp.wire_on = wire_on;
         grp.packets = packets;
         grp.packet_hops = packet_hops;
@@ -763,11 +778,18 @@ impl<'m> FlowSim<'m> {
         f.state = State::Active;
         f.t_upd = self.now;
         if f.group == NONE {
-            for h in 0..f.len as usize {
-                let l = f.path[h] as usize;
-                f.slot[h] = self.link_flows[l].len() as u32;
+            let (path, len) = (f.path, f.len as usize);
+            for (h, &l) in path[..len].iter().enumerate() {
+                let l = l as usize;
+                self.flows[fi as usize].slot[h] = self.link_flows[l].len() as u32;
                 self.link_flows[l].push(fi);
                 self.link_n[l] += 1;
+                if self.link_n[l] == 2 {
+                    let other = self.flows[self.link_flows[l][0] as usize].group;
+                    if other != NONE {
+                        self.groups[other as usize].shared += 1;
+                    }
+                }
                 // The first link finds the flow, a shared one the others; a link of its own
                 // beyond the first would find nothing more (same component, same order).
                 if (h == 0 || self.link_n[l] > 1) && self.link_mark[l] != u32::MAX {
@@ -776,12 +798,21 @@ impl<'m> FlowSim<'m> {
                 }
             }
         } else {
-            let grp = &mut self.groups[f.group as usize];
-            for (h, &l) in grp.links.iter().enumerate() {
-                let l = l as usize;
-                grp.slot[h] = self.link_flows[l].len() as u32;
+            let g = f.group as usize;
+            for h in 0..self.groups[g].links.len() {
+                let l = self.groups[g].links[h] as usize;
+                self.groups[g].slot[h] = self.link_flows[l].len() as u32;
                 self.link_flows[l].push(fi);
                 self.link_n[l] += 1;
+                if self.link_n[l] > 1 {
+                    self.groups[g].shared += 1;
+                    if self.link_n[l] == 2 {
+                        let other = self.flows[self.link_flows[l][0] as usize].group;
+                        if other != NONE {
+                            self.groups[other as usize].shared += 1;
+                        }
+                    }
+                }
                 if (h == 0 || self.link_n[l] > 1) && self.link_mark[l] != u32::MAX {
                     self.link_mark[l] = u32::MAX;
                     self.dirty.push(l as u32);
@@ -819,8 +850,20 @@ impl<'m> FlowSim<'m> {
     /// its new index.
     fn unlink(&mut self, l: usize, s: usize) {
         let lf = &mut self.link_flows[l];
+        let gone = self.flows[lf[s] as usize].group;
         lf.swap_remove(s);
         self.link_n[l] -= 1;
+        // Sharing the link ends for the one that leaves, and for the one left alone.
+        if self.link_n[l] >= 1 && gone != NONE {
+            self.groups[gone as usize].shared -= 1;
+        }
+        if self.link_n[l] == 1 {
+            let left = self.flows[self.link_flows[l][0] as usize].group;
+            if left != NONE {
+                self.groups[left as usize].shared -= 1;
+            }
+        }
+        let lf = &mut self.link_flows[l];
         if let Some(&moved) = lf.get(s) {
             let g = &mut self.flows[moved as usize];
             if g.group == NONE {
@@ -985,8 +1028,11 @@ impl<'m> FlowSim<'m> {
                 self.flow_mark[fi as usize] = mark;
                 self.comp_flows.push(fi);
                 let f = &self.flows[fi as usize];
-                let links =
-                    if f.group == NONE { &f.path[..f.len as usize] } else { &self.groups[f.group as usize].links[..] };
+                let links = match f.group {
+                    NONE => &f.path[..f.len as usize],
+                    g if self.groups[g as usize].shared == 0 => &[][..],
+                    g => &self.groups[g as usize].links[..],
+                };
                 for &l2 in links {
                     // A link only this flow crosses leads nowhere else (and enters the fill as
                     // a cap): not visited. Most of a lockstep round's links are such.
@@ -1024,10 +1070,15 @@ impl<'m> FlowSim<'m> {
             // crosses only bounds the round's rate (capacity / members): a cap, so the fill
             // sees only the links it shares (most of a ring's are its own).
             let grp = &self.groups[f.group as usize];
+            if grp.shared == 0 {
+                self.off.push(self.links.len() as u32);
+                self.fcap.push(f.cap.min(grp.lim_min));
+                continue;
+            }
             let mut cap = f.cap;
-            for (&l, &m) in grp.links.iter().zip(&grp.mult) {
+            for ((&l, &m), &lim) in grp.links.iter().zip(&grp.mult).zip(&grp.lim) {
                 if self.link_n[l as usize] == 1 {
-                    cap = cap.min(self.cap[l as usize] / m as f64);
+                    cap = cap.min(lim);
                 } else {
                     for _ in 0..m {
                         self.links.push(l);
