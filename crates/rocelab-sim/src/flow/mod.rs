@@ -1232,6 +1232,7 @@ link = [ {} ]
     struct Rounds {
         group: Vec<(NodeId, NodeId)>,
         plain: Vec<(NodeId, NodeId, u64)>,
+        plain_at: SimTime,
         size: u64,
         rounds: u64,
         g: Option<GroupId>,
@@ -1251,7 +1252,8 @@ link = [ {} ]
             r.extend(net.post_round(g + 1, 9).err().map(|e| e.0));
             self.g = Some(g);
             for (i, &(a, b, size)) in self.plain.iter().enumerate() {
-                net.post(Message::new(a, b, size).tag(100 + i as u64)).unwrap();
+                let msg = Message { start: Some(self.plain_at), ..Message::new(a, b, size).tag(100 + i as u64) };
+                net.post(msg).unwrap();
             }
         }
 
@@ -1275,6 +1277,7 @@ link = [ {} ]
         plain: &[(&str, &str, u64)],
         size: u64,
         n: u64,
+        plain_at: SimTime,
     ) -> (Vec<(u64, SimTime)>, Vec<String>, Snapshot, u64) {
         let id = |h: &str| m.node_by_name(h).unwrap();
         let log = Rc::new(RefCell::new(Vec::new()));
@@ -1282,6 +1285,7 @@ link = [ {} ]
         let w = Rounds {
             group: group.iter().map(|&(a, b)| (id(a), id(b))).collect(),
             plain: plain.iter().map(|&(a, b, s)| (id(a), id(b), s)).collect(),
+            plain_at,
             size,
             rounds: n,
             g: None,
@@ -1314,7 +1318,8 @@ link = [ {} ]
         // so does the other member, h2 → h3, alone on its links (lockstep). Once the round is
         // in, the plain flow has h1 to itself.
         let size = 20 * 4096;
-        let (log, refusals, s, _) = rounds(&m, &[("h0", "h1"), ("h2", "h3")], &[("h4", "h1", 40 * 4096)], size, 1);
+        let (log, refusals, s, _) =
+            rounds(&m, &[("h0", "h1"), ("h2", "h3")], &[("h4", "h1", 40 * 4096)], size, 1, SimTime::ZERO);
         assert_eq!(refusals.len(), 4, "{refusals:?}");
         let round = log.iter().find(|e| e.0 == 0).unwrap().1;
         let plain = log.iter().find(|e| e.0 == 100).unwrap().1;
@@ -1334,7 +1339,7 @@ link = [ {} ]
         let m = star(4);
         // h0 → h1 and h0 → h2 both leave on h0's link, which no other flow crosses: 50 Gb/s
         // each. Three rounds, each posted on the last one's delivery.
-        let (log, _, s, packets) = rounds(&m, &[("h0", "h1"), ("h0", "h2")], &[], 10 * 4096, 3);
+        let (log, _, s, packets) = rounds(&m, &[("h0", "h1"), ("h0", "h2")], &[], 10 * 4096, 3, SimTime::ZERO);
         let per = wire_ps(10.0, 50.0) + tail_ps();
         let times: Vec<f64> = log.iter().map(|e| e.1 .0 as f64).collect();
         assert_eq!(log.iter().map(|e| e.0).collect::<Vec<_>>(), vec![0, 1, 2]);
@@ -1344,6 +1349,23 @@ link = [ {} ]
         // Three rounds of two 10-packet members: 60 packets, 3 messages.
         assert_eq!(packets, 60);
         assert_eq!(s.flows.len(), 3);
+    }
+
+    #[test]
+    fn a_flow_joining_a_rounds_link_slows_the_round_until_it_leaves() {
+        let m = star(6);
+        // The round (40 packets per member) runs alone at 100 Gb/s; after 10 packets, a
+        // 10-packet flow joins h1's link: both at 50 Gb/s until it is done (10 more packets
+        // of the round), then the round is alone again for its last 20.
+        let ten = wire_ps(10.0, 100.0);
+        let t1 = SimTime(ten.round() as u64);
+        let (log, _, _, _) = rounds(&m, &[("h0", "h1"), ("h2", "h3")], &[("h4", "h1", 10 * 4096)], 40 * 4096, 1, t1);
+        let round = log.iter().find(|e| e.0 == 0).unwrap().1 .0 as f64;
+        let plain = log.iter().find(|e| e.0 == 100).unwrap().1 .0 as f64;
+        let want_plain = t1.0 as f64 + wire_ps(10.0, 50.0) + tail_ps();
+        let want_round = t1.0 as f64 + wire_ps(10.0, 50.0) + wire_ps(20.0, 100.0) + tail_ps();
+        assert!((plain - want_plain).abs() < 3.0, "{plain} vs {want_plain}");
+        assert!((round - want_round).abs() < 3.0, "{round} vs {want_round}");
     }
 
     #[test]
