@@ -48,6 +48,7 @@ use crate::traffic::FlowSpec;
 use crate::workload::{Delivered, FixedFlows, MsgId, Net, WakeSlots, Workload};
 use maxmin::WaterFill;
 use rocelab_model::{Diagnostic, Model, NodeId, PortId, SimTime};
+use std::collections::HashMap;
 
 /// Longest path a flow may take (links): a 3-tier Clos path is 6.
 pub const MAX_HOPS: usize = 12;
@@ -264,7 +265,15 @@ pub struct FlowSim<'m> {
     link_wire: Vec<u64>,
     /// `Net::lockstep_group`'s checked messages (reused).
     pub(crate) spec_buf: Vec<FlowSpec>,
+    /// Paths traced since the last routing fault, by (source NIC, destination host, flow
+    /// hash): a connection's messages (a pipeline's sends, a ring's steps) take one path every
+    /// time, and tracing walks the packet engine's port table, a cache miss per hop. Only a
+    /// cache: emptied by every routing fault, and when it reaches `MAX_CACHED_PATHS`.
+    paths: HashMap<(u32, u32, u32), ([u32; MAX_HOPS], u8)>,
 }
+
+/// Paths kept at most (~70 MB).
+const MAX_CACHED_PATHS: usize = 1 << 20;
 
 impl<'m> FlowSim<'m> {
     /// A run of a fixed list of flows (the fabric's `[[traffic]]`).
@@ -334,6 +343,7 @@ impl<'m> FlowSim<'m> {
             link_count: vec![0; nl],
             link_wire: vec![0; nl],
             spec_buf: Vec::new(),
+            paths: HashMap::new(),
             opts,
         };
         workload.start(&mut Net::flow(&mut sim));
@@ -749,6 +759,12 @@ impl<'m> FlowSim<'m> {
     /// Traces flow `fi`'s path now; false if none stands.
     fn trace(&mut self, fi: u32) -> bool {
         let f = self.flows[fi as usize];
+        let key = (f.src_nic, f.dst, f.hash);
+        if let Some(&(path, len)) = self.paths.get(&key) {
+            let f = &mut self.flows[fi as usize];
+            (f.path, f.len) = (path, len);
+            return true;
+        }
         let mut buf = std::mem::take(&mut self.path_buf);
         let ok = self.router.trace_path(f.src_nic, f.dst, f.hash, MAX_HOPS, &mut buf);
         let f = &mut self.flows[fi as usize];
@@ -756,6 +772,11 @@ impl<'m> FlowSim<'m> {
         f.path = [NONE; MAX_HOPS];
         if ok {
             f.path[..buf.len()].copy_from_slice(&buf);
+            let (path, len) = (f.path, f.len);
+            if self.paths.len() >= MAX_CACHED_PATHS {
+                self.paths.clear();
+            }
+            self.paths.insert(key, (path, len));
         }
         self.path_buf = buf;
         ok
@@ -938,8 +959,9 @@ impl<'m> FlowSim<'m> {
         }
         self.router.now = self.now;
         self.router.apply_routing_fault(action);
-        // Groups are traced again when next used (or below, if a round runs).
+        // Groups are traced again when next used (or below, if a round runs), flows anew.
         self.route_epoch += 1;
+        self.paths.clear();
         if matches!(action, FaultAction::HashFields { .. }) {
             for f in self.flows.iter_mut() {
                 if f.state != State::Free && f.group == NONE {
