@@ -22,11 +22,14 @@
 //! rate, the slowest hop's max-min share, and each step waits for its slowest hop's tail,
 //! where unbatched each rank starts as soon as its own chunk is in. Where every hop sees the
 //! same rate and latency (a ring inside one switch, or every hop through the same tiers) the
-//! two are the same; otherwise the ring's time grows by at most, per step, the slowest hop's
-//! tail less the mean one's, plus whatever a hop slowed by other traffic costs the whole step
-//! rather than its own chain of hops. It takes a step of n ranks from 4n events to about 4,
-//! which is what makes rings of hundreds of ranks affordable at cluster scale. Only rings whose
-//! hops all cross the fabric, with one QP per connection, go in lockstep.
+//! two are the same. Otherwise, alone on the fabric, a step takes longer by at most its
+//! slowest hop's tail less the fastest one's. Beside other traffic, a hop it slows slows the
+//! whole step; but a connection never has two steps in flight, as an RC QP sends its messages
+//! in order, where unbatched a rank that fell behind sends several steps at once, each a flow
+//! taking its own share of the NIC from that traffic (docs/flow-engine.md measures both on
+//! the 24,576-GPU step). It takes a step of n ranks from 4n events to about 4, which is what
+//! makes rings of hundreds of ranks affordable at cluster scale. Only rings whose hops all
+//! cross the fabric, with one QP per connection, go in lockstep.
 
 use crate::placement::{ChannelRing, Hop, IntraNode, Placement};
 use crate::{Outcome, QpUse};
