@@ -45,6 +45,9 @@ pub const LATEST_START: SimTime = SimTime(1_000_000_000_000_000_000);
 /// The index of a posted message: its row in the run's per-flow results.
 pub type MsgId = u32;
 
+/// A lockstep group ([`Net::lockstep_group`]).
+pub type GroupId = u32;
+
 /// The `k`-th UDP source port after `base`, wrapping inside the dynamic range 49152..=65535:
 /// the port of QP k of a message whose first QP has `base` (49152 = 3 · 16384, so a port in
 /// the range keeps its value for k = 0).
@@ -161,6 +164,71 @@ impl<'m> Net<'_, 'm> {
         self.post_with(msg, Transport::Rdma)
     }
 
+    /// Whether the engine runs lockstep groups ([`Net::lockstep_group`]): the flow engine
+    /// does; the packet engine moves every message's packets itself and does not.
+    pub fn lockstep(&self) -> bool {
+        matches!(self.backend, Backend::Flow(_))
+    }
+
+    /// A lockstep group of `msgs` (each with no `start`: a round starts when it is posted):
+    /// messages that always run together, as the hops of one ring step do. Post a round with
+    /// [`Net::post_round`] as often as wanted (one at a time), and end the group with
+    /// [`Net::end_group`]. The flow engine runs a round as one flow over all the messages'
+    /// paths: every member at the same rate — the max-min share of the most constrained one —
+    /// and the round delivered once, when every member's last byte is in. Routes are traced
+    /// once (again after a routing fault). Refused by the packet engine ([`Net::lockstep`]
+    /// tells beforehand), for no message, for a `start`, and for what `post` refuses.
+    pub fn lockstep_group(&mut self, msgs: &[Message]) -> Result<GroupId, PostError> {
+        if msgs.is_empty() {
+            return Err(PostError("a lockstep group of no message".into()));
+        }
+        if msgs.iter().any(|m| m.start.is_some()) {
+            return Err(PostError("a lockstep group's rounds start when posted: give no start".into()));
+        }
+        let (model, now) = (self.model(), self.now());
+        match &mut self.backend {
+            Backend::Packet(_) => Err(PostError("the packet engine runs no lockstep group".into())),
+            Backend::Flow(s) => {
+                let mut specs = std::mem::take(&mut s.spec_buf);
+                specs.clear();
+                let mut checked = Ok(());
+                for m in msgs {
+                    match check(model, now, m, Transport::Rdma) {
+                        Ok(f) => specs.push(f),
+                        Err(e) => {
+                            checked = Err(e);
+                            break;
+                        }
+                    }
+                }
+                let id = checked.map(|()| s.new_group(&specs));
+                s.spec_buf = specs;
+                id
+            }
+        }
+    }
+
+    /// Posts a round of `group`'s messages, starting now; delivered once (one [`Delivered`]
+    /// with `tag`, its `src` and `dst` the group's first message's). Refused for a group that
+    /// is not there, ended, or has a round running.
+    pub fn post_round(&mut self, group: GroupId, tag: u64) -> Result<MsgId, PostError> {
+        match &mut self.backend {
+            Backend::Flow(s) if s.group_idle(group) => Ok(s.post_round(group, tag)),
+            _ => Err(PostError(format!("lockstep group {group} is not there, ended, or has a round running"))),
+        }
+    }
+
+    /// Ends `group` (its slot is reused). Refused as `post_round` is.
+    pub fn end_group(&mut self, group: GroupId) -> Result<(), PostError> {
+        match &mut self.backend {
+            Backend::Flow(s) if s.group_idle(group) => {
+                s.end_group(group);
+                Ok(())
+            }
+            _ => Err(PostError(format!("lockstep group {group} is not there, ended, or has a round running"))),
+        }
+    }
+
     /// Posts a TCP-like message: windowed by DCTCP (`crate::dctcp`), not rate-limited by
     /// DCQCN; give it a lossy `class` to model TCP beside RDMA, or the RDMA class to model the
     /// two sharing one.
@@ -170,42 +238,8 @@ impl<'m> Net<'_, 'm> {
 
     /// Posts a message paced by `transport` (RDMA, DCTCP, or TCP without ECN).
     pub fn post_with(&mut self, msg: Message, transport: Transport) -> Result<MsgId, PostError> {
-        let m = self.model();
-        for (end, id) in [("source", msg.src), ("destination", msg.dst)] {
-            if id.idx() >= m.nodes.len() || !m.node(id).is_host() {
-                return Err(PostError(format!("the {end} of a message must be a host")));
-            }
-        }
-        if msg.src == msg.dst {
-            return Err(PostError(format!("a message from {} to itself", m.node(msg.src).name)));
-        }
-        if msg.size_bytes == 0 || msg.size_bytes > crate::traffic::MAX_FLOW_BYTES {
-            return Err(PostError(format!("message size {} B outside 1..=1 TB", msg.size_bytes)));
-        }
-        if msg.qps == 0 || msg.qps as u64 > msg.size_bytes {
-            return Err(PostError(format!("{} QPs for {} B", msg.qps, msg.size_bytes)));
-        }
-        let class = msg.class.unwrap_or_else(|| m.qos.rdma_class());
-        if class >= m.qos.classes.len() {
-            return Err(PostError(format!("no traffic class {class}")));
-        }
-        let now = self.now();
-        let start = msg.start.map_or(now, |s| s.max(now));
-        if start > LATEST_START {
-            return Err(PostError(format!("start at {:?} is beyond the engine's clock range", start)));
-        }
-        Ok(self.post_spec(FlowSpec {
-            src: msg.src,
-            dst: msg.dst,
-            size_bytes: msg.size_bytes,
-            start,
-            class,
-            qps: msg.qps,
-            origin: usize::MAX,
-            tag: msg.tag,
-            sport: msg.sport,
-            transport,
-        }))
+        let spec = check(self.model(), self.now(), &msg, transport)?;
+        Ok(self.post_spec(spec))
     }
 
     /// Asks for [`Workload::on_wake`] with `tag` at `at` (or now, if `at` is past): the end of a
@@ -222,6 +256,44 @@ impl<'m> Net<'_, 'm> {
         }
         Ok(())
     }
+}
+
+/// The flow a message asks for at `now` on `m`, or why it cannot be posted.
+fn check(m: &Model, now: SimTime, msg: &Message, transport: Transport) -> Result<FlowSpec, PostError> {
+    for (end, id) in [("source", msg.src), ("destination", msg.dst)] {
+        if id.idx() >= m.nodes.len() || !m.node(id).is_host() {
+            return Err(PostError(format!("the {end} of a message must be a host")));
+        }
+    }
+    if msg.src == msg.dst {
+        return Err(PostError(format!("a message from {} to itself", m.node(msg.src).name)));
+    }
+    if msg.size_bytes == 0 || msg.size_bytes > crate::traffic::MAX_FLOW_BYTES {
+        return Err(PostError(format!("message size {} B outside 1..=1 TB", msg.size_bytes)));
+    }
+    if msg.qps == 0 || msg.qps as u64 > msg.size_bytes {
+        return Err(PostError(format!("{} QPs for {} B", msg.qps, msg.size_bytes)));
+    }
+    let class = msg.class.unwrap_or_else(|| m.qos.rdma_class());
+    if class >= m.qos.classes.len() {
+        return Err(PostError(format!("no traffic class {class}")));
+    }
+    let start = msg.start.map_or(now, |s| s.max(now));
+    if start > LATEST_START {
+        return Err(PostError(format!("start at {:?} is beyond the engine's clock range", start)));
+    }
+    Ok(FlowSpec {
+        src: msg.src,
+        dst: msg.dst,
+        size_bytes: msg.size_bytes,
+        start,
+        class,
+        qps: msg.qps,
+        origin: usize::MAX,
+        tag: msg.tag,
+        sport: msg.sport,
+        transport,
+    })
 }
 
 /// The tags of a workload's pending wake-ups, by slot; a slot is reused once its wake-up has

@@ -192,6 +192,17 @@ impl Outcome {
         true
     }
 
+    /// Counts `n` chunks delivered together (a lockstep round); false if they failed.
+    pub fn record_round(&mut self, done: &Delivered, n: u64) -> bool {
+        if done.failed {
+            self.failed += n;
+            return false;
+        }
+        self.delivered += n;
+        self.end = Some(self.end.map_or(done.at, |e| e.max(done.at)));
+        true
+    }
+
     /// Counts a chunk that arrived at `at` without crossing the fabric (inside a GPU node).
     pub fn record_local(&mut self, at: SimTime) {
         self.delivered += 1;

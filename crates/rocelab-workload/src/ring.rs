@@ -15,12 +15,27 @@
 //! channels leave their nodes on different rails (`placement`). A hop between two GPUs of one
 //! node is not a message: it is served by the sending GPU's intra-node link, one transfer at
 //! a time, and arrives latency + bytes / bandwidth after it starts (a wake-up).
+//!
+//! **Lockstep** ([`Ring::lockstep`], on an engine that runs lockstep groups: the flow engine):
+//! every hop of a step, all channels, runs as one group round (`Net::lockstep_group`), and the
+//! next step starts on every rank when the whole step has arrived. The hops then share one
+//! rate, the slowest hop's max-min share, and each step waits for its slowest hop's tail,
+//! where unbatched each rank starts as soon as its own chunk is in. Where every hop sees the
+//! same rate and latency (a ring inside one switch, or every hop through the same tiers) the
+//! two are the same. Otherwise, alone on the fabric, a step takes longer by at most its
+//! slowest hop's tail less the fastest one's. Beside other traffic, a hop it slows slows the
+//! whole step; but a connection never has two steps in flight, as an RC QP sends its messages
+//! in order, where unbatched a rank that fell behind sends several steps at once, each a flow
+//! taking its own share of the NIC from that traffic (docs/flow-engine.md measures both on
+//! the 24,576-GPU step). It takes a step of n ranks from 4n events to about 4, which is what
+//! makes rings of hundreds of ranks affordable at cluster scale. Only rings whose hops all
+//! cross the fabric, with one QP per connection, go in lockstep.
 
 use crate::placement::{ChannelRing, Hop, IntraNode, Placement};
 use crate::{Outcome, QpUse};
 use rocelab_model::SimTime;
 use rocelab_sim::rng::Rng;
-use rocelab_sim::workload::{Delivered, Message, Net, Workload};
+use rocelab_sim::workload::{Delivered, GroupId, Message, Net, Workload};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -80,6 +95,9 @@ pub struct Ring {
     out: Rc<RefCell<Outcome>>,
     /// Added to every tag: this collective's instance number, shifted by [`INSTANCE_SHIFT`].
     tag_base: u64,
+    /// Run in lockstep when the engine can ([`Ring::lockstep`]), and the group doing so.
+    lockstep: bool,
+    group: Option<GroupId>,
 }
 
 impl Ring {
@@ -109,7 +127,45 @@ impl Ring {
             intra_free: vec![SimTime(0); n],
             out,
             tag_base: 0,
+            lockstep: false,
+            group: None,
         }
+    }
+
+    /// The same collective run in lockstep where the engine can (see the module doc).
+    pub fn lockstep(mut self) -> Ring {
+        self.lockstep = true;
+        self
+    }
+
+    /// Every hop of every step, all channels, as one lockstep group (started on round 0), if
+    /// asked for, the engine can, and every hop is a message on one QP.
+    fn start_lockstep(&mut self, net: &mut Net<'_, '_>) -> bool {
+        if !self.lockstep || !net.lockstep() || self.qps.qps > 1 {
+            return false;
+        }
+        let n = self.ranks();
+        let mut msgs = Vec::with_capacity(n * self.chunk.len());
+        for p in 0..n {
+            for ch in 0..self.chunk.len() {
+                let Hop::Net { src, dst } = self.rings[ch % self.rings.len()].hops[p] else { return false };
+                msgs.push(Message {
+                    src,
+                    dst,
+                    size_bytes: self.chunk[ch],
+                    class: None,
+                    qps: 1,
+                    tag: 0,
+                    start: None,
+                    sport: Some(QpUse::sport(self.sports[p * self.chunk.len() + ch], 0)),
+                });
+            }
+        }
+        let Ok(g) = net.lockstep_group(&msgs) else { return false };
+        // A fresh group has no round running: this cannot be refused.
+        net.post_round(g, self.tag_base | tag(0, 0, 0)).expect("the first round of a new group");
+        self.group = Some(g);
+        true
     }
 
     /// The same collective with its tags carrying `instance` (below 2¹⁶), so several can run
@@ -178,7 +234,7 @@ impl Ring {
 
 impl Workload for Ring {
     fn start(&mut self, net: &mut Net<'_, '_>) {
-        if self.ranks() < 2 || self.steps == 0 {
+        if self.ranks() < 2 || self.steps == 0 || self.start_lockstep(net) {
             return;
         }
         for p in 0..self.ranks() {
@@ -189,6 +245,21 @@ impl Workload for Ring {
     }
 
     fn on_delivered(&mut self, done: Delivered, net: &mut Net<'_, '_>) {
+        if let Some(g) = self.group {
+            let chunks = (self.ranks() * self.chunk.len()) as u64;
+            if !self.out.borrow_mut().record_round(&done, chunks) {
+                return;
+            }
+            let step = untag(done.tag).2 + 1;
+            // The group's round has just been delivered: it is idle, neither call is refused.
+            if step < self.steps {
+                net.post_round(g, self.tag_base | tag(0, 0, step)).expect("a round of an idle group");
+            } else {
+                net.end_group(g).expect("the end of an idle group");
+                self.group = None;
+            }
+            return;
+        }
         if !self.out.borrow_mut().record(&done) {
             // A chunk that never arrives stops its channel at that rank: NCCL would hang and
             // time out; the run ends when nothing more can move.

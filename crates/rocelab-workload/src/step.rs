@@ -768,7 +768,9 @@ impl StepWork {
                 seed: self.seed ^ ((s as u64) << 32 | gi as u64) ^ u64::from(ph == Phase::Params) << 63,
             };
             let id = self.free_ids.pop().expect("fewer rings at once than instance numbers");
-            let mut ring = Ring::new(placement, plan, out.clone()).instance(id);
+            // In lockstep on the flow engine: 128 rings of 192 ranks are 150 M messages
+            // otherwise (docs/flow-engine.md, Speed).
+            let mut ring = Ring::new(placement, plan, out.clone()).instance(id).lockstep();
             let expected = ring.chunks_to_deliver();
             ring.start(net);
             self.rings[id as usize] = Some(RingRun { w: Box::new(ring), out, expected, stage: s, phase: ph });

@@ -10,11 +10,12 @@
 //! Implemented as the equivalent event-driven form: a link's *level* is its capacity left
 //! over the flows not yet frozen on it (`rem / n`); the next thing to freeze is the lowest
 //! level or the lowest cap. Freezing a flow at rate x takes x from each of its links, and a
-//! link's level can then only rise (x ≤ its level), so a heap of levels with stale entries
-//! skipped (an entry is current when it equals `rem / n` as recomputed) serves the minimum.
-//! Flows frozen at one level are one batch, and a link touched by a batch enters the heap
-//! once for it. Cost: O(P + B log H) for F flows whose paths have P link crossings in
-//! total, B the links touched summed over batches, H the heap size, plus sorting the caps.
+//! link's level can then only rise (x ≤ its level). So the heap holds one entry per link, a
+//! lower bound of its level: an entry at the top that is stale (not `rem / n` as recomputed)
+//! is put back at the current level with one sift, until the top is current — the minimum.
+//! A link is re-sifted only when it reaches the top stale, not each time a freeze touches it.
+//! Cost: O(P + S log L) for F flows whose paths have P link crossings in total over L links,
+//! S the stale entries met at the top, plus sorting the caps.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
@@ -53,9 +54,6 @@ pub struct WaterFill {
     lids: Vec<u32>,
     frozen: Vec<bool>,
     order: Vec<u32>,
-    /// Local links whose level changed in the current batch (`touched_in` marks them).
-    touched: Vec<u32>,
-    touched_in: Vec<bool>,
     heap: BinaryHeap<Reverse<(Level, u32)>>,
 }
 
@@ -116,10 +114,11 @@ impl WaterFill {
             }
         }
         self.order = fillp;
-        self.heap.clear();
-        for j in 0..nl {
-            self.heap.push(Reverse((Level(self.rem[j] / self.cnt[j] as f64), j as u32)));
-        }
+        // Built in one O(n) heapify, not n pushes (the heap's vector is reused).
+        let mut h = std::mem::take(&mut self.heap).into_vec();
+        h.clear();
+        h.extend((0..nl).map(|j| Reverse((Level(self.rem[j] / self.cnt[j] as f64), j as u32))));
+        self.heap = BinaryHeap::from(h);
         // Flows by cap, lowest first (ties in input order: deterministic).
         self.order.clear();
         self.order.extend(0..nf as u32);
@@ -128,9 +127,6 @@ impl WaterFill {
         }
         self.frozen.clear();
         self.frozen.resize(nf, false);
-        self.touched.clear();
-        self.touched_in.clear();
-        self.touched_in.resize(nl, false);
         let mut left = nf;
         let mut next_cap = 0;
         while left > 0 {
@@ -138,20 +134,23 @@ impl WaterFill {
                 next_cap += 1;
             }
             let cap_level = if next_cap < nf { flow_cap[self.order[next_cap] as usize] } else { f64::INFINITY };
+            // The lowest level. A link keeps one entry, its level when last seen at the top:
+            // levels only rise, so an entry is a lower bound, and a stale one at the top goes
+            // back in at its current level (one sift) until the top is current: the minimum.
             let link = loop {
-                match self.heap.peek() {
-                    None => break None,
-                    Some(Reverse((lv, j))) => {
-                        let j = *j as usize;
-                        if self.cnt[j] > 0 && lv.0 == self.rem[j] / self.cnt[j] as f64 {
-                            break Some((lv.0, j));
-                        }
-                        self.heap.pop();
-                    }
+                let Some(mut top) = self.heap.peek_mut() else { break None };
+                let Reverse((lv, j)) = *top;
+                let j = j as usize;
+                if self.cnt[j] == 0 {
+                    std::collections::binary_heap::PeekMut::pop(top);
+                    continue;
                 }
+                let cur = self.rem[j] / self.cnt[j] as f64;
+                if lv.0 == cur {
+                    break Some((cur, j));
+                }
+                *top = Reverse((Level(cur), j as u32));
             };
-            // Everything frozen at one level is one batch: its links' new levels go into the
-            // heap once, after it (not once per flow).
             match link {
                 Some((x, j)) if x < cap_level => {
                     self.heap.pop();
@@ -177,14 +176,6 @@ impl WaterFill {
                 // Flows crossing no link and uncapped: unbounded; callers never ask for them.
                 _ => break,
             }
-            for t in 0..self.touched.len() {
-                let j = self.touched[t] as usize;
-                self.touched_in[j] = false;
-                if self.cnt[j] > 0 {
-                    self.heap.push(Reverse((Level(self.rem[j] / self.cnt[j] as f64), j as u32)));
-                }
-            }
-            self.touched.clear();
         }
     }
 
@@ -195,10 +186,6 @@ impl WaterFill {
             let j = self.local[l as usize] as usize;
             self.rem[j] = (self.rem[j] - x).max(0.0);
             self.cnt[j] -= 1;
-            if !self.touched_in[j] {
-                self.touched_in[j] = true;
-                self.touched.push(j as u32);
-            }
         }
     }
 }

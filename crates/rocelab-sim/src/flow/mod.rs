@@ -48,6 +48,7 @@ use crate::traffic::FlowSpec;
 use crate::workload::{Delivered, FixedFlows, MsgId, Net, WakeSlots, Workload};
 use maxmin::WaterFill;
 use rocelab_model::{Diagnostic, Model, NodeId, PortId, SimTime};
+use std::collections::HashMap;
 
 /// Longest path a flow may take (links): a 3-tier Clos path is 6.
 pub const MAX_HOPS: usize = 12;
@@ -91,6 +92,8 @@ enum State {
     Stalled,
     /// Slot free.
     Free,
+    /// A QP of a lockstep group: its route and sizes, sent by the group's rounds.
+    Member,
 }
 
 /// One QP's flow.
@@ -98,6 +101,9 @@ enum State {
 struct Flow {
     msg: u32,
     state: State,
+    /// The lockstep group whose round this flow is (its *head*: it crosses the group's
+    /// links, not `path`), or `NONE` for a QP's own flow.
+    group: u32,
     len: u8,
     gen: u32,
     src: u32,
@@ -119,6 +125,52 @@ struct Flow {
     /// Links (egress ports) in path order, and its index in each link's flow list.
     path: [u32; MAX_HOPS],
     slot: [u32; MAX_HOPS],
+}
+
+/// A lockstep group (`Net::lockstep_group`): messages that always run together, as the hops
+/// of a ring step do. Each round is one flow, its head, crossing the union of its members'
+/// links (`mult` times a link that many members cross): so the members share one rate, the
+/// max-min share of the most constrained, and a round costs a handful of events and one
+/// pass over its links, where its members as flows of their own would cost 3–4 events each.
+/// A round lasts as long as its largest member takes at that rate (a ring's channels differ
+/// by one byte at most).
+#[derive(Default)]
+struct Group {
+    /// The members' flows (state `Member`), one per QP of each message.
+    members: Vec<u32>,
+    /// Distinct links the members cross, in first-crossed order; members crossing each; the
+    /// head's index in each link's flow list while a round runs.
+    links: Vec<u32>,
+    mult: Vec<u32>,
+    slot: Vec<u32>,
+    /// Per link, its capacity over the members on it: the round's bound there when the link
+    /// is its own.
+    lim: Vec<f64>,
+    /// The least of `lim`; and how many of its links another flow crosses while its round
+    /// runs. With none, the round is alone on every link: its rate is that bound (or its NIC's),
+    /// and a recomputation need not look at its links at all.
+    lim_min: f64,
+    shared: u32,
+    /// Per link, the wire bytes a round puts on it (its members'), and a round's packets and
+    /// packet hops: counted once per round without visiting the members.
+    wire_on: Vec<u64>,
+    packets: u64,
+    packet_hops: u64,
+    /// The `route_epoch` the links were traced in (`u64::MAX`: never), and whether every
+    /// member had a path then.
+    epoch: u64,
+    routed: bool,
+    /// The longest tail of its members (the round is delivered when the last one's last byte
+    /// is in), the most wire bytes of a member, the lowest NIC rate, payload bytes per round.
+    tail: SimTime,
+    wire: u64,
+    cap: f64,
+    bytes: u64,
+    src: NodeId,
+    dst: NodeId,
+    /// The running round's head, or `NONE`.
+    head: u32,
+    live: bool,
 }
 
 /// One message: its QPs aggregated.
@@ -164,6 +216,9 @@ pub struct FlowSim<'m> {
     /// Per link (model port, egress direction): capacity in bits/s and its active flows.
     cap: Vec<f64>,
     link_flows: Vec<Vec<u32>>,
+    /// `link_flows[l].len()`, kept compact: the recomputation asks it of every link it
+    /// meets, and this array stays in cache where the lists' headers do not.
+    link_n: Vec<u32>,
     tx_bytes: Vec<u64>,
     flows: Vec<Flow>,
     free_flows: Vec<u32>,
@@ -200,7 +255,25 @@ pub struct FlowSim<'m> {
     packet_hops: u64,
     stopped_at_duration: bool,
     stopped_no_progress: bool,
+    groups: Vec<Group>,
+    free_groups: Vec<u32>,
+    /// Bumped by every routing fault: a group traced before it is traced again.
+    route_epoch: u64,
+    /// Per link, members crossing it and their wire bytes while a group's links are gathered
+    /// (zero otherwise).
+    link_count: Vec<u32>,
+    link_wire: Vec<u64>,
+    /// `Net::lockstep_group`'s checked messages (reused).
+    pub(crate) spec_buf: Vec<FlowSpec>,
+    /// Paths traced since the last routing fault, by (source NIC, destination host, flow
+    /// hash): a connection's messages (a pipeline's sends, a ring's steps) take one path every
+    /// time, and tracing walks the packet engine's port table, a cache miss per hop. Only a
+    /// cache: emptied by every routing fault, and when it reaches `MAX_CACHED_PATHS`.
+    paths: HashMap<(u32, u32, u32), ([u32; MAX_HOPS], u8)>,
 }
+
+/// Paths kept at most (~70 MB).
+const MAX_CACHED_PATHS: usize = 1 << 20;
 
 impl<'m> FlowSim<'m> {
     /// A run of a fixed list of flows (the fabric's `[[traffic]]`).
@@ -233,6 +306,7 @@ impl<'m> FlowSim<'m> {
             faults,
             cap: m.ports.iter().map(|p| p.speed.0 as f64).collect(),
             link_flows: vec![Vec::new(); nl],
+            link_n: vec![0; nl],
             tx_bytes: vec![0; nl],
             flows: Vec::new(),
             free_flows: Vec::new(),
@@ -263,6 +337,13 @@ impl<'m> FlowSim<'m> {
             packet_hops: 0,
             stopped_at_duration: false,
             stopped_no_progress: false,
+            groups: Vec::new(),
+            free_groups: Vec::new(),
+            route_epoch: 0,
+            link_count: vec![0; nl],
+            link_wire: vec![0; nl],
+            spec_buf: Vec::new(),
+            paths: HashMap::new(),
             opts,
         };
         workload.start(&mut Net::flow(&mut sim));
@@ -302,7 +383,6 @@ impl<'m> FlowSim<'m> {
         let mi = self.free_msgs.pop().unwrap_or(self.msgs.len() as u32);
         self.msgs_posted += 1;
         self.bytes_total += f.size_bytes;
-        let mtu = self.m.nic_of(f.src).mtu as u64;
         let per = f.size_bytes / f.qps as u64;
         let mut qps = 0;
         for k in 0..f.qps {
@@ -310,43 +390,7 @@ impl<'m> FlowSim<'m> {
             if size == 0 {
                 continue;
             }
-            let QpRoute { src_nic, hash, sport, .. } = self.router.qp_route(&f, k);
-            let npkts = size.div_ceil(mtu);
-            let wire = size + npkts * DATA_OVERHEAD as u64;
-            let last = size - (npkts - 1) * mtu;
-            let cap = self.cap[self.router.nic_port(src_nic) as usize];
-            let fl = Flow {
-                msg: mi,
-                state: State::Pending,
-                len: 0,
-                gen: 0,
-                src: f.src.0,
-                dst: f.dst.0,
-                src_nic,
-                hash,
-                sport,
-                last_pkt_wire: (last + DATA_OVERHEAD as u64) as u32,
-                npkts,
-                wire,
-                rem: wire as f64,
-                rate: 0.0,
-                t_upd: f.start,
-                cap,
-                path: [NONE; MAX_HOPS],
-                slot: [NONE; MAX_HOPS],
-            };
-            let id = match self.free_flows.pop() {
-                Some(id) => {
-                    let gen = self.flows[id as usize].gen.wrapping_add(1);
-                    self.flows[id as usize] = Flow { gen, ..fl };
-                    id
-                }
-                None => {
-                    self.flows.push(fl);
-                    self.flow_mark.push(0);
-                    (self.flows.len() - 1) as u32
-                }
-            };
+            let id = self.new_flow(&f, k, size, mi, State::Pending);
             self.push(f.start, Ev::Start { flow: id });
             qps += 1;
         }
@@ -366,6 +410,248 @@ impl<'m> FlowSim<'m> {
             self.msgs.push(msg);
         }
         mi
+    }
+
+    /// A QP's flow record (not queued): QP `k` of `f`, `size` payload bytes, of message `mi`.
+    fn new_flow(&mut self, f: &FlowSpec, k: u32, size: u64, mi: u32, state: State) -> u32 {
+        let mtu = self.m.nic_of(f.src).mtu as u64;
+        let QpRoute { src_nic, hash, sport, .. } = self.router.qp_route(f, k);
+        let npkts = size.div_ceil(mtu);
+        let wire = size + npkts * DATA_OVERHEAD as u64;
+        let last = size - (npkts - 1) * mtu;
+        let cap = self.cap[self.router.nic_port(src_nic) as usize];
+        let fl = Flow {
+            msg: mi,
+            state,
+            group: NONE,
+            len: 0,
+            gen: 0,
+            src: f.src.0,
+            dst: f.dst.0,
+            src_nic,
+            hash,
+            sport,
+            last_pkt_wire: (last + DATA_OVERHEAD as u64) as u32,
+            npkts,
+            wire,
+            rem: wire as f64,
+            rate: 0.0,
+            t_upd: f.start,
+            cap,
+            path: [NONE; MAX_HOPS],
+            slot: [NONE; MAX_HOPS],
+        };
+        match self.free_flows.pop() {
+            Some(id) => {
+                let gen = self.flows[id as usize].gen.wrapping_add(1);
+                self.flows[id as usize] = Flow { gen, ..fl };
+                id
+            }
+            None => {
+                self.flows.push(fl);
+                self.flow_mark.push(0);
+                (self.flows.len() - 1) as u32
+            }
+        }
+    }
+
+    /// A lockstep group of the checked messages `specs` (see `Group`); its rounds are posted
+    /// with `post_round`. Returns its id.
+    pub(crate) fn new_group(&mut self, specs: &[FlowSpec]) -> u32 {
+        let g = self.free_groups.pop().unwrap_or_else(|| {
+            self.groups.push(Group::default());
+            self.groups.len() as u32 - 1
+        });
+        let mut members = std::mem::take(&mut self.groups[g as usize].members);
+        members.clear();
+        let (mut wire, mut cap, mut bytes) = (0u64, f64::INFINITY, 0u64);
+        for f in specs {
+            let per = f.size_bytes / f.qps as u64;
+            for k in 0..f.qps {
+                let size = if k == 0 { per + f.size_bytes % f.qps as u64 } else { per };
+                if size == 0 {
+                    continue;
+                }
+                let id = self.new_flow(f, k, size, NONE, State::Member);
+                let m = &self.flows[id as usize];
+                wire = wire.max(m.wire);
+                cap = cap.min(m.cap);
+                members.push(id);
+            }
+            bytes += f.size_bytes;
+        }
+        let grp = &mut self.groups[g as usize];
+        grp.members = members;
+        grp.links.clear();
+        grp.mult.clear();
+        grp.slot.clear();
+        grp.epoch = u64::MAX;
+        grp.routed = false;
+        grp.tail = SimTime::ZERO;
+        grp.wire = wire;
+        grp.cap = cap;
+        grp.bytes = bytes;
+        grp.src = specs[0].src;
+        grp.dst = specs[0].dst;
+        grp.head = NONE;
+        grp.shared = 0;
+        grp.live = true;
+        g
+    }
+
+    /// Whether `g` is a live group with no round running (one may be posted, or it may end).
+    pub(crate) fn group_idle(&self, g: u32) -> bool {
+        self.groups.get(g as usize).is_some_and(|grp| grp.live && grp.head == NONE)
+    }
+
+    /// Posts a round of idle group `g` starting now: one message (delivered when every
+    /// member's last byte is in), one flow.
+    pub(crate) fn post_round(&mut self, g: u32, tag: u64) -> MsgId {
+        let mi = self.free_msgs.pop().unwrap_or(self.msgs.len() as u32);
+        let grp = &self.groups[g as usize];
+        let (wire, cap, bytes) = (grp.wire, grp.cap, grp.bytes);
+        self.msgs_posted += 1;
+        self.bytes_total += bytes;
+        let msg = Msg {
+            src: grp.src,
+            dst: grp.dst,
+            size: bytes,
+            start: self.now,
+            tag,
+            qps: grp.members.len() as u32,
+            // One arrival: the last member's.
+            left: 1,
+            finish: None,
+        };
+        if (mi as usize) < self.msgs.len() {
+            self.msgs[mi as usize] = msg;
+        } else {
+            self.msgs.push(msg);
+        }
+        let fl = Flow {
+            msg: mi,
+            state: State::Pending,
+            group: g,
+            len: 0,
+            gen: 0,
+            src: grp.src.0,
+            dst: grp.dst.0,
+            src_nic: NONE,
+            hash: 0,
+            sport: 0,
+            last_pkt_wire: 0,
+            npkts: 0,
+            wire,
+            rem: wire as f64,
+            rate: 0.0,
+            t_upd: self.now,
+            cap,
+            path: [NONE; MAX_HOPS],
+            slot: [NONE; MAX_HOPS],
+        };
+        let id = match self.free_flows.pop() {
+            Some(id) => {
+                let gen = self.flows[id as usize].gen.wrapping_add(1);
+                self.flows[id as usize] = Flow { gen, ..fl };
+                id
+            }
+            None => {
+                self.flows.push(fl);
+                self.flow_mark.push(0);
+                (self.flows.len() - 1) as u32
+            }
+        };
+        self.groups[g as usize].head = id;
+        self.push(self.now, Ev::Start { flow: id });
+        mi
+    }
+
+    /// Ends idle group `g`: its members' records and its slot are reused.
+    pub(crate) fn end_group(&mut self, g: u32) {
+        let members = std::mem::take(&mut self.groups[g as usize].members);
+        for &id in &members {
+            let f = &mut self.flows[id as usize];
+            f.state = State::Free;
+            f.gen = f.gen.wrapping_add(1);
+            self.free_flows.push(id);
+        }
+        let grp = &mut self.groups[g as usize];
+        grp.members = members;
+        grp.members.clear();
+        grp.live = false;
+        self.free_groups.push(g);
+    }
+
+    /// Traces group `g`'s members unless done since the last routing fault: its links (with
+    /// how many members cross each) and its longest tail. False if a member has no path.
+    /// The group's round must not be on its links.
+    fn route_group(&mut self, g: u32) -> bool {
+        if self.groups[g as usize].epoch == self.route_epoch {
+            return self.groups[g as usize].routed;
+        }
+        let members = std::mem::take(&mut self.groups[g as usize].members);
+        let mut links = std::mem::take(&mut self.groups[g as usize].links);
+        let mut mult = std::mem::take(&mut self.groups[g as usize].mult);
+        let mut wire_on = std::mem::take(&mut self.groups[g as usize].wire_on);
+        links.clear();
+        mult.clear();
+        wire_on.clear();
+        let (mut packets, mut packet_hops) = (0, 0);
+        let mut ok = true;
+        let mut tail_max = SimTime::ZERO;
+        for &id in &members {
+            if !self.trace(id) {
+                ok = false;
+                break;
+            }
+            let f = &self.flows[id as usize];
+            let mut tail = SimTime::ZERO;
+            for (h, &l) in f.path[..f.len as usize].iter().enumerate() {
+                let p = self.m.port(PortId(l));
+                tail += p.delay;
+                if h > 0 {
+                    tail += p.speed.serialize(f.last_pkt_wire as u64);
+                }
+                if self.link_count[l as usize] == 0 {
+                    links.push(l);
+                }
+                self.link_count[l as usize] += 1;
+                self.link_wire[l as usize] += f.wire;
+            }
+            packets += f.npkts;
+            packet_hops += f.npkts * f.len as u64;
+            tail_max = tail_max.max(tail);
+        }
+        let mut lim = std::mem::take(&mut self.groups[g as usize].lim);
+        lim.clear();
+        for &l in &links {
+            lim.push(self.cap[l as usize] / self.link_count[l as usize] as f64);
+            mult.push(self.link_count[l as usize]);
+            wire_on.push(self.link_wire[l as usize]);
+            self.link_count[l as usize] = 0;
+            self.link_wire[l as usize] = 0;
+        }
+        if !ok {
+            links.clear();
+            mult.clear();
+            wire_on.clear();
+            lim.clear();
+        }
+        let grp = &mut self.groups[g as usize];
+        grp.slot.clear();
+        grp.slot.resize(links.len(), NONE);
+        grp.members = members;
+        grp.links = links;
+        grp.mult = mult;
+        grp.lim_min = lim.iter().copied().fold(f64::INFINITY, f64::min);
+        grp.lim = lim;
+        grp.wire_on = wire_on;
+        grp.packets = packets;
+        grp.packet_hops = packet_hops;
+        grp.tail = tail_max;
+        grp.epoch = self.route_epoch;
+        grp.routed = ok;
+        ok
     }
 
     /// Queues a wake-up of the workload (see `Net::wake_at`).
@@ -473,6 +759,12 @@ impl<'m> FlowSim<'m> {
     /// Traces flow `fi`'s path now; false if none stands.
     fn trace(&mut self, fi: u32) -> bool {
         let f = self.flows[fi as usize];
+        let key = (f.src_nic, f.dst, f.hash);
+        if let Some(&(path, len)) = self.paths.get(&key) {
+            let f = &mut self.flows[fi as usize];
+            (f.path, f.len) = (path, len);
+            return true;
+        }
         let mut buf = std::mem::take(&mut self.path_buf);
         let ok = self.router.trace_path(f.src_nic, f.dst, f.hash, MAX_HOPS, &mut buf);
         let f = &mut self.flows[fi as usize];
@@ -480,13 +772,20 @@ impl<'m> FlowSim<'m> {
         f.path = [NONE; MAX_HOPS];
         if ok {
             f.path[..buf.len()].copy_from_slice(&buf);
+            let (path, len) = (f.path, f.len);
+            if self.paths.len() >= MAX_CACHED_PATHS {
+                self.paths.clear();
+            }
+            self.paths.insert(key, (path, len));
         }
         self.path_buf = buf;
         ok
     }
 
     fn start_flow(&mut self, fi: u32) {
-        if self.trace(fi) {
+        let g = self.flows[fi as usize].group;
+        let ok = if g == NONE { self.trace(fi) } else { self.route_group(g) };
+        if ok {
             self.attach(fi);
         } else {
             self.flows[fi as usize].state = State::Stalled;
@@ -499,13 +798,46 @@ impl<'m> FlowSim<'m> {
         let f = &mut self.flows[fi as usize];
         f.state = State::Active;
         f.t_upd = self.now;
-        for h in 0..f.len as usize {
-            let l = f.path[h] as usize;
-            f.slot[h] = self.link_flows[l].len() as u32;
-            self.link_flows[l].push(fi);
-            if self.link_mark[l] != u32::MAX {
-                self.link_mark[l] = u32::MAX;
-                self.dirty.push(l as u32);
+        if f.group == NONE {
+            let (path, len) = (f.path, f.len as usize);
+            for (h, &l) in path[..len].iter().enumerate() {
+                let l = l as usize;
+                self.flows[fi as usize].slot[h] = self.link_flows[l].len() as u32;
+                self.link_flows[l].push(fi);
+                self.link_n[l] += 1;
+                if self.link_n[l] == 2 {
+                    let other = self.flows[self.link_flows[l][0] as usize].group;
+                    if other != NONE {
+                        self.groups[other as usize].shared += 1;
+                    }
+                }
+                // The first link finds the flow, a shared one the others; a link of its own
+                // beyond the first would find nothing more (same component, same order).
+                if (h == 0 || self.link_n[l] > 1) && self.link_mark[l] != u32::MAX {
+                    self.link_mark[l] = u32::MAX;
+                    self.dirty.push(l as u32);
+                }
+            }
+        } else {
+            let g = f.group as usize;
+            for h in 0..self.groups[g].links.len() {
+                let l = self.groups[g].links[h] as usize;
+                self.groups[g].slot[h] = self.link_flows[l].len() as u32;
+                self.link_flows[l].push(fi);
+                self.link_n[l] += 1;
+                if self.link_n[l] > 1 {
+                    self.groups[g].shared += 1;
+                    if self.link_n[l] == 2 {
+                        let other = self.flows[self.link_flows[l][0] as usize].group;
+                        if other != NONE {
+                            self.groups[other as usize].shared += 1;
+                        }
+                    }
+                }
+                if (h == 0 || self.link_n[l] > 1) && self.link_mark[l] != u32::MAX {
+                    self.link_mark[l] = u32::MAX;
+                    self.dirty.push(l as u32);
+                }
             }
         }
         self.active += 1;
@@ -516,25 +848,60 @@ impl<'m> FlowSim<'m> {
     fn detach(&mut self, fi: u32) {
         self.settle(fi);
         let f = self.flows[fi as usize];
-        for h in 0..f.len as usize {
-            let l = f.path[h] as usize;
-            let s = f.slot[h] as usize;
-            let lf = &mut self.link_flows[l];
-            lf.swap_remove(s);
-            if let Some(&moved) = lf.get(s) {
-                let g = &mut self.flows[moved as usize];
-                let k = g.path[..g.len as usize].iter().position(|&x| x as usize == l).expect("on the link");
-                g.slot[k] = s as u32;
+        if f.group == NONE {
+            for h in 0..f.len as usize {
+                self.unlink(f.path[h] as usize, f.slot[h] as usize);
             }
-            if self.link_mark[l] != u32::MAX {
-                self.link_mark[l] = u32::MAX;
-                self.dirty.push(l as u32);
+        } else {
+            let grp = &mut self.groups[f.group as usize];
+            let (links, slot) = (std::mem::take(&mut grp.links), std::mem::take(&mut grp.slot));
+            for (&l, &s) in links.iter().zip(&slot) {
+                self.unlink(l as usize, s as usize);
             }
+            let grp = &mut self.groups[f.group as usize];
+            (grp.links, grp.slot) = (links, slot);
         }
         let f = &mut self.flows[fi as usize];
         f.rate = 0.0;
         f.gen = f.gen.wrapping_add(1);
         self.active -= 1;
+    }
+
+    /// Removes the flow at index `s` of link `l`'s list; the flow moved into its place learns
+    /// its new index.
+    fn unlink(&mut self, l: usize, s: usize) {
+        let lf = &mut self.link_flows[l];
+        let gone = self.flows[lf[s] as usize].group;
+        lf.swap_remove(s);
+        self.link_n[l] -= 1;
+        // Sharing the link ends for the one that leaves, and for the one left alone.
+        if self.link_n[l] >= 1 && gone != NONE {
+            self.groups[gone as usize].shared -= 1;
+        }
+        if self.link_n[l] == 1 {
+            let left = self.flows[self.link_flows[l][0] as usize].group;
+            if left != NONE {
+                self.groups[left as usize].shared -= 1;
+            }
+        }
+        let lf = &mut self.link_flows[l];
+        if let Some(&moved) = lf.get(s) {
+            let g = &mut self.flows[moved as usize];
+            if g.group == NONE {
+                let k = g.path[..g.len as usize].iter().position(|&x| x as usize == l).expect("on the link");
+                g.slot[k] = s as u32;
+            } else {
+                // Another group's head (a group is on each of its links once).
+                let grp = &mut self.groups[g.group as usize];
+                let k = grp.links.iter().position(|&x| x as usize == l).expect("on the link");
+                grp.slot[k] = s as u32;
+            }
+        }
+        // A link left empty has no flow to refill.
+        if self.link_n[l] > 0 && self.link_mark[l] != u32::MAX {
+            self.link_mark[l] = u32::MAX;
+            self.dirty.push(l as u32);
+        }
     }
 
     /// Counts flow `fi`'s bytes sent since `t_upd` at its rate.
@@ -553,16 +920,29 @@ impl<'m> FlowSim<'m> {
         let f = self.flows[fi as usize];
         let m = self.m;
         let mut tail = SimTime::ZERO;
-        for (h, &l) in f.path[..f.len as usize].iter().enumerate() {
-            let p = m.port(PortId(l));
-            tail += p.delay;
-            if h > 0 {
-                tail += p.speed.serialize(f.last_pkt_wire as u64);
+        if f.group == NONE {
+            for (h, &l) in f.path[..f.len as usize].iter().enumerate() {
+                let p = m.port(PortId(l));
+                tail += p.delay;
+                if h > 0 {
+                    tail += p.speed.serialize(f.last_pkt_wire as u64);
+                }
+                self.tx_bytes[l as usize] += f.wire;
             }
-            self.tx_bytes[l as usize] += f.wire;
+            self.packets += f.npkts;
+            self.packet_hops += f.npkts * f.len as u64;
+        } else {
+            // Each member's own bytes and packets (summed per link when traced); the round
+            // arrives with its last member.
+            let grp = &mut self.groups[f.group as usize];
+            grp.head = NONE;
+            tail = grp.tail;
+            for (&l, &w) in grp.links.iter().zip(&grp.wire_on) {
+                self.tx_bytes[l as usize] += w;
+            }
+            self.packets += grp.packets;
+            self.packet_hops += grp.packet_hops;
         }
-        self.packets += f.npkts;
-        self.packet_hops += f.npkts * f.len as u64;
         self.flows[fi as usize].state = State::Free;
         self.free_flows.push(fi);
         self.push(self.now + tail, Ev::Arrive { msg: f.msg });
@@ -579,14 +959,36 @@ impl<'m> FlowSim<'m> {
         }
         self.router.now = self.now;
         self.router.apply_routing_fault(action);
+        // Groups are traced again when next used (or below, if a round runs), flows anew.
+        self.route_epoch += 1;
+        self.paths.clear();
+        if matches!(action, FaultAction::HashFields { .. }) {
+            for f in self.flows.iter_mut() {
+                if f.state != State::Free && f.group == NONE {
+                    f.hash = self.router.flow_hash(f.src, f.dst, f.sport as u32);
+                }
+            }
+        }
         let mut old = [NONE; MAX_HOPS];
         for fi in 0..self.flows.len() as u32 {
             let f = self.flows[fi as usize];
-            if matches!(action, FaultAction::HashFields { .. }) && f.state != State::Free {
-                let h = self.router.flow_hash(f.src, f.dst, f.sport as u32);
-                self.flows[fi as usize].hash = h;
-            }
             match f.state {
+                State::Active if f.group != NONE => {
+                    // Off its links and onto the new ones (often the same: its rate is then
+                    // given back by the recomputation).
+                    self.detach(fi);
+                    if self.route_group(f.group) {
+                        self.attach(fi);
+                    } else {
+                        self.flows[fi as usize].state = State::Stalled;
+                    }
+                }
+                State::Stalled if f.group != NONE => {
+                    if self.route_group(f.group) {
+                        self.settle(fi);
+                        self.attach(fi);
+                    }
+                }
                 State::Active => {
                     old.copy_from_slice(&f.path);
                     let len = f.len;
@@ -613,7 +1015,7 @@ impl<'m> FlowSim<'m> {
                         self.attach(fi);
                     }
                 }
-                State::Pending | State::Free => {}
+                State::Pending | State::Free | State::Member => {}
             }
         }
     }
@@ -648,8 +1050,15 @@ impl<'m> FlowSim<'m> {
                 self.flow_mark[fi as usize] = mark;
                 self.comp_flows.push(fi);
                 let f = &self.flows[fi as usize];
-                for &l2 in &f.path[..f.len as usize] {
-                    if self.link_mark[l2 as usize] != mark {
+                let links = match f.group {
+                    NONE => &f.path[..f.len as usize],
+                    g if self.groups[g as usize].shared == 0 => &[][..],
+                    g => &self.groups[g as usize].links[..],
+                };
+                for &l2 in links {
+                    // A link only this flow crosses leads nowhere else (and enters the fill as
+                    // a cap): not visited. Most of a lockstep round's links are such.
+                    if self.link_n[l2 as usize] > 1 && self.link_mark[l2 as usize] != mark {
                         self.link_mark[l2 as usize] = mark;
                         self.comp_links.push(l2);
                     }
@@ -664,9 +1073,42 @@ impl<'m> FlowSim<'m> {
         self.off.push(0);
         for &fi in &self.comp_flows {
             let f = &self.flows[fi as usize];
-            self.links.extend_from_slice(&f.path[..f.len as usize]);
+            if f.group == NONE {
+                // A link no other flow crosses bounds the flow as a cap does (its whole
+                // capacity): the fill then sees only shared links, a smaller heap.
+                let mut cap = f.cap;
+                for &l in &f.path[..f.len as usize] {
+                    if self.link_n[l as usize] == 1 {
+                        cap = cap.min(self.cap[l as usize]);
+                    } else {
+                        self.links.push(l);
+                    }
+                }
+                self.off.push(self.links.len() as u32);
+                self.fcap.push(cap);
+                continue;
+            }
+            // A group's round crosses a link once per member on it. A link no other flow
+            // crosses only bounds the round's rate (capacity / members): a cap, so the fill
+            // sees only the links it shares (most of a ring's are its own).
+            let grp = &self.groups[f.group as usize];
+            if grp.shared == 0 {
+                self.off.push(self.links.len() as u32);
+                self.fcap.push(f.cap.min(grp.lim_min));
+                continue;
+            }
+            let mut cap = f.cap;
+            for ((&l, &m), &lim) in grp.links.iter().zip(&grp.mult).zip(&grp.lim) {
+                if self.link_n[l as usize] == 1 {
+                    cap = cap.min(lim);
+                } else {
+                    for _ in 0..m {
+                        self.links.push(l);
+                    }
+                }
+            }
             self.off.push(self.links.len() as u32);
-            self.fcap.push(f.cap);
+            self.fcap.push(cap);
         }
         self.fill.fill(&self.cap, &self.off, &self.links, &self.fcap, &mut self.rates);
         for k in 0..self.comp_flows.len() {
@@ -801,6 +1243,151 @@ link = [ {} ]
         // plus 2 × 10 ns of cable.
         let t = finishes(&m, vec![spec(&m, "h0", "h1", 1000, 0)]);
         assert_eq!(t, vec![SimTime(2 * 86_560 + 2 * 10_000)]);
+    }
+
+    use crate::workload::{Delivered, GroupId, Message};
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    /// Posts `rounds` rounds of one lockstep group of `group` (pairs of host names, `size` B
+    /// each) and the plain messages `plain` at time 0; logs (tag, delivery time) of each.
+    struct Rounds {
+        group: Vec<(NodeId, NodeId)>,
+        plain: Vec<(NodeId, NodeId, u64)>,
+        plain_at: SimTime,
+        size: u64,
+        rounds: u64,
+        g: Option<GroupId>,
+        log: Rc<RefCell<Vec<(u64, SimTime)>>>,
+        refusals: Rc<RefCell<Vec<String>>>,
+    }
+
+    impl Workload for Rounds {
+        fn start(&mut self, net: &mut Net<'_, '_>) {
+            let msgs: Vec<Message> = self.group.iter().map(|&(a, b)| Message::new(a, b, self.size)).collect();
+            let g = net.lockstep_group(&msgs).unwrap();
+            net.post_round(g, 0).unwrap();
+            // One round at a time, and a running group cannot end.
+            let mut r = self.refusals.borrow_mut();
+            r.extend(net.post_round(g, 9).err().map(|e| e.0));
+            r.extend(net.end_group(g).err().map(|e| e.0));
+            r.extend(net.post_round(g + 1, 9).err().map(|e| e.0));
+            self.g = Some(g);
+            for (i, &(a, b, size)) in self.plain.iter().enumerate() {
+                let msg = Message { start: Some(self.plain_at), ..Message::new(a, b, size).tag(100 + i as u64) };
+                net.post(msg).unwrap();
+            }
+        }
+
+        fn on_delivered(&mut self, done: Delivered, net: &mut Net<'_, '_>) {
+            self.log.borrow_mut().push((done.tag, done.at));
+            if done.tag < 100 {
+                let g = self.g.unwrap();
+                if done.tag + 1 < self.rounds {
+                    net.post_round(g, done.tag + 1).unwrap();
+                } else {
+                    net.end_group(g).unwrap();
+                    self.refusals.borrow_mut().extend(net.post_round(g, 9).err().map(|e| e.0));
+                }
+            }
+        }
+    }
+
+    fn rounds(
+        m: &Model,
+        group: &[(&str, &str)],
+        plain: &[(&str, &str, u64)],
+        size: u64,
+        n: u64,
+        plain_at: SimTime,
+    ) -> (Vec<(u64, SimTime)>, Vec<String>, Snapshot, u64) {
+        let id = |h: &str| m.node_by_name(h).unwrap();
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let refusals = Rc::new(RefCell::new(Vec::new()));
+        let w = Rounds {
+            group: group.iter().map(|&(a, b)| (id(a), id(b))).collect(),
+            plain: plain.iter().map(|&(a, b, s)| (id(a), id(b), s)).collect(),
+            plain_at,
+            size,
+            rounds: n,
+            g: None,
+            log: log.clone(),
+            refusals: refusals.clone(),
+        };
+        let mut sim = FlowSim::with_workload(m, Box::new(w), Vec::new(), SimOptions::default()).unwrap();
+        sim.run(&mut |_| {});
+        let l = log.borrow().clone();
+        let r = refusals.borrow().clone();
+        (l, r, sim.snapshot(), sim.packets)
+    }
+
+    const PKT: f64 = 4096.0 + 82.0;
+
+    /// Picoseconds `pkts` full packets take at `gbps`.
+    fn wire_ps(pkts: f64, gbps: f64) -> f64 {
+        pkts * PKT * 8.0 / (gbps * 1e9) * 1e12
+    }
+
+    /// Cable and last-packet store-and-forward on a star's two-link path.
+    fn tail_ps() -> f64 {
+        20_000.0 + PKT * 8.0 / 100e9 * 1e12
+    }
+
+    #[test]
+    fn a_lockstep_round_runs_every_member_at_the_slowest_members_share() {
+        let m = star(6);
+        // Member h0 → h1 shares h1's link with the plain flow h4 → h1: both get 50 Gb/s, and
+        // so does the other member, h2 → h3, alone on its links (lockstep). Once the round is
+        // in, the plain flow has h1 to itself.
+        let size = 20 * 4096;
+        let (log, refusals, s, _) =
+            rounds(&m, &[("h0", "h1"), ("h2", "h3")], &[("h4", "h1", 40 * 4096)], size, 1, SimTime::ZERO);
+        assert_eq!(refusals.len(), 4, "{refusals:?}");
+        let round = log.iter().find(|e| e.0 == 0).unwrap().1;
+        let plain = log.iter().find(|e| e.0 == 100).unwrap().1;
+        let want_round = wire_ps(20.0, 50.0) + tail_ps();
+        let want_plain = wire_ps(20.0, 50.0) + wire_ps(20.0, 100.0) + tail_ps();
+        assert!((round.0 as f64 - want_round).abs() < 2.0, "{round:?} vs {want_round}");
+        assert!((plain.0 as f64 - want_plain).abs() < 2.0, "{plain:?} vs {want_plain}");
+        // Each member's bytes on each of its links, once.
+        let link = |a: &str| m.node(m.node_by_name(a).unwrap()).first_port as usize;
+        assert_eq!(s.ports[link("h2")].tx_bytes, 20 * PKT as u64);
+        assert_eq!(s.ports[link("h0")].tx_bytes, 20 * PKT as u64);
+        assert_eq!(s.ports[link("h4")].tx_bytes, 40 * PKT as u64);
+    }
+
+    #[test]
+    fn members_sharing_a_link_count_on_it_once_each_and_rounds_follow_one_another() {
+        let m = star(4);
+        // h0 → h1 and h0 → h2 both leave on h0's link, which no other flow crosses: 50 Gb/s
+        // each. Three rounds, each posted on the last one's delivery.
+        let (log, _, s, packets) = rounds(&m, &[("h0", "h1"), ("h0", "h2")], &[], 10 * 4096, 3, SimTime::ZERO);
+        let per = wire_ps(10.0, 50.0) + tail_ps();
+        let times: Vec<f64> = log.iter().map(|e| e.1 .0 as f64).collect();
+        assert_eq!(log.iter().map(|e| e.0).collect::<Vec<_>>(), vec![0, 1, 2]);
+        for (k, t) in times.iter().enumerate() {
+            assert!((t - per * (k + 1) as f64).abs() < 4.0, "round {k}: {t} vs {}", per * (k + 1) as f64);
+        }
+        // Three rounds of two 10-packet members: 60 packets, 3 messages.
+        assert_eq!(packets, 60);
+        assert_eq!(s.flows.len(), 3);
+    }
+
+    #[test]
+    fn a_flow_joining_a_rounds_link_slows_the_round_until_it_leaves() {
+        let m = star(6);
+        // The round (40 packets per member) runs alone at 100 Gb/s; after 10 packets, a
+        // 10-packet flow joins h1's link: both at 50 Gb/s until it is done (10 more packets
+        // of the round), then the round is alone again for its last 20.
+        let ten = wire_ps(10.0, 100.0);
+        let t1 = SimTime(ten.round() as u64);
+        let (log, _, _, _) = rounds(&m, &[("h0", "h1"), ("h2", "h3")], &[("h4", "h1", 10 * 4096)], 40 * 4096, 1, t1);
+        let round = log.iter().find(|e| e.0 == 0).unwrap().1 .0 as f64;
+        let plain = log.iter().find(|e| e.0 == 100).unwrap().1 .0 as f64;
+        let want_plain = t1.0 as f64 + wire_ps(10.0, 50.0) + tail_ps();
+        let want_round = t1.0 as f64 + wire_ps(10.0, 50.0) + wire_ps(20.0, 100.0) + tail_ps();
+        assert!((plain - want_plain).abs() < 3.0, "{plain} vs {want_plain}");
+        assert!((round - want_round).abs() < 3.0, "{round} vs {want_round}");
     }
 
     #[test]
