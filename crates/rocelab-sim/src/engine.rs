@@ -33,6 +33,7 @@ use std::collections::VecDeque;
 
 mod ecmp;
 mod faults;
+mod ib;
 mod invariants;
 mod mmu;
 mod nic;
@@ -200,6 +201,13 @@ pub(crate) struct Port {
     ecn: [Option<Ecn>; 8],
     pub paused_since: [SimTime; 8],
     xoff_sent_at: [SimTime; 8],
+    /// InfiniBand: bytes of receive buffer per VL the peer has advertised and this port has
+    /// not yet used (credit-based link-level flow control; unused on RoCE fabrics).
+    pub(crate) credits: [u32; 8],
+    /// InfiniBand: credits the peer has freed that are still on their way back, per VL.
+    pub(crate) credit_in_flight: [u32; 8],
+    /// InfiniBand: the VL arbiter's position in its tables.
+    arb: ib::ArbState,
     /// Cold counters live behind a pointer so the hot fields stay in few cache lines.
     pub st: Box<PortStats>,
 }
@@ -273,6 +281,9 @@ pub(crate) struct Qp {
     pub sender_done: Option<SimTime>,
     // receiver
     rcv_nxt: u32,
+    /// InfiniBand with adaptive routing: a bitmap by PSN of packets received ahead of
+    /// `rcv_nxt` (allocated at the first reordered packet; empty otherwise).
+    ooo: Vec<u64>,
     nak_for: u32,
     last_cnp: Option<SimTime>,
     since_ack: u32,
@@ -302,6 +313,42 @@ pub(crate) struct RetiredQps {
 }
 
 impl Qp {
+    /// Payload bytes of packet `psn` (the last one carries the remainder).
+    #[inline]
+    fn payload_of(&self, psn: u32) -> u32 {
+        if psn + 1 >= self.npkts {
+            self.size.saturating_sub(psn as u64 * self.mtu as u64).min(self.mtu as u64) as u32
+        } else {
+            self.mtu
+        }
+    }
+
+    /// A packet `psn` ahead of `rcv_nxt` is held (InfiniBand, out of order).
+    #[inline]
+    fn ooo_has(&self, psn: u32) -> bool {
+        self.ooo.get(psn as usize / 64).is_some_and(|w| w & (1 << (psn % 64)) != 0)
+    }
+
+    #[cold]
+    fn ooo_set(&mut self, psn: u32) {
+        if self.ooo.is_empty() {
+            self.ooo = vec![0; (self.npkts as usize).div_ceil(64)];
+        }
+        self.ooo[psn as usize / 64] |= 1 << (psn % 64);
+    }
+
+    /// Clears and returns whether packet `psn` was held.
+    #[inline]
+    fn ooo_take(&mut self, psn: u32) -> bool {
+        match self.ooo.get_mut(psn as usize / 64) {
+            Some(w) if *w & (1 << (psn % 64)) != 0 => {
+                *w &= !(1 << (psn % 64));
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// False while the bytes sent and not yet acknowledged fill the window (HPCC's
     /// `IsWinBound`); an ACK reopens it and kicks the NIC.
     #[inline]
@@ -437,6 +484,10 @@ pub struct Sim<'m> {
     wakes: WakeSlots,
     /// The stream of UDP source ports, one per QP in posting order.
     sport_rng: Rng,
+    /// The link layer's per-packet overheads (RoCEv2 or InfiniBand).
+    pub(crate) hdr: ib::Overheads,
+    /// InfiniBand: VL arbitration, routing mode and destination LIDs (`None` on RoCE).
+    pub(crate) ib: Option<Box<ib::IbState>>,
     /// QPs created so far per host (a multi-port host takes its ports round-robin).
     qps_at: Vec<u32>,
 }
@@ -505,8 +556,21 @@ impl<'m> Sim<'m> {
         let classes: Vec<ClassProps> = qos
             .classes
             .iter()
-            .map(|c| ClassProps { prio: c.priority, queue: c.queue, lossless: qos.pfc_enabled(c.priority) })
+            .map(|c| match &m.ib {
+                // InfiniBand: a class's priority is its service level; its packets go on the
+                // VL the SL maps to, in that VL's queue, with no pause (credits instead).
+                Some(ib) => {
+                    let vl = ib.vl_of_sl(c.priority);
+                    ClassProps { prio: vl, queue: vl, lossless: false }
+                }
+                None => ClassProps { prio: c.priority, queue: c.queue, lossless: qos.pfc_enabled(c.priority) },
+            })
             .collect();
+        let ib_state = match &m.ib {
+            Some(ib) => Some(Box::new(ib::IbState::new(m, ib)?)),
+            None => None,
+        };
+        let is_ib = ib_state.is_some();
         // Queue properties: the first class mapped to a queue decides strict/weight; a queue is
         // paused when any priority mapped to it is paused.
         let mut strict = [None::<(bool, u32, u8)>; 8];
@@ -559,8 +623,8 @@ impl<'m> Sim<'m> {
                         buffer: sp.buffer_bytes,
                         shared_used: 0,
                         total_hdrm: 0,
-                        total_rsrv: sp.reserve_bytes * n.num_ports as u64 * used_prios,
-                        reserve: sp.reserve_bytes,
+                        total_rsrv: if is_ib { 0 } else { sp.reserve_bytes * n.num_ports as u64 * used_prios },
+                        reserve: if is_ib { 0 } else { sp.reserve_bytes },
                         resume_offset: sp.resume_offset_bytes,
                         alpha_lossless: sp.ingress_lossless_alpha,
                         alpha_lossy: sp.ingress_lossy_alpha,
@@ -603,14 +667,15 @@ impl<'m> Sim<'m> {
             let ps_per_byte =
                 if 8_000_000_000_000u64.is_multiple_of(p.speed.0) { 8_000_000_000_000u64 / p.speed.0 } else { 0 };
             let mut ecn = [None; 8];
-            for c in &qos.classes {
+            for c in qos.classes.iter().filter(|_| !is_ib) {
                 if ecn[c.queue as usize].is_none() {
                     if let Some(e) = c.ecn_for_speed(p.speed.gbps()) {
                         ecn[c.queue as usize] = Some(Ecn { kmin: e.kmin_bytes, kmax: e.kmax_bytes, pmax: e.pmax });
                     }
                 }
             }
-            let headroom = m.headroom_in_force(PortId(pi as u32));
+            let headroom = if is_ib { 0 } else { m.headroom_in_force(PortId(pi as u32)) };
+            let credits = ib_state.as_ref().map_or([0; 8], |s| s.initial_credits);
             if node_sw[node] != NONE {
                 switches[node_sw[node] as usize].total_hdrm += headroom * lossless_prios;
             }
@@ -645,6 +710,9 @@ impl<'m> Sim<'m> {
                 xoff_sent_at: [SimTime::ZERO; 8],
                 headroom,
                 ecn,
+                credits,
+                credit_in_flight: [0; 8],
+                arb: ib::ArbState::default(),
                 st: Box::default(),
             });
         }
@@ -707,6 +775,8 @@ impl<'m> Sim<'m> {
             deliveries_due: 0,
             wakes: WakeSlots::default(),
             sport_rng: Rng::new(opts.seed, 0x5150_0000),
+            hdr: if is_ib { ib::Overheads::INFINIBAND } else { ib::Overheads::ROCE },
+            ib: ib_state,
             qps_at: vec![0; m.nodes.len()],
             opts,
         };
@@ -726,7 +796,7 @@ impl<'m> Sim<'m> {
             sim.q.push(iv, Ev::Sample);
         }
         let wd = &m.qos.watchdog;
-        if wd.enabled && m.qos.pfc_mask != 0 {
+        if wd.enabled && m.qos.pfc_mask != 0 && !m.is_ib() {
             sim.q.push(wd.poll, Ev::WatchdogPoll);
         }
         Ok(sim)
@@ -743,13 +813,21 @@ impl<'m> Sim<'m> {
         } else {
             class.dscp.first().copied().unwrap_or(0)
         };
-        let pcp = prof.qos.dscp_to_priority[dscp as usize];
-        let switch_class = match self.m.qos.trust {
-            rocelab_model::config::Trust::Dscp => self.m.qos.dscp_to_class[dscp as usize],
-            rocelab_model::config::Trust::Pcp => self.m.qos.priority_to_class[pcp as usize],
+        let (pcp, switch_class) = if self.ib.is_some() {
+            // InfiniBand: the class's SL (its `priority`) picks the VL; no DSCP, no PCP.
+            (self.classes[f.class].queue, f.class as u8)
+        } else {
+            let pcp = prof.qos.dscp_to_priority[dscp as usize];
+            let switch_class = match self.m.qos.trust {
+                rocelab_model::config::Trust::Dscp => self.m.qos.dscp_to_class[dscp as usize],
+                rocelab_model::config::Trust::Pcp => self.m.qos.priority_to_class[pcp as usize],
+            };
+            (pcp, switch_class)
         };
-        let cc_on =
-            !f.tcp && prof.congestion_control == CongestionControl::Dcqcn && prof.qos.ecn_rp_mask & (1 << pcp) != 0;
+        let cc_on = !f.tcp
+            && self.ib.is_none()
+            && prof.congestion_control == CongestionControl::Dcqcn
+            && prof.qos.ecn_rp_mask & (1 << pcp) != 0;
         let per = f.size_bytes / f.qps as u64;
         let mut qps = 0;
         for k in 0..f.qps {
@@ -774,7 +852,7 @@ impl<'m> Sim<'m> {
                 pcp,
                 hash,
                 sport,
-                ect: f.tcp || cc_on || prof.qos.ecn_np_mask & (1 << pcp) != 0,
+                ect: self.ib.is_none() && (f.tcp || cc_on || prof.qos.ecn_np_mask & (1 << pcp) != 0),
                 window: prof.window_bytes,
                 window_var: prof.window_scales_with_rate,
                 snd_nxt: 0,
@@ -789,6 +867,7 @@ impl<'m> Sim<'m> {
                 ce_unechoed: 0,
                 sender_done: None,
                 rcv_nxt: 0,
+                ooo: Vec::new(),
                 nak_for: NONE,
                 last_cnp: None,
                 since_ack: 0,
@@ -1103,6 +1182,7 @@ impl<'m> Sim<'m> {
             Ev::PfcArrive { from, prio, quanta } => self.on_pfc(from, prio, quanta),
             Ev::PauseExpire { port, prio } => self.on_pause_expire(port, prio),
             Ev::PauseRefresh { port, prio } => self.on_pause_refresh(port, prio),
+            Ev::CreditArrive { port, vl, bytes } => self.on_credit_arrive(port, vl, bytes),
             Ev::NicWake { host, gen } => {
                 let n = &mut self.nics[host as usize];
                 if n.wake_gen == gen {
@@ -1283,6 +1363,17 @@ fn resolve_fault(m: &Model, p: &str, f: &FaultConfig, out: &mut Vec<Fault>) -> R
         Ok((pa.0, m.port(pa).peer.0))
     };
     let node = || fault_node(m, format!("{p}.a"), &f.a);
+    if m.is_ib()
+        && matches!(f.kind, FaultKind::LinkDown | FaultKind::LinkUp | FaultKind::LinkFlap | FaultKind::SwitchReboot)
+    {
+        // A link going down loses the packets on it and the credits they carry; the link
+        // re-initialization that restores credits (IBTA Vol. 1 §7.9.4) is not modelled.
+        return Err(Diagnostic::new(
+            format!("{p}.kind"),
+            "link faults are not modelled on InfiniBand fabrics (credit re-initialization is not)",
+            "use host-stall/host-resume or route-withdraw, or a RoCE fabric",
+        ));
+    }
     match f.kind {
         FaultKind::EcmpReseed => {
             let seed = f

@@ -67,6 +67,10 @@ impl Sim<'_> {
             FaultAction::Host { host, stall: false } => {
                 for n in self.nics_of(host) {
                     self.nics[n as usize].stalled = false;
+                    if self.ib.is_some() {
+                        self.host_resume_ib(n);
+                        continue;
+                    }
                     while let Some(pkt) = self.nics[n as usize].rx_q.pop_front() {
                         self.host_receive(n, pkt);
                     }
