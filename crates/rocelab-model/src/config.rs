@@ -122,6 +122,33 @@ pub struct InfinibandConfig {
     /// least-loaded minimal next hop).
     #[serde(default)]
     pub routing: Option<IbRoutingKind>,
+    /// IB congestion control (`[infiniband.cc]`): FECN marking, BECN, the CCT.
+    #[serde(default)]
+    pub cc: Option<IbCcConfig>,
+}
+
+/// `[infiniband.cc]`: IB congestion control (IBTA Vol. 1 Annex A10), as rocelab models it.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct IbCcConfig {
+    /// Default true once the table is written.
+    #[serde(default)]
+    pub enabled: Option<bool>,
+    /// A switch sets FECN on data packets leaving a VL queue that holds more than this.
+    #[serde(default)]
+    pub marking_threshold_bytes: Option<u64>,
+    /// CCT index added per BECN.
+    #[serde(default)]
+    pub ccti_increase: Option<u16>,
+    /// Largest CCT index (the table's last entry).
+    #[serde(default)]
+    pub ccti_limit: Option<u16>,
+    /// The index falls by one each time this timer expires (µs).
+    #[serde(default)]
+    pub ccti_timer_us: Option<f64>,
+    /// Inter-packet delay per CCT index step (ns): entry i of the table delays i × this.
+    #[serde(default)]
+    pub cct_step_ns: Option<f64>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]

@@ -3,8 +3,9 @@
 //! SL → VL table, VL arbitration and the routing mode. `docs/infiniband.md` explains what the
 //! engine does with each; `docs/fabric-file.md` lists the keys and the sources of the defaults.
 
-use crate::config::{Config, IbRoutingKind, InfinibandConfig, LinkLayer, VlArbEntry};
+use crate::config::{Config, IbCcConfig, IbRoutingKind, InfinibandConfig, LinkLayer, VlArbEntry};
 use crate::Diagnostic;
+use crate::SimTime;
 
 /// IB data packet overhead, the headers every packet carries besides its payload (IBTA Vol. 1
 /// ch. 7 and 9): Local Route Header 8, Base Transport Header 12, Invariant CRC 4, Variant CRC 2.
@@ -47,6 +48,84 @@ pub struct Ib {
     /// Limit of high priority in 4096-byte units; 255: unlimited.
     pub limit_of_high_priority: u16,
     pub routing: IbRouting,
+    /// Congestion control; `None`: off.
+    pub cc: Option<IbCc>,
+}
+
+/// IB congestion control as the engine runs it (`docs/infiniband.md`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct IbCc {
+    pub marking_threshold_bytes: u64,
+    pub ccti_increase: u16,
+    pub ccti_limit: u16,
+    pub ccti_timer: SimTime,
+    /// The inter-packet delay of CCT entry i is i × this.
+    pub cct_step: SimTime,
+}
+
+/// Defaults of `[infiniband.cc]`.
+pub const DEFAULT_CC: IbCcDefaults = IbCcDefaults {
+    marking_threshold_bytes: 32_768,
+    ccti_increase: 1,
+    ccti_limit: 127,
+    ccti_timer_us: 10.0,
+    cct_step_ns: 10.0,
+};
+
+pub struct IbCcDefaults {
+    pub marking_threshold_bytes: u64,
+    pub ccti_increase: u16,
+    pub ccti_limit: u16,
+    pub ccti_timer_us: f64,
+    pub cct_step_ns: f64,
+}
+
+fn resolve_cc(c: &IbCcConfig, errs: &mut Vec<Diagnostic>) -> Option<IbCc> {
+    if c.enabled == Some(false) {
+        return None;
+    }
+    let d = &DEFAULT_CC;
+    let n = errs.len();
+    let thr = c.marking_threshold_bytes.unwrap_or(d.marking_threshold_bytes);
+    if thr == 0 || thr > 1 << 30 {
+        errs.push(Diagnostic::new(
+            "infiniband.cc.marking_threshold_bytes",
+            format!("marking_threshold_bytes = {thr} must be between 1 and 2³⁰"),
+            "e.g. 32768 (half of a 64 KiB VL buffer)",
+        ));
+    }
+    let increase = c.ccti_increase.unwrap_or(d.ccti_increase);
+    let limit = c.ccti_limit.unwrap_or(d.ccti_limit);
+    if increase == 0 || limit == 0 || limit > 16_383 {
+        errs.push(Diagnostic::new(
+            if increase == 0 { "infiniband.cc.ccti_increase" } else { "infiniband.cc.ccti_limit" },
+            format!(
+                "ccti_increase = {increase} and ccti_limit = {limit}: both must be at least 1, the limit at most 16383"
+            ),
+            "e.g. ccti_increase = 1, ccti_limit = 127",
+        ));
+    }
+    let time = |key: &str, v: f64, scale: f64, errs: &mut Vec<Diagnostic>| {
+        if v.is_finite() && v > 0.0 && v <= 1e9 {
+            SimTime::from_secs_f64(v * scale)
+        } else {
+            errs.push(Diagnostic::new(
+                format!("infiniband.cc.{key}"),
+                format!("{key} = {v} must be a positive time"),
+                "e.g. ccti_timer_us = 10, cct_step_ns = 10",
+            ));
+            SimTime::ZERO
+        }
+    };
+    let ccti_timer = time("ccti_timer_us", c.ccti_timer_us.unwrap_or(d.ccti_timer_us), 1e-6, errs);
+    let cct_step = time("cct_step_ns", c.cct_step_ns.unwrap_or(d.cct_step_ns), 1e-9, errs);
+    (errs.len() == n).then_some(IbCc {
+        marking_threshold_bytes: thr,
+        ccti_increase: increase,
+        ccti_limit: limit,
+        ccti_timer,
+        cct_step,
+    })
 }
 
 impl Ib {
@@ -167,6 +246,7 @@ fn resolve_ib(c: &InfinibandConfig, errs: &mut Vec<Diagnostic>) -> Option<Ib> {
         ));
     }
     let routing = c.routing.unwrap_or_default();
+    let cc = c.cc.as_ref().and_then(|cc| resolve_cc(cc, errs));
     (errs.len() == n).then_some(Ib {
         data_vls,
         vl_buffer_bytes,
@@ -175,5 +255,6 @@ fn resolve_ib(c: &InfinibandConfig, errs: &mut Vec<Diagnostic>) -> Option<Ib> {
         vl_arb_low,
         limit_of_high_priority,
         routing,
+        cc,
     })
 }

@@ -446,6 +446,15 @@ fn infiniband_settings_are_checked_and_located() {
     expect(&ib("limit_of_high_priority = 256\n"), "10:26", &["limit_of_high_priority = 256"]);
     expect(&ib("routing = \"random\"\n"), "10:11", &["unknown variant `random`", "`static`", "`adaptive`"]);
     expect(&ib("data_vl = 2\n"), "10:1", &["unknown field `data_vl`", "`data_vls`"]);
+    // Congestion control: off unless `[infiniband.cc]` is written; its keys checked.
+    assert!(load_str("f.toml", &ib("")).unwrap().ib.unwrap().cc.is_none());
+    let cc = load_str("f.toml", &ib("[infiniband.cc]\n")).unwrap().ib.unwrap().cc.expect("on");
+    assert_eq!((cc.marking_threshold_bytes, cc.ccti_increase, cc.ccti_limit), (32_768, 1, 127));
+    assert_eq!((cc.ccti_timer.0, cc.cct_step.0), (10_000_000, 10_000));
+    assert!(load_str("f.toml", &ib("[infiniband.cc]\nenabled = false\n")).unwrap().ib.unwrap().cc.is_none());
+    expect(&ib("[infiniband.cc]\nccti_timer_us = -1\n"), "11:17", &["ccti_timer_us = -1", "positive time"]);
+    expect(&ib("[infiniband.cc]\nccti_limit = 0\n"), "11:14", &["ccti_limit = 0"]);
+    expect(&ib("[infiniband.cc]\nfecn = true\n"), "11:1", &["unknown field `fecn`"]);
     expect(
         &BASE.replace("[topology", "[fabric]\nlink_layer = \"ethernet\"\n[topology"),
         "2:14",

@@ -284,6 +284,11 @@ pub(crate) struct Qp {
     /// InfiniBand with adaptive routing: a bitmap by PSN of packets received ahead of
     /// `rcv_nxt` (allocated at the first reordered packet; empty otherwise).
     ooo: Vec<u64>,
+    /// InfiniBand congestion control at the sender: the CCT index (0: no delay), and its
+    /// timer's generation and whether one is pending.
+    ccti: u16,
+    ccti_gen: u32,
+    ccti_armed: bool,
     nak_for: u32,
     last_cnp: Option<SimTime>,
     since_ack: u32,
@@ -868,6 +873,9 @@ impl<'m> Sim<'m> {
                 sender_done: None,
                 rcv_nxt: 0,
                 ooo: Vec::new(),
+                ccti: 0,
+                ccti_gen: 0,
+                ccti_armed: false,
                 nak_for: NONE,
                 last_cnp: None,
                 since_ack: 0,
@@ -1215,6 +1223,11 @@ impl<'m> Sim<'m> {
             // (Not counted: a timeout seconds away must not hold a slot. A reused slot's QP
             // takes its timer generations past the old one's, so a stale timeout is ignored.)
             Ev::Rto { qp, gen } => self.on_rto(qp, gen),
+            Ev::CctiTimer { qp, gen } => {
+                self.qp_timer_fired(qp);
+                self.on_ccti_timer(qp, gen);
+                self.maybe_retire(qp);
+            }
             Ev::CnpSend { qp } => {
                 self.qp_timer_fired(qp);
                 self.send_cnp(qp);

@@ -141,6 +141,13 @@ impl Sim<'_> {
             in_prio: 0,
             enq_time: now,
         };
+        // InfiniBand congestion control: the CCT's inter-packet delay after this packet.
+        if q.ccti > 0 {
+            if let Some(cc) = self.ib.as_ref().and_then(|i| i.cc.as_ref()) {
+                let ser = ser_time(&self.ports[port as usize], wire);
+                q.pacer.sent_with_gap(now, wire, ser + SimTime(cc.cct_step.0 * q.ccti as u64));
+            }
+        }
         // Pace by the QP's current rate (DCQCN), never faster than the port.
         // (Without congestion control the port alone paces the QP.)
         if let Some(cc) = &mut q.cc {
@@ -204,7 +211,11 @@ impl Sim<'_> {
                 let prof_i = self.nics[nic as usize].profile;
                 let prof = &self.m.nics[prof_i];
                 // Notification point: CE-marked packet -> CNP, at most one per interval per QP.
-                if p.ecn == CE {
+                if p.ecn == CE && self.ib.is_some() {
+                    // InfiniBand: every FECN is answered with a BECN.
+                    self.nics[nic as usize].st.ecn_marked_rx += 1;
+                    self.send_becn(qi);
+                } else if p.ecn == CE {
                     self.nics[nic as usize].st.ecn_marked_rx += 1;
                     if self.qps[qi as usize].tcp.is_some() {
                         // A TCP-like receiver echoes the mark on its next ACK (no CNP).
@@ -328,6 +339,10 @@ impl Sim<'_> {
                 }
                 // Kick the QP's own NIC: on a multi-port host the ACK may arrive on another port.
                 self.nic_try_send(src_nic);
+            }
+            Kind::Cnp if self.ib.is_some() => {
+                self.nics[nic as usize].st.cnp_received += 1;
+                self.on_becn(qi);
             }
             Kind::Cnp => {
                 self.nics[nic as usize].st.cnp_received += 1;

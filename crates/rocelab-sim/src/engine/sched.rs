@@ -135,6 +135,10 @@ impl Sim<'_> {
                 }
             }
         }
+        if self.ib.is_some() {
+            // InfiniBand: FECN instead of ECN, on the same queue length.
+            self.ib_mark_fecn(port, q, pkt, qlen);
+        }
         let delay = (now - enq).0;
         self.stats.qdelay.record(delay);
         let eq = &mut self.ports[port as usize].queues[q];
