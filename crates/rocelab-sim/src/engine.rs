@@ -1376,17 +1376,6 @@ fn resolve_fault(m: &Model, p: &str, f: &FaultConfig, out: &mut Vec<Fault>) -> R
         Ok((pa.0, m.port(pa).peer.0))
     };
     let node = || fault_node(m, format!("{p}.a"), &f.a);
-    if m.is_ib()
-        && matches!(f.kind, FaultKind::LinkDown | FaultKind::LinkUp | FaultKind::LinkFlap | FaultKind::SwitchReboot)
-    {
-        // A link going down loses the packets on it and the credits they carry; the link
-        // re-initialization that restores credits (IBTA Vol. 1 §7.9.4) is not modelled.
-        return Err(Diagnostic::new(
-            format!("{p}.kind"),
-            "link faults are not modelled on InfiniBand fabrics (credit re-initialization is not)",
-            "use host-stall/host-resume or route-withdraw, or a RoCE fabric",
-        ));
-    }
     match f.kind {
         FaultKind::EcmpReseed => {
             let seed = f

@@ -237,11 +237,13 @@ impl Sim<'_> {
                 }
                 let ack_iv = self.opts.ack_interval.max(1);
                 let mut message_done = None;
-                let ib = self.ib.is_some();
+                // InfiniBand with adaptive routing: packets may arrive out of order.
+                let ib = self.ib.as_ref().is_some_and(|i| i.adaptive);
                 let q = &mut self.qps[qi as usize];
                 if ib && p.psn > q.rcv_nxt {
                     // InfiniBand RC over adaptive routing: a packet ahead of the next expected
-                    // one is kept (placed) and counted, with no NAK and no go-back-N.
+                    // one is kept (placed) and counted, with no NAK and no go-back-N. (With
+                    // static routing a gap means a loss: NAK and go-back-N, as on RoCE.)
                     if p.psn < q.npkts && !q.ooo_has(p.psn) {
                         q.st.out_of_sequence += 1;
                         q.ooo_set(p.psn);
