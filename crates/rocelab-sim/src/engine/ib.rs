@@ -596,6 +596,11 @@ fabric_link = {{ speed_gbps = 100, length_m = 10 }}
         let mean = up.iter().sum::<u64>() as f64 / up.len() as f64;
         let fct = s.qps.iter().map(|q| q.finish.unwrap().0).max().unwrap() as f64 / 1e6;
         let ooo = s.qps.iter().map(|q| q.st.out_of_sequence).sum();
+        // The run's counter and the report's metric say the same (absent when zero).
+        assert_eq!(s.stats.out_of_order, ooo);
+        let r = crate::RunReport::from_sim(&s);
+        let metric = r.metrics.iter().find(|m| m.name == "rocelab_out_of_order_packets_total").map(|m| m.value);
+        assert_eq!(metric, (ooo > 0).then_some(ooo as f64));
         (max / mean, fct, ooo)
     }
 

@@ -246,6 +246,7 @@ impl Sim<'_> {
                     // static routing a gap means a loss: NAK and go-back-N, as on RoCE.)
                     if p.psn < q.npkts && !q.ooo_has(p.psn) {
                         q.st.out_of_sequence += 1;
+                        self.stats.out_of_order += 1;
                         q.ooo_set(p.psn);
                     } else {
                         q.st.duplicate += 1;
