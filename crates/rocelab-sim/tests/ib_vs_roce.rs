@@ -63,3 +63,15 @@ fn tail_latency_under_incast_ib_against_roce_at_its_best_and_misconfigured() {
         assert!(near(got, want, 0.02), "p99 {got} µs, the doc says {want}");
     }
 }
+
+#[test]
+fn ib_runs_repeat_byte_for_byte_and_the_flow_engine_declines_ib() {
+    let a = run("ib.toml").to_json();
+    assert_eq!(a, run("ib.toml").to_json(), "same file, same seed, same bytes");
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/ib-vs-roce/ib.toml");
+    let m = rocelab_model::load_file(&p).unwrap();
+    let opts = rocelab_sim::SimOptions { engine: rocelab_sim::EngineKind::Flow, ..options_from_model(&m) };
+    let Err(d) = rocelab_sim::build_run(&m, opts) else { panic!("the flow engine must decline an IB fabric") };
+    assert_eq!(d[0].path, "fabric.link_layer");
+    assert!(d[0].message.contains("does not model InfiniBand"), "{}", d[0].message);
+}
