@@ -355,9 +355,9 @@ pub static RULES: &[RuleInfo] = &[
         severity: Warning,
         title: "More data VLs than the hardware operates",
         checks: "`infiniband.data_vls` is above 8.",
-        why: "The specification allows up to 15 data VLs, but NVIDIA ConnectX adapters and Quantum switches report a VL capability of 8 data VLs; the subnet manager negotiates the lower value, so the fabric does not run what the file describes (and SLs mapped to VL8–VL14 have no VL).",
+        why: "The specification allows up to 15 data VLs, but the ports operate no more VLs than both ends support (the port's VLCap; 8 data VLs is rocelab's reference for NVIDIA ConnectX adapters and Quantum switches), and the subnet manager sets the lower value, so the fabric would not run what the file describes (and SLs mapped to VL8–VL14 have no VL).",
         fix: "Set `data_vls = 8` or fewer and map the SLs onto VL0–VL7.",
-        source: "`ibv_devinfo -v` (`max_vl_num`) on ConnectX adapters; OpenSM's `max_op_vls`. See [infiniband.md](../infiniband.md).",
+        source: "IBTA Vol. 1 ch. 7 (VLCap, OperationalVLs); a port's capability: `ibv_devinfo -v` (`max_vl_num`) or `ibportstate` (VLCap); OpenSM's `max_op_vls`. See [infiniband.md](../infiniband.md).",
     },
     RuleInfo {
         code: "IBA004",

@@ -619,7 +619,7 @@ fn iba002_vl_missing_from_the_arbitration_tables() {
 #[test]
 fn iba003_more_data_vls_than_the_hardware() {
     let f = fires(&ib("data_vls = 15\n"), "IBA003");
-    assert!(f.message.contains("data_vls = 15") && f.message.contains("at most 8"), "{}", f.message);
+    assert!(f.message.contains("data_vls = 15") && f.message.contains("more than the 8 data VLs"), "{}", f.message);
     quiet(&ib("data_vls = 8\n"), "IBA003");
 }
 

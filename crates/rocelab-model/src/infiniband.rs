@@ -22,8 +22,9 @@ pub const IB_ACK_WIRE: u32 = IB_DATA_OVERHEAD + 4;
 /// reserved bytes, as RoCE's CNP.
 pub const IB_CNP_WIRE: u32 = IB_DATA_OVERHEAD + 16;
 
-/// Default data VLs: 8 (VL0–VL7), what NVIDIA ConnectX adapters and Quantum switches report as
-/// their VL capability (`ibv_devinfo -v`: `max_vl_num`).
+/// Default data VLs: 8 (VL0–VL7), rocelab's reference for the VL capability of NVIDIA ConnectX
+/// adapters and Quantum switches (check a port's with `ibv_devinfo -v`, `max_vl_num`, or
+/// `ibportstate`: VLCap).
 pub const DEFAULT_DATA_VLS: u8 = 8;
 /// The most data VLs NVIDIA's hardware operates (the spec allows 15).
 pub const HW_MAX_DATA_VLS: u8 = 8;

@@ -60,7 +60,7 @@ pub fn check(cx: &Ctx, out: &mut Findings) {
             "IBA003",
             "infiniband.data_vls",
             format!(
-                "data_vls = {}: NVIDIA ConnectX adapters and Quantum switches operate at most {HW_MAX_DATA_VLS} data VLs; \
+                "data_vls = {}: more than the {HW_MAX_DATA_VLS} data VLs of rocelab's reference NVIDIA hardware (ConnectX, Quantum); \
                  the subnet manager will bring the ports up with fewer",
                 ib.data_vls
             ),
