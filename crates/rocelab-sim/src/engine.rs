@@ -201,13 +201,6 @@ pub(crate) struct Port {
     ecn: [Option<Ecn>; 8],
     pub paused_since: [SimTime; 8],
     xoff_sent_at: [SimTime; 8],
-    /// InfiniBand: bytes of receive buffer per VL the peer has advertised and this port has
-    /// not yet used (credit-based link-level flow control; unused on RoCE fabrics).
-    pub(crate) credits: [u32; 8],
-    /// InfiniBand: credits the peer has freed that are still on their way back, per VL.
-    pub(crate) credit_in_flight: [u32; 8],
-    /// InfiniBand: the VL arbiter's position in its tables.
-    arb: ib::ArbState,
     /// Cold counters live behind a pointer so the hot fields stay in few cache lines.
     pub st: Box<PortStats>,
 }
@@ -493,6 +486,9 @@ pub struct Sim<'m> {
     pub(crate) hdr: ib::Overheads,
     /// InfiniBand: VL arbitration, routing mode and destination LIDs (`None` on RoCE).
     pub(crate) ib: Option<Box<ib::IbState>>,
+    /// InfiniBand: per port, its credits and VL arbiter (empty on RoCE, so a RoCE port keeps
+    /// its layout).
+    pub(crate) ib_ports: Vec<ib::IbPort>,
     /// QPs created so far per host (a multi-port host takes its ports round-robin).
     qps_at: Vec<u32>,
 }
@@ -680,7 +676,6 @@ impl<'m> Sim<'m> {
                 }
             }
             let headroom = if is_ib { 0 } else { m.headroom_in_force(PortId(pi as u32)) };
-            let credits = ib_state.as_ref().map_or([0; 8], |s| s.initial_credits);
             if node_sw[node] != NONE {
                 switches[node_sw[node] as usize].total_hdrm += headroom * lossless_prios;
             }
@@ -715,9 +710,6 @@ impl<'m> Sim<'m> {
                 xoff_sent_at: [SimTime::ZERO; 8],
                 headroom,
                 ecn,
-                credits,
-                credit_in_flight: [0; 8],
-                arb: ib::ArbState::default(),
                 st: Box::default(),
             });
         }
@@ -781,6 +773,9 @@ impl<'m> Sim<'m> {
             wakes: WakeSlots::default(),
             sport_rng: Rng::new(opts.seed, 0x5150_0000),
             hdr: if is_ib { ib::Overheads::INFINIBAND } else { ib::Overheads::ROCE },
+            ib_ports: ib_state
+                .as_ref()
+                .map_or_else(Vec::new, |s| vec![ib::IbPort::new(s.initial_credits); m.ports.len()]),
             ib: ib_state,
             qps_at: vec![0; m.nodes.len()],
             opts,

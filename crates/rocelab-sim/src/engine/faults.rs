@@ -31,7 +31,7 @@ impl Sim<'_> {
                                 // §7.9.4), so its credits are the sender's again.
                                 let k = self.pkts.get(pkt);
                                 let (vl, bytes) = (k.pcp as usize & 7, k.wire_bytes as u32);
-                                self.ports[p as usize].credits[vl] += bytes;
+                                self.ib_ports[p as usize].credits[vl] += bytes;
                             }
                             self.drop_pkt(p, q, pkt, DropReason::LinkDown);
                             pkt = next;

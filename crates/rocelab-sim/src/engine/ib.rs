@@ -37,6 +37,23 @@ impl Overheads {
         Overheads { data: ibm::IB_DATA_OVERHEAD, ack: ibm::IB_ACK_WIRE, cnp: ibm::IB_CNP_WIRE };
 }
 
+/// A port's InfiniBand state, beside its `Port` (only on IB fabrics).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct IbPort {
+    /// Bytes of receive buffer per VL the peer has advertised and this port has not yet used.
+    pub credits: [u32; 8],
+    /// Credits the peer has freed that are still on their way back, per VL.
+    pub credit_in_flight: [u32; 8],
+    /// The VL arbiter's position in its tables.
+    arb: ArbState,
+}
+
+impl IbPort {
+    pub fn new(credits: [u32; 8]) -> IbPort {
+        IbPort { credits, credit_in_flight: [0; 8], arb: ArbState::default() }
+    }
+}
+
 /// Where a port's VL arbiter stands in its two tables.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct ArbState {
@@ -115,7 +132,7 @@ impl Sim<'_> {
     #[inline]
     pub(super) fn tx_blocked(&self, port: u32, vl: u8, bytes: u32) -> bool {
         if self.ib.is_some() {
-            self.ports[port as usize].credits[vl as usize & 7] < bytes
+            self.ib_ports[port as usize].credits[vl as usize & 7] < bytes
         } else {
             self.is_paused(port, vl)
         }
@@ -130,7 +147,7 @@ impl Sim<'_> {
             return false;
         }
         let head = p.queues[v].ring.front().expect("nonempty");
-        p.credits[v] >= self.pkts.get(head).wire_bytes as u32
+        self.ib_ports[port as usize].credits[v] >= self.pkts.get(head).wire_bytes as u32
     }
 
     /// One weighted round-robin step over a table: the VL to send, or `None` if no entry's VL
@@ -143,14 +160,14 @@ impl Sim<'_> {
         if n == 0 || !table.iter().any(|&(vl, _)| self.vl_ready(port, vl)) {
             return None;
         }
-        let a = self.ports[port as usize].arb;
+        let a = self.ib_ports[port as usize].arb;
         let (mut idx, mut left) = if high { (a.hi as usize % n, a.hi_left) } else { (a.lo as usize % n, a.lo_left) };
         // A ready VL with a weight exists: within one lap past the current entry it is
         // entered afresh.
         for _ in 0..=n {
             let vl = table[idx].0;
             if left > 0 && self.vl_ready(port, vl) {
-                let st = &mut self.ports[port as usize].arb;
+                let st = &mut self.ib_ports[port as usize].arb;
                 if high {
                     (st.hi, st.hi_left) = (idx as u8, left);
                 } else {
@@ -169,7 +186,7 @@ impl Sim<'_> {
     /// low-priority VL waits; then the low-priority table.
     pub(super) fn pick_vl(&mut self, port: u32) -> Option<usize> {
         let limit = self.ib.as_ref().expect("IB").high_limit;
-        let hi_sent = self.ports[port as usize].arb.hi_sent as u64;
+        let hi_sent = self.ib_ports[port as usize].arb.hi_sent as u64;
         let low_first = limit.is_some_and(|l| hi_sent > l);
         if !low_first {
             if let Some(vl) = self.arb_table(port, true) {
@@ -177,12 +194,12 @@ impl Sim<'_> {
             }
         }
         if let Some(vl) = self.arb_table(port, false) {
-            self.ports[port as usize].arb.hi_sent = 0;
+            self.ib_ports[port as usize].arb.hi_sent = 0;
             return Some(vl as usize);
         }
         if low_first {
             // No low-priority VL can send after all: the high table goes on.
-            self.ports[port as usize].arb.hi_sent = 0;
+            self.ib_ports[port as usize].arb.hi_sent = 0;
             return self.arb_table(port, true).map(|v| v as usize);
         }
         None
@@ -191,7 +208,7 @@ impl Sim<'_> {
     /// Charges the packet the arbiter just picked against its entry's weight (and the high
     /// table's limit).
     pub(super) fn arb_sent(&mut self, port: u32, bytes: u32) {
-        let a = &mut self.ports[port as usize].arb;
+        let a = &mut self.ib_ports[port as usize].arb;
         if a.from_high {
             a.hi_left -= bytes as i32;
             a.hi_sent = a.hi_sent.saturating_add(bytes);
@@ -203,7 +220,7 @@ impl Sim<'_> {
     /// Spends the credits of a packet going onto `port`'s wire.
     #[inline]
     pub(super) fn spend_credits(&mut self, port: u32, vl: u8, bytes: u32) {
-        let c = &mut self.ports[port as usize].credits[vl as usize & 7];
+        let c = &mut self.ib_ports[port as usize].credits[vl as usize & 7];
         debug_assert!(*c >= bytes, "sent without credits");
         *c = c.saturating_sub(bytes);
     }
@@ -216,12 +233,12 @@ impl Sim<'_> {
             let p = &self.ports[in_port as usize];
             (p.peer, p.delay)
         };
-        self.ports[peer as usize].credit_in_flight[vl as usize & 7] += bytes;
+        self.ib_ports[peer as usize].credit_in_flight[vl as usize & 7] += bytes;
         self.q.push(self.now + delay, Ev::CreditArrive { port: peer, vl, bytes });
     }
 
     pub(super) fn on_credit_arrive(&mut self, port: u32, vl: u8, bytes: u32) {
-        let p = &mut self.ports[port as usize];
+        let p = &mut self.ib_ports[port as usize];
         p.credit_in_flight[vl as usize & 7] -= bytes;
         p.credits[vl as usize & 7] += bytes;
         self.kick(port);
@@ -271,7 +288,7 @@ impl Sim<'_> {
             let p = self.pkts.get(pkt);
             (p.kind, p.wire_bytes as u32)
         };
-        let victim = self.ports[port as usize].credits[vl] < 2 * size;
+        let victim = self.ib_ports[port as usize].credits[vl] < 2 * size;
         if qlen > cc.marking_threshold_bytes && kind == Kind::Data && !victim {
             self.pkts.get_mut(pkt).ecn = CE;
             self.ports[port as usize].st.ecn_marked[vl] += 1;
@@ -519,7 +536,7 @@ a = "h1"
         assert_eq!(s.nics[s.ports[h1 as usize].nic as usize].rx_bytes, full, "h1 holds a full window");
         assert_eq!(s.ports[sw_from_h0 as usize].pg[vl].ing, full, "the switch's input buffer from h0 is full");
         assert!(after + 3 * 4_122 >= 2 * full, "h0 stopped early: {after} B after the stall");
-        assert!((s.ports[sw_to_h1 as usize].credits[vl] as u64) < 4_122, "the switch port to h1 is out of credits");
+        assert!((s.ib_ports[sw_to_h1 as usize].credits[vl] as u64) < 4_122, "the switch port to h1 is out of credits");
         // Lossless with no pause: no drop, no PFC frame.
         assert_eq!(s.stats.dropped, 0);
         assert_eq!(s.ports.iter().map(|p| p.st.pfc_tx.iter().sum::<u64>()).sum::<u64>(), 0);
@@ -534,7 +551,7 @@ a = "h1"
         assert_eq!(s.stats.retransmitted, 0);
         // Every credit is home or on its way (the last ACK's credits may still travel when
         // the run ends).
-        for p in &s.ports {
+        for p in &s.ib_ports {
             let back: Vec<u32> = (0..8).map(|v| p.credits[v] + p.credit_in_flight[v]).collect();
             assert_eq!(back, s.ib.as_ref().unwrap().initial_credits.to_vec());
         }
@@ -680,7 +697,7 @@ fabric_link = {{ speed_gbps = 100, length_m = 10 }}
         enqueue(&mut s, port, 1, 1_000);
         assert!(picks(&mut s, port, 50).iter().all(|&v| v == 0));
         // Out of credits on VL0 (its receiver's buffer is full): the low table goes.
-        s.ports[port as usize].credits[0] = 999;
+        s.ib_ports[port as usize].credits[0] = 999;
         assert!(picks(&mut s, port, 10).iter().all(|&v| v == 1));
         assert_eq!(s.pick_vl(port), Some(1));
 
@@ -839,7 +856,7 @@ link = [ {} ]
         s.check_invariants().unwrap();
         assert!(s.all_done(), "everything arrives after the link is back");
         assert!(s.stats.dropped > 0, "the link's packets were lost");
-        for p in &s.ports {
+        for p in &s.ib_ports {
             let back: Vec<u32> = (0..8).map(|v| p.credits[v] + p.credit_in_flight[v]).collect();
             assert_eq!(back, s.ib.as_ref().unwrap().initial_credits.to_vec());
         }

@@ -117,13 +117,14 @@ impl Sim<'_> {
                         acc[k.pcp as usize & 7] += k.wire_bytes as u64;
                     }
                 }
+                let c = &self.ib_ports[i];
                 for (v, held) in acc.iter().enumerate() {
-                    let total = held + p.credits[v] as u64 + p.credit_in_flight[v] as u64;
+                    let total = held + c.credits[v] as u64 + c.credit_in_flight[v] as u64;
                     if total != ib.initial_credits[v] as u64 {
                         errs.push(format!(
                             "port {i} VL {v}: credits {} + returning {} + on the wire and held by the peer {} = {total} B, \
                              the peer's buffer is {} B",
-                            p.credits[v], p.credit_in_flight[v], held, ib.initial_credits[v]
+                            c.credits[v], c.credit_in_flight[v], held, ib.initial_credits[v]
                         ));
                     }
                 }
