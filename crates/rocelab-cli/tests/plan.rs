@@ -192,3 +192,29 @@ fn labels_say_what_the_figures_are() {
     let o = rocelab(&["plan", "--model", "llama3-8b", "--gpus", "8", "--interconnect", "tb4", "--link-gbps", "50"]);
     assert!(stdout(&o).contains("network tb4@50G at 50 Gb/s ×"), "{}", stdout(&o));
 }
+
+/// `--compare --fabric`: the RoCE and IB columns take the efficiency the twin measures on the
+/// fabric (both link layers on its topology), said in the note; the JSON keeps the figures.
+#[test]
+fn compare_with_a_fabric_uses_the_twins_roce_and_ib_figures() {
+    let args = ["plan", "--compare", "--fabric", "examples/ib-vs-roce/roce-best.toml", "--links", "roce400,ib-ndr"];
+    let o = rocelab(&[&args[..], &["--format", "json"]].concat());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let note = j["note"].as_str().unwrap();
+    assert!(note.contains("measured by the twin on examples/ib-vs-roce/roce-best.toml"), "{note}");
+    assert!(
+        note.contains("16 hosts at 400 Gb/s") && note.contains("RoCE 0.") && note.contains("InfiniBand 0."),
+        "{note}"
+    );
+    // Without the fabric both columns are one pipe: the same share for pipeline parallelism;
+    // with it they part (the twin's IB figure is higher: smaller headers, no ECMP collisions).
+    let share = |j: &serde_json::Value, c: usize| {
+        let rows = j["rows"].as_array().unwrap();
+        let r = rows.iter().find(|r| r["usage"] == "multi-node pipeline parallel").unwrap();
+        r["cells"][c]["share"].as_f64().unwrap()
+    };
+    assert!(share(&j, 0) > share(&j, 1), "RoCE {} vs IB {}", share(&j, 0), share(&j, 1));
+    // Twice the same bytes: the twin is deterministic.
+    assert_eq!(stdout(&rocelab(&[&args[..], &["--format", "json"]].concat())), stdout(&o));
+}

@@ -451,12 +451,13 @@ pub fn check(cx: &Ctx, out: &mut Findings) {
     }
     let a = analyze(m);
     let prios = format!("{:?}", cx.lossless_priorities);
+    let prios = if m.is_ib() { format!("VLs {prios}") } else { format!("priorities {prios}") };
     if let Some(c) = &a.base {
         out.emit(
             "DLK001",
             m.links[m.port(c[0]).link.idx()].origin.clone(),
             format!(
-                "lossless priorities {prios} can deadlock: cyclic buffer dependency over {} links: {}",
+                "lossless {prios} can deadlock: cyclic buffer dependency over {} links: {}",
                 c.len(),
                 describe(m, c)
             ),
@@ -469,7 +470,7 @@ pub fn check(cx: &Ctx, out: &mut Findings) {
             "DLK002",
             m.links[l.idx()].origin.clone(),
             format!(
-                "{} of {} single-link failures close a cyclic buffer dependency on lossless priorities {prios}; failure of {}: {}{more}",
+                "{} of {} single-link failures close a cyclic buffer dependency on lossless {prios}; failure of {}: {}{more}",
                 a.failures.len(),
                 a.scenarios,
                 link_name(m, *l),

@@ -272,7 +272,16 @@ impl<'a> Ctx<'a> {
     pub fn new(model: &'a Model, file: &str, text: &'a str) -> Ctx<'a> {
         let map = SourceMap::new(file, text);
         let qos = &model.qos;
-        let lossless_priorities: Vec<u8> = (0..8).filter(|p| qos.pfc_enabled(*p)).collect();
+        // On InfiniBand every VL in use is lossless (credits): the deadlock check reads them.
+        let lossless_priorities: Vec<u8> = match &model.ib {
+            Some(ib) => {
+                let mut vls: Vec<u8> = qos.classes.iter().map(|c| ib.vl_of_sl(c.priority)).collect();
+                vls.sort();
+                vls.dedup();
+                vls
+            }
+            None => (0..8).filter(|p| qos.pfc_enabled(*p)).collect(),
+        };
         let mut required_headroom = vec![None; model.ports.len()];
         let mut buffers = vec![None; model.nodes.len()];
         let used_priorities = {

@@ -102,3 +102,15 @@ fn extreme_values_do_not_panic() {
     }
     assert!(linted > 100, "{linted}");
 }
+
+#[test]
+fn ib_vs_roce_examples_are_clean_but_for_the_misconfiguration_they_show() {
+    for f in ["ib.toml", "ib-static.toml", "roce-best.toml"] {
+        assert_eq!(codes(&format!("ib-vs-roce/{f}")), Vec::<&str>::new(), "{f}");
+    }
+    // The misconfigured RoCE file disables, with its reason, exactly what it gets wrong.
+    let r = lint_file(&examples().join("ib-vs-roce/roce-misconfigured.toml"), &Options::default()).unwrap();
+    assert!(r.findings.is_empty(), "{:?}", r.findings);
+    let off: Vec<&str> = r.suppressed.iter().map(|s| s.finding.code).collect();
+    assert_eq!(off, vec!["QOS002", "TOP003"]);
+}

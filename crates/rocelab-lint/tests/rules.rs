@@ -573,3 +573,71 @@ fn reports_are_deterministic() {
         assert_eq!(once(&t), first);
     }
 }
+
+/// `BASE`'s topology on InfiniBand, with `ib` as the `[infiniband]` body (one class: SL 0).
+fn ib(body: &str) -> String {
+    format!(
+        "[fabric]\nlink_layer = \"infiniband\"\n[topology.leaf_spine]\nleaves = 2\nspines = 2\nhosts_per_leaf = 2\n\
+         host_link = {{ speed_gbps = 100, length_m = 3 }}\nfabric_link = {{ speed_gbps = 100, length_m = 30 }}\n\
+         [nic]\nmtu = 4096\n[infiniband]\n{body}"
+    )
+}
+
+#[test]
+fn ib_fabric_with_defaults_is_clean_and_skips_the_roce_rules() {
+    // No PFC, ECN, CNP class, DSCP trust or UDP-port hash on IB: none of those rules fire,
+    // though the same file on RoCE would draw several.
+    assert_eq!(run(&ib("")), vec![], "an IB fabric with the defaults is clean");
+    let roce_settings = "[qos.pfc_watchdog]\nenabled = false\n[routing]\necmp_hash_fields = [\"src-ip\", \"dst-ip\"]\n";
+    assert_eq!(run(&format!("{}{roce_settings}", ib(""))), vec![], "RoCE-only settings draw nothing on IB");
+    let roce =
+        format!("{}{roce_settings}", ib("").replace("link_layer = \"infiniband\"\n", "").replace("[infiniband]\n", ""));
+    let codes: Vec<&str> = run(&roce).iter().map(|f| f.code).collect();
+    assert_eq!(codes, vec!["WDG001", "TOP003"], "the same settings on RoCE");
+}
+
+#[test]
+fn iba001_sl_on_a_vl_without_buffer() {
+    let f = fires(&ib("data_vls = 2\nsl_to_vl = [4, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1]\n"), "IBA001");
+    assert!(f.message.contains("SL 0, which maps to VL 4") && f.message.contains("VL0–VL1"), "{}", f.message);
+    assert_eq!((f.line, f.column), (13, 13), "at sl_to_vl[0]");
+    quiet(&ib("data_vls = 2\nsl_to_vl = [1, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1]\n"), "IBA001");
+}
+
+#[test]
+fn iba002_vl_missing_from_the_arbitration_tables() {
+    let f = fires(&ib("vl_arb_high = []\nvl_arb_low = [{ vl = 1, weight = 64 }]\n"), "IBA002");
+    assert!(f.message.contains("VL 0") && f.message.contains("never"), "{}", f.message);
+    assert_eq!(f.line, 13, "at vl_arb_low");
+    // A weight of 0 does not count.
+    fires(&ib("vl_arb_high = [{ vl = 0, weight = 0 }]\n"), "IBA002");
+    // The default classes use SLs 0, 3 and 6 (VLs 0, 3, 6).
+    let all = "vl_arb_low = [{ vl = 0, weight = 64 }, { vl = 3, weight = 64 }, { vl = 6, weight = 1 }]\n";
+    quiet(&ib(&format!("vl_arb_high = []\n{all}")), "IBA002");
+}
+
+#[test]
+fn iba003_more_data_vls_than_the_hardware() {
+    let f = fires(&ib("data_vls = 15\n"), "IBA003");
+    assert!(f.message.contains("data_vls = 15") && f.message.contains("more than the 8 data VLs"), "{}", f.message);
+    quiet(&ib("data_vls = 8\n"), "IBA003");
+}
+
+#[test]
+fn iba004_vl_buffer_below_the_credit_loop() {
+    // 100G over 30 m: 12.5 GB/s × 300 ns = 3,750 B, plus two 4,122-byte packets: 11,994 B.
+    let f = fires(&ib("vl_buffer_bytes = 11000\n"), "IBA004");
+    assert!(f.message.contains("11994 B") && f.message.contains("30 m"), "{}", f.message);
+    quiet(&ib("vl_buffer_bytes = 11994\n"), "IBA004");
+}
+
+#[test]
+fn iba005_unlimited_high_priority_starves_low() {
+    // Bulk on SL 0 → VL 0 (high table by default), the "cnp" class (a name the loader wants)
+    // on SL 1 → VL 1 (low table).
+    let two_classes = "[[qos.class]]\nname = \"bulk\"\npriority = 0\n[[qos.class]]\nname = \"cnp\"\npriority = 1\n";
+    let t = format!("{}{two_classes}", ib("limit_of_high_priority = 255\n"));
+    let f = fires(&t, "IBA005");
+    assert!(f.message.contains("VL 0") && f.message.contains("VL 1"), "{}", f.message);
+    quiet(&format!("{}{two_classes}", ib("limit_of_high_priority = 16\n")), "IBA005");
+}

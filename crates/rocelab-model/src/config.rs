@@ -33,6 +33,9 @@ pub struct Config {
     pub gpu_node: GpuNodeConfig,
     #[serde(default)]
     pub routing: RoutingConfig,
+    /// The InfiniBand link layer's settings (`[fabric] link_layer = "infiniband"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub infiniband: Option<InfinibandConfig>,
     #[serde(default)]
     pub lint: LintConfig,
     /// Simulation settings and traffic, read by `rocelab simulate`.
@@ -63,6 +66,104 @@ pub struct FabricMeta {
     pub name: String,
     #[serde(default)]
     pub description: String,
+    /// The link layer of every link: RoCEv2 over Ethernet (PFC, ECN, DCQCN) or InfiniBand
+    /// (credit-based flow control per virtual lane, `[infiniband]`).
+    #[serde(default, skip_serializing_if = "LinkLayer::is_roce")]
+    pub link_layer: LinkLayer,
+}
+
+/// `[fabric] link_layer`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum LinkLayer {
+    #[default]
+    Roce,
+    Infiniband,
+}
+
+impl LinkLayer {
+    pub fn is_roce(&self) -> bool {
+        *self == LinkLayer::Roce
+    }
+    /// The name the file writes.
+    pub fn name(self) -> &'static str {
+        match self {
+            LinkLayer::Roce => "roce",
+            LinkLayer::Infiniband => "infiniband",
+        }
+    }
+}
+
+/// `[infiniband]`: the InfiniBand link layer's settings (read only when `[fabric] link_layer =
+/// "infiniband"`). Every key has a default; `docs/fabric-file.md` cites where each comes from.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct InfinibandConfig {
+    /// Data VLs every port operates (IBTA OperationalVLs): 1, 2, 4, 8 or 15.
+    #[serde(default)]
+    pub data_vls: Option<u8>,
+    /// Receive buffer of each data VL at every input port (switch and HCA), in bytes: what the
+    /// receiver advertises as credits (64-byte blocks).
+    #[serde(default)]
+    pub vl_buffer_bytes: Option<u64>,
+    /// SL → VL: 16 entries, one per service level.
+    #[serde(default)]
+    pub sl_to_vl: Option<Vec<u8>>,
+    /// VL arbitration, high-priority table: (VL, weight in 64-byte units).
+    #[serde(default)]
+    pub vl_arb_high: Option<Vec<VlArbEntry>>,
+    /// VL arbitration, low-priority table.
+    #[serde(default)]
+    pub vl_arb_low: Option<Vec<VlArbEntry>>,
+    /// Limit of high priority, in 4096-byte units (0..=255; 255: unlimited).
+    #[serde(default)]
+    pub limit_of_high_priority: Option<u16>,
+    /// Routing: "static" (by destination LID, ftree-like) or "adaptive" (per packet, the
+    /// least-loaded minimal next hop).
+    #[serde(default)]
+    pub routing: Option<IbRoutingKind>,
+    /// IB congestion control (`[infiniband.cc]`): FECN marking, BECN, the CCT.
+    #[serde(default)]
+    pub cc: Option<IbCcConfig>,
+}
+
+/// `[infiniband.cc]`: IB congestion control (IBTA Vol. 1 Annex A10), as rocelab models it.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct IbCcConfig {
+    /// Default true once the table is written.
+    #[serde(default)]
+    pub enabled: Option<bool>,
+    /// A switch sets FECN on data packets leaving a VL queue that holds more than this.
+    #[serde(default)]
+    pub marking_threshold_bytes: Option<u64>,
+    /// CCT index added per BECN.
+    #[serde(default)]
+    pub ccti_increase: Option<u16>,
+    /// Largest CCT index (the table's last entry).
+    #[serde(default)]
+    pub ccti_limit: Option<u16>,
+    /// The index falls by one each time this timer expires (µs).
+    #[serde(default)]
+    pub ccti_timer_us: Option<f64>,
+    /// Inter-packet delay per CCT index step (ns): entry i of the table delays i × this.
+    #[serde(default)]
+    pub cct_step_ns: Option<f64>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct VlArbEntry {
+    pub vl: u8,
+    pub weight: u16,
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum IbRoutingKind {
+    #[default]
+    Static,
+    Adaptive,
 }
 
 // ---------------------------------------------------------------------------------------------

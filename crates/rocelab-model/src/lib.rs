@@ -16,11 +16,13 @@
 //! * `model`    — validation and the resolved `Model`;
 //! * `routing`  — all shortest up/down paths as per-switch ECMP groups;
 //! * `summary`  — what `rocelab topo` reports (counts, oversubscription, bisection, rails, ECMP);
+//! * `infiniband` — the IB link layer: VLs, credits, SL → VL, VL arbitration, routing mode;
 //! * `diag`     — diagnostics that carry file:line:column;
 //! * `units`    — `SimTime` (ps) and `BitsPerSec`.
 
 pub mod config;
 pub mod diag;
+pub mod infiniband;
 pub mod model;
 pub mod presets;
 pub mod routing;

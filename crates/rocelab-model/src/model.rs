@@ -270,11 +270,17 @@ pub struct Model {
     pub rails: Vec<Rail>,
     pub routing: Routing,
     pub pod_oversubscription: Option<f64>,
+    /// The InfiniBand link layer's settings; `None` on a RoCE fabric.
+    pub ib: Option<crate::infiniband::Ib>,
     /// The file as written, for verbs that need more than the model (lint, simulate).
     pub config: Config,
 }
 
 impl Model {
+    /// True on an InfiniBand fabric (`[fabric] link_layer = "infiniband"`).
+    pub fn is_ib(&self) -> bool {
+        self.ib.is_some()
+    }
     pub fn node(&self, id: NodeId) -> &Node {
         &self.nodes[id.idx()]
     }
@@ -373,6 +379,7 @@ impl Model {
         let switch_models = resolve_switch_models(&config, graph.as_ref(), &mut errs);
         let qos = resolve_qos(&config.qos, &mut errs);
         check_simulation(&config.simulation, &mut errs);
+        let ib = crate::infiniband::resolve(&config, &mut errs);
         let gpu_node = resolve_gpu_node(&config);
         let (graph, qos) = match (graph, qos) {
             (Some(g), Some(q)) if errs.is_empty() => (g, q),
@@ -513,6 +520,7 @@ impl Model {
             rails,
             routing,
             pod_oversubscription: graph.pod_oversubscription,
+            ib,
             config,
         })
     }

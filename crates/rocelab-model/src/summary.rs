@@ -52,6 +52,9 @@ pub struct TopoSummary {
     pub name: String,
     pub kind: &'static str,
     pub fabric_hash: String,
+    /// `infiniband` on an IB fabric (absent on RoCE, the default, so RoCE output is unchanged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link_layer: Option<String>,
     pub hosts: usize,
     pub gpu_nodes: usize,
     pub switches: usize,
@@ -119,6 +122,15 @@ pub fn summarize(m: &Model) -> TopoSummary {
         name: m.name.clone(),
         kind: m.kind,
         fabric_hash: format!("{:016x}", m.fabric_hash),
+        link_layer: m.ib.as_ref().map(|ib| {
+            format!(
+                "infiniband: {} data VLs, {} B per VL buffer, {} routing{}",
+                ib.data_vls,
+                ib.vl_buffer_bytes,
+                if ib.routing == crate::config::IbRoutingKind::Adaptive { "adaptive" } else { "static" },
+                if ib.cc.is_some() { ", congestion control on" } else { "" }
+            )
+        }),
         hosts,
         gpu_nodes: gpu_nodes.len(),
         switches: m.nodes.len() - hosts,
@@ -242,6 +254,10 @@ pub fn render_text(s: &TopoSummary) -> String {
     let speeds: Vec<String> =
         s.links_by_speed.iter().map(|(g, c)| format!("{c} × {} Gb/s", crate::units::trim_float(*g))).collect();
     let _ = writeln!(o, "  link speeds: {}", speeds.join(", "));
+    if let Some(l) = &s.link_layer {
+        // (On InfiniBand the "ECMP" paths below are the minimal next hops IB routing picks among.)
+        let _ = writeln!(o, "  link layer: {l}");
+    }
     let _ = writeln!(o, "\n  tier     nodes   ports   down Gb/s     up Gb/s   oversubscription");
     for t in &s.tiers {
         let os = match t.oversubscription {

@@ -421,3 +421,43 @@ fn loading_reports_its_stages() {
         ]
     );
 }
+
+#[test]
+fn infiniband_settings_are_checked_and_located() {
+    // Loads with the defaults: 8 data VLs, 64 KiB per VL, SL i → VL i mod 8, OpenSM's
+    // arbitration tables, static routing.
+    let m = load_str("f.toml", &format!("[fabric]\nlink_layer = \"infiniband\"\n{BASE}")).unwrap();
+    let ib = m.ib.as_ref().expect("an IB fabric");
+    assert_eq!((ib.data_vls, ib.vl_buffer_bytes, ib.vl_of_sl(11)), (8, 65_536, 3));
+    assert_eq!((ib.vl_arb_high.clone(), ib.vl_arb_low.len(), ib.high_limit_bytes()), (vec![(0, 4)], 7, Some(0)));
+    assert!(load_str("f.toml", BASE).unwrap().ib.is_none(), "RoCE by default");
+    // [infiniband] on a RoCE fabric.
+    expect(
+        &format!("{BASE}[infiniband]\ndata_vls = 2\n"),
+        "7:1",
+        &["link layer is RoCE", "link_layer = \"infiniband\""],
+    );
+    let ib = |body: &str| format!("[fabric]\nlink_layer = \"infiniband\"\n{BASE}[infiniband]\n{body}");
+    expect(&ib("data_vls = 3\n"), "10:12", &["data_vls = 3", "1, 2, 4, 8 or 15"]);
+    expect(&ib("vl_buffer_bytes = 1000\n"), "10:19", &["must hold one 4096-byte packet"]);
+    expect(&ib("sl_to_vl = [0, 1]\n"), "10:12", &["2 entries", "16"]);
+    expect(&ib("sl_to_vl = [0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 15, 6, 7]\n"), "10:52", &["SL 13 → VL 15"]);
+    expect(&ib("vl_arb_low = [{ vl = 1, weight = 300 }]\n"), "10:34", &["weight = 300", "0..=255"]);
+    expect(&ib("limit_of_high_priority = 256\n"), "10:26", &["limit_of_high_priority = 256"]);
+    expect(&ib("routing = \"random\"\n"), "10:11", &["unknown variant `random`", "`static`", "`adaptive`"]);
+    expect(&ib("data_vl = 2\n"), "10:1", &["unknown field `data_vl`", "`data_vls`"]);
+    // Congestion control: off unless `[infiniband.cc]` is written; its keys checked.
+    assert!(load_str("f.toml", &ib("")).unwrap().ib.unwrap().cc.is_none());
+    let cc = load_str("f.toml", &ib("[infiniband.cc]\n")).unwrap().ib.unwrap().cc.expect("on");
+    assert_eq!((cc.marking_threshold_bytes, cc.ccti_increase, cc.ccti_limit), (32_768, 1, 127));
+    assert_eq!((cc.ccti_timer.0, cc.cct_step.0), (10_000_000, 10_000));
+    assert!(load_str("f.toml", &ib("[infiniband.cc]\nenabled = false\n")).unwrap().ib.unwrap().cc.is_none());
+    expect(&ib("[infiniband.cc]\nccti_timer_us = -1\n"), "11:17", &["ccti_timer_us = -1", "positive time"]);
+    expect(&ib("[infiniband.cc]\nccti_limit = 0\n"), "11:14", &["ccti_limit = 0"]);
+    expect(&ib("[infiniband.cc]\nfecn = true\n"), "11:1", &["unknown field `fecn`"]);
+    expect(
+        &BASE.replace("[topology", "[fabric]\nlink_layer = \"ethernet\"\n[topology"),
+        "2:14",
+        &["unknown variant `ethernet`"],
+    );
+}

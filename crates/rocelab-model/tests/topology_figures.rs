@@ -338,3 +338,25 @@ fn a_long_chain_of_switches_summarizes_without_deep_recursion() {
     assert_eq!(s.diameter_hops, n as u32 + 1);
     assert_eq!(path_to(&s, "h1"), (n as u32 + 1, 1));
 }
+
+#[test]
+fn topo_names_the_infiniband_link_layer_and_nothing_new_on_roce() {
+    let base = "[topology.leaf_spine]\nleaves = 2\nspines = 2\nhosts_per_leaf = 2\nhost_link = { speed_gbps = 400 }\nfabric_link = { speed_gbps = 400 }\n";
+    let ib = rocelab_model::load_str(
+        "f.toml",
+        &format!(
+            "[fabric]\nlink_layer = \"infiniband\"\n{base}[infiniband]\nrouting = \"adaptive\"\n[infiniband.cc]\n"
+        ),
+    )
+    .unwrap();
+    let text = rocelab_model::summary::render_text(&rocelab_model::summary::summarize(&ib));
+    assert!(
+        text.contains(
+            "  link layer: infiniband: 8 data VLs, 65536 B per VL buffer, adaptive routing, congestion control on\n"
+        ),
+        "{text}"
+    );
+    let roce = rocelab_model::summary::summarize(&rocelab_model::load_str("f.toml", base).unwrap());
+    assert!(!rocelab_model::summary::render_text(&roce).contains("link layer"));
+    assert!(!serde_json::to_string(&roce).unwrap().contains("link_layer"), "RoCE's JSON keeps its keys");
+}

@@ -49,6 +49,42 @@ pub struct CompareSpec {
     pub nodes: u32,
     /// Checkpoint interval for the shared-storage row.
     pub checkpoint_interval_seconds: f64,
+    /// What the twin measured on a fabric for the RoCE and InfiniBand columns (`--fabric`):
+    /// replaces their preset efficiency.
+    pub twin: Option<TwinLinks>,
+}
+
+/// The bandwidth efficiency the twin measured on one fabric for each link layer (the share of
+/// the line rate a collective gets, `rocelab_workload::linklayer`), and how it was measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TwinLinks {
+    pub roce_efficiency: f64,
+    pub ib_efficiency: f64,
+    /// One line for the table's note: where the figures come from.
+    pub note: String,
+}
+
+impl TwinLinks {
+    /// The column with the twin's efficiency for its link layer, if it is a RoCE or an
+    /// InfiniBand column; other columns unchanged.
+    pub fn apply(&self, l: &LinkProfile) -> LinkProfile {
+        let base = l.name.split('@').next().unwrap_or(&l.name);
+        let e = if base.starts_with("roce") {
+            self.roce_efficiency
+        } else if base.starts_with("ib-") {
+            self.ib_efficiency
+        } else {
+            return l.clone();
+        };
+        if !(e.is_finite() && e > 0.0 && e <= 1.0) {
+            return l.clone();
+        }
+        LinkProfile {
+            efficiency: e,
+            source: format!("{}; efficiency {e:.3} measured by the twin", l.source),
+            ..l.clone()
+        }
+    }
 }
 
 impl CompareSpec {
@@ -58,6 +94,7 @@ impl CompareSpec {
             links: DEFAULT_LINKS.iter().filter_map(|l| LinkProfile::preset(l)).collect(),
             nodes: 8,
             checkpoint_interval_seconds: 1800.0,
+            twin: None,
         }
     }
 }
@@ -284,11 +321,13 @@ pub fn compare(spec: &CompareSpec) -> Result<CompareTable, PlanError> {
         base.model.preset = Some("llama3-70b".into());
     }
     let nodes = spec.nodes;
+    let links: Vec<LinkProfile> =
+        spec.links.iter().map(|l| spec.twin.as_ref().map_or_else(|| l.clone(), |t| t.apply(l))).collect();
     let mut rows = Vec::new();
     for usage in Usage::ALL {
         let mut cells = Vec::new();
         let mut scenario = String::new();
-        for link in &spec.links {
+        for link in &links {
             let spec_l = with_link(&base, link);
             let cell = match usage {
                 Usage::Replicated | Usage::Rag => {
@@ -419,13 +458,14 @@ pub fn compare(spec: &CompareSpec) -> Result<CompareTable, PlanError> {
         let acceptable = cells.iter().find(|c| c.verdict.is_acceptable()).map(|c| c.link.clone());
         rows.push(Row { usage: usage.name().to_string(), scenario, cells, acceptable });
     }
-    Ok(CompareTable {
-        links: spec.links.iter().map(|l| l.name.clone()).collect(),
-        rows,
-        note: "NICs per node: one per GPU for RDMA links (rail-optimized, GPUDirect), one per node for TCP \
-               Ethernet and Thunderbolt; override with --nics-per-node"
-            .into(),
-    })
+    let mut note = "NICs per node: one per GPU for RDMA links (rail-optimized, GPUDirect), one per node for TCP \
+                    Ethernet and Thunderbolt; override with --nics-per-node"
+        .to_string();
+    if let Some(t) = &spec.twin {
+        note += ". ";
+        note += &t.note;
+    }
+    Ok(CompareTable { links: links.iter().map(|l| l.name.clone()).collect(), rows, note })
 }
 
 /// A cell whose share was computed outside `estimate` (serving, RAG, storage).

@@ -118,3 +118,32 @@ fn compare_settings_come_from_the_plan_file() {
     let bad = rocelab_plan::spec::parse_plan_file("c.toml", "[plan.compare]\nlinks = [\"warp9\"]\n").unwrap();
     assert_eq!(CompareSpec::from_plan(bad).unwrap_err().key, "compare.links");
 }
+
+#[test]
+fn twin_measured_efficiencies_replace_the_roce_and_ib_presets_and_move_their_cells() {
+    use rocelab_plan::compare::TwinLinks;
+    let mut spec = CompareSpec::new(PlanSpec::default());
+    spec.links = ["eth100-tcp", "roce400", "ib-ndr"].iter().map(|l| parse_link(l).unwrap()).collect();
+    let preset = compare(&spec).unwrap();
+    // Presets: one efficiency (0.94) for both RDMA columns.
+    assert_eq!(parse_link("roce400").unwrap().efficiency, parse_link("ib-ndr").unwrap().efficiency);
+    let twin = TwinLinks { roce_efficiency: 0.60, ib_efficiency: 0.92, note: "measured on f.toml".into() };
+    // Only RoCE and IB columns change, rate kept.
+    let tcp = parse_link("eth100-tcp").unwrap();
+    assert_eq!(twin.apply(&tcp), tcp);
+    let r = twin.apply(&parse_link("roce400@800").unwrap());
+    assert_eq!((r.efficiency, r.rate_gbps), (0.60, 800.0));
+    assert_eq!(twin.apply(&parse_link("ib-ndr").unwrap()).efficiency, 0.92);
+    // Out of range: the preset stays.
+    let bad = TwinLinks { roce_efficiency: f64::NAN, ib_efficiency: 1.5, note: String::new() };
+    assert_eq!(bad.apply(&parse_link("roce400").unwrap()).efficiency, 0.94);
+    spec.twin = Some(twin);
+    let measured = compare(&spec).unwrap();
+    assert!(measured.note.ends_with("measured on f.toml"), "{}", measured.note);
+    let share = |t: &CompareTable, link: usize| row(t, "multi-node pipeline parallel").cells[link].share;
+    // The same 400G pipe: equal shares under the presets; with the twin's figures the RoCE
+    // column waits longer on the network than the IB one, and TCP is untouched.
+    assert!((share(&preset, 1) - share(&preset, 2)).abs() < 0.02, "{} {}", share(&preset, 1), share(&preset, 2));
+    assert!(share(&measured, 1) > share(&preset, 1) && share(&measured, 1) > share(&measured, 2));
+    assert_eq!(share(&measured, 0), share(&preset, 0));
+}

@@ -33,6 +33,7 @@ use std::collections::VecDeque;
 
 mod ecmp;
 mod faults;
+mod ib;
 mod invariants;
 mod mmu;
 mod nic;
@@ -273,6 +274,14 @@ pub(crate) struct Qp {
     pub sender_done: Option<SimTime>,
     // receiver
     rcv_nxt: u32,
+    /// InfiniBand with adaptive routing: a bitmap by PSN of packets received ahead of
+    /// `rcv_nxt` (allocated at the first reordered packet; empty otherwise).
+    ooo: Vec<u64>,
+    /// InfiniBand congestion control at the sender: the CCT index (0: no delay), and its
+    /// timer's generation and whether one is pending.
+    ccti: u16,
+    ccti_gen: u32,
+    ccti_armed: bool,
     nak_for: u32,
     last_cnp: Option<SimTime>,
     since_ack: u32,
@@ -302,6 +311,42 @@ pub(crate) struct RetiredQps {
 }
 
 impl Qp {
+    /// Payload bytes of packet `psn` (the last one carries the remainder).
+    #[inline]
+    fn payload_of(&self, psn: u32) -> u32 {
+        if psn + 1 >= self.npkts {
+            self.size.saturating_sub(psn as u64 * self.mtu as u64).min(self.mtu as u64) as u32
+        } else {
+            self.mtu
+        }
+    }
+
+    /// A packet `psn` ahead of `rcv_nxt` is held (InfiniBand, out of order).
+    #[inline]
+    fn ooo_has(&self, psn: u32) -> bool {
+        self.ooo.get(psn as usize / 64).is_some_and(|w| w & (1 << (psn % 64)) != 0)
+    }
+
+    #[cold]
+    fn ooo_set(&mut self, psn: u32) {
+        if self.ooo.is_empty() {
+            self.ooo = vec![0; (self.npkts as usize).div_ceil(64)];
+        }
+        self.ooo[psn as usize / 64] |= 1 << (psn % 64);
+    }
+
+    /// Clears and returns whether packet `psn` was held.
+    #[inline]
+    fn ooo_take(&mut self, psn: u32) -> bool {
+        match self.ooo.get_mut(psn as usize / 64) {
+            Some(w) if *w & (1 << (psn % 64)) != 0 => {
+                *w &= !(1 << (psn % 64));
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// False while the bytes sent and not yet acknowledged fill the window (HPCC's
     /// `IsWinBound`); an ACK reopens it and kicks the NIC.
     #[inline]
@@ -437,6 +482,13 @@ pub struct Sim<'m> {
     wakes: WakeSlots,
     /// The stream of UDP source ports, one per QP in posting order.
     sport_rng: Rng,
+    /// The link layer's per-packet overheads (RoCEv2 or InfiniBand).
+    pub(crate) hdr: ib::Overheads,
+    /// InfiniBand: VL arbitration, routing mode and destination LIDs (`None` on RoCE).
+    pub(crate) ib: Option<Box<ib::IbState>>,
+    /// InfiniBand: per port, its credits and VL arbiter (empty on RoCE, so a RoCE port keeps
+    /// its layout).
+    pub(crate) ib_ports: Vec<ib::IbPort>,
     /// QPs created so far per host (a multi-port host takes its ports round-robin).
     qps_at: Vec<u32>,
 }
@@ -505,8 +557,21 @@ impl<'m> Sim<'m> {
         let classes: Vec<ClassProps> = qos
             .classes
             .iter()
-            .map(|c| ClassProps { prio: c.priority, queue: c.queue, lossless: qos.pfc_enabled(c.priority) })
+            .map(|c| match &m.ib {
+                // InfiniBand: a class's priority is its service level; its packets go on the
+                // VL the SL maps to, in that VL's queue, with no pause (credits instead).
+                Some(ib) => {
+                    let vl = ib.vl_of_sl(c.priority);
+                    ClassProps { prio: vl, queue: vl, lossless: false }
+                }
+                None => ClassProps { prio: c.priority, queue: c.queue, lossless: qos.pfc_enabled(c.priority) },
+            })
             .collect();
+        let ib_state = match &m.ib {
+            Some(ib) => Some(Box::new(ib::IbState::new(m, ib)?)),
+            None => None,
+        };
+        let is_ib = ib_state.is_some();
         // Queue properties: the first class mapped to a queue decides strict/weight; a queue is
         // paused when any priority mapped to it is paused.
         let mut strict = [None::<(bool, u32, u8)>; 8];
@@ -559,8 +624,8 @@ impl<'m> Sim<'m> {
                         buffer: sp.buffer_bytes,
                         shared_used: 0,
                         total_hdrm: 0,
-                        total_rsrv: sp.reserve_bytes * n.num_ports as u64 * used_prios,
-                        reserve: sp.reserve_bytes,
+                        total_rsrv: if is_ib { 0 } else { sp.reserve_bytes * n.num_ports as u64 * used_prios },
+                        reserve: if is_ib { 0 } else { sp.reserve_bytes },
                         resume_offset: sp.resume_offset_bytes,
                         alpha_lossless: sp.ingress_lossless_alpha,
                         alpha_lossy: sp.ingress_lossy_alpha,
@@ -603,14 +668,14 @@ impl<'m> Sim<'m> {
             let ps_per_byte =
                 if 8_000_000_000_000u64.is_multiple_of(p.speed.0) { 8_000_000_000_000u64 / p.speed.0 } else { 0 };
             let mut ecn = [None; 8];
-            for c in &qos.classes {
+            for c in qos.classes.iter().filter(|_| !is_ib) {
                 if ecn[c.queue as usize].is_none() {
                     if let Some(e) = c.ecn_for_speed(p.speed.gbps()) {
                         ecn[c.queue as usize] = Some(Ecn { kmin: e.kmin_bytes, kmax: e.kmax_bytes, pmax: e.pmax });
                     }
                 }
             }
-            let headroom = m.headroom_in_force(PortId(pi as u32));
+            let headroom = if is_ib { 0 } else { m.headroom_in_force(PortId(pi as u32)) };
             if node_sw[node] != NONE {
                 switches[node_sw[node] as usize].total_hdrm += headroom * lossless_prios;
             }
@@ -707,6 +772,11 @@ impl<'m> Sim<'m> {
             deliveries_due: 0,
             wakes: WakeSlots::default(),
             sport_rng: Rng::new(opts.seed, 0x5150_0000),
+            hdr: if is_ib { ib::Overheads::INFINIBAND } else { ib::Overheads::ROCE },
+            ib_ports: ib_state
+                .as_ref()
+                .map_or_else(Vec::new, |s| vec![ib::IbPort::new(s.initial_credits); m.ports.len()]),
+            ib: ib_state,
             qps_at: vec![0; m.nodes.len()],
             opts,
         };
@@ -726,7 +796,7 @@ impl<'m> Sim<'m> {
             sim.q.push(iv, Ev::Sample);
         }
         let wd = &m.qos.watchdog;
-        if wd.enabled && m.qos.pfc_mask != 0 {
+        if wd.enabled && m.qos.pfc_mask != 0 && !m.is_ib() {
             sim.q.push(wd.poll, Ev::WatchdogPoll);
         }
         Ok(sim)
@@ -743,12 +813,19 @@ impl<'m> Sim<'m> {
         } else {
             class.dscp.first().copied().unwrap_or(0)
         };
-        let pcp = prof.qos.dscp_to_priority[dscp as usize];
-        let switch_class = match self.m.qos.trust {
-            rocelab_model::config::Trust::Dscp => self.m.qos.dscp_to_class[dscp as usize],
-            rocelab_model::config::Trust::Pcp => self.m.qos.priority_to_class[pcp as usize],
+        let (pcp, switch_class) = if self.ib.is_some() {
+            // InfiniBand: the class's SL (its `priority`) picks the VL; no DSCP, no PCP.
+            (self.classes[f.class].queue, f.class as u8)
+        } else {
+            let pcp = prof.qos.dscp_to_priority[dscp as usize];
+            let switch_class = match self.m.qos.trust {
+                rocelab_model::config::Trust::Dscp => self.m.qos.dscp_to_class[dscp as usize],
+                rocelab_model::config::Trust::Pcp => self.m.qos.priority_to_class[pcp as usize],
+            };
+            (pcp, switch_class)
         };
         let cc_on = f.transport == Transport::Rdma
+            && self.ib.is_none()
             && prof.congestion_control == CongestionControl::Dcqcn
             && prof.qos.ecn_rp_mask & (1 << pcp) != 0;
         let per = f.size_bytes / f.qps as u64;
@@ -775,11 +852,12 @@ impl<'m> Sim<'m> {
                 pcp,
                 hash,
                 sport,
-                ect: match f.transport {
-                    Transport::Rdma => cc_on || prof.qos.ecn_np_mask & (1 << pcp) != 0,
-                    Transport::Dctcp => true,
-                    Transport::LossBased => false,
-                },
+                ect: self.ib.is_none()
+                    && match f.transport {
+                        Transport::Rdma => cc_on || prof.qos.ecn_np_mask & (1 << pcp) != 0,
+                        Transport::Dctcp => true,
+                        Transport::LossBased => false,
+                    },
                 window: prof.window_bytes,
                 window_var: prof.window_scales_with_rate,
                 snd_nxt: 0,
@@ -794,6 +872,10 @@ impl<'m> Sim<'m> {
                 ce_unechoed: 0,
                 sender_done: None,
                 rcv_nxt: 0,
+                ooo: Vec::new(),
+                ccti: 0,
+                ccti_gen: 0,
+                ccti_armed: false,
                 nak_for: NONE,
                 last_cnp: None,
                 since_ack: 0,
@@ -1108,6 +1190,7 @@ impl<'m> Sim<'m> {
             Ev::PfcArrive { from, prio, quanta } => self.on_pfc(from, prio, quanta),
             Ev::PauseExpire { port, prio } => self.on_pause_expire(port, prio),
             Ev::PauseRefresh { port, prio } => self.on_pause_refresh(port, prio),
+            Ev::CreditArrive { port, vl, bytes } => self.on_credit_arrive(port, vl, bytes),
             Ev::NicWake { host, gen } => {
                 let n = &mut self.nics[host as usize];
                 if n.wake_gen == gen {
@@ -1140,6 +1223,11 @@ impl<'m> Sim<'m> {
             // (Not counted: a timeout seconds away must not hold a slot. A reused slot's QP
             // takes its timer generations past the old one's, so a stale timeout is ignored.)
             Ev::Rto { qp, gen } => self.on_rto(qp, gen),
+            Ev::CctiTimer { qp, gen } => {
+                self.qp_timer_fired(qp);
+                self.on_ccti_timer(qp, gen);
+                self.maybe_retire(qp);
+            }
             Ev::CnpSend { qp } => {
                 self.qp_timer_fired(qp);
                 self.send_cnp(qp);

@@ -38,6 +38,17 @@ pub enum Ev {
         port: u32,
         prio: u8,
     },
+    /// InfiniBand: credits for `bytes` of VL `vl` freed by the peer reach `port`.
+    CreditArrive {
+        port: u32,
+        vl: u8,
+        bytes: u32,
+    },
+    /// InfiniBand congestion control: a QP's CCTI timer expires (stale unless `gen` matches).
+    CctiTimer {
+        qp: u32,
+        gen: u32,
+    },
     /// A NIC's rate limiter allows its next packet.
     NicWake {
         host: u32,

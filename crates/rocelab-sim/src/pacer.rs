@@ -46,6 +46,30 @@ impl Pacer {
         self.next_send = now + gap(wire, rate_bps, line_bps);
     }
 
+    /// A packet of `wire` bytes left at `now` and the next may go `gap` later (InfiniBand
+    /// congestion control: the serialization time plus the CCT's inter-packet delay).
+    #[inline]
+    pub fn sent_with_gap(&mut self, now: SimTime, wire: u32, gap: SimTime) {
+        self.last_tx = now;
+        self.last_wire = wire;
+        self.next_send = now + gap;
+    }
+
+    /// The gap changed to `gap`: re-time the pending send from the last transmission. Returns
+    /// the new send time when it moved earlier.
+    #[inline]
+    pub fn regap(&mut self, gap: SimTime) -> Option<SimTime> {
+        let next = self.last_tx + gap;
+        let earlier = next < self.next_send;
+        self.next_send = next;
+        earlier.then_some(next)
+    }
+
+    /// Wire bytes of the last packet sent.
+    pub fn last_wire(&self) -> u32 {
+        self.last_wire
+    }
+
     /// The rate changed: re-time the pending send. Returns the new send time when it moved
     /// earlier (the NIC must be woken then), `None` otherwise.
     #[inline]

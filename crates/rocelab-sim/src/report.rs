@@ -257,6 +257,8 @@ impl RunReport {
         }
         // Per flow: its QPs aggregated.
         let mut flows: Vec<FlowResult> = Vec::with_capacity(snap.flows.len());
+        // (Zero, and so absent, unless an InfiniBand fabric routes adaptively.)
+        push("rocelab_out_of_order_packets_total", &[], c.out_of_order as f64);
         for (i, f) in snap.flows.iter().enumerate() {
             let start = f.start.0;
             let end = f.finish.map_or(now.0, |t| t.0).max(start);
@@ -515,6 +517,9 @@ fn prometheus_help(name: &str) -> &'static str {
         "rocelab_cnp_received_total" => "CNPs received by the reaction point.",
         "rocelab_flow_completion_seconds" => "Flow completion time.",
         "rocelab_retransmitted_packets_total" => "Retransmitted packets.",
+        "rocelab_out_of_order_packets_total" => {
+            "Data packets received out of order and kept (InfiniBand adaptive routing)."
+        }
         _ => "rocelab simulator metric.",
     }
 }

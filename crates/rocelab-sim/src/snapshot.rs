@@ -83,6 +83,8 @@ pub struct Counters {
     /// Packets put on a wire, counted per link crossed.
     pub packet_hops: u64,
     pub data_packet_hops: u64,
+    /// InfiniBand with adaptive routing: data packets that arrived out of order and were kept.
+    pub out_of_order: u64,
 }
 
 /// The counters of one port (one end of a link). Per-priority arrays are indexed by 802.1p
@@ -339,6 +341,7 @@ impl<'m> Sim<'m> {
             data_dropped: st.data_dropped,
             payload_delivered_bytes: st.payload_delivered,
             retransmitted: st.retransmitted,
+            out_of_order: st.out_of_order,
             drops_by_reason,
             ecn_marked: ports.iter().map(|p| p.ecn_marked.iter().sum::<u64>()).sum(),
             cnp_sent: nics.iter().map(|n| n.cnp_sent).sum(),

@@ -71,6 +71,9 @@ pub struct GlobalStats {
     pub packet_hops: u64,
     pub data_hops: u64,
     pub storms: u64,
+    /// InfiniBand with adaptive routing: data packets received ahead of the next expected one
+    /// and kept (reordered, not lost).
+    pub out_of_order: u64,
     pub qdelay: Histogram,
     /// The waits of CNPs alone, per switch hop: what a CNP class queued behind data shows.
     pub cnp_qdelay: Histogram,

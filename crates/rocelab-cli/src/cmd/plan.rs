@@ -6,7 +6,7 @@
 //! Errors name the flag, or the file:line:column of the key, and the fix; they exit 2.
 
 use crate::common::{write_atomic, Failure, VerbResult};
-use rocelab_plan::compare::CompareSpec;
+use rocelab_plan::compare::{CompareSpec, TwinLinks};
 use rocelab_plan::render::{render_compare_fit, render_plan, render_search, Format};
 use rocelab_plan::spec::{self, InferenceInput, PlanSpec, TrainingInput};
 use rocelab_plan::{compare, estimate, resolve, search, FabricFacts, PlanError, SearchSpec};
@@ -301,8 +301,44 @@ impl Sources {
 /// What the planner takes from a fabric file. A host node is one NIC endpoint; NICs that name
 /// the same `gpu_node` sit in one server (rail-optimized fabrics), otherwise each host is a
 /// server whose ports are its NICs.
-fn fabric_facts(path: &std::path::Path) -> Result<FabricFacts, Failure> {
-    Ok(rocelab_workload::step::fabric_facts(&crate::common::load_fabric(path)?))
+fn fabric_facts(model: &rocelab_model::Model) -> FabricFacts {
+    let mut f = rocelab_workload::step::fabric_facts(model);
+    if model.is_ib() {
+        // An InfiniBand fabric: the IB presets (latency) for its own interconnect.
+        f.transport_preset = Some("ib".into());
+    }
+    f
+}
+
+/// Ranks and bytes per rank of the twin's link-layer measurement behind `--compare --fabric`:
+/// enough hosts to cross every tier of a leaf-spine, small enough to run in a second.
+const TWIN_RANKS: usize = 16;
+const TWIN_BYTES: u64 = 4 << 20;
+
+/// `--compare --fabric`: the RoCE and IB columns' efficiency as the twin measures it on the
+/// fabric (`rocelab_workload::linklayer`).
+fn twin_links(path: &std::path::Path, model: &rocelab_model::Model) -> Result<TwinLinks, Failure> {
+    let seed = rocelab_sim::options_from_model(model).seed;
+    let [roce, ib] = rocelab_workload::linklayer::measure_link_layers(model, TWIN_RANKS, TWIN_BYTES, seed)
+        .map_err(|d| crate::common::located(path, d))?;
+    let side = |f: &rocelab_workload::linklayer::LinkLayerFigures| {
+        format!(
+            "{:.3} (all-reduce {:.2}, all-to-all {:.2} GB/s)",
+            f.efficiency, f.all_reduce_busbw_gbytes_per_s, f.alltoall_busbw_gbytes_per_s
+        )
+    };
+    let note = format!(
+        "RoCE and IB columns: efficiency measured by the twin on {} ({} hosts at {} Gb/s, {} MiB per rank, \
+         the lower busbw over the line rate): RoCE {}, InfiniBand {}; latency as the presets (NIC and switch \
+         pipeline latencies are not in the twin)",
+        path.display(),
+        roce.ranks,
+        roce.line_gbps,
+        TWIN_BYTES >> 20,
+        side(&roce),
+        side(&ib)
+    );
+    Ok(TwinLinks { roce_efficiency: roce.efficiency, ib_efficiency: ib.efficiency, note })
 }
 
 /// A plan file's scenario on a fabric (`simulate --step`): the file's keys over what the
@@ -353,13 +389,20 @@ pub fn run(a: Args) -> VerbResult {
         sources.file = Some((name, text, file_spec));
     }
     spec = spec.overlay(&flags).map_err(|e| sources.failure(e))?;
-    if let Some(path) = &a.fabric {
-        spec = spec.with_fabric(&fabric_facts(path)?);
+    let fabric = match &a.fabric {
+        Some(path) => Some((path, crate::common::load_fabric(path)?)),
+        None => None,
+    };
+    if let Some((_, model)) = &fabric {
+        spec = spec.with_fabric(&fabric_facts(model));
     }
 
     let started = std::time::Instant::now();
     let out = if a.compare {
-        let cs = CompareSpec::from_plan(spec).map_err(|e| sources.failure(e))?;
+        let mut cs = CompareSpec::from_plan(spec).map_err(|e| sources.failure(e))?;
+        if let Some((path, model)) = &fabric {
+            cs.twin = Some(twin_links(path, model)?);
+        }
         let t = compare(&cs).map_err(|e| sources.failure(e))?;
         render_compare_fit(&t, format, compare_width(a.width, a.output.is_some()))
     } else if a.search {

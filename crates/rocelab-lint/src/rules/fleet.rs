@@ -44,8 +44,10 @@ fn dcqcn_diff(a: &Dcqcn, b: &Dcqcn) -> Vec<String> {
 
 pub fn check(cx: &Ctx, out: &mut Findings) {
     let nics = used_nics(cx);
+    // (DCQCN and PFC are RoCE's: on InfiniBand only the firmware rule applies.)
+    let roce = !cx.model.is_ib();
     if let Some(first) = nics.first() {
-        for n in &nics[1..] {
+        for n in nics[1..].iter().filter(|_| roce) {
             let diff = dcqcn_diff(&first.dcqcn, &n.dcqcn);
             if !diff.is_empty() {
                 out.emit(
@@ -78,7 +80,7 @@ pub fn check(cx: &Ctx, out: &mut Findings) {
             }
         }
     }
-    if !cx.lossless_priorities.is_empty() {
+    if roce && !cx.lossless_priorities.is_empty() {
         for n in &nics {
             if n.congestion_control == CongestionControl::None {
                 out.emit(

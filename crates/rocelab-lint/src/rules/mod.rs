@@ -9,10 +9,19 @@ mod buffer;
 mod ecn;
 mod fleet;
 mod host;
+pub mod ib;
 mod qos;
 mod topo;
 
 pub fn run_all(cx: &Ctx, out: &mut Findings) {
+    if cx.model.is_ib() {
+        // InfiniBand: no PFC, ECN, DSCP, CNP class or headroom; the VL/SL rules instead, and
+        // what is not about the link layer (topology, firmware).
+        ib::check(cx, out);
+        fleet::check(cx, out);
+        topo::check(cx, out);
+        return;
+    }
     qos::check(cx, out);
     host::check(cx, out);
     ecn::check(cx, out);

@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 pub fn check(cx: &Ctx, out: &mut Findings) {
     oversubscription(cx, out);
     rails(cx, out);
-    if !cx.model.config.routing.ecmp_hash_fields.contains(&HashField::SrcPort) {
+    // (InfiniBand routes by destination LID or adaptively: no 5-tuple hash.)
+    if !cx.model.is_ib() && !cx.model.config.routing.ecmp_hash_fields.contains(&HashField::SrcPort) {
         out.emit(
             "TOP003",
             "routing.ecmp_hash_fields",

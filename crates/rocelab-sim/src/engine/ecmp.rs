@@ -67,7 +67,7 @@ impl Fib {
     /// What `Routing::candidates` gives for the node of engine switch `sw`, toward host `dst`
     /// of destination group `group`.
     #[inline]
-    fn candidates(&self, sw: u32, dst: u32, group: u32) -> &[PortId] {
+    pub(super) fn candidates(&self, sw: u32, dst: u32, group: u32) -> &[PortId] {
         let mut s = self.cells[sw as usize * self.groups + group as usize];
         if s.off == ATTACHED {
             s = self.host[dst as usize];
@@ -87,14 +87,14 @@ fn member(h: u64, n: usize) -> usize {
 /// The routing state one switch forwards by: its table (`None`: all links up and routed) and
 /// whether it is the newest (only then does it also see which host links are down).
 #[derive(Clone, Copy)]
-struct View<'a> {
+pub(super) struct View<'a> {
     table: Option<&'a [RouteLevel]>,
     current: bool,
 }
 
 impl<'a> View<'a> {
     #[inline]
-    fn of(sim: &'a Sim<'_>, sw: u32) -> Self {
+    pub(super) fn of(sim: &'a Sim<'_>, sw: u32) -> Self {
         let e = sim.sw_view[sw as usize] as usize;
         View { table: sim.views[e].as_deref(), current: e + 1 == sim.views.len() }
     }
@@ -165,7 +165,7 @@ impl Sim<'_> {
     /// A local port is usable if its routes stand (a switch sees its own links at once) and, by
     /// what the switch has learned, its peer still reaches `dst` over routes that stand.
     #[inline]
-    fn ecmp_usable(&self, view: View, c: PortId, node: u32, dst: u32) -> bool {
+    pub(super) fn ecmp_usable(&self, view: View, c: PortId, node: u32, dst: u32) -> bool {
         let cp = &self.ports[c.idx()];
         cp.routed && cp.node == node && self.next_hop_reaches(view, cp.peer, dst) == PREFERRED
     }
@@ -184,7 +184,7 @@ impl Sim<'_> {
     /// members by a second hash; every other flow keeps its path. With no preferred member
     /// left, the last-resort ones carry the traffic.
     #[cold]
-    fn ecmp_rehash(&self, view: View, cands: &[PortId], node: u32, dst: u32, h: u64) -> u32 {
+    pub(super) fn ecmp_rehash(&self, view: View, cands: &[PortId], node: u32, dst: u32, h: u64) -> u32 {
         let levels = || cands.iter().map(|c| (c, self.member_level(view, *c, node, dst)));
         let best = levels().map(|(_, l)| l).max().unwrap_or(UNREACHED);
         if best == UNREACHED {

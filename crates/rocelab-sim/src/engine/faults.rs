@@ -25,6 +25,14 @@ impl Sim<'_> {
                         while pkt != NONE {
                             let next = self.pkts.get(pkt).next;
                             let q = self.classes[self.pkts.get(pkt).class as usize].queue;
+                            if self.ib.is_some() {
+                                // InfiniBand: the receiver never got it; the link's flow
+                                // control re-initializes when it comes back (IBTA Vol. 1
+                                // §7.9.4), so its credits are the sender's again.
+                                let k = self.pkts.get(pkt);
+                                let (vl, bytes) = (k.pcp as usize & 7, k.wire_bytes as u32);
+                                self.ib_ports[p as usize].credits[vl] += bytes;
+                            }
                             self.drop_pkt(p, q, pkt, DropReason::LinkDown);
                             pkt = next;
                         }
@@ -67,6 +75,10 @@ impl Sim<'_> {
             FaultAction::Host { host, stall: false } => {
                 for n in self.nics_of(host) {
                     self.nics[n as usize].stalled = false;
+                    if self.ib.is_some() {
+                        self.host_resume_ib(n);
+                        continue;
+                    }
                     while let Some(pkt) = self.nics[n as usize].rx_q.pop_front() {
                         self.host_receive(n, pkt);
                     }

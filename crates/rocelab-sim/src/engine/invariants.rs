@@ -94,6 +94,42 @@ impl Sim<'_> {
                 ));
             }
         }
+        // InfiniBand credits: per port and VL, what the port may still send, what is on its
+        // wire, what the receiver holds and the credits on their way back add up to the
+        // receiver's buffer.
+        if let Some(ib) = &self.ib {
+            for (i, p) in self.ports.iter().enumerate() {
+                let r = &self.ports[p.peer as usize];
+                let mut acc = [0u64; 8];
+                let mut at = p.wire_head;
+                while at != NONE {
+                    let k = self.pkts.get(at);
+                    acc[k.pcp as usize & 7] += k.wire_bytes as u64;
+                    at = k.next;
+                }
+                if r.sw != NONE {
+                    for (v, a) in acc.iter_mut().enumerate() {
+                        *a += r.pg[v].ing;
+                    }
+                } else if r.nic != NONE {
+                    for &id in &self.nics[r.nic as usize].rx_q {
+                        let k = self.pkts.get(id);
+                        acc[k.pcp as usize & 7] += k.wire_bytes as u64;
+                    }
+                }
+                let c = &self.ib_ports[i];
+                for (v, held) in acc.iter().enumerate() {
+                    let total = held + c.credits[v] as u64 + c.credit_in_flight[v] as u64;
+                    if total != ib.initial_credits[v] as u64 {
+                        errs.push(format!(
+                            "port {i} VL {v}: credits {} + returning {} + on the wire and held by the peer {} = {total} B, \
+                             the peer's buffer is {} B",
+                            c.credits[v], c.credit_in_flight[v], held, ib.initial_credits[v]
+                        ));
+                    }
+                }
+            }
+        }
         // A run that ended because every QP completed (none gave up, none cut short) leaves
         // nothing behind.
         let completed = self.qps_left == 0 && !self.stopped_no_progress && !self.stopped_at_duration;

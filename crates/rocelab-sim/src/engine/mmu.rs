@@ -109,6 +109,10 @@ impl Sim<'_> {
 
     #[inline]
     pub(super) fn switch_arrive(&mut self, sw: u32, in_port: u32, pkt: u32) {
+        if self.ib.is_some() {
+            self.switch_arrive_ib(sw, in_port, pkt);
+            return;
+        }
         let (class, dst, hash, size) = {
             let p = self.pkts.get(pkt);
             (p.class, p.dst, p.hash, p.wire_bytes as u64)

@@ -55,7 +55,8 @@ impl Sim<'_> {
                 }
             };
             if let Some(pkt) = head {
-                if !self.is_paused(port, self.pkts.get(pkt).pcp) {
+                let p = self.pkts.get(pkt);
+                if !self.tx_blocked(port, p.pcp, p.wire_bytes as u32) {
                     let n = &mut self.nics[nic as usize];
                     if which == 0 {
                         n.cnp_q.pop_front();
@@ -73,11 +74,13 @@ impl Sim<'_> {
         for i in 0..n_active {
             let idx = (start + i) % n_active;
             let qi = self.nics[nic as usize].active[idx];
-            let (pcp, has_data, next) = {
+            let (pcp, has_data, next, wire) = {
                 let q = &self.qps[qi as usize];
-                (q.pcp, q.snd_nxt < q.npkts && q.window_open(), q.pacer.next_send)
+                // (The next packet's size matters only to InfiniBand's credits.)
+                let wire = if self.ib.is_some() { q.payload_of(q.snd_nxt) + self.hdr.data } else { 0 };
+                (q.pcp, q.snd_nxt < q.npkts && q.window_open(), q.pacer.next_send, wire)
             };
-            if !has_data || self.is_paused(port, pcp) {
+            if !has_data || self.tx_blocked(port, pcp, wire) {
                 continue;
             }
             if next > now {
@@ -112,8 +115,8 @@ impl Sim<'_> {
         let prof = self.nics[nic as usize].profile;
         let q = &mut self.qps[qi as usize];
         let psn = q.snd_nxt;
-        let payload = if psn + 1 == q.npkts { (q.size - psn as u64 * q.mtu as u64) as u32 } else { q.mtu };
-        let wire = payload + DATA_OVERHEAD;
+        let payload = q.payload_of(psn);
+        let wire = payload + self.hdr.data;
         if psn < q.st.max_sent_psn_plus1 {
             q.st.retransmitted_packets += 1;
             self.stats.retransmitted += 1;
@@ -138,6 +141,13 @@ impl Sim<'_> {
             in_prio: 0,
             enq_time: now,
         };
+        // InfiniBand congestion control: the CCT's inter-packet delay after this packet.
+        if q.ccti > 0 {
+            if let Some(cc) = self.ib.as_ref().and_then(|i| i.cc.as_ref()) {
+                let ser = ser_time(&self.ports[port as usize], wire);
+                q.pacer.sent_with_gap(now, wire, ser + SimTime(cc.cct_step.0 * q.ccti as u64));
+            }
+        }
         // Pace by the QP's current rate (DCQCN), never faster than the port.
         // (Without congestion control the port alone paces the QP.)
         if let Some(cc) = &mut q.cc {
@@ -161,6 +171,10 @@ impl Sim<'_> {
 
     #[inline]
     pub(super) fn host_arrive(&mut self, nic: u32, pkt: u32) {
+        if self.ib.is_some() {
+            self.host_arrive_ib(nic, pkt);
+            return;
+        }
         let n = &mut self.nics[nic as usize];
         if n.stalled && self.pkts.get(pkt).kind == Kind::Data {
             let size = self.pkts.get(pkt).wire_bytes as u64;
@@ -197,7 +211,11 @@ impl Sim<'_> {
                 let prof_i = self.nics[nic as usize].profile;
                 let prof = &self.m.nics[prof_i];
                 // Notification point: CE-marked packet -> CNP, at most one per interval per QP.
-                if p.ecn == CE {
+                if p.ecn == CE && self.ib.is_some() {
+                    // InfiniBand: every FECN is answered with a BECN.
+                    self.nics[nic as usize].st.ecn_marked_rx += 1;
+                    self.send_becn(qi);
+                } else if p.ecn == CE {
                     self.nics[nic as usize].st.ecn_marked_rx += 1;
                     if self.qps[qi as usize].tcp.is_some() {
                         // A TCP-like receiver echoes the mark on its next ACK (no CNP).
@@ -219,13 +237,36 @@ impl Sim<'_> {
                 }
                 let ack_iv = self.opts.ack_interval.max(1);
                 let mut message_done = None;
+                // InfiniBand with adaptive routing: packets may arrive out of order.
+                let ib = self.ib.as_ref().is_some_and(|i| i.adaptive);
                 let q = &mut self.qps[qi as usize];
-                if p.psn == q.rcv_nxt {
+                if ib && p.psn > q.rcv_nxt {
+                    // InfiniBand RC over adaptive routing: a packet ahead of the next expected
+                    // one is kept (placed) and counted, with no NAK and no go-back-N. (With
+                    // static routing a gap means a loss: NAK and go-back-N, as on RoCE.)
+                    if p.psn < q.npkts && !q.ooo_has(p.psn) {
+                        q.st.out_of_sequence += 1;
+                        self.stats.out_of_order += 1;
+                        q.ooo_set(p.psn);
+                    } else {
+                        q.st.duplicate += 1;
+                    }
+                } else if p.psn == q.rcv_nxt {
                     q.rcv_nxt += 1;
                     q.nak_for = NONE;
                     q.st.bytes_delivered += p.payload as u64;
                     self.stats.payload_delivered += p.payload as u64;
                     q.since_ack += 1;
+                    if ib {
+                        // Packets received ahead now in order.
+                        while q.rcv_nxt < q.npkts && q.ooo_take(q.rcv_nxt) {
+                            let b = q.payload_of(q.rcv_nxt) as u64;
+                            q.rcv_nxt += 1;
+                            q.st.bytes_delivered += b;
+                            self.stats.payload_delivered += b;
+                            q.since_ack += 1;
+                        }
+                    }
                     let last = q.rcv_nxt == q.npkts;
                     if last && q.finish.is_none() {
                         q.finish = Some(now);
@@ -301,6 +342,10 @@ impl Sim<'_> {
                 }
                 // Kick the QP's own NIC: on a multi-port host the ACK may arrive on another port.
                 self.nic_try_send(src_nic);
+            }
+            Kind::Cnp if self.ib.is_some() => {
+                self.nics[nic as usize].st.cnp_received += 1;
+                self.on_becn(qi);
             }
             Kind::Cnp => {
                 self.nics[nic as usize].st.cnp_received += 1;
@@ -444,7 +489,7 @@ impl Sim<'_> {
     pub(super) fn send_ctrl(&mut self, qi: u32, kind: Kind, psn: u32) {
         let q = &self.qps[qi as usize];
         let (nic, class, pcp) = (q.dst_nic, q.class, q.pcp);
-        let mut pkt = self.ctrl_packet(qi, kind, psn, class, pcp, ACK_WIRE);
+        let mut pkt = self.ctrl_packet(qi, kind, psn, class, pcp, self.hdr.ack);
         if self.qps[qi as usize].tcp.is_some() {
             pkt.payload = std::mem::take(&mut self.qps[qi as usize].ce_unechoed);
         }
@@ -461,7 +506,7 @@ impl Sim<'_> {
             rocelab_model::config::Trust::Dscp => self.m.qos.dscp_to_class[prof.qos.cnp_dscp as usize],
             rocelab_model::config::Trust::Pcp => self.m.qos.priority_to_class[prof.qos.cnp_priority as usize],
         };
-        let pkt = self.ctrl_packet(qi, Kind::Cnp, 0, cnp_class, prof.qos.cnp_priority, CNP_WIRE);
+        let pkt = self.ctrl_packet(qi, Kind::Cnp, 0, cnp_class, prof.qos.cnp_priority, self.hdr.cnp);
         self.stats.sent += 1;
         self.nics[nic as usize].st.cnp_sent += 1;
         let flow = self.qps[qi as usize].flow;

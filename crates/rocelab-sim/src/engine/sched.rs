@@ -95,7 +95,8 @@ impl Sim<'_> {
         if !self.ports[port as usize].up || self.busy(port) {
             return;
         }
-        let Some(q) = self.pick_queue(port) else { return };
+        let picked = if self.ib.is_some() { self.pick_vl(port) } else { self.pick_queue(port) };
+        let Some(q) = picked else { return };
         let now = self.now;
         let sw = self.ports[port as usize].sw;
         let pkt = {
@@ -134,6 +135,10 @@ impl Sim<'_> {
                 }
             }
         }
+        if self.ib.is_some() {
+            // InfiniBand: FECN instead of ECN, on the same queue length.
+            self.ib_mark_fecn(port, q, pkt, qlen);
+        }
         let delay = (now - enq).0;
         self.stats.qdelay.record(delay);
         if kind == Kind::Cnp {
@@ -144,7 +149,12 @@ impl Sim<'_> {
             eq.delay_max = delay;
         }
         // Release the buffer at this switch.
-        self.release(sw, in_port, in_prio, size);
+        if self.ib.is_some() {
+            self.arb_sent(port, size as u32);
+            self.release_ib(sw, in_port, in_prio, size);
+        } else {
+            self.release(sw, in_port, in_prio, size);
+        }
         self.put_on_wire(port, pkt);
         if self.ports[port as usize].nonempty != 0 {
             self.busy(port);

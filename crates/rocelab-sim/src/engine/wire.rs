@@ -16,8 +16,12 @@ impl Sim<'_> {
     #[inline]
     pub(super) fn put_on_wire(&mut self, port: u32, pkt: u32) {
         let now = self.now;
-        let p = &mut self.ports[port as usize];
         let bytes = self.pkts.get(pkt).wire_bytes as u32;
+        if self.ib.is_some() {
+            let vl = self.pkts.get(pkt).pcp;
+            self.spend_credits(port, vl, bytes);
+        }
+        let p = &mut self.ports[port as usize];
         let ser = ser_time(p, bytes);
         p.busy_until = now + ser;
         p.tx_bytes += bytes as u64;
