@@ -276,12 +276,15 @@ pub fn render_text(s: &TopoSummary) -> String {
         s.bisection_gbps / 1000.0,
         s.bisection_ratio * 100.0
     );
-    let _ = writeln!(
-        o,
-        "  diameter: {}; {}",
-        plural(s.diameter_hops as u64, "hop"),
-        plural(s.ecmp_groups as u64, "distinct ECMP group")
-    );
+    // InfiniBand forwards by LID over the subnet manager's tables (static or adaptive), not
+    // by ECMP hashing: the same shortest paths, named as an IB engineer names them.
+    let (group, path) = if s.link_layer.is_some() {
+        ("distinct multipath group", "shortest path")
+    } else {
+        ("distinct ECMP group", "ECMP path")
+    };
+    let _ =
+        writeln!(o, "  diameter: {}; {}", plural(s.diameter_hops as u64, "hop"), plural(s.ecmp_groups as u64, group));
     if !s.rails.is_empty() {
         let _ = writeln!(o, "\n  rails:");
         for r in &s.rails {
@@ -307,7 +310,7 @@ pub fn render_text(s: &TopoSummary) -> String {
             p.relation,
             p.example_dst,
             plural(p.hops as u64, "hop"),
-            plural(p.ecmp_paths, "ECMP path")
+            plural(p.ecmp_paths, path)
         );
     }
     o

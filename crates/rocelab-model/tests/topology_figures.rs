@@ -356,7 +356,10 @@ fn topo_names_the_infiniband_link_layer_and_nothing_new_on_roce() {
         ),
         "{text}"
     );
+    // IB forwards by LID, not by ECMP hashing: the path classes say "shortest path".
+    assert!(text.contains("shortest paths") && !text.contains("ECMP"), "{text}");
     let roce = rocelab_model::summary::summarize(&rocelab_model::load_str("f.toml", base).unwrap());
-    assert!(!rocelab_model::summary::render_text(&roce).contains("link layer"));
+    let roce_text = rocelab_model::summary::render_text(&roce);
+    assert!(!roce_text.contains("link layer") && roce_text.contains("ECMP paths"), "{roce_text}");
     assert!(!serde_json::to_string(&roce).unwrap().contains("link_layer"), "RoCE's JSON keeps its keys");
 }

@@ -910,7 +910,7 @@ fn check_bounds(p: &StepPlan) -> Result<(), Diagnostic> {
 }
 
 /// What a fabric file tells the planner (`rocelab plan --fabric`, `simulate --step`): GPUs and
-/// NICs per node, NIC speed, the intra-node link, the node count. A host node is one NIC
+/// NICs per node, NIC speed, the intra-node link, the node count, the link layer. A host node is one NIC
 /// endpoint; NICs that name the same `gpu_node` sit in one server (rail-optimized fabrics),
 /// otherwise each host is a server whose ports are its NICs.
 pub fn fabric_facts(model: &Model) -> rocelab_plan::FabricFacts {
@@ -944,7 +944,8 @@ pub fn fabric_facts(model: &Model) -> rocelab_plan::FabricFacts {
         intra_node_gbytes_per_s: Some(gn.intra_node_gbytes_per_s).filter(|g| *g > 0.0),
         hosts: Some(server_count).filter(|h| *h > 0),
         gpu: Some(gn.gpu.clone()).filter(|g| rocelab_plan::hardware::GpuSpec::preset(g).is_some()),
-        transport_preset: Some("roce".into()),
+        // The latency profile of the fabric's own link layer: IB's presets on InfiniBand.
+        transport_preset: Some(if model.is_ib() { "ib" } else { "roce" }.into()),
     }
 }
 

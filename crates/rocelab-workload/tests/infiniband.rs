@@ -51,3 +51,12 @@ fn ring_all_reduce_busbw_on_ib_and_roce_differs_by_the_headers_only() {
     let got = ib / roce;
     assert!((got / want - 1.0).abs() < 0.005, "IB/RoCE busbw {got:.4}, headers say {want:.4}");
 }
+
+#[test]
+fn a_training_step_on_an_ib_fabric_is_planned_with_ib_latency() {
+    // `simulate --step` and `plan --fabric` read the fabric through `fabric_facts`: the plan
+    // column of an IB twin must use IB's latency profile, not RoCE's.
+    let facts = |ll: &str| rocelab_workload::step::fabric_facts(&ring8(ll)).transport_preset;
+    assert_eq!(facts("infiniband").as_deref(), Some("ib"));
+    assert_eq!(facts("roce").as_deref(), Some("roce"));
+}

@@ -9,7 +9,7 @@ use crate::common::{write_atomic, Failure, VerbResult};
 use rocelab_plan::compare::{CompareSpec, TwinLinks};
 use rocelab_plan::render::{render_compare_fit, render_plan, render_search, Format};
 use rocelab_plan::spec::{self, InferenceInput, PlanSpec, TrainingInput};
-use rocelab_plan::{compare, estimate, resolve, search, FabricFacts, PlanError, SearchSpec};
+use rocelab_plan::{compare, estimate, resolve, search, PlanError, SearchSpec};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -298,18 +298,6 @@ impl Sources {
     }
 }
 
-/// What the planner takes from a fabric file. A host node is one NIC endpoint; NICs that name
-/// the same `gpu_node` sit in one server (rail-optimized fabrics), otherwise each host is a
-/// server whose ports are its NICs.
-fn fabric_facts(model: &rocelab_model::Model) -> FabricFacts {
-    let mut f = rocelab_workload::step::fabric_facts(model);
-    if model.is_ib() {
-        // An InfiniBand fabric: the IB presets (latency) for its own interconnect.
-        f.transport_preset = Some("ib".into());
-    }
-    f
-}
-
 /// Ranks and bytes per rank of the twin's link-layer measurement behind `--compare --fabric`:
 /// enough hosts to cross every tier of a leaf-spine, small enough to run in a second.
 const TWIN_RANKS: usize = 16;
@@ -394,7 +382,7 @@ pub fn run(a: Args) -> VerbResult {
         None => None,
     };
     if let Some((_, model)) = &fabric {
-        spec = spec.with_fabric(&fabric_facts(model));
+        spec = spec.with_fabric(&rocelab_workload::step::fabric_facts(model));
     }
 
     let started = std::time::Instant::now();
