@@ -1514,8 +1514,60 @@ pub(crate) mod test_support {
         rocelab_model::load_str(file, text).unwrap_or_else(|e| panic!("{e}"))
     }
 
+    /// `n` hosts `h0..` on one switch `sw0` (ns-3 reference buffers), 100 Gb/s, 2 m cables
+    /// (10 ns), MTU 4096; `fabric` added to `[fabric]` (e.g. the link layer), `extra` at the end.
+    pub fn star(n: usize, fabric: &str, extra: &str) -> Model {
+        let nodes: Vec<String> = (0..n).map(|i| format!("{{ name = \"h{i}\", kind = \"host\" }}")).collect();
+        let links: Vec<String> =
+            (0..n).map(|i| format!("{{ a = \"h{i}\", b = \"sw0\", speed_gbps = 100, length_m = 2 }}")).collect();
+        let text = format!(
+            r#"[fabric]
+name = "star"
+{fabric}
+[switch_models.sw]
+preset = "ns3-reference"
+ports = {n}
+[nic]
+mtu = 4096
+[topology.explicit]
+node = [ {{ name = "sw0", kind = "switch", model = "sw" }}, {} ]
+link = [ {} ]
+{extra}
+"#,
+            nodes.join(", "),
+            links.join(", ")
+        );
+        model("star.toml", &text)
+    }
+
     pub fn idle_sim(m: &Model) -> Sim<'_> {
         Sim::new(m, Vec::new(), Vec::new(), SimOptions::default()).unwrap_or_else(|d| panic!("{d:?}"))
+    }
+
+    /// Queues a packet of `bytes` wire bytes at egress queue `q` (a VL on InfiniBand) of
+    /// `port`, as the switch would, without routing.
+    pub fn enqueue(sim: &mut Sim, port: u32, q: usize, bytes: u16) {
+        let pkt = sim.pkts.alloc(Packet {
+            enq_time: sim.now,
+            qp: 0,
+            psn: 0,
+            dst: 0,
+            hash: 0,
+            in_port: port,
+            next: NONE,
+            next_gap: u32::MAX,
+            wire_bytes: bytes,
+            payload: bytes,
+            kind: Kind::Data,
+            class: 0,
+            pcp: q as u8,
+            ecn: 0,
+            in_prio: q as u8,
+        });
+        let p = &mut sim.ports[port as usize];
+        p.queues[q].ring.push_back(&mut sim.pkts, pkt);
+        p.queues[q].bytes += bytes as u64;
+        p.nonempty |= 1 << q;
     }
 }
 

@@ -8,6 +8,8 @@
 
 use rocelab_model::{load_str, Role};
 use rocelab_sim::rng::Rng;
+
+mod common;
 use rocelab_sim::{build, RunReport};
 
 /// One random scenario, as fabric-file text, whether it has faults, and whether it has
@@ -70,21 +72,7 @@ fn scenario(rng: &mut Rng) -> (String, bool, bool) {
         } else {
             ""
         };
-        let pattern = match rng.below(4) {
-            0 => {
-                let n = hosts.len() as u64;
-                let a = rng.below(n);
-                let b = (a + 1 + rng.below(n - 1)) % n;
-                format!("pattern = \"flow\"\nsrc = \"{}\"\ndst = \"{}\"\n", hosts[a as usize], hosts[b as usize])
-            }
-            1 => format!(
-                "pattern = \"incast\"\ndst = \"{}\"\nsenders = {}\n",
-                h(rng),
-                1 + rng.below(hosts.len() as u64 - 1)
-            ),
-            2 => "pattern = \"permutation\"\n".to_string(),
-            _ => "pattern = \"all-to-all\"\n".to_string(),
-        };
+        let pattern = common::random_pattern(rng, &hosts);
         s.push_str(&format!("[[traffic]]\n{pattern}size_bytes = {size}\nqps = {qps}\nstart_us = {start}\n{class}"));
     }
     let faults = rng.below(3) == 0;

@@ -7,6 +7,8 @@
 
 use rocelab_model::load_str;
 use rocelab_sim::rng::Rng;
+
+mod common;
 use rocelab_sim::{build, RunReport};
 
 /// One random scenario as fabric-file text, and whether it has a link fault.
@@ -51,21 +53,7 @@ fn scenario(rng: &mut Rng) -> (String, bool) {
     for _ in 0..1 + rng.below(3) {
         let size = 20_000 + rng.below(600_000);
         let class = pick(rng, &["", "class = \"default\"\n"]);
-        let pattern = match rng.below(4) {
-            0 => {
-                let n = hosts.len() as u64;
-                let a = rng.below(n);
-                let b = (a + 1 + rng.below(n - 1)) % n;
-                format!("pattern = \"flow\"\nsrc = \"{}\"\ndst = \"{}\"\n", hosts[a as usize], hosts[b as usize])
-            }
-            1 => format!(
-                "pattern = \"incast\"\ndst = \"{}\"\nsenders = {}\n",
-                h(rng),
-                1 + rng.below(hosts.len() as u64 - 1)
-            ),
-            2 => "pattern = \"permutation\"\n".to_string(),
-            _ => "pattern = \"all-to-all\"\n".to_string(),
-        };
+        let pattern = common::random_pattern(rng, &hosts);
         s.push_str(&format!(
             "[[traffic]]\n{pattern}size_bytes = {size}\nqps = {}\nstart_us = {}\n{class}",
             1 + rng.below(3),

@@ -443,33 +443,13 @@ impl Sim<'_> {
 #[cfg(test)]
 mod tests {
     //! Credits, VL arbitration and IB routing against numbers worked out by hand.
-    use super::super::test_support::model;
+    use super::super::test_support::{enqueue, model};
     use super::*;
 
     /// One switch and `n` hosts at 100 Gb/s, 2 m cables (10 ns), IB with 64 KiB per VL,
     /// `extra` added at the end.
     fn star(n: usize, extra: &str) -> Model {
-        let nodes: Vec<String> = (0..n).map(|i| format!("{{ name = \"h{i}\", kind = \"host\" }}")).collect();
-        let links: Vec<String> =
-            (0..n).map(|i| format!("{{ a = \"h{i}\", b = \"sw0\", speed_gbps = 100, length_m = 2 }}")).collect();
-        let text = format!(
-            r#"[fabric]
-name = "ib-star"
-link_layer = "infiniband"
-[switch_models.sw]
-preset = "ns3-reference"
-ports = {n}
-[nic]
-mtu = 4096
-[topology.explicit]
-node = [ {{ name = "sw0", kind = "switch", model = "sw" }}, {} ]
-link = [ {} ]
-{extra}
-"#,
-            nodes.join(", "),
-            links.join(", ")
-        );
-        model("ib.toml", &text)
+        super::super::test_support::star(n, "link_layer = \"infiniband\"", extra)
     }
 
     fn host_port(s: &Sim, name: &str) -> u32 {
@@ -643,31 +623,6 @@ fabric_link = {{ speed_gbps = 100, length_m = 10 }}
         // Physics: a flow cannot beat its 100G link: 1 MB in 244 packets of 4,122 B is 80.5 µs.
         assert!(fct_ar > 80.4, "{fct_ar} µs");
         assert!(ooo_ar > 0, "per-packet spreading reorders some packets");
-    }
-
-    /// Queues a packet of `bytes` at VL `vl` of `port` (as the switch would, without routing).
-    fn enqueue(s: &mut Sim, port: u32, vl: usize, bytes: u16) {
-        let pkt = s.pkts.alloc(Packet {
-            enq_time: s.now,
-            qp: 0,
-            psn: 0,
-            dst: 0,
-            hash: 0,
-            in_port: port,
-            next: NONE,
-            next_gap: u32::MAX,
-            wire_bytes: bytes,
-            payload: bytes,
-            kind: Kind::Data,
-            class: 0,
-            pcp: vl as u8,
-            ecn: 0,
-            in_prio: vl as u8,
-        });
-        let p = &mut s.ports[port as usize];
-        p.queues[vl].ring.push_back(&mut s.pkts, pkt);
-        p.queues[vl].bytes += bytes as u64;
-        p.nonempty |= 1 << vl;
     }
 
     /// The VLs the arbiter picks `n` times over backlogged queues (heads stay queued).

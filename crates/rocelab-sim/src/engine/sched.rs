@@ -165,7 +165,7 @@ impl Sim<'_> {
 #[cfg(test)]
 mod tests {
     //! The egress scheduler against service orders and byte shares worked out by hand.
-    use super::super::test_support::{idle_sim as sim, model};
+    use super::super::test_support::{enqueue, idle_sim as sim, model};
     use super::*;
 
     /// One switch, two hosts at 100 Gb/s; DWRR queues 3 (weight 3, lossless) and 1 (weight
@@ -208,31 +208,6 @@ scheduler = "strict"
 
     fn switch_port(sim: &Sim) -> u32 {
         sim.ports.iter().position(|p| p.sw != NONE).unwrap() as u32
-    }
-
-    /// Queues a packet of `bytes` wire bytes at egress queue `q` of `port`.
-    fn enqueue(sim: &mut Sim, port: u32, q: usize, bytes: u16) {
-        let pkt = sim.pkts.alloc(Packet {
-            enq_time: sim.now,
-            qp: 0,
-            psn: 0,
-            dst: 0,
-            hash: 0,
-            in_port: port,
-            next: NONE,
-            next_gap: u32::MAX,
-            wire_bytes: bytes,
-            payload: bytes,
-            kind: Kind::Data,
-            class: 0,
-            pcp: q as u8,
-            ecn: 0,
-            in_prio: q as u8,
-        });
-        let p = &mut sim.ports[port as usize];
-        p.queues[q].ring.push_back(&mut sim.pkts, pkt);
-        p.queues[q].bytes += bytes as u64;
-        p.nonempty |= 1 << q;
     }
 
     /// Picks `n` times without dequeuing (the heads stay, so every queue stays backlogged)

@@ -441,18 +441,7 @@ impl<'m> FlowSim<'m> {
             path: [NONE; MAX_HOPS],
             slot: [NONE; MAX_HOPS],
         };
-        match self.free_flows.pop() {
-            Some(id) => {
-                let gen = self.flows[id as usize].gen.wrapping_add(1);
-                self.flows[id as usize] = Flow { gen, ..fl };
-                id
-            }
-            None => {
-                self.flows.push(fl);
-                self.flow_mark.push(0);
-                (self.flows.len() - 1) as u32
-            }
-        }
+        self.alloc_flow(fl)
     }
 
     /// A lockstep group of the checked messages `specs` (see `Group`); its rounds are posted
@@ -549,18 +538,7 @@ impl<'m> FlowSim<'m> {
             path: [NONE; MAX_HOPS],
             slot: [NONE; MAX_HOPS],
         };
-        let id = match self.free_flows.pop() {
-            Some(id) => {
-                let gen = self.flows[id as usize].gen.wrapping_add(1);
-                self.flows[id as usize] = Flow { gen, ..fl };
-                id
-            }
-            None => {
-                self.flows.push(fl);
-                self.flow_mark.push(0);
-                (self.flows.len() - 1) as u32
-            }
-        };
+        let id = self.alloc_flow(fl);
         self.groups[g as usize].head = id;
         self.push(self.now, Ev::Start { flow: id });
         mi
@@ -793,6 +771,22 @@ impl<'m> FlowSim<'m> {
         self.flows[fi as usize].t_upd = self.now;
     }
 
+    /// A slot for `fl`: a free one (its generation bumped, so stale events miss it) or a new one.
+    fn alloc_flow(&mut self, fl: Flow) -> u32 {
+        match self.free_flows.pop() {
+            Some(id) => {
+                let gen = self.flows[id as usize].gen.wrapping_add(1);
+                self.flows[id as usize] = Flow { gen, ..fl };
+                id
+            }
+            None => {
+                self.flows.push(fl);
+                self.flow_mark.push(0);
+                (self.flows.len() - 1) as u32
+            }
+        }
+    }
+
     /// Puts flow `fi` on the links of its path (traced), as active.
     fn attach(&mut self, fi: u32) {
         let f = &mut self.flows[fi as usize];
@@ -801,43 +795,13 @@ impl<'m> FlowSim<'m> {
         if f.group == NONE {
             let (path, len) = (f.path, f.len as usize);
             for (h, &l) in path[..len].iter().enumerate() {
-                let l = l as usize;
-                self.flows[fi as usize].slot[h] = self.link_flows[l].len() as u32;
-                self.link_flows[l].push(fi);
-                self.link_n[l] += 1;
-                if self.link_n[l] == 2 {
-                    let other = self.flows[self.link_flows[l][0] as usize].group;
-                    if other != NONE {
-                        self.groups[other as usize].shared += 1;
-                    }
-                }
-                // The first link finds the flow, a shared one the others; a link of its own
-                // beyond the first would find nothing more (same component, same order).
-                if (h == 0 || self.link_n[l] > 1) && self.link_mark[l] != u32::MAX {
-                    self.link_mark[l] = u32::MAX;
-                    self.dirty.push(l as u32);
-                }
+                self.flows[fi as usize].slot[h] = self.link(fi, NONE, l as usize, h == 0);
             }
         } else {
-            let g = f.group as usize;
-            for h in 0..self.groups[g].links.len() {
-                let l = self.groups[g].links[h] as usize;
-                self.groups[g].slot[h] = self.link_flows[l].len() as u32;
-                self.link_flows[l].push(fi);
-                self.link_n[l] += 1;
-                if self.link_n[l] > 1 {
-                    self.groups[g].shared += 1;
-                    if self.link_n[l] == 2 {
-                        let other = self.flows[self.link_flows[l][0] as usize].group;
-                        if other != NONE {
-                            self.groups[other as usize].shared += 1;
-                        }
-                    }
-                }
-                if (h == 0 || self.link_n[l] > 1) && self.link_mark[l] != u32::MAX {
-                    self.link_mark[l] = u32::MAX;
-                    self.dirty.push(l as u32);
-                }
+            let g = f.group;
+            for h in 0..self.groups[g as usize].links.len() {
+                let l = self.groups[g as usize].links[h] as usize;
+                self.groups[g as usize].slot[h] = self.link(fi, g, l, h == 0);
             }
         }
         self.active += 1;
@@ -865,6 +829,31 @@ impl<'m> FlowSim<'m> {
         f.rate = 0.0;
         f.gen = f.gen.wrapping_add(1);
         self.active -= 1;
+    }
+
+    /// Adds flow `fi` (of lockstep group `group`, or `NONE`) to link `l`'s list and returns its
+    /// index there; the link is to be refilled if it is the flow's `first` or a shared one.
+    fn link(&mut self, fi: u32, group: u32, l: usize, first: bool) -> u32 {
+        let slot = self.link_flows[l].len() as u32;
+        self.link_flows[l].push(fi);
+        self.link_n[l] += 1;
+        // Sharing the link starts for the one that joins, and for the one that was alone.
+        if self.link_n[l] > 1 && group != NONE {
+            self.groups[group as usize].shared += 1;
+        }
+        if self.link_n[l] == 2 {
+            let other = self.flows[self.link_flows[l][0] as usize].group;
+            if other != NONE {
+                self.groups[other as usize].shared += 1;
+            }
+        }
+        // The first link finds the flow, a shared one the others; a link of its own beyond
+        // the first would find nothing more (same component, same order).
+        if (first || self.link_n[l] > 1) && self.link_mark[l] != u32::MAX {
+            self.link_mark[l] = u32::MAX;
+            self.dirty.push(l as u32);
+        }
+        slot
     }
 
     /// Removes the flow at index `s` of link `l`'s list; the flow moved into its place learns
@@ -1190,29 +1179,9 @@ impl<'m> FlowSim<'m> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::test_support::model;
 
-    /// `n` hosts on one switch, 100 Gb/s, 2 m cables (10 ns), MTU 4096.
     fn star(n: usize) -> Model {
-        let nodes: Vec<String> = (0..n).map(|i| format!("{{ name = \"h{i}\", kind = \"host\" }}")).collect();
-        let links: Vec<String> =
-            (0..n).map(|i| format!("{{ a = \"h{i}\", b = \"sw0\", speed_gbps = 100, length_m = 2 }}")).collect();
-        let text = format!(
-            r#"[fabric]
-name = "star"
-[switch_models.sw]
-preset = "ns3-reference"
-ports = {n}
-[nic]
-mtu = 4096
-[topology.explicit]
-node = [ {{ name = "sw0", kind = "switch", model = "sw" }}, {} ]
-link = [ {} ]
-"#,
-            nodes.join(", "),
-            links.join(", ")
-        );
-        model("star.toml", &text)
+        crate::engine::test_support::star(n, "", "")
     }
 
     fn spec(m: &Model, src: &str, dst: &str, size: u64, start_ns: u64) -> FlowSpec {
