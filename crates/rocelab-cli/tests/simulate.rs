@@ -372,4 +372,13 @@ fn the_flow_engine_runs_traffic_and_collectives_and_says_so() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
+    // Nor the stress scenarios, judged by queues: refused, not run on the packet engine.
+    let o = rocelab()
+        .args(["simulate", f.to_str().unwrap(), "--engine", "flow", "--scenario", "incast", "--no-files"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("does not model") && err.contains("--engine packet"), "{err}");
+    assert!(o.stdout.is_empty(), "no scenario table: {}", String::from_utf8_lossy(&o.stdout));
 }

@@ -157,6 +157,16 @@ pub fn run(a: Args) -> VerbResult {
             "error: --sample-us samples queues, which the flow engine does not model; use --engine packet",
         ));
     }
+    if let (rocelab_sim::EngineKind::Flow, Some(_)) = (opts.engine, &a.scenario) {
+        // The stress scenarios are judged by queues, pauses, marks and drops, which the flow
+        // engine does not have (docs/flow-engine.md): refused rather than run on the packet
+        // engine behind the user's back, or answered with zeros.
+        return Err(Failure::bad_input(
+            "error: --scenario runs the stress scenarios, whose figures (queues, PFC, ECN, drops) the flow engine \
+             does not model\n  = help: use --engine packet; on the flow engine, `--collective` and `--step` \
+             answer bandwidth questions, and `rocelab validate --engine flow` runs the checks it can answer",
+        ));
+    }
     if let Some(s) = a.seed {
         opts.seed = s;
     }
