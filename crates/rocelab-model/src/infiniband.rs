@@ -31,11 +31,6 @@ pub const HW_MAX_DATA_VLS: u8 = 8;
 /// Default receive buffer per data VL and input port: 64 KiB, 1,024 credits of 64 bytes; it
 /// covers the credit loop of a 400 Gb/s link up to about 100 m (see docs/infiniband.md).
 pub const DEFAULT_VL_BUFFER_BYTES: u64 = 65_536;
-/// Bytes per flow-control credit (IBTA Vol. 1 §7.9.4: one block is 64 bytes).
-pub const CREDIT_BYTES: u64 = 64;
-
-/// How IB switches pick among the minimal next hops.
-pub type IbRouting = IbRoutingKind;
 
 /// The resolved InfiniBand settings.
 #[derive(Clone, Debug, PartialEq)]
@@ -48,7 +43,7 @@ pub struct Ib {
     pub vl_arb_low: Vec<(u8, u16)>,
     /// Limit of high priority in 4096-byte units; 255: unlimited.
     pub limit_of_high_priority: u16,
-    pub routing: IbRouting,
+    pub routing: IbRoutingKind,
     /// Congestion control; `None`: off.
     pub cc: Option<IbCc>,
 }

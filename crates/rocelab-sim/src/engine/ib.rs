@@ -78,6 +78,11 @@ pub(crate) struct IbState {
     pub adaptive: bool,
     /// Per node: the host's LID (its rank among hosts); switches `NONE`.
     lid: Vec<u32>,
+    /// Per node: the static routing's divisor of the LID at a switch (D-mod-k: a switch of
+    /// tier l takes up-port (LID / k₀·…·kₗ₋₁) mod kₗ, kᵢ the up fan-out of tier i), so each
+    /// tier spreads destinations over its own up-ports instead of repeating the tier below's
+    /// choice. 1 at leaves and on hosts.
+    lid_div: Vec<u64>,
     pub initial_credits: [u32; 8],
     /// Congestion control (`None`: off).
     pub cc: Option<ibm::IbCc>,
@@ -95,6 +100,20 @@ impl IbState {
                     format!("class `{}` (SL {}) maps to VL {vl}; the engine models VL0–VL7", c.name, c.priority),
                     "map the SLs in use to VLs 0..=7",
                 ));
+            } else if vl >= ib.data_vls as u8 {
+                // A VL the ports do not operate has no buffer and never gets a credit: its
+                // packets would wait forever (a switch discards them; lint IBA001).
+                errs.push(Diagnostic::new(
+                    "infiniband.sl_to_vl",
+                    format!(
+                        "class `{}` (SL {}) maps to VL {vl}, but the ports operate {} data VLs (VL0–VL{})",
+                        c.name,
+                        c.priority,
+                        ib.data_vls,
+                        ib.data_vls - 1
+                    ),
+                    "map the SLs in use below `data_vls`, or raise `infiniband.data_vls`",
+                ));
             }
         }
         if !errs.is_empty() {
@@ -108,6 +127,7 @@ impl IbState {
             lid[h.idx()] = k as u32;
         }
         let vl_buffer = ib.vl_buffer_bytes.min(u32::MAX as u64) as u32;
+        let lid_div = lid_divisors(m);
         let mut initial_credits = [0u32; 8];
         for (vl, c) in initial_credits.iter_mut().enumerate() {
             if vl < ib.data_vls as usize {
@@ -120,10 +140,30 @@ impl IbState {
             high_limit: ib.high_limit_bytes(),
             adaptive: ib.routing == IbRoutingKind::Adaptive,
             lid,
+            lid_div,
             initial_credits,
             cc: ib.cc.clone(),
         })
     }
+}
+
+/// Per node, the product of the up fan-outs of the switch tiers below it (see
+/// `IbState::lid_div`); a tier's up fan-out is the most ports any of its switches has toward
+/// a higher tier (they are all alike in a fat tree).
+fn lid_divisors(m: &Model) -> Vec<u64> {
+    use rocelab_model::topology::Tier;
+    let tiers = [Tier::Leaf, Tier::Spine, Tier::Core];
+    let mut up = [1u64; 3];
+    for n in m.switches().map(|id| m.node(id)) {
+        if let Some(t) = tiers.iter().position(|&t| t == n.tier) {
+            let ups = n.ports().filter(|&p| m.node(m.port(m.port(p).peer).node).tier > n.tier).count() as u64;
+            up[t] = up[t].max(ups);
+        }
+    }
+    m.nodes
+        .iter()
+        .map(|n| tiers.iter().position(|&t| t == n.tier).map_or(1, |t| up[..t].iter().product::<u64>()))
+        .collect()
 }
 
 impl Sim<'_> {
@@ -358,12 +398,12 @@ impl Sim<'_> {
     /// A packet arrives at a switch of an InfiniBand fabric: routed, held in the input
     /// port's VL buffer (which the sender's credits guarantee has room), queued at egress.
     pub(super) fn switch_arrive_ib(&mut self, sw: u32, in_port: u32, pkt: u32) {
-        let (class, dst, hash, size) = {
+        let (class, dst, size) = {
             let p = self.pkts.get(pkt);
-            (p.class, p.dst, p.hash, p.wire_bytes as u64)
+            (p.class, p.dst, p.wire_bytes as u64)
         };
         let vl = self.classes[class as usize].queue;
-        let out = self.ib_choose(sw, dst, hash);
+        let out = self.ib_choose(sw, dst);
         if out == NONE {
             self.return_credits(in_port, vl, size as u32);
             self.drop_pkt(in_port, vl, pkt, DropReason::LinkDown);
@@ -402,7 +442,7 @@ impl Sim<'_> {
     /// The egress port for `dst` at switch `sw`: static by destination LID, or adaptive (the
     /// least-loaded minimal next hop). After a link change, a choice the switch knows to be
     /// unusable falls back to the resilient ECMP choice.
-    fn ib_choose(&self, sw: u32, dst: u32, hash: u32) -> u32 {
+    fn ib_choose(&self, sw: u32, dst: u32) -> u32 {
         let ib = self.ib.as_ref().expect("IB");
         let cands = self.fib.candidates(sw, dst, self.m.routing.host_group[dst as usize]);
         if cands.is_empty() {
@@ -411,7 +451,7 @@ impl Sim<'_> {
         let node = self.switches[sw as usize].node;
         let lid = ib.lid[dst as usize] as u64;
         let n = cands.len();
-        let base = (lid % n as u64) as usize;
+        let base = (lid / ib.lid_div[node as usize] % n as u64) as usize;
         let fresh = self.views.len() == 1;
         let usable = |c: PortId| {
             let cp = &self.ports[c.idx()];
@@ -435,7 +475,6 @@ impl Sim<'_> {
         } else if usable(cands[base]) {
             return cands[base].0;
         }
-        let _ = hash;
         self.ecmp_rehash(View::of(self, sw), cands, node, dst, mix64(lid))
     }
 }
@@ -623,6 +662,50 @@ fabric_link = {{ speed_gbps = 100, length_m = 10 }}
         // Physics: a flow cannot beat its 100G link: 1 MB in 244 packets of 4,122 B is 80.5 µs.
         assert!(fct_ar > 80.4, "{fct_ar} µs");
         assert!(ooo_ar > 0, "per-packet spreading reorders some packets");
+    }
+
+    /// Static routing on three tiers (a k = 4 fat tree: 2 up-ports per edge and per
+    /// aggregation switch, 4 cores): each host sends to the same host of the next pod, so the
+    /// 16 destination LIDs cover every residue. D-mod-k takes edge up-port LID mod 2 and
+    /// aggregation up-port (LID / 2) mod 2: every core carries 4 flows. (Taking LID mod 2 at
+    /// both tiers would reach only the 2 cores on the diagonal, each with 8 flows.)
+    #[test]
+    fn static_routing_on_three_tiers_spreads_destinations_over_every_core() {
+        let mut text = String::from(
+            "[fabric]\nname = \"ft4-ib\"\nlink_layer = \"infiniband\"\n[infiniband]\nrouting = \"static\"\n\
+             [topology.fat_tree]\nk = 4\nlink = { speed_gbps = 100, length_m = 10 }\n",
+        );
+        for h in 0..16 {
+            text += &format!(
+                "[[traffic]]\npattern = \"flow\"\nsrc = \"host{h}\"\ndst = \"host{}\"\nsize_bytes = 100000\n",
+                (h + 4) % 16
+            );
+        }
+        let m = model("ft4-ib.toml", &text);
+        let mut s = crate::build(&m, SimOptions::default()).unwrap();
+        s.run(&mut |_| {});
+        assert!(s.all_done());
+        let per_core: Vec<u64> =
+            s.m.nodes
+                .iter()
+                .filter(|n| n.tier == rocelab_model::topology::Tier::Core)
+                .map(|n| n.ports().map(|p| s.ports[p.idx()].tx_bytes).sum())
+                .collect();
+        assert_eq!(per_core.len(), 4);
+        let mean = per_core.iter().sum::<u64>() / 4;
+        assert!(per_core.iter().all(|&b| b == mean), "every core carries 4 of the 16 flows: {per_core:?}");
+    }
+
+    /// A class on a VL the ports do not operate would wait for credits forever: refused.
+    #[test]
+    fn a_class_on_a_vl_the_ports_do_not_operate_is_refused() {
+        let m = star(
+            2,
+            "[infiniband]\ndata_vls = 4\nsl_to_vl = [0, 1, 2, 5, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3]\n\
+             [[traffic]]\npattern = \"flow\"\nsrc = \"h0\"\ndst = \"h1\"\nsize_bytes = 10000\n",
+        );
+        let errs = crate::build(&m, SimOptions::default()).err().expect("refused");
+        assert!(errs.iter().any(|d| d.path == "infiniband.sl_to_vl" && d.message.contains("maps to VL 5")), "{errs:?}");
     }
 
     /// The VLs the arbiter picks `n` times over backlogged queues (heads stay queued).
