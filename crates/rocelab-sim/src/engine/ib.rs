@@ -100,7 +100,7 @@ impl IbState {
                     format!("class `{}` (SL {}) maps to VL {vl}; the engine models VL0–VL7", c.name, c.priority),
                     "map the SLs in use to VLs 0..=7",
                 ));
-            } else if vl >= ib.data_vls as u8 {
+            } else if vl >= ib.data_vls {
                 // A VL the ports do not operate has no buffer and never gets a credit: its
                 // packets would wait forever (a switch discards them; lint IBA001).
                 errs.push(Diagnostic::new(
