@@ -45,8 +45,9 @@ pub const LATEST_START: SimTime = SimTime(1_000_000_000_000_000_000);
 /// The index of a posted message: its row in the run's per-flow results.
 pub type MsgId = u32;
 
-/// A lockstep group ([`Net::lockstep_group`]).
-pub type GroupId = u32;
+/// A lockstep group ([`Net::lockstep_group`]): its slot and the slot's generation, so a
+/// handle kept after [`Net::end_group`] is refused even when the slot serves another group.
+pub type GroupId = u64;
 
 /// The `k`-th UDP source port after `base`, wrapping inside the dynamic range 49152..=65535:
 /// the port of QP k of a message whose first QP has `base` (49152 = 3 · 16384, so a port in
@@ -176,7 +177,10 @@ impl<'m> Net<'_, 'm> {
     /// [`Net::end_group`]. The flow engine runs a round as one flow over all the messages'
     /// paths: every member at the same rate — the max-min share of the most constrained one —
     /// and the round delivered once, when every member's last byte is in. Routes are traced
-    /// once (again after a routing fault). Refused by the packet engine ([`Net::lockstep`]
+    /// once (again after a routing fault); while one member has no path, the whole round
+    /// waits at rate 0 (message by message, the other members would finish). In the per-flow
+    /// outputs a round is one row: the first member's ends, every member's bytes, one QP per
+    /// member. Refused by the packet engine ([`Net::lockstep`]
     /// tells beforehand), for no message, for a `start`, and for what `post` refuses.
     pub fn lockstep_group(&mut self, msgs: &[Message]) -> Result<GroupId, PostError> {
         if msgs.is_empty() {
@@ -189,32 +193,21 @@ impl<'m> Net<'_, 'm> {
         match &mut self.backend {
             Backend::Packet(_) => Err(PostError("the packet engine runs no lockstep group".into())),
             Backend::Flow(s) => {
-                let mut specs = std::mem::take(&mut s.spec_buf);
-                specs.clear();
-                let mut checked = Ok(());
-                for m in msgs {
-                    match check(model, now, m, Transport::Rdma) {
-                        Ok(f) => specs.push(f),
-                        Err(e) => {
-                            checked = Err(e);
-                            break;
-                        }
-                    }
-                }
-                let id = checked.map(|()| s.new_group(&specs));
-                s.spec_buf = specs;
-                id
+                let specs =
+                    msgs.iter().map(|m| check(model, now, m, Transport::Rdma)).collect::<Result<Vec<_>, _>>()?;
+                Ok(s.new_group(&specs))
             }
         }
     }
 
     /// Posts a round of `group`'s messages, starting now; delivered once (one [`Delivered`]
     /// with `tag`, its `src` and `dst` the group's first message's). Refused for a group that
-    /// is not there, ended, or has a round running.
+    /// is not there or ended (a handle kept after `end_group` stays refused), or whose round is
+    /// still sending (one may be posted once the last byte has left, before it is delivered).
     pub fn post_round(&mut self, group: GroupId, tag: u64) -> Result<MsgId, PostError> {
         match &mut self.backend {
             Backend::Flow(s) if s.group_idle(group) => Ok(s.post_round(group, tag)),
-            _ => Err(PostError(format!("lockstep group {group} is not there, ended, or has a round running"))),
+            _ => Err(PostError(format!("lockstep group {group} is not there, ended, or has a round still sending"))),
         }
     }
 
@@ -225,7 +218,7 @@ impl<'m> Net<'_, 'm> {
                 s.end_group(group);
                 Ok(())
             }
-            _ => Err(PostError(format!("lockstep group {group} is not there, ended, or has a round running"))),
+            _ => Err(PostError(format!("lockstep group {group} is not there, ended, or has a round still sending"))),
         }
     }
 

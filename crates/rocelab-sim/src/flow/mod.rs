@@ -45,7 +45,7 @@ use crate::event::EventQueue;
 use crate::packet::DATA_OVERHEAD;
 use crate::snapshot::{FlowRecord, Snapshot};
 use crate::traffic::FlowSpec;
-use crate::workload::{Delivered, FixedFlows, MsgId, Net, WakeSlots, Workload};
+use crate::workload::{Delivered, FixedFlows, GroupId, MsgId, Net, WakeSlots, Workload};
 use maxmin::WaterFill;
 use rocelab_model::{Diagnostic, Model, NodeId, PortId, SimTime};
 use std::collections::HashMap;
@@ -171,6 +171,8 @@ struct Group {
     /// The running round's head, or `NONE`.
     head: u32,
     live: bool,
+    /// Bumped when the group ends: a handle to the slot's earlier owner is stale.
+    gen: u32,
 }
 
 /// One message: its QPs aggregated.
@@ -263,8 +265,6 @@ pub struct FlowSim<'m> {
     /// (zero otherwise).
     link_count: Vec<u32>,
     link_wire: Vec<u64>,
-    /// `Net::lockstep_group`'s checked messages (reused).
-    pub(crate) spec_buf: Vec<FlowSpec>,
     /// Paths traced since the last routing fault, by (source NIC, destination host, flow
     /// hash): a connection's messages (a pipeline's sends, a ring's steps) take one path every
     /// time, and tracing walks the packet engine's port table, a cache miss per hop. Only a
@@ -342,7 +342,6 @@ impl<'m> FlowSim<'m> {
             route_epoch: 0,
             link_count: vec![0; nl],
             link_wire: vec![0; nl],
-            spec_buf: Vec::new(),
             paths: HashMap::new(),
             opts,
         };
@@ -446,7 +445,7 @@ impl<'m> FlowSim<'m> {
 
     /// A lockstep group of the checked messages `specs` (see `Group`); its rounds are posted
     /// with `post_round`. Returns its id.
-    pub(crate) fn new_group(&mut self, specs: &[FlowSpec]) -> u32 {
+    pub(crate) fn new_group(&mut self, specs: &[FlowSpec]) -> GroupId {
         let g = self.free_groups.pop().unwrap_or_else(|| {
             self.groups.push(Group::default());
             self.groups.len() as u32 - 1
@@ -485,17 +484,20 @@ impl<'m> FlowSim<'m> {
         grp.head = NONE;
         grp.shared = 0;
         grp.live = true;
-        g
+        g as u64 | (grp.gen as u64) << 32
     }
 
     /// Whether `g` is a live group with no round running (one may be posted, or it may end).
-    pub(crate) fn group_idle(&self, g: u32) -> bool {
-        self.groups.get(g as usize).is_some_and(|grp| grp.live && grp.head == NONE)
+    pub(crate) fn group_idle(&self, g: GroupId) -> bool {
+        self.groups
+            .get(g as u32 as usize)
+            .is_some_and(|grp| grp.live && grp.gen == (g >> 32) as u32 && grp.head == NONE)
     }
 
     /// Posts a round of idle group `g` starting now: one message (delivered when every
     /// member's last byte is in), one flow.
-    pub(crate) fn post_round(&mut self, g: u32, tag: u64) -> MsgId {
+    pub(crate) fn post_round(&mut self, id: GroupId, tag: u64) -> MsgId {
+        let g = id as u32;
         let mi = self.free_msgs.pop().unwrap_or(self.msgs.len() as u32);
         let grp = &self.groups[g as usize];
         let (wire, cap, bytes) = (grp.wire, grp.cap, grp.bytes);
@@ -545,7 +547,8 @@ impl<'m> FlowSim<'m> {
     }
 
     /// Ends idle group `g`: its members' records and its slot are reused.
-    pub(crate) fn end_group(&mut self, g: u32) {
+    pub(crate) fn end_group(&mut self, id: GroupId) {
+        let g = id as u32;
         let members = std::mem::take(&mut self.groups[g as usize].members);
         for &id in &members {
             let f = &mut self.flows[id as usize];
@@ -557,6 +560,7 @@ impl<'m> FlowSim<'m> {
         grp.members = members;
         grp.members.clear();
         grp.live = false;
+        grp.gen = grp.gen.wrapping_add(1);
         self.free_groups.push(g);
     }
 
@@ -583,13 +587,8 @@ impl<'m> FlowSim<'m> {
                 break;
             }
             let f = &self.flows[id as usize];
-            let mut tail = SimTime::ZERO;
-            for (h, &l) in f.path[..f.len as usize].iter().enumerate() {
-                let p = self.m.port(PortId(l));
-                tail += p.delay;
-                if h > 0 {
-                    tail += p.speed.serialize(f.last_pkt_wire as u64);
-                }
+            let tail = tail_of(self.m, f);
+            for &l in &f.path[..f.len as usize] {
                 if self.link_count[l as usize] == 0 {
                     links.push(l);
                 }
@@ -908,14 +907,10 @@ impl<'m> FlowSim<'m> {
         self.detach(fi);
         let f = self.flows[fi as usize];
         let m = self.m;
-        let mut tail = SimTime::ZERO;
+        let tail;
         if f.group == NONE {
-            for (h, &l) in f.path[..f.len as usize].iter().enumerate() {
-                let p = m.port(PortId(l));
-                tail += p.delay;
-                if h > 0 {
-                    tail += p.speed.serialize(f.last_pkt_wire as u64);
-                }
+            tail = tail_of(m, &f);
+            for &l in &f.path[..f.len as usize] {
                 self.tx_bytes[l as usize] += f.wire;
             }
             self.packets += f.npkts;
@@ -1176,6 +1171,20 @@ impl<'m> FlowSim<'m> {
     }
 }
 
+/// How long after flow `f`'s last byte leaves its NIC it arrives: every link's propagation
+/// delay, and the last packet's store-and-forward on every link after the first.
+fn tail_of(m: &Model, f: &Flow) -> SimTime {
+    let mut tail = SimTime::ZERO;
+    for (h, &l) in f.path[..f.len as usize].iter().enumerate() {
+        let p = m.port(PortId(l));
+        tail += p.delay;
+        if h > 0 {
+            tail += p.speed.serialize(f.last_pkt_wire as u64);
+        }
+    }
+    tail
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1257,6 +1266,13 @@ mod tests {
                 } else {
                     net.end_group(g).unwrap();
                     self.refusals.borrow_mut().extend(net.post_round(g, 9).err().map(|e| e.0));
+                    // The slot serves a new group; the old handle is stale, refused.
+                    let msgs: Vec<Message> = self.group.iter().map(|&(a, b)| Message::new(a, b, self.size)).collect();
+                    let again = net.lockstep_group(&msgs).unwrap();
+                    assert_eq!(again as u32, g as u32, "the slot is reused");
+                    self.refusals.borrow_mut().extend(net.post_round(g, 9).err().map(|e| e.0));
+                    self.refusals.borrow_mut().extend(net.end_group(g).err().map(|e| e.0));
+                    net.end_group(again).unwrap();
                 }
             }
         }
@@ -1311,7 +1327,7 @@ mod tests {
         let size = 20 * 4096;
         let (log, refusals, s, _) =
             rounds(&m, &[("h0", "h1"), ("h2", "h3")], &[("h4", "h1", 40 * 4096)], size, 1, SimTime::ZERO);
-        assert_eq!(refusals.len(), 4, "{refusals:?}");
+        assert_eq!(refusals.len(), 6, "{refusals:?}");
         let round = log.iter().find(|e| e.0 == 0).unwrap().1;
         let plain = log.iter().find(|e| e.0 == 100).unwrap().1;
         let want_round = wire_ps(20.0, 50.0) + tail_ps();
