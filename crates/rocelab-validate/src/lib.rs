@@ -153,7 +153,14 @@ impl Policy {
             let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1).unwrap_or(1);
             format!("{file}:{line}: error: {}", e.message().trim())
         })?;
-        let known = |n: &str| CHECKS.iter().any(|c| c.name == n) || n.starts_with("lint") || n.starts_with("workload.");
+        // A check by its checklist name, or as judged on a named scenario of the fabric
+        // (`incast-15.completion`: a name, then a check's part after its kind; `validate`
+        // refuses a scenario name the fabric does not have).
+        let known = |n: &str| {
+            CHECKS.iter().any(|c| c.name == n || n.split_once('.').is_some_and(|(_, rest)| suffix(c) == rest))
+                || n.starts_with("lint")
+                || n.starts_with("workload.")
+        };
         for n in p.limits.keys().chain(&p.skip) {
             if !known(n) {
                 let line = text.lines().position(|l| l.contains(n.as_str())).map_or(1, |i| i + 1);
@@ -170,8 +177,10 @@ impl Policy {
         Ok(p)
     }
 
-    fn limit(&self, c: &CheckDef) -> Option<f64> {
-        self.limits.get(c.name).copied().or(c.limit)
+    /// The limit of check `c` as run `name` (its own name for a file's second scenario of a
+    /// kind, e.g. `incast-64.completion`): a limit set for that name, else for the check.
+    fn limit_of(&self, c: &CheckDef, name: &str) -> Option<f64> {
+        self.limits.get(name).or_else(|| self.limits.get(c.name)).copied().or(c.limit)
     }
 }
 
@@ -304,15 +313,23 @@ pub struct Options {
     pub engine: EngineKind,
 }
 
-/// The scenario of `kind` this fabric runs: the file's own `[[scenario]]` of that kind (its
-/// first), or the kind at its defaults — except the collective's size, which the checklist
+/// The scenarios of `kind` this fabric runs: the file's own `[[scenario]]`s of that kind
+/// (each with its key path), or the kind at its defaults — except the collective's size, which the checklist
 /// sets where busbw measures the fabric rather than the ring's step latency: 1 MiB per rank
 /// and channel (64 MiB to 1 GiB; 1 GiB on a 128-GPU fabric of 8 rails, where each ring step
 /// then moves 1 MiB per channel against a few µs of hop latency) — and the mixed load, which
 /// it runs with loss-based TCP for [`MIXED_DURATION_US`].
-pub fn scenario_for(m: &Model, kind: ScenarioKind) -> (ScenarioConfig, String) {
-    if let Some(i) = m.config.scenario.iter().position(|c| c.kind == kind) {
-        return (m.config.scenario[i].clone(), format!("scenario[{i}]"));
+pub fn scenarios_of(m: &Model, kind: ScenarioKind) -> Vec<(ScenarioConfig, String)> {
+    let own: Vec<_> = m
+        .config
+        .scenario
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.kind == kind)
+        .map(|(i, c)| (c.clone(), format!("scenario[{i}]")))
+        .collect();
+    if !own.is_empty() {
+        return own;
     }
     let mut c = ScenarioConfig::bare(kind);
     if kind == ScenarioKind::Collective {
@@ -324,7 +341,23 @@ pub fn scenario_for(m: &Model, kind: ScenarioKind) -> (ScenarioConfig, String) {
         c.tcp_ecn = Some(false);
         c.duration_us = Some(MIXED_DURATION_US);
     }
-    (c, "scenario".to_string())
+    vec![(c, "scenario".to_string())]
+}
+
+/// A check's name after its kind (`completion` of `incast.completion`).
+fn suffix(c: &CheckDef) -> &'static str {
+    c.name.strip_prefix(c.kind.name()).and_then(|r| r.strip_prefix('.')).unwrap_or(c.name)
+}
+
+/// A check's name as judged on the scenario `run`: the checklist's name on the kind's own run
+/// (`incast.completion`), the scenario's name in place of the kind's on a named one
+/// (`incast-64.completion`), so a file's two incasts give two checks.
+fn check_name(c: &CheckDef, run: &str) -> String {
+    if run == c.kind.name() {
+        c.name.to_string()
+    } else {
+        format!("{run}.{}", suffix(c))
+    }
 }
 
 fn wanted(only: &[String], name: &str, scenario: &str) -> bool {
@@ -337,7 +370,7 @@ pub enum Progress<'a> {
     /// A scenario run started.
     Started(&'a str),
     /// A scenario run finished: `done` of `total`.
-    Finished { kind: &'a str, done: usize, total: usize },
+    Finished { scenario: &'a str, done: usize, total: usize },
 }
 
 /// Lints the file and runs the checklist; `progress` hears each scenario start and finish.
@@ -390,23 +423,59 @@ pub fn validate(
             });
         }
     }
-    let defs: Vec<&CheckDef> = CHECKS
-        .iter()
-        .filter(|c| wanted(&opts.only, c.name, c.kind.name()) && !opts.policy.skip.iter().any(|s| s == c.name))
-        .collect();
+    // Every check on every scenario of its kind the file has (or the kind's default run), as
+    // `--only` and the policy's `skip` select them by check, scenario or kind name.
+    let mut runs: Vec<(ScenarioConfig, String)> = vec![];
+    let mut pairs: Vec<(&CheckDef, usize)> = vec![];
     let mut kinds: Vec<ScenarioKind> = vec![];
-    for c in &defs {
+    for c in CHECKS {
         if !kinds.contains(&c.kind) {
             kinds.push(c.kind);
         }
     }
-    let results = if opts.engine == EngineKind::Packet { run_all(m, &kinds, opts, progress)? } else { vec![] };
-    for c in defs {
-        match results.iter().find(|r| r.kind == c.kind.name()) {
-            Some(r) => checks.push(judge(c, r, &opts.policy)),
-            None if c.name == "collective.busbw" => checks.push(flow_busbw(m, c, opts)?),
-            None => checks.push(refused(c, opts.engine)),
+    for kind in kinds {
+        for (sc, path) in scenarios_of(m, kind) {
+            let label = sc.display_name().to_string();
+            let picked: Vec<&CheckDef> = CHECKS
+                .iter()
+                .filter(|c| c.kind == kind)
+                .filter(|c| {
+                    let name = check_name(c, &label);
+                    (wanted(&opts.only, c.name, kind.name()) || wanted(&opts.only, &name, &label))
+                        && !opts.policy.skip.iter().any(|s| *s == c.name || *s == name)
+                })
+                .collect();
+            if !picked.is_empty() {
+                pairs.extend(picked.into_iter().map(|c| (c, runs.len())));
+                runs.push((sc, path));
+            }
         }
+    }
+    // A policy name for a named scenario's check must name one of this fabric's.
+    let p = &opts.policy;
+    for n in p.limits.keys().chain(&p.skip) {
+        let generic = CHECKS.iter().any(|c| c.name == *n) || n.starts_with("lint") || n.starts_with("workload.");
+        let run_check = m
+            .config
+            .scenario
+            .iter()
+            .any(|sc| CHECKS.iter().any(|c| c.kind == sc.kind && check_name(c, sc.display_name()) == *n));
+        if !generic && !run_check {
+            return Err(vec![rocelab_model::Diagnostic::new(
+                "scenario",
+                format!("the policy names check `{n}`, which no scenario of this fabric has"),
+                "name a check of `rocelab validate --list`, or `<scenario name>.<check>` for one of the file's [[scenario]]s",
+            )]);
+        }
+    }
+    let results = if opts.engine == EngineKind::Packet { run_all(m, &runs, opts, progress)? } else { vec![] };
+    for (c, i) in pairs {
+        let name = check_name(c, runs[i].0.display_name());
+        checks.push(match results.get(i) {
+            Some(r) => judge(c, name, r, &opts.policy),
+            None if c.name == "collective.busbw" => flow_busbw(m, c, name, &runs[i], opts)?,
+            None => refused(c, name, runs[i].0.display_name(), opts.engine),
+        });
     }
     checks.extend(training_steps(m, file, text, opts)?);
     let drawing = Drawing::of(m, &results);
@@ -422,10 +491,10 @@ pub fn validate(
 }
 
 /// A check the engine cannot answer: what it measures is not in the engine's model.
-fn refused(c: &CheckDef, engine: EngineKind) -> CheckResult {
+fn refused(c: &CheckDef, name: String, scenario: &str, engine: EngineKind) -> CheckResult {
     CheckResult {
-        name: c.name.to_string(),
-        scenario: c.kind.name().to_string(),
+        name,
+        scenario: scenario.to_string(),
         verdict: Verdict::Refused,
         figure: None,
         limit: None,
@@ -441,22 +510,27 @@ fn refused(c: &CheckDef, engine: EngineKind) -> CheckResult {
 /// `collective.busbw` on the flow engine: the checklist's collective (its op, size and
 /// channels as the packet engine's scenario sets them) run by `rocelab_workload` with max-min
 /// fair rates, its busbw over the line rate of the NICs it can use.
-fn flow_busbw(m: &Model, c: &CheckDef, opts: &Options) -> Result<CheckResult, Vec<rocelab_model::Diagnostic>> {
-    let (sc, _) = scenario_for(m, ScenarioKind::Collective);
-    let (spec, bound_nics) = rocelab_scenario::setup::collective_spec(m, &sc, "scenario")?;
+fn flow_busbw(
+    m: &Model,
+    c: &CheckDef,
+    name: String,
+    (sc, path): &(ScenarioConfig, String),
+    opts: &Options,
+) -> Result<CheckResult, Vec<rocelab_model::Diagnostic>> {
+    let (spec, bound_nics) = rocelab_scenario::setup::collective_spec(m, sc, path)?;
     let sim = rocelab_sim::SimOptions { seed: opts.seed, engine: opts.engine, ..rocelab_sim::SimOptions::default() };
     let r = rocelab_workload::run_collective(m, &spec, sim)?;
-    let rate = rocelab_scenario::fabric::Scale::new(m, &sc.hosts, "scenario").map_err(|d| vec![d])?.rate_bps;
+    let rate = rocelab_scenario::fabric::Scale::new(m, &sc.hosts, path).map_err(|d| vec![d])?.rate_bps;
     let figure = r.time_us.is_finite().then(|| r.busbw_gbytes_per_s * 8e9 / (rate * bound_nics as f64));
-    let limit = opts.policy.limit(c);
+    let limit = opts.policy.limit_of(c, &name);
     let verdict = match (figure, limit) {
         (_, None) => Verdict::Info,
         (Some(v), Some(l)) if v >= l => Verdict::Pass,
         _ => Verdict::Fail,
     };
     Ok(CheckResult {
-        name: c.name.to_string(),
-        scenario: c.kind.name().to_string(),
+        name,
+        scenario: sc.display_name().to_string(),
         verdict,
         figure,
         limit,
@@ -553,7 +627,7 @@ fn rocelab_sim_opts(seed: u64) -> rocelab_sim::SimOptions {
 /// Runs the scenarios on `jobs` threads; results in the order of `kinds`.
 fn run_all(
     m: &Model,
-    kinds: &[ScenarioKind],
+    runs: &[(ScenarioConfig, String)],
     opts: &Options,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Vec<ScenarioResult>, Vec<rocelab_model::Diagnostic>> {
@@ -562,18 +636,17 @@ fn run_all(
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     type Slot = Option<Result<ScenarioResult, Vec<rocelab_model::Diagnostic>>>;
-    let slots: Mutex<Vec<Slot>> = Mutex::new((0..kinds.len()).map(|_| None).collect());
+    let slots: Mutex<Vec<Slot>> = Mutex::new((0..runs.len()).map(|_| None).collect());
     std::thread::scope(|sc| {
-        for _ in 0..opts.jobs.clamp(1, kinds.len().max(1)) {
+        for _ in 0..opts.jobs.clamp(1, runs.len().max(1)) {
             sc.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&kind) = kinds.get(i) else { break };
-                let (c, path) = scenario_for(m, kind);
-                progress(Progress::Started(kind.name()));
-                let r = rocelab_scenario::run(m, &c, &path, opts.seed);
+                let Some((c, path)) = runs.get(i) else { break };
+                progress(Progress::Started(c.display_name()));
+                let r = rocelab_scenario::run(m, c, path, opts.seed);
                 slots.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
                 let done = done.fetch_add(1, Ordering::Relaxed) + 1;
-                progress(Progress::Finished { kind: kind.name(), done, total: kinds.len() });
+                progress(Progress::Finished { scenario: c.display_name(), done, total: runs.len() });
             });
         }
     });
@@ -612,7 +685,7 @@ fn metric(r: &ScenarioResult, name: &str) -> Option<f64> {
     r.metrics.get(name).copied().flatten()
 }
 
-fn judge(c: &CheckDef, r: &ScenarioResult, p: &Policy) -> CheckResult {
+fn judge(c: &CheckDef, name: String, r: &ScenarioResult, p: &Policy) -> CheckResult {
     let (figure, mut evidence) = match c.figure {
         Figure::Headline => {
             (r.headline.value, vec![format!("{} = {} {}", r.headline.metric, fmt(r.headline.value), r.headline.unit)])
@@ -690,7 +763,7 @@ fn judge(c: &CheckDef, r: &ScenarioResult, p: &Policy) -> CheckResult {
             )
         }
     };
-    let limit = p.limit(c);
+    let limit = p.limit_of(c, &name);
     let verdict = match (limit, figure) {
         (None, _) => Verdict::Info,
         (Some(_), None) => Verdict::Fail,
@@ -710,7 +783,7 @@ fn judge(c: &CheckDef, r: &ScenarioResult, p: &Policy) -> CheckResult {
         evidence.extend(likely_cause(r));
     }
     CheckResult {
-        name: c.name.to_string(),
+        name,
         scenario: r.scenario.clone(),
         verdict,
         figure,

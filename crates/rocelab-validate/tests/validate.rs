@@ -173,14 +173,15 @@ fn a_fabric_that_pauses_under_bursts_fails_a_paused_share_limit_and_names_the_po
     let policy = Policy { limits: [("microburst.paused-share".to_string(), 0.01)].into(), ..Policy::default() };
     let opts = Options { policy, only: vec!["microburst".into()], jobs: 1, seed: 1, ..Options::default() };
     let r = validate(&m, "shallow.toml", text, &opts, &|_| {}).unwrap();
-    let c = r.checks.iter().find(|c| c.name == "microburst.paused-share").unwrap();
+    // The file's own microburst is named: its checks carry its name.
+    let c = r.checks.iter().find(|c| c.name == "mb.paused-share").unwrap();
     assert_eq!(c.verdict, Verdict::Fail, "{}", render_text(&r));
     let share = c.figure.unwrap();
     assert!(share > 0.01 && share <= 1.0, "{share}");
     // The evidence names the port and priority and the paused time.
     assert!(c.evidence[0].contains(" priority 3 paused ") && c.evidence[0].contains(" µs of "), "{:?}", c.evidence);
     // Pauses were sent, and they are what the headline counts.
-    let pauses = r.checks.iter().find(|c| c.name == "microburst.pauses").unwrap();
+    let pauses = r.checks.iter().find(|c| c.name == "mb.pauses").unwrap();
     assert!(pauses.figure.unwrap() > 0.0);
 }
 
@@ -351,4 +352,50 @@ fn the_report_draws_the_collective_against_its_bound() {
     assert!(page.contains(&format!(">{t:.1} µs</text>")), "measured {t}");
     assert!(page.contains(&format!(">{:.1} µs</text>", t * frac)), "bound {}", t * frac);
     assert!(page.contains(&format!("({:.1} % of the bound)", frac * 100.0)));
+}
+
+#[test]
+fn every_scenario_of_the_file_is_judged_under_its_own_name() {
+    // Two incasts of one file: both run, each judged; the unnamed one keeps the checklist's
+    // names, the named one carries its name; a limit set for one run's check moves only it,
+    // and `--only` by scenario name picks that run alone.
+    let text = "[topology.leaf_spine]\nleaves = 2\nspines = 2\nhosts_per_leaf = 8\n\
+         host_link = { speed_gbps = 100, length_m = 3 }\nfabric_link = { speed_gbps = 100, length_m = 30 }\n\
+         [[scenario]]\nkind = \"incast\"\nfan_in = 4\nsize_bytes = 200000\n\
+         [[scenario]]\nkind = \"incast\"\nname = \"incast-15\"\nfan_in = 15\nsize_bytes = 200000\n";
+    let m = rocelab_model::load_str("two.toml", text).unwrap();
+    let policy = Policy { limits: [("incast-15.completion".to_string(), 1.0)].into(), ..Policy::default() };
+    let opts = Options { policy, only: vec!["incast".into()], jobs: 2, seed: 1, ..Options::default() };
+    let r = validate(&m, "two.toml", text, &opts, &|_| {}).unwrap();
+    let names: Vec<&str> = r.checks.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["incast.completion", "incast.lossless-drops", "incast-15.completion", "incast-15.lossless-drops"],
+        "{}",
+        render_text(&r)
+    );
+    assert_eq!(r.scenarios.iter().map(|s| s.scenario.as_str()).collect::<Vec<_>>(), ["incast", "incast-15"]);
+    let check = |n: &str| r.checks.iter().find(|c| c.name == n).unwrap();
+    // Physics: 15 senders into one 100G link take at least 15 × 200 kB × 8 / 100 Gb/s; the
+    // figure is completion over that ideal, so above 1: the run-specific limit of 1 fails it,
+    // while the other incast keeps the default limit and passes.
+    assert_eq!(check("incast-15.completion").limit, Some(1.0));
+    assert!(check("incast-15.completion").figure.unwrap() > 1.0);
+    assert_eq!(check("incast-15.completion").verdict, Verdict::Fail);
+    assert_eq!(check("incast.completion").verdict, Verdict::Pass, "{}", render_text(&r));
+    assert_eq!(check("incast-15.completion").scenario, "incast-15");
+    // A policy file may name the run's check; a check no scenario has is refused, naming it.
+    let parsed = Policy::parse("p.toml", "[limits]\n\"incast-15.completion\" = 1.0\n").unwrap();
+    assert_eq!(parsed.limits["incast-15.completion"], 1.0);
+    let bad = Policy::parse("p.toml", "[limits]\n\"incast-15.bogus\" = 1.0\n").unwrap_err();
+    assert!(bad.contains("p.toml:2") && bad.contains("incast-15.bogus"), "{bad}");
+    let typo = Policy::parse("p.toml", "[limits]\n\"incast-16.completion\" = 1.0\n").unwrap();
+    let opts_typo = Options { policy: typo, only: vec!["incast".into()], jobs: 1, seed: 1, ..Options::default() };
+    let errs = validate(&m, "two.toml", text, &opts_typo, &|_| {}).err().expect("refused");
+    assert!(errs[0].message.contains("`incast-16.completion`"), "{errs:?}");
+    // `--only` by a scenario's name runs that scenario only.
+    let only = Options { only: vec!["incast-15".into()], jobs: 1, seed: 1, ..Options::default() };
+    let r = validate(&m, "two.toml", text, &only, &|_| {}).unwrap();
+    assert_eq!(r.scenarios.len(), 1);
+    assert!(r.checks.iter().all(|c| c.name.starts_with("incast-15.")), "{}", render_text(&r));
 }

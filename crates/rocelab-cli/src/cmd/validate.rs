@@ -79,19 +79,19 @@ pub fn run(a: Args) -> VerbResult {
     let style = indicatif::ProgressStyle::with_template("{spinner} {msg} {elapsed}")
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());
     let progress = |p: rocelab_validate::Progress| match p {
-        rocelab_validate::Progress::Started(kind) if terminal => {
+        rocelab_validate::Progress::Started(scenario) if terminal => {
             let b = multi.add(indicatif::ProgressBar::new_spinner().with_style(style.clone()));
-            b.set_message(format!("{kind}: running"));
+            b.set_message(format!("{scenario}: running"));
             b.enable_steady_tick(std::time::Duration::from_millis(120));
-            bars.lock().unwrap_or_else(|e| e.into_inner()).insert(kind.to_string(), b);
+            bars.lock().unwrap_or_else(|e| e.into_inner()).insert(scenario.to_string(), b);
         }
-        rocelab_validate::Progress::Finished { kind, done, total } if terminal => {
-            if let Some(b) = bars.lock().unwrap_or_else(|e| e.into_inner()).remove(kind) {
-                b.finish_with_message(format!("{kind}: done [{done}/{total}]"));
+        rocelab_validate::Progress::Finished { scenario, done, total } if terminal => {
+            if let Some(b) = bars.lock().unwrap_or_else(|e| e.into_inner()).remove(scenario) {
+                b.finish_with_message(format!("{scenario}: done [{done}/{total}]"));
             }
         }
-        rocelab_validate::Progress::Finished { kind, done, total } if !a.quiet => {
-            eprintln!("[{done}/{total}] {kind} done ({:.1} s)", started.elapsed().as_secs_f64());
+        rocelab_validate::Progress::Finished { scenario, done, total } if !a.quiet => {
+            eprintln!("[{done}/{total}] {scenario} done ({:.1} s)", started.elapsed().as_secs_f64());
         }
         _ => {}
     };
