@@ -391,7 +391,7 @@ fn every_scenario_of_the_file_is_judged_under_its_own_name() {
     assert!(bad.contains("p.toml:2") && bad.contains("incast-15.bogus"), "{bad}");
     let typo = Policy::parse("p.toml", "[limits]\n\"incast-16.completion\" = 1.0\n").unwrap();
     let opts_typo = Options { policy: typo, only: vec!["incast".into()], jobs: 1, seed: 1, ..Options::default() };
-    let errs = validate(&m, "two.toml", text, &opts_typo, &|_| {}).err().expect("refused");
+    let errs = validate(&m, "two.toml", text, &opts_typo, &|_| {}).expect_err("refused");
     assert!(errs[0].message.contains("`incast-16.completion`"), "{errs:?}");
     // `--only` by a scenario's name runs that scenario only.
     let only = Options { only: vec!["incast-15".into()], jobs: 1, seed: 1, ..Options::default() };
