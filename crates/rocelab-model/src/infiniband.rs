@@ -102,12 +102,14 @@ fn resolve_cc(c: &IbCcConfig, errs: &mut Vec<Diagnostic>) -> Option<IbCc> {
         ));
     }
     let time = |key: &str, v: f64, scale: f64, errs: &mut Vec<Diagnostic>| {
-        if v.is_finite() && v > 0.0 && v <= 1e9 {
-            SimTime::from_secs_f64(v * scale)
+        // At least one picosecond, the engine's tick: a smaller value would be 0.
+        let t = if v.is_finite() && v > 0.0 && v <= 1e9 { SimTime::from_secs_f64(v * scale) } else { SimTime::ZERO };
+        if t > SimTime::ZERO {
+            t
         } else {
             errs.push(Diagnostic::new(
                 format!("infiniband.cc.{key}"),
-                format!("{key} = {v} must be a positive time"),
+                format!("{key} = {v} must be a positive time of at least 1 ps"),
                 "e.g. ccti_timer_us = 10, cct_step_ns = 10",
             ));
             SimTime::ZERO

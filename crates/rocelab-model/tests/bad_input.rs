@@ -453,6 +453,8 @@ fn infiniband_settings_are_checked_and_located() {
     assert_eq!((cc.ccti_timer.0, cc.cct_step.0), (10_000_000, 10_000));
     assert!(load_str("f.toml", &ib("[infiniband.cc]\nenabled = false\n")).unwrap().ib.unwrap().cc.is_none());
     expect(&ib("[infiniband.cc]\nccti_timer_us = -1\n"), "11:17", &["ccti_timer_us = -1", "positive time"]);
+    // Positive, but under the engine's 1 ps tick: it would be 0.
+    expect(&ib("[infiniband.cc]\ncct_step_ns = 1e-9\n"), "11:15", &["cct_step_ns = 0.000000001", "at least 1 ps"]);
     expect(&ib("[infiniband.cc]\nccti_limit = 0\n"), "11:14", &["ccti_limit = 0"]);
     expect(&ib("[infiniband.cc]\nfecn = true\n"), "11:1", &["unknown field `fecn`"]);
     expect(
