@@ -314,8 +314,9 @@ pub struct Options {
 }
 
 /// The scenarios of `kind` this fabric runs: the file's own `[[scenario]]`s of that kind
-/// (each with its key path), or the kind at its defaults — except the collective's size, which the checklist
-/// sets where busbw measures the fabric rather than the ring's step latency: 1 MiB per rank
+/// (each with its key path), or the kind at its defaults — except the collective's size,
+/// which the checklist sets where busbw measures the fabric rather than the ring's step
+/// latency: 1 MiB per rank
 /// and channel (64 MiB to 1 GiB; 1 GiB on a 128-GPU fabric of 8 rails, where each ring step
 /// then moves 1 MiB per channel against a few µs of hop latency) — and the mixed load, which
 /// it runs with loss-based TCP for [`MIXED_DURATION_US`].
@@ -624,7 +625,7 @@ fn rocelab_sim_opts(seed: u64) -> rocelab_sim::SimOptions {
     rocelab_sim::SimOptions { seed, recycle_qps: true, ..rocelab_sim::SimOptions::default() }
 }
 
-/// Runs the scenarios on `jobs` threads; results in the order of `kinds`.
+/// Runs the scenarios on `jobs` threads; results in the order of `runs`.
 fn run_all(
     m: &Model,
     runs: &[(ScenarioConfig, String)],
