@@ -414,18 +414,7 @@ impl Sim<'_> {
         s.shared_used += size;
         s.used += size;
         s.peak_used = s.peak_used.max(s.used);
-        {
-            let p = self.pkts.get_mut(pkt);
-            p.in_port = in_port;
-            p.in_prio = vl;
-            p.enq_time = self.now;
-        }
-        let op = &mut self.ports[out as usize];
-        let q = &mut op.queues[vl as usize];
-        q.ring.push_back(&mut self.pkts, pkt);
-        q.bytes += size;
-        q.peak = q.peak.max(q.bytes);
-        op.nonempty |= 1 << vl;
+        self.enqueue_egress(pkt, in_port, vl, out, vl, size);
         self.switch_try_tx(out);
     }
 

@@ -160,23 +160,26 @@ impl Sim<'_> {
         }
         s.used += size;
         s.peak_used = s.peak_used.max(s.used);
-        {
-            let p = self.pkts.get_mut(pkt);
-            p.in_port = in_port;
-            p.in_prio = prio;
-            p.enq_time = self.now;
-        }
-        let op = &mut self.ports[out as usize];
-        op.queues[queue as usize].ring.push_back(&mut self.pkts, pkt);
-        op.nonempty |= 1 << queue;
-        op.queues[queue as usize].bytes += size;
-        if op.queues[queue as usize].bytes > op.queues[queue as usize].peak {
-            op.queues[queue as usize].peak = op.queues[queue as usize].bytes;
-        }
+        self.enqueue_egress(pkt, in_port, prio, out, queue, size);
         if cp.lossless {
             self.check_pause(sw, in_port, prio);
         }
         self.switch_try_tx(out);
+    }
+
+    /// Queues `pkt` (`size` bytes, arrived on `in_port` at priority or VL `in_prio`, its
+    /// buffer charged) at egress queue `queue` of port `out`, stamped for the queueing delay.
+    #[inline]
+    pub(super) fn enqueue_egress(&mut self, pkt: u32, in_port: u32, in_prio: u8, out: u32, queue: u8, size: u64) {
+        let p = self.pkts.get_mut(pkt);
+        p.in_port = in_port;
+        p.in_prio = in_prio;
+        p.enq_time = self.now;
+        let q = &mut self.ports[out as usize].queues[queue as usize];
+        q.ring.push_back(&mut self.pkts, pkt);
+        q.bytes += size;
+        q.peak = q.peak.max(q.bytes);
+        self.ports[out as usize].nonempty |= 1 << queue;
     }
 
     #[inline]
