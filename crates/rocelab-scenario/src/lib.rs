@@ -184,13 +184,23 @@ pub fn find(m: &Model, name: &str) -> Result<(ScenarioConfig, String), Diagnosti
     ))
 }
 
-/// Checks every `[[scenario]]` of the file: kinds' parameters, names unique.
+/// Checks every `[[scenario]]` of the file: kinds' parameters, names unique and none another
+/// kind's.
 pub fn check_all(m: &Model) -> Result<(), Vec<Diagnostic>> {
     let mut errs = Vec::new();
     let mut seen = BTreeMap::new();
     for (i, c) in m.config.scenario.iter().enumerate() {
         if let Err(mut e) = catalog::check_keys(c, &format!("scenario[{i}]")) {
             errs.append(&mut e);
+        }
+        // A scenario named after another kind would be taken for it (`--scenario incast`, the
+        // checks `validate` names after it).
+        if let Some(k) = ScenarioKind::from_name(c.display_name()).filter(|k| *k != c.kind) {
+            errs.push(Diagnostic::new(
+                format!("scenario[{i}].name"),
+                format!("a {} scenario named `{}`, the name of the {} kind", c.kind.name(), k.name(), k.name()),
+                "give it a name of its own, e.g. `my-incast`",
+            ));
         }
         if let Some(j) = seen.insert(c.display_name().to_string(), i) {
             errs.push(Diagnostic::new(

@@ -399,3 +399,16 @@ fn every_scenario_of_the_file_is_judged_under_its_own_name() {
     assert_eq!(r.scenarios.len(), 1);
     assert!(r.checks.iter().all(|c| c.name.starts_with("incast-15.")), "{}", render_text(&r));
 }
+
+#[test]
+fn a_scenario_named_after_another_kind_is_refused() {
+    // Its checks would be taken for that kind's (`incast.lossless-drops` from a hotspot).
+    let text = "[topology.leaf_spine]\nleaves = 2\nspines = 2\nhosts_per_leaf = 4\n\
+         host_link = { speed_gbps = 100, length_m = 3 }\nfabric_link = { speed_gbps = 100, length_m = 30 }\n\
+         [[scenario]]\nkind = \"hotspot\"\nname = \"incast\"\n";
+    let m = rocelab_model::load_str("named.toml", text).unwrap();
+    let opts = Options { jobs: 1, seed: 1, ..Options::default() };
+    let errs = validate(&m, "named.toml", text, &opts, &|_| {}).expect_err("refused");
+    assert_eq!(errs[0].path, "scenario[0].name");
+    assert!(errs[0].message.contains("a hotspot scenario named `incast`"), "{errs:?}");
+}
