@@ -149,6 +149,10 @@ pub struct RunReport {
     pub switches: Vec<SwitchResult>,
     pub flows: Vec<FlowResult>,
     pub metrics: Vec<Metric>,
+    /// The fabric's link layer is InfiniBand: the text names the counters as IB does (FECN,
+    /// BECN, credits); the JSON keeps one schema for both.
+    #[serde(skip)]
+    pub infiniband: bool,
 }
 
 fn secs(ps: u64) -> f64 {
@@ -299,6 +303,7 @@ impl RunReport {
             max_seconds: secs(h.max()),
         };
         RunReport {
+            infiniband: m.is_ib(),
             rocelab_version: env!("CARGO_PKG_VERSION"),
             engine: snap.engine,
             fabric: m.name.clone(),
@@ -467,10 +472,18 @@ impl RunReport {
             let _ = writeln!(o, "  queues, PFC, ECN, CNPs and buffers: not modelled by the {} engine", self.engine);
             return o;
         }
+        // IB's congestion notifications are FECN marks answered by BECNs, its flow control
+        // credits (no pause frame): the same counters, named as IB names them.
+        let (mark, notify) = if self.infiniband { ("FECN", "BECN") } else { ("ECN", "CNP") };
+        if self.infiniband {
+            let _ = write!(o, "  flow control: credits per VL (no pause frames); ");
+        } else {
+            let _ = write!(o, "  PFC: {} pause frames, {} storm events; ", t.pfc_pause_frames, t.pfc_storm_events);
+        }
         let _ = writeln!(
             o,
-            "  PFC: {} pause frames, {} storm events; ECN: {} marked; CNP: {} sent, {} received",
-            t.pfc_pause_frames, t.pfc_storm_events, t.ecn_marked_packets, t.cnp_sent, t.cnp_received
+            "{mark}: {} marked; {notify}: {} sent, {} received",
+            t.ecn_marked_packets, t.cnp_sent, t.cnp_received
         );
         let _ = writeln!(
             o,
@@ -482,7 +495,7 @@ impl RunReport {
         if t.cnp_sent > 0 {
             let _ = writeln!(
                 o,
-                "  CNP queueing delay per hop: p99 {:.2} µs, max {:.2} µs",
+                "  {notify} queueing delay per hop: p99 {:.2} µs, max {:.2} µs",
                 self.cnp_queue_delay.p99_seconds * 1e6,
                 self.cnp_queue_delay.max_seconds * 1e6
             );

@@ -36,8 +36,13 @@ fn near(got: f64, want: f64, tol: f64) -> bool {
 
 #[test]
 fn tail_latency_under_incast_ib_against_roce_at_its_best_and_misconfigured() {
+    let ib_run = run("ib.toml");
+    // The text names IB's counters as IB does: FECN marks, BECNs, credits, no PFC.
+    let text = ib_run.render_text();
+    assert!(text.contains("FECN: ") && text.contains("BECN: ") && text.contains("credits per VL"), "{text}");
+    assert!(!text.contains("PFC:") && !text.contains("CNP"), "{text}");
     let (ib, ib_static, best, bad) = (
-        figures(&run("ib.toml")),
+        figures(&ib_run),
         figures(&run("ib-static.toml")),
         figures(&run("roce-best.toml")),
         figures(&run("roce-misconfigured.toml")),
