@@ -697,6 +697,28 @@ fabric_link = {{ speed_gbps = 100, length_m = 10 }}
         assert!(errs.iter().any(|d| d.path == "infiniband.sl_to_vl" && d.message.contains("maps to VL 5")), "{errs:?}");
     }
 
+    /// An HCA's ACK waiting for credits on its VL does not hold an ACK of another VL behind
+    /// it: each goes on its own VL, as the HCA's per-VL send queues do.
+    #[test]
+    fn an_ack_short_of_credits_does_not_block_an_ack_on_another_vl() {
+        let m = star(2, "[[traffic]]\npattern = \"flow\"\nsrc = \"h0\"\ndst = \"h1\"\nsize_bytes = 100000\n");
+        let mut s = crate::build(&m, SimOptions::default()).unwrap();
+        let port = host_port(&s, "h1");
+        let nic = s.qps[0].dst_nic;
+        assert_eq!(s.nics[nic as usize].port, port);
+        let class = s.qps[0].class;
+        let ack = s.hdr.ack;
+        let blocked = s.ctrl_packet(0, Kind::Ack, 1, class, 3, ack);
+        let free = s.ctrl_packet(0, Kind::Ack, 2, class, 0, ack);
+        let (b, f) = (s.pkts.alloc(blocked), s.pkts.alloc(free));
+        s.nics[nic as usize].ack_q.extend([b, f]);
+        s.ib_ports[port as usize].credits[3] = 0;
+        s.nic_try_send(nic);
+        // The VL 0 ACK went; the VL 3 one waits for its credits.
+        assert_eq!(s.nics[nic as usize].ack_q.iter().copied().collect::<Vec<_>>(), [b]);
+        assert_eq!(s.ports[port as usize].tx_bytes, ack as u64);
+    }
+
     /// The VLs the arbiter picks `n` times over backlogged queues (heads stay queued).
     fn picks(s: &mut Sim, port: u32, n: usize) -> Vec<usize> {
         (0..n)

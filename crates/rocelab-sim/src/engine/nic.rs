@@ -4,6 +4,9 @@
 
 use super::*;
 
+/// How far into a NIC's control queue a blocked head is looked past.
+const CTRL_LOOKAHEAD: usize = 16;
+
 impl Sim<'_> {
     /// The NIC (port) of `host` for its next QP: round-robin over the host's ports.
     pub(super) fn host_nic(&mut self, host: NodeId) -> u32 {
@@ -44,28 +47,25 @@ impl Sim<'_> {
         if !self.ports[port as usize].up || self.busy(port) {
             return;
         }
-        // Control packets first: CNPs (strict), then ACK/NAKs.
+        // Control packets first: CNPs (strict), then ACK/NAKs. Each goes on its own priority
+        // (VL on IB), as a NIC's per-priority send queues do: the first one not paused (or,
+        // on IB, short of credits) goes, so a blocked one does not hold the others of other
+        // priorities behind it. (The look-ahead is bounded: such queues stay short.)
         for which in 0..2 {
-            let head = {
+            let pos = {
                 let n = &self.nics[nic as usize];
-                if which == 0 {
-                    n.cnp_q.front().copied()
-                } else {
-                    n.ack_q.front().copied()
-                }
+                let q = if which == 0 { &n.cnp_q } else { &n.ack_q };
+                q.iter().take(CTRL_LOOKAHEAD).position(|&pkt| {
+                    let p = self.pkts.get(pkt);
+                    !self.tx_blocked(port, p.pcp, p.wire_bytes as u32)
+                })
             };
-            if let Some(pkt) = head {
-                let p = self.pkts.get(pkt);
-                if !self.tx_blocked(port, p.pcp, p.wire_bytes as u32) {
-                    let n = &mut self.nics[nic as usize];
-                    if which == 0 {
-                        n.cnp_q.pop_front();
-                    } else {
-                        n.ack_q.pop_front();
-                    }
-                    self.put_on_wire(port, pkt);
-                    return;
-                }
+            if let Some(i) = pos {
+                let n = &mut self.nics[nic as usize];
+                let q = if which == 0 { &mut n.cnp_q } else { &mut n.ack_q };
+                let pkt = q.remove(i).expect("found");
+                self.put_on_wire(port, pkt);
+                return;
             }
         }
         let n_active = self.nics[nic as usize].active.len();
