@@ -640,4 +640,8 @@ fn iba005_unlimited_high_priority_starves_low() {
     let f = fires(&t, "IBA005");
     assert!(f.message.contains("VL 0") && f.message.contains("VL 1"), "{}", f.message);
     quiet(&format!("{}{two_classes}", ib("limit_of_high_priority = 16\n")), "IBA005");
+    // A low VL in neither table is never served whatever the limit: IBA002 says so, not this.
+    let t = format!("{}{two_classes}", ib("limit_of_high_priority = 255\nvl_arb_low = [{ vl = 2, weight = 4 }]\n"));
+    fires(&t, "IBA002");
+    quiet(&t, "IBA005");
 }

@@ -116,8 +116,10 @@ fn high_starves_low(ib: &Ib, used: &[(usize, u8, u8)], limit_written: bool, out:
         return;
     }
     let high = |vl: u8| ib.vl_arb_high.iter().any(|&(v, w)| v == vl && w > 0);
+    let low = |vl: u8| ib.vl_arb_low.iter().any(|&(v, w)| v == vl && w > 0);
     let used_high: Vec<u8> = used.iter().map(|u| u.2).filter(|&v| high(v)).collect();
-    let used_low: Vec<u8> = used.iter().map(|u| u.2).filter(|&v| !high(v)).collect();
+    // A VL in neither table is never served at all: IBA002's finding, not this one's.
+    let used_low: Vec<u8> = used.iter().map(|u| u.2).filter(|&v| !high(v) && low(v)).collect();
     if let (Some(h), Some(l)) = (used_high.first(), used_low.first()) {
         out.emit(
             "IBA005",
