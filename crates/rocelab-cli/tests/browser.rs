@@ -42,17 +42,36 @@ window.addEventListener('load', () => {
 #[test]
 fn the_validate_report_renders_every_chart_in_chromium() {
     let Some(browser) = chromium() else { return };
-    let dir = std::env::temp_dir().join(format!("rocelab-browser-{}", std::process::id()));
+    render_in_chromium(&browser, "leaf-spine-small.toml", "sustained,incast,microburst", 0, "a");
+}
+
+/// A failing report with the file's named scenarios (two collectives beside an incast, each a
+/// section of its own) renders as well.
+#[test]
+fn a_failing_report_with_named_scenarios_renders_in_chromium() {
+    let Some(browser) = chromium() else { return };
+    let page = render_in_chromium(&browser, "ib-vs-roce/roce-best.toml", "collective", 1, "b");
+    for id in ["alltoall", "allreduce-beside-incast", "alltoall-beside-incast"] {
+        assert!(page.contains(&format!("<h2 id=\"{id}\">")), "a section for {id}");
+    }
+    assert!(page.contains("allreduce-beside-incast.busbw"), "the failing check is named");
+}
+
+/// Validates `examples/<example>` (`--only only`, expecting exit `status`) into an HTML report,
+/// loads it in headless Chromium with a probe that measures every chart, and checks that
+/// every chart rendered, no console error, and a screenshot; returns the page.
+fn render_in_chromium(browser: &PathBuf, example: &str, only: &str, status: i32, tag: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("rocelab-browser-{}-{tag}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let report = dir.join("report.html");
-    let fabric = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/leaf-spine-small.toml");
+    let fabric = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(example);
     let o = Command::new(env!("CARGO_BIN_EXE_rocelab"))
-        .args(["validate", fabric.to_str().unwrap(), "-q", "--only", "sustained,incast,microburst", "--html"])
+        .args(["validate", fabric.to_str().unwrap(), "-q", "--only", only, "--html"])
         .arg(&report)
         .output()
         .unwrap();
-    assert!(o.status.success(), "{o:?}");
+    assert_eq!(o.status.code(), Some(status), "{o:?}");
     let page = std::fs::read_to_string(&report).unwrap();
     assert!(!page.contains("<script"), "the report itself runs no script");
     let charts = page.matches("<figure><svg").count();
@@ -91,4 +110,5 @@ fn the_validate_report_renders_every_chart_in_chromium() {
     let png = std::fs::read(&shot).unwrap();
     assert!(png.starts_with(b"\x89PNG") && png.len() > 20_000, "screenshot of {} B", png.len());
     let _ = std::fs::remove_dir_all(&dir);
+    page
 }
