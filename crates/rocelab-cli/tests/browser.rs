@@ -60,7 +60,7 @@ fn a_failing_report_with_named_scenarios_renders_in_chromium() {
 /// Validates `examples/<example>` (`--only only`, expecting exit `status`) into an HTML report,
 /// loads it in headless Chromium with a probe that measures every chart, and checks that
 /// every chart rendered, no console error, and a screenshot; returns the page.
-fn render_in_chromium(browser: &PathBuf, example: &str, only: &str, status: i32, tag: &str) -> String {
+fn render_in_chromium(browser: &std::path::Path, example: &str, only: &str, status: i32, tag: &str) -> String {
     let dir = std::env::temp_dir().join(format!("rocelab-browser-{}-{tag}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -90,7 +90,7 @@ fn render_in_chromium(browser: &PathBuf, example: &str, only: &str, status: i32,
         "--v=0",
     ];
     let url = format!("file://{}", probed.display());
-    let dom = Command::new(&browser).args(base).arg("--dump-dom").arg(&url).output().unwrap();
+    let dom = Command::new(browser).args(base).arg("--dump-dom").arg(&url).output().unwrap();
     let err = String::from_utf8_lossy(&dom.stderr);
     assert!(dom.status.success(), "chromium failed: {err}");
     // Chromium logs page console messages as `CONSOLE` lines on stderr.
@@ -105,7 +105,7 @@ fn render_in_chromium(browser: &PathBuf, example: &str, only: &str, status: i32,
     assert_eq!(probe, format!("charts={charts};rows={};bad=", page.matches("<tr class=").count() + 1), "{probe}");
     let shot = dir.join("report.png");
     let s =
-        Command::new(&browser).args(base).arg(format!("--screenshot={}", shot.display())).arg(&url).output().unwrap();
+        Command::new(browser).args(base).arg(format!("--screenshot={}", shot.display())).arg(&url).output().unwrap();
     assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
     let png = std::fs::read(&shot).unwrap();
     assert!(png.starts_with(b"\x89PNG") && png.len() > 20_000, "screenshot of {} B", png.len());
