@@ -469,14 +469,7 @@ pub fn render_compare(c: &crate::Comparison) -> String {
     let _ = writeln!(s, "<h1>rocelab compare</h1><p>A = {} · B = {}</p>", xml(&c.a), xml(&c.b));
     s.push_str("<table id=\"changes\"><tr><th>row</th><th>A</th><th>B</th><th>verdict A → B</th></tr>\n");
     for r in c.rows.iter().filter(|r| r.changed) {
-        let v = |x: Option<Verdict>| {
-            x.map_or("", |v| match v {
-                Verdict::Pass => "pass",
-                Verdict::Fail => "FAIL",
-                Verdict::Info => "info",
-                Verdict::Refused => "skip",
-            })
-        };
+        let v = |x: Option<Verdict>| x.map_or("", Verdict::compare_tag);
         let cls = if r.verdict_b == Some(Verdict::Fail) && r.verdict_a != Some(Verdict::Fail) {
             " class=\"fail\""
         } else {

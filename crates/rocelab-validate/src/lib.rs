@@ -35,6 +35,26 @@ pub enum Cmp {
     AtLeast,
 }
 
+impl Cmp {
+    /// `<=` or `>=`, as the outputs print it.
+    pub fn sign(self) -> &'static str {
+        match self {
+            Cmp::AtMost => "<=",
+            Cmp::AtLeast => ">=",
+        }
+    }
+
+    /// The verdict on `figure` against `limit`: reported only without a limit, failed without
+    /// a figure (the run did not produce it).
+    fn verdict(self, limit: Option<f64>, figure: Option<f64>) -> Verdict {
+        match (limit, figure) {
+            (None, _) => Verdict::Info,
+            (Some(l), Some(v)) if (self == Cmp::AtMost && v <= l) || (self == Cmp::AtLeast && v >= l) => Verdict::Pass,
+            _ => Verdict::Fail,
+        }
+    }
+}
+
 /// A check of the checklist.
 #[derive(Clone, Copy, Debug)]
 pub struct CheckDef {
@@ -157,9 +177,7 @@ impl Policy {
         // (`incast-15.completion`: a name, then a check's part after its kind; `validate`
         // refuses a scenario name the fabric does not have).
         let known = |n: &str| {
-            CHECKS.iter().any(|c| c.name == n || n.split_once('.').is_some_and(|(_, rest)| suffix(c) == rest))
-                || n.starts_with("lint")
-                || n.starts_with("workload.")
+            checklist_name(n) || CHECKS.iter().any(|c| n.split_once('.').is_some_and(|(_, rest)| suffix(c) == rest))
         };
         for n in p.limits.keys().chain(&p.skip) {
             if !known(n) {
@@ -205,6 +223,16 @@ impl Verdict {
             Verdict::Fail => "fail",
             Verdict::Info => "info",
             Verdict::Refused => "refused",
+        }
+    }
+
+    /// How `compare` prints it (a failure stands out).
+    pub fn compare_tag(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "FAIL",
+            Verdict::Info => "info",
+            Verdict::Refused => "skip",
         }
     }
 }
@@ -316,10 +344,9 @@ pub struct Options {
 /// The scenarios of `kind` this fabric runs: the file's own `[[scenario]]`s of that kind
 /// (each with its key path), or the kind at its defaults — except the collective's size,
 /// which the checklist sets where busbw measures the fabric rather than the ring's step
-/// latency: 1 MiB per rank
-/// and channel (64 MiB to 1 GiB; 1 GiB on a 128-GPU fabric of 8 rails, where each ring step
-/// then moves 1 MiB per channel against a few µs of hop latency) — and the mixed load, which
-/// it runs with loss-based TCP for [`MIXED_DURATION_US`].
+/// latency: 1 MiB per rank and channel (64 MiB to 1 GiB; 1 GiB on a 128-GPU fabric of 8
+/// rails, where each ring step then moves 1 MiB per channel against a few µs of hop latency)
+/// — and the mixed load, which it runs with loss-based TCP for [`MIXED_DURATION_US`].
 pub fn scenarios_of(m: &Model, kind: ScenarioKind) -> Vec<(ScenarioConfig, String)> {
     let own: Vec<_> = m
         .config
@@ -343,6 +370,11 @@ pub fn scenarios_of(m: &Model, kind: ScenarioKind) -> Vec<(ScenarioConfig, Strin
         c.duration_us = Some(MIXED_DURATION_US);
     }
     vec![(c, "scenario".to_string())]
+}
+
+/// A name of the checklist's own: a check, a lint rule's, or a training step's.
+fn checklist_name(n: &str) -> bool {
+    CHECKS.iter().any(|c| c.name == n) || n.starts_with("lint") || n.starts_with("workload.")
 }
 
 /// A check's name after its kind (`completion` of `incast.completion`).
@@ -455,7 +487,7 @@ pub fn validate(
     // A policy name for a named scenario's check must name one of this fabric's.
     let p = &opts.policy;
     for n in p.limits.keys().chain(&p.skip) {
-        let generic = CHECKS.iter().any(|c| c.name == *n) || n.starts_with("lint") || n.starts_with("workload.");
+        let generic = checklist_name(n);
         let run_check = m
             .config
             .scenario
@@ -499,7 +531,7 @@ fn refused(c: &CheckDef, name: String, scenario: &str, engine: EngineKind) -> Ch
         verdict: Verdict::Refused,
         figure: None,
         limit: None,
-        cmp: if c.cmp == Cmp::AtMost { "<=" } else { ">=" },
+        cmp: c.cmp.sign(),
         why: c.why.to_string(),
         evidence: vec![format!(
             "not answered on the {}-level engine: it models no queues, PFC, ECN, CNPs or drops, and shares a congested link perfectly at once (docs/flow-engine.md); run `validate` on the packet engine for this check",
@@ -524,18 +556,14 @@ fn flow_busbw(
     let rate = rocelab_scenario::fabric::Scale::new(m, &sc.hosts, path).map_err(|d| vec![d])?.rate_bps;
     let figure = r.time_us.is_finite().then(|| r.busbw_gbytes_per_s * 8e9 / (rate * bound_nics as f64));
     let limit = opts.policy.limit_of(c, &name);
-    let verdict = match (figure, limit) {
-        (_, None) => Verdict::Info,
-        (Some(v), Some(l)) if v >= l => Verdict::Pass,
-        _ => Verdict::Fail,
-    };
+    let verdict = c.cmp.verdict(limit, figure);
     Ok(CheckResult {
         name,
         scenario: sc.display_name().to_string(),
         verdict,
         figure,
         limit,
-        cmp: ">=",
+        cmp: c.cmp.sign(),
         why: c.why.to_string(),
         evidence: vec![format!(
             "{} of {} B over {} ranks, {} channels on the flow-level engine: {:.1} µs, busbw {:.2} GB/s against {} NIC(s) at {:.0} Gb/s",
@@ -593,10 +621,7 @@ fn training_steps(
         let r = rocelab_workload::step::run_step(m, &plan, sim)?;
         let limit = opts.policy.limits.get(&check).copied().or(Some(STEP_COMM_WAIT));
         let figure = r.step_us.is_finite().then_some(r.comm_wait_ratio);
-        let verdict = match (figure, limit) {
-            (Some(v), Some(l)) if v <= l => Verdict::Pass,
-            _ => Verdict::Fail,
-        };
+        let verdict = Cmp::AtMost.verdict(limit, figure);
         let plan_wait = est.phases.iter().find(|p| p.name == "step").map(|p| p.network_share);
         out.push(CheckResult {
             name: check,
@@ -765,21 +790,7 @@ fn judge(c: &CheckDef, name: String, r: &ScenarioResult, p: &Policy) -> CheckRes
         }
     };
     let limit = p.limit_of(c, &name);
-    let verdict = match (limit, figure) {
-        (None, _) => Verdict::Info,
-        (Some(_), None) => Verdict::Fail,
-        (Some(l), Some(v)) => {
-            let ok = match c.cmp {
-                Cmp::AtMost => v <= l,
-                Cmp::AtLeast => v >= l,
-            };
-            if ok {
-                Verdict::Pass
-            } else {
-                Verdict::Fail
-            }
-        }
-    };
+    let verdict = c.cmp.verdict(limit, figure);
     if verdict == Verdict::Fail {
         evidence.extend(likely_cause(r));
     }
@@ -789,7 +800,7 @@ fn judge(c: &CheckDef, name: String, r: &ScenarioResult, p: &Policy) -> CheckRes
         verdict,
         figure,
         limit,
-        cmp: if c.cmp == Cmp::AtMost { "<=" } else { ">=" },
+        cmp: c.cmp.sign(),
         why: c.why.to_string(),
         evidence,
     }
@@ -951,9 +962,7 @@ pub fn list() -> String {
         "lint                                      every error of `rocelab lint` is a failed check `lint.<CODE>`\n",
     );
     for c in CHECKS {
-        let limit = c.limit.map_or("reported".to_string(), |l| {
-            format!("{} {}", if c.cmp == Cmp::AtMost { "<=" } else { ">=" }, fmt(Some(l)))
-        });
+        let limit = c.limit.map_or("reported".to_string(), |l| format!("{} {}", c.cmp.sign(), fmt(Some(l))));
         let _ = writeln!(s, "{:<41} {:<12} {}", c.name, limit, c.why);
     }
     s
@@ -1044,13 +1053,7 @@ pub fn compare(a: Report, b: Report) -> Comparison {
 pub fn render_compare(c: &Comparison) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "rocelab compare: A = {}, B = {}", c.a, c.b);
-    let v = |x: Option<Verdict>| match x {
-        Some(Verdict::Pass) => "pass",
-        Some(Verdict::Fail) => "FAIL",
-        Some(Verdict::Info) => "info",
-        Some(Verdict::Refused) => "skip",
-        None => "",
-    };
+    let v = |x: Option<Verdict>| x.map_or("", Verdict::compare_tag);
     let changed: Vec<&CompareRow> = c.rows.iter().filter(|r| r.changed).collect();
     if changed.is_empty() {
         let _ = writeln!(s, "  no change: every check and every scenario figure is the same");
