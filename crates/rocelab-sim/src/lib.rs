@@ -124,7 +124,6 @@ impl<'m> Run<'m> {
         faults: Vec<engine::Fault>,
         opts: SimOptions,
     ) -> Result<Run<'m>, Vec<Diagnostic>> {
-        flow_engine_link_layer(m, opts.engine)?;
         Ok(match opts.engine {
             EngineKind::Packet => Run::Packet(Box::new(Sim::with_workload(m, workload, faults, opts)?)),
             EngineKind::Flow => Run::Flow(Box::new(FlowSim::with_workload(m, workload, faults, opts)?)),
@@ -154,21 +153,8 @@ impl<'m> Run<'m> {
     }
 }
 
-/// The flow engine models RoCE's headers and ECMP only: an InfiniBand fabric runs on packets.
-fn flow_engine_link_layer(m: &Model, engine: EngineKind) -> Result<(), Vec<Diagnostic>> {
-    if engine == EngineKind::Flow && m.is_ib() {
-        return Err(vec![Diagnostic::new(
-            "fabric.link_layer",
-            "the flow engine does not model InfiniBand (credits, IB headers and routing)",
-            "run the packet engine (leave out `--engine flow`)",
-        )]);
-    }
-    Ok(())
-}
-
 /// [`build`] on the engine `opts.engine` names.
 pub fn build_run<'m>(m: &'m Model, opts: SimOptions) -> Result<Run<'m>, Vec<Diagnostic>> {
-    flow_engine_link_layer(m, opts.engine)?;
     match opts.engine {
         EngineKind::Packet => Ok(Run::Packet(Box::new(build(m, opts)?))),
         EngineKind::Flow => {

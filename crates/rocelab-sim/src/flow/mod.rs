@@ -293,6 +293,14 @@ impl<'m> FlowSim<'m> {
         faults: Vec<Fault>,
         opts: SimOptions,
     ) -> Result<Self, Vec<Diagnostic>> {
+        // RoCE's headers and ECMP only: an InfiniBand fabric runs on packets.
+        if m.is_ib() {
+            return Err(vec![Diagnostic::new(
+                "fabric.link_layer",
+                "the flow engine does not model InfiniBand (credits, IB headers and routing)",
+                "run the packet engine (leave out `--engine flow`)",
+            )]);
+        }
         let router_opts = SimOptions { seed: opts.seed, engine: EngineKind::Packet, ..SimOptions::default() };
         let router = Sim::new(m, Vec::new(), Vec::new(), router_opts)?;
         let nl = m.ports.len();
