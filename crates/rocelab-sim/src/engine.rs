@@ -828,13 +828,8 @@ impl<'m> Sim<'m> {
             && self.ib.is_none()
             && prof.congestion_control == CongestionControl::Dcqcn
             && prof.qos.ecn_rp_mask & (1 << pcp) != 0;
-        let per = f.size_bytes / f.qps as u64;
         let mut qps = 0;
-        for k in 0..f.qps {
-            let size = if k == 0 { per + f.size_bytes % f.qps as u64 } else { per };
-            if size == 0 {
-                continue;
-            }
+        for (k, size) in f.qp_sizes() {
             let QpRoute { src_nic, dst_nic, sport, hash } = self.qp_route(&f, k);
             let line = self.ports[self.nics[src_nic as usize].port as usize].speed.0 as f64;
             let mtu = prof.mtu;

@@ -29,6 +29,16 @@ pub struct FlowSpec {
     pub transport: Transport,
 }
 
+impl FlowSpec {
+    /// Its QPs' payload sizes, `(k, bytes)`: an equal share each, the remainder on QP 0, and
+    /// no QP for a share of 0 bytes (more QPs than bytes).
+    pub fn qp_sizes(&self) -> impl Iterator<Item = (u32, u64)> {
+        let (size, qps) = (self.size_bytes, self.qps as u64);
+        let per = size / qps;
+        (0..self.qps).map(move |k| (k, if k == 0 { per + size % qps } else { per })).filter(|&(_, b)| b > 0)
+    }
+}
+
 /// How a flow's sender is paced and what the switches may mark on it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Transport {

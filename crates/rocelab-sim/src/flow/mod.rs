@@ -127,6 +127,31 @@ struct Flow {
     slot: [u32; MAX_HOPS],
 }
 
+impl Flow {
+    /// No message, route or bytes: the fields a flow does not set itself.
+    const BLANK: Flow = Flow {
+        msg: NONE,
+        state: State::Pending,
+        group: NONE,
+        len: 0,
+        gen: 0,
+        src: NONE,
+        dst: NONE,
+        src_nic: NONE,
+        hash: 0,
+        sport: 0,
+        last_pkt_wire: 0,
+        npkts: 0,
+        wire: 0,
+        rem: 0.0,
+        rate: 0.0,
+        t_upd: SimTime::ZERO,
+        cap: 0.0,
+        path: [NONE; MAX_HOPS],
+        slot: [NONE; MAX_HOPS],
+    };
+}
+
 /// A lockstep group (`Net::lockstep_group`): messages that always run together, as the hops
 /// of a ring step do. Each round is one flow, its head, crossing the union of its members'
 /// links (`mult` times a link that many members cross): so the members share one rate, the
@@ -385,18 +410,9 @@ impl<'m> FlowSim<'m> {
 
     /// Adds a message and its QPs (they start at `f.start`); returns its index.
     pub(crate) fn post_flow(&mut self, f: FlowSpec) -> MsgId {
-        // A delivered message's slot when recycling (its id is not referenced any more: the
-        // workload heard its delivery), else a new one.
-        let mi = self.free_msgs.pop().unwrap_or(self.msgs.len() as u32);
-        self.msgs_posted += 1;
-        self.bytes_total += f.size_bytes;
-        let per = f.size_bytes / f.qps as u64;
+        let mi = self.msg_slot(f.size_bytes);
         let mut qps = 0;
-        for k in 0..f.qps {
-            let size = if k == 0 { per + f.size_bytes % f.qps as u64 } else { per };
-            if size == 0 {
-                continue;
-            }
+        for (k, size) in f.qp_sizes() {
             let id = self.new_flow(&f, k, size, mi, State::Pending);
             self.push(f.start, Ev::Start { flow: id });
             qps += 1;
@@ -411,12 +427,24 @@ impl<'m> FlowSim<'m> {
             left: qps,
             finish: None,
         };
+        self.put_msg(mi, msg);
+        mi
+    }
+
+    /// A slot for a message of `bytes` posted now: a delivered message's (its id is not
+    /// referenced any more: the workload heard its delivery), else a new one.
+    fn msg_slot(&mut self, bytes: u64) -> u32 {
+        self.msgs_posted += 1;
+        self.bytes_total += bytes;
+        self.free_msgs.pop().unwrap_or(self.msgs.len() as u32)
+    }
+
+    fn put_msg(&mut self, mi: u32, msg: Msg) {
         if (mi as usize) < self.msgs.len() {
             self.msgs[mi as usize] = msg;
         } else {
             self.msgs.push(msg);
         }
-        mi
     }
 
     /// A QP's flow record (not queued): QP `k` of `f`, `size` payload bytes, of message `mi`.
@@ -427,12 +455,9 @@ impl<'m> FlowSim<'m> {
         let wire = size + npkts * DATA_OVERHEAD as u64;
         let last = size - (npkts - 1) * mtu;
         let cap = self.cap[self.router.nic_port(src_nic) as usize];
-        let fl = Flow {
+        self.alloc_flow(Flow {
             msg: mi,
             state,
-            group: NONE,
-            len: 0,
-            gen: 0,
             src: f.src.0,
             dst: f.dst.0,
             src_nic,
@@ -442,13 +467,10 @@ impl<'m> FlowSim<'m> {
             npkts,
             wire,
             rem: wire as f64,
-            rate: 0.0,
             t_upd: f.start,
             cap,
-            path: [NONE; MAX_HOPS],
-            slot: [NONE; MAX_HOPS],
-        };
-        self.alloc_flow(fl)
+            ..Flow::BLANK
+        })
     }
 
     /// A lockstep group of the checked messages `specs` (see `Group`); its rounds are posted
@@ -462,12 +484,7 @@ impl<'m> FlowSim<'m> {
         members.clear();
         let (mut wire, mut cap, mut bytes) = (0u64, f64::INFINITY, 0u64);
         for f in specs {
-            let per = f.size_bytes / f.qps as u64;
-            for k in 0..f.qps {
-                let size = if k == 0 { per + f.size_bytes % f.qps as u64 } else { per };
-                if size == 0 {
-                    continue;
-                }
+            for (k, size) in f.qp_sizes() {
                 let id = self.new_flow(f, k, size, NONE, State::Member);
                 let m = &self.flows[id as usize];
                 wire = wire.max(m.wire);
@@ -506,11 +523,9 @@ impl<'m> FlowSim<'m> {
     /// member's last byte is in), one flow.
     pub(crate) fn post_round(&mut self, id: GroupId, tag: u64) -> MsgId {
         let g = id as u32;
-        let mi = self.free_msgs.pop().unwrap_or(self.msgs.len() as u32);
+        let mi = self.msg_slot(self.groups[g as usize].bytes);
         let grp = &self.groups[g as usize];
         let (wire, cap, bytes) = (grp.wire, grp.cap, grp.bytes);
-        self.msgs_posted += 1;
-        self.bytes_total += bytes;
         let msg = Msg {
             src: grp.src,
             dst: grp.dst,
@@ -522,33 +537,20 @@ impl<'m> FlowSim<'m> {
             left: 1,
             finish: None,
         };
-        if (mi as usize) < self.msgs.len() {
-            self.msgs[mi as usize] = msg;
-        } else {
-            self.msgs.push(msg);
-        }
-        let fl = Flow {
+        let (src, dst) = (grp.src.0, grp.dst.0);
+        self.put_msg(mi, msg);
+        let id = self.alloc_flow(Flow {
             msg: mi,
             state: State::Pending,
             group: g,
-            len: 0,
-            gen: 0,
-            src: grp.src.0,
-            dst: grp.dst.0,
-            src_nic: NONE,
-            hash: 0,
-            sport: 0,
-            last_pkt_wire: 0,
-            npkts: 0,
+            src,
+            dst,
             wire,
             rem: wire as f64,
-            rate: 0.0,
             t_upd: self.now,
             cap,
-            path: [NONE; MAX_HOPS],
-            slot: [NONE; MAX_HOPS],
-        };
-        let id = self.alloc_flow(fl);
+            ..Flow::BLANK
+        });
         self.groups[g as usize].head = id;
         self.push(self.now, Ev::Start { flow: id });
         mi
