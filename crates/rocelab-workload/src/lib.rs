@@ -185,12 +185,7 @@ pub struct Outcome {
 impl Outcome {
     /// Counts a delivery; false if the chunk failed (nothing depending on it may start).
     pub fn record(&mut self, done: &Delivered) -> bool {
-        if done.failed {
-            self.failed += 1;
-            return false;
-        }
-        self.record_local(done.at);
-        true
+        self.record_round(done, 1)
     }
 
     /// Counts `n` chunks delivered together (a lockstep round); false if they failed.
@@ -199,14 +194,17 @@ impl Outcome {
             self.failed += n;
             return false;
         }
-        self.delivered += n;
-        self.end = Some(self.end.map_or(done.at, |e| e.max(done.at)));
+        self.arrived(done.at, n);
         true
     }
 
     /// Counts a chunk that arrived at `at` without crossing the fabric (inside a GPU node).
     pub fn record_local(&mut self, at: SimTime) {
-        self.delivered += 1;
+        self.arrived(at, 1);
+    }
+
+    fn arrived(&mut self, at: SimTime, n: u64) {
+        self.delivered += n;
         self.end = Some(self.end.map_or(at, |e| e.max(at)));
     }
 }

@@ -148,17 +148,8 @@ impl Ring {
         let mut msgs = Vec::with_capacity(n * self.chunk.len());
         for p in 0..n {
             for ch in 0..self.chunk.len() {
-                let Hop::Net { src, dst } = self.rings[ch % self.rings.len()].hops[p] else { return false };
-                msgs.push(Message {
-                    src,
-                    dst,
-                    size_bytes: self.chunk[ch],
-                    class: None,
-                    qps: 1,
-                    tag: 0,
-                    start: None,
-                    sport: Some(QpUse::sport(self.sports[p * self.chunk.len() + ch], 0)),
-                });
+                let Some(msg) = self.hop_message(p, ch, 1, 0, 0) else { return false };
+                msgs.push(msg);
             }
         }
         let Ok(g) = net.lockstep_group(&msgs) else { return false };
@@ -189,26 +180,33 @@ impl Ring {
         &self.rings[ch % self.rings.len()]
     }
 
+    /// The message of channel `ch`'s hop from position `p` (`None` inside a GPU node): its
+    /// chunk on `qps` QPs from the connection's `first`, in the fabric's RDMA class, as
+    /// NCCL's traffic is.
+    fn hop_message(&self, p: usize, ch: usize, qps: u32, first: u32, tag: u64) -> Option<Message> {
+        let Hop::Net { src, dst } = self.rings[ch % self.rings.len()].hops[p] else { return None };
+        Some(Message {
+            src,
+            dst,
+            size_bytes: self.chunk[ch],
+            class: None,
+            qps,
+            tag,
+            start: None,
+            sport: Some(QpUse::sport(self.sports[p * self.chunk.len() + ch], first)),
+        })
+    }
+
     /// Sends step `step` of channel `ch` from position `p` to the next position.
     fn send(&mut self, net: &mut Net<'_, '_>, p: usize, ch: usize, step: u32) {
         let n = self.ranks();
         let bytes = self.chunk[ch];
         let t = self.tag_base | tag(ch, (p + 1) % n, step);
         match self.rings[ch % self.rings.len()].hops[p] {
-            Hop::Net { src, dst } => {
+            Hop::Net { .. } => {
                 // A connection sends one chunk per step: the step is its message count.
                 let (qps, first) = self.qps.for_message(bytes, step as u64);
-                let msg = Message {
-                    src,
-                    dst,
-                    size_bytes: bytes,
-                    // The fabric's RDMA class, as NCCL's traffic is.
-                    class: None,
-                    qps,
-                    tag: t,
-                    start: None,
-                    sport: Some(QpUse::sport(self.sports[p * self.chunk.len() + ch], first)),
-                };
+                let msg = self.hop_message(p, ch, qps, first, t).expect("a network hop");
                 // Ring hops join distinct hosts and chunks are 1 B..1 TB: a refusal is a bug.
                 net.post(msg).expect("a ring step between two hosts of the fabric");
             }
