@@ -69,7 +69,20 @@ pub fn measure_link_layers(
         for (i, op) in [Collective::AllReduce, Collective::AllToAll].into_iter().enumerate() {
             let spec = CollectiveSpec { ranks: Some(ranks.clone()), ..CollectiveSpec::new(op, bytes) };
             let r = run_collective(&model, &spec, opts.clone())?;
-            busbw[i] = if r.failed_chunks == 0 { r.busbw_gbytes_per_s } else { 0.0 };
+            if r.failed_chunks > 0 {
+                // No figure to give: said, not passed on as an efficiency of 0.
+                return Err(vec![Diagnostic::new(
+                    "topology",
+                    format!(
+                        "the twin's {} on {} did not complete: {} chunks failed, no efficiency to measure",
+                        r.op,
+                        layer.name(),
+                        r.failed_chunks
+                    ),
+                    "check that every host reaches every other (rocelab topo), or leave out --fabric",
+                )]);
+            }
+            busbw[i] = r.busbw_gbytes_per_s;
         }
         out.push(LinkLayerFigures {
             link_layer: layer.name(),
