@@ -45,6 +45,9 @@ impl Item {
 pub struct CaseResult {
     pub name: &'static str,
     pub items: Vec<Item>,
+    /// Its items get a table of their own (collective sizes, training steps; not the flows of
+    /// a traffic case, too many to list).
+    pub item_table: bool,
     /// Wall seconds each engine took for the whole case.
     pub packet_wall_s: f64,
     pub flow_wall_s: f64,
@@ -173,8 +176,7 @@ pub fn run_case(c: &Case, progress: &mut dyn FnMut(&str)) -> Result<CaseResult, 
         Work::Steps(plans) => {
             let m = load(c, None)?;
             for &(file, text) in plans.iter() {
-                let (scenario, est) = rocelab_workload::step::plan_on_fabric(file, text, &m)?;
-                let plan = rocelab_workload::step::StepPlan::from_estimate(&scenario, &est)?;
+                let (plan, _) = rocelab_workload::step::step_plan_on_fabric(file, text, &m)?;
                 let (mut t, mut wait) = ([0.0; 2], [0.0; 2]);
                 for (k, e) in [EngineKind::Packet, EngineKind::Flow].into_iter().enumerate() {
                     let t0 = std::time::Instant::now();
@@ -189,7 +191,8 @@ pub fn run_case(c: &Case, progress: &mut dyn FnMut(&str)) -> Result<CaseResult, 
             }
         }
     }
-    Ok(CaseResult { name: c.name, items, packet_wall_s: wall[0], flow_wall_s: wall[1] })
+    let item_table = !matches!(c.work, Work::Traffic(_));
+    Ok(CaseResult { name: c.name, items, item_table, packet_wall_s: wall[0], flow_wall_s: wall[1] })
 }
 
 /// The suite's table (Markdown), one row per case, then every collective size.
@@ -211,7 +214,7 @@ pub fn markdown(results: &[CaseResult]) -> String {
             r.flow_wall_s
         );
     }
-    for r in results.iter().filter(|r| r.items.iter().all(|i| i.label.ends_with("MiB") || i.label.contains("step"))) {
+    for r in results.iter().filter(|r| r.item_table) {
         let _ = writeln!(s, "\n{}:\n\n| item | packet µs | flow µs | error |\n|---:|---:|---:|---:|", r.name);
         for i in &r.items {
             let _ =

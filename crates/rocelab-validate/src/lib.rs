@@ -615,8 +615,7 @@ fn training_steps(
             let t = std::fs::read_to_string(&p).map_err(|e| bad(format!("cannot read {}: {e}", p.display())))?;
             (p.display().to_string(), t)
         };
-        let (scenario, est) = rocelab_workload::step::plan_on_fabric(&pfile, &ptext, m).map_err(bad)?;
-        let plan = rocelab_workload::step::StepPlan::from_estimate(&scenario, &est).map_err(bad)?;
+        let (plan, est) = rocelab_workload::step::step_plan_on_fabric(&pfile, &ptext, m).map_err(bad)?;
         let sim = rocelab_sim::SimOptions { engine: opts.engine, ..rocelab_sim_opts(opts.seed) };
         let r = rocelab_workload::step::run_step(m, &plan, sim)?;
         let limit = opts.policy.limits.get(&check).copied().or(Some(STEP_COMM_WAIT));

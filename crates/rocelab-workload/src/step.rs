@@ -961,6 +961,12 @@ pub fn plan_on_fabric(file: &str, text: &str, m: &Model) -> Result<(Scenario, Es
     Ok((scenario, est))
 }
 
+/// [`plan_on_fabric`] as the step the twin runs, with plan's estimate beside it.
+pub fn step_plan_on_fabric(file: &str, text: &str, m: &Model) -> Result<(StepPlan, Estimate), String> {
+    let (scenario, est) = plan_on_fabric(file, text, m)?;
+    Ok((StepPlan::from_estimate(&scenario, &est)?, est))
+}
+
 /// Runs one training step of `plan` on `m` (with the fabric file's faults).
 pub fn run_step(m: &Model, plan: &StepPlan, opts: SimOptions) -> Result<StepResult, Vec<Diagnostic>> {
     check_bounds(plan).map_err(|d| vec![d])?;
