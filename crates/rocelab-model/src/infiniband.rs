@@ -59,6 +59,14 @@ pub struct IbCc {
     pub cct_step: SimTime,
 }
 
+impl IbCc {
+    /// A QP's send gap at CCT index `ccti`: its packet's serialization `ser` plus the entry's
+    /// inter-packet delay.
+    pub fn gap(&self, ser: SimTime, ccti: u16) -> SimTime {
+        ser + SimTime(self.cct_step.0 * ccti as u64)
+    }
+}
+
 /// Defaults of `[infiniband.cc]`.
 pub const DEFAULT_CC: IbCcDefaults = IbCcDefaults {
     marking_threshold_bytes: 32_768,

@@ -277,10 +277,9 @@ pub(crate) struct Qp {
     /// InfiniBand with adaptive routing: a bitmap by PSN of packets received ahead of
     /// `rcv_nxt` (allocated at the first reordered packet; empty otherwise).
     ooo: Vec<u64>,
-    /// InfiniBand congestion control at the sender: the CCT index (0: no delay), and its
-    /// timer's generation and whether one is pending.
+    /// InfiniBand congestion control at the sender: the CCT index (0: no delay), and whether
+    /// its timer is pending.
     ccti: u16,
-    ccti_gen: u32,
     ccti_armed: bool,
     nak_for: u32,
     last_cnp: Option<SimTime>,
@@ -869,7 +868,6 @@ impl<'m> Sim<'m> {
                 rcv_nxt: 0,
                 ooo: Vec::new(),
                 ccti: 0,
-                ccti_gen: 0,
                 ccti_armed: false,
                 nak_for: NONE,
                 last_cnp: None,
@@ -1218,9 +1216,9 @@ impl<'m> Sim<'m> {
             // (Not counted: a timeout seconds away must not hold a slot. A reused slot's QP
             // takes its timer generations past the old one's, so a stale timeout is ignored.)
             Ev::Rto { qp, gen } => self.on_rto(qp, gen),
-            Ev::CctiTimer { qp, gen } => {
+            Ev::CctiTimer { qp } => {
                 self.qp_timer_fired(qp);
-                self.on_ccti_timer(qp, gen);
+                self.on_ccti_timer(qp);
                 self.maybe_retire(qp);
             }
             Ev::CnpSend { qp } => {

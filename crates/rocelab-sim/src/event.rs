@@ -44,10 +44,9 @@ pub enum Ev {
         vl: u8,
         bytes: u32,
     },
-    /// InfiniBand congestion control: a QP's CCTI timer expires (stale unless `gen` matches).
+    /// InfiniBand congestion control: a QP's CCTI timer expires.
     CctiTimer {
         qp: u32,
-        gen: u32,
     },
     /// A NIC's rate limiter allows its next packet.
     NicWake {

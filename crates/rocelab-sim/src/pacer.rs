@@ -41,9 +41,7 @@ impl Pacer {
     /// A packet of `wire` bytes left at `now` with the QP at `rate_bps`.
     #[inline]
     pub fn sent(&mut self, now: SimTime, wire: u32, rate_bps: f64, line_bps: f64) {
-        self.last_tx = now;
-        self.last_wire = wire;
-        self.next_send = now + gap(wire, rate_bps, line_bps);
+        self.sent_with_gap(now, wire, gap(wire, rate_bps, line_bps));
     }
 
     /// A packet of `wire` bytes left at `now` and the next may go `gap` later (InfiniBand
@@ -74,10 +72,7 @@ impl Pacer {
     /// earlier (the NIC must be woken then), `None` otherwise.
     #[inline]
     pub fn retime(&mut self, rate_bps: f64, line_bps: f64) -> Option<SimTime> {
-        let next = self.last_tx + gap(self.last_wire, rate_bps, line_bps);
-        let earlier = next < self.next_send;
-        self.next_send = next;
-        earlier.then_some(next)
+        self.regap(gap(self.last_wire, rate_bps, line_bps))
     }
 }
 

@@ -336,21 +336,6 @@ impl Sim<'_> {
         }
     }
 
-    /// The receiver of QP `qi` answers a FECN with a BECN: a congestion notification on the
-    /// QP's own VL back to the sender.
-    pub(super) fn send_becn(&mut self, qi: u32) {
-        let q = &self.qps[qi as usize];
-        let (nic, class, vl) = (q.dst_nic, q.class, q.pcp);
-        let pkt = self.ctrl_packet(qi, Kind::Cnp, 0, class, vl, self.hdr.cnp);
-        self.stats.sent += 1;
-        self.nics[nic as usize].st.cnp_sent += 1;
-        let flow = q.flow;
-        self.notify(Observed::CnpSent { time: self.now, flow });
-        let id = self.alloc_pkt(pkt);
-        self.nics[nic as usize].cnp_q.push_back(id);
-        self.nic_try_send(nic);
-    }
-
     /// A BECN at the sender: the CCT index rises by `ccti_increase` (up to the limit) and the
     /// timer that lowers it is armed.
     pub(super) fn on_becn(&mut self, qi: u32) {
@@ -362,30 +347,27 @@ impl Sim<'_> {
             return;
         }
         q.ccti = q.ccti.saturating_add(cc.ccti_increase).min(cc.ccti_limit);
+        // One timer per QP at a time: it re-arms itself while the index is above zero, and
+        // holds the QP's slot while pending (`push_qp_timer`), so it is never stale.
         if !q.ccti_armed {
             q.ccti_armed = true;
-            q.ccti_gen = q.ccti_gen.wrapping_add(1);
-            let gen = q.ccti_gen;
-            self.push_qp_timer(now + cc.ccti_timer, Ev::CctiTimer { qp: qi, gen }, qi);
+            self.push_qp_timer(now + cc.ccti_timer, Ev::CctiTimer { qp: qi }, qi);
         }
     }
 
     /// The CCTI timer: the index falls by one; the pending send is re-timed with the shorter
     /// delay; the timer runs again while the index is above zero.
-    pub(super) fn on_ccti_timer(&mut self, qi: u32, gen: u32) {
+    pub(super) fn on_ccti_timer(&mut self, qi: u32) {
         let Some(cc) = self.ib.as_ref().and_then(|i| i.cc.clone()) else { return };
         let now = self.now;
         let q = &self.qps[qi as usize];
-        if q.ccti_gen != gen || !q.ccti_armed {
-            return;
-        }
         let port = self.nics[q.src_nic as usize].port;
         let ser = ser_time(&self.ports[port as usize], q.pacer.last_wire());
         let q = &mut self.qps[qi as usize];
         q.ccti = q.ccti.saturating_sub(1);
-        let moved = q.pacer.regap(ser + SimTime(cc.cct_step.0 * q.ccti as u64));
+        let moved = q.pacer.regap(cc.gap(ser, q.ccti));
         if q.ccti > 0 && q.sender_done.is_none() {
-            self.push_qp_timer(now + cc.ccti_timer, Ev::CctiTimer { qp: qi, gen }, qi);
+            self.push_qp_timer(now + cc.ccti_timer, Ev::CctiTimer { qp: qi }, qi);
         } else {
             q.ccti_armed = false;
         }
@@ -418,16 +400,6 @@ impl Sim<'_> {
         self.switch_try_tx(out);
     }
 
-    /// A packet leaves a switch of an InfiniBand fabric: its input buffer frees, the credits
-    /// go back upstream.
-    pub(super) fn release_ib(&mut self, sw: u32, in_port: u32, vl: u8, size: u64) {
-        let s = &mut self.switches[sw as usize];
-        self.ports[in_port as usize].pg[vl as usize].ing -= size;
-        s.shared_used -= size;
-        s.used -= size;
-        self.return_credits(in_port, vl, size as u32);
-    }
-
     /// The egress port for `dst` at switch `sw`: static by destination LID, or adaptive (the
     /// least-loaded minimal next hop). After a link change, a choice the switch knows to be
     /// unusable falls back to the resilient ECMP choice.
@@ -441,10 +413,16 @@ impl Sim<'_> {
         let lid = ib.lid[dst as usize] as u64;
         let n = cands.len();
         let base = (lid / ib.lid_div[node as usize] % n as u64) as usize;
-        let fresh = self.views.len() == 1;
+        // As `ecmp_choose`: with no link changed since the start every switch forwards by
+        // the full table, else by what it has learned.
+        let (fresh, view) = (self.views.len() == 1, View::of(self, sw));
         let usable = |c: PortId| {
             let cp = &self.ports[c.idx()];
-            cp.node == node && cp.routed && (fresh || self.ecmp_usable(View::of(self, sw), c, node, dst))
+            if fresh {
+                cp.routed && cp.node == node
+            } else {
+                self.ecmp_usable(view, c, node, dst)
+            }
         };
         if ib.adaptive && n > 1 {
             let mut best = (NONE, u64::MAX);
@@ -453,7 +431,7 @@ impl Sim<'_> {
                 if !usable(c) {
                     continue;
                 }
-                let load: u64 = self.ports[c.idx()].queues.iter().map(|q| q.bytes).sum();
+                let load = self.queued_bytes(c);
                 if load < best.1 {
                     best = (c.0, load);
                 }
@@ -464,7 +442,7 @@ impl Sim<'_> {
         } else if usable(cands[base]) {
             return cands[base].0;
         }
-        self.ecmp_rehash(View::of(self, sw), cands, node, dst, mix64(lid))
+        self.ecmp_rehash(view, cands, node, dst, mix64(lid))
     }
 }
 

@@ -195,6 +195,11 @@ impl Sim<'_> {
         if self.classes.iter().any(|c| c.prio == prio && c.lossless) {
             self.check_resume(sw, in_port, prio);
         }
+        // InfiniBand (no reserve, no headroom, no lossless class: all of it was shared): the
+        // freed input buffer goes back upstream as credits for its VL.
+        if self.ib.is_some() {
+            self.return_credits(in_port, prio, size as u32);
+        }
     }
 }
 

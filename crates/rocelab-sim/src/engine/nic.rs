@@ -74,13 +74,14 @@ impl Sim<'_> {
         for i in 0..n_active {
             let idx = (start + i) % n_active;
             let qi = self.nics[nic as usize].active[idx];
-            let (pcp, has_data, next, wire) = {
-                let q = &self.qps[qi as usize];
-                // (The next packet's size matters only to InfiniBand's credits.)
-                let wire = if self.ib.is_some() { q.payload_of(q.snd_nxt) + self.hdr.data } else { 0 };
-                (q.pcp, q.snd_nxt < q.npkts && q.window_open(), q.pacer.next_send, wire)
-            };
-            if !has_data || self.tx_blocked(port, pcp, wire) {
+            let q = &self.qps[qi as usize];
+            if q.snd_nxt >= q.npkts || !q.window_open() {
+                continue;
+            }
+            // (The next packet's size matters only to InfiniBand's credits.)
+            let wire = if self.ib.is_some() { q.payload_of(q.snd_nxt) + self.hdr.data } else { 0 };
+            let (pcp, next) = (q.pcp, q.pacer.next_send);
+            if self.tx_blocked(port, pcp, wire) {
                 continue;
             }
             if next > now {
@@ -145,7 +146,7 @@ impl Sim<'_> {
         if q.ccti > 0 {
             if let Some(cc) = self.ib.as_ref().and_then(|i| i.cc.as_ref()) {
                 let ser = ser_time(&self.ports[port as usize], wire);
-                q.pacer.sent_with_gap(now, wire, ser + SimTime(cc.cct_step.0 * q.ccti as u64));
+                q.pacer.sent_with_gap(now, wire, cc.gap(ser, q.ccti));
             }
         }
         // Pace by the QP's current rate (DCQCN), never faster than the port.
@@ -214,7 +215,7 @@ impl Sim<'_> {
                 if p.ecn == CE && self.ib.is_some() {
                     // InfiniBand: every FECN is answered with a BECN.
                     self.nics[nic as usize].st.ecn_marked_rx += 1;
-                    self.send_becn(qi);
+                    self.send_cnp(qi);
                 } else if p.ecn == CE {
                     self.nics[nic as usize].st.ecn_marked_rx += 1;
                     if self.qps[qi as usize].tcp.is_some() {
@@ -499,14 +500,22 @@ impl Sim<'_> {
         self.nic_try_send(nic);
     }
 
+    /// The receiver of QP `qi` notifies its sender of congestion: a RoCE CNP in the NIC's CNP
+    /// class and priority, or on InfiniBand a BECN on the QP's own VL.
     pub(super) fn send_cnp(&mut self, qi: u32) {
-        let nic = self.qps[qi as usize].dst_nic;
-        let prof = &self.m.nics[self.nics[nic as usize].profile];
-        let cnp_class = match self.m.qos.trust {
-            rocelab_model::config::Trust::Dscp => self.m.qos.dscp_to_class[prof.qos.cnp_dscp as usize],
-            rocelab_model::config::Trust::Pcp => self.m.qos.priority_to_class[prof.qos.cnp_priority as usize],
+        let q = &self.qps[qi as usize];
+        let nic = q.dst_nic;
+        let (class, pcp) = if self.ib.is_some() {
+            (q.class, q.pcp)
+        } else {
+            let prof = &self.m.nics[self.nics[nic as usize].profile];
+            let class = match self.m.qos.trust {
+                rocelab_model::config::Trust::Dscp => self.m.qos.dscp_to_class[prof.qos.cnp_dscp as usize],
+                rocelab_model::config::Trust::Pcp => self.m.qos.priority_to_class[prof.qos.cnp_priority as usize],
+            };
+            (class, prof.qos.cnp_priority)
         };
-        let pkt = self.ctrl_packet(qi, Kind::Cnp, 0, cnp_class, prof.qos.cnp_priority, self.hdr.cnp);
+        let pkt = self.ctrl_packet(qi, Kind::Cnp, 0, class, pcp, self.hdr.cnp);
         self.stats.sent += 1;
         self.nics[nic as usize].st.cnp_sent += 1;
         let flow = self.qps[qi as usize].flow;

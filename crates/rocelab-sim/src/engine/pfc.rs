@@ -210,9 +210,7 @@ impl Sim<'_> {
                     (p.wire_bytes as u64, p.in_port, p.in_prio)
                 };
                 self.ports[port as usize].queues[q].bytes -= size;
-                if sw != NONE && self.ib.is_some() {
-                    self.release_ib(sw, in_port, in_prio, size);
-                } else if sw != NONE {
+                if sw != NONE {
                     self.release(sw, in_port, in_prio, size);
                 }
                 self.drop_pkt(port, q as u8, pkt, reason);

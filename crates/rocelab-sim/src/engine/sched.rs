@@ -151,10 +151,8 @@ impl Sim<'_> {
         // Release the buffer at this switch.
         if self.ib.is_some() {
             self.arb_sent(port, size as u32);
-            self.release_ib(sw, in_port, in_prio, size);
-        } else {
-            self.release(sw, in_port, in_prio, size);
         }
+        self.release(sw, in_port, in_prio, size);
         self.put_on_wire(port, pkt);
         if self.ports[port as usize].nonempty != 0 {
             self.busy(port);
