@@ -71,12 +71,13 @@ pub fn check(cx: &Ctx, out: &mut Findings) {
     high_starves_low(ib, &used, written.is_some_and(|c| c.limit_of_high_priority.is_some()), out);
 }
 
-/// The bytes a VL must be able to have in flight to run a link at line rate: one round trip
-/// of the cable in both directions at the link's rate, plus two maximum packets (the one
-/// being received and the one the receiver is forwarding when its credits go back).
-pub fn credit_window_needed(gbps: f64, length_m: f64, mtu: u32) -> u64 {
-    let rtt_s = 2.0 * length_m * 5e-9;
-    (gbps * 1e9 / 8.0 * rtt_s).ceil() as u64 + 2 * (mtu + IB_DATA_OVERHEAD) as u64
+/// The bytes a VL of `port` must be able to have in flight to run its link at line rate:
+/// the cable's round trip (its propagation delay both ways) at the link's rate, plus two
+/// maximum packets (the one being received and the one the receiver is forwarding when its
+/// credits go back).
+fn credit_window_needed(port: &rocelab_model::Port, mtu: u32) -> u64 {
+    let rtt_s = 2.0 * port.delay.as_secs_f64();
+    (port.speed.gbps() * 1e9 / 8.0 * rtt_s).ceil() as u64 + 2 * (mtu + IB_DATA_OVERHEAD) as u64
 }
 
 fn credit_window(cx: &Ctx, ib: &Ib, out: &mut Findings) {
@@ -87,7 +88,7 @@ fn credit_window(cx: &Ctx, ib: &Ib, out: &mut Findings) {
         .iter()
         .map(|l| {
             let p = m.port(l.a);
-            (credit_window_needed(p.speed.gbps(), p.length_m, mtu), l)
+            (credit_window_needed(p, mtu), l)
         })
         .max_by_key(|(need, _)| *need);
     if let Some((need, l)) = worst {

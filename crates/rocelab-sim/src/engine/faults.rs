@@ -75,15 +75,18 @@ impl Sim<'_> {
             FaultAction::Host { host, stall: false } => {
                 for n in self.nics_of(host) {
                     self.nics[n as usize].stalled = false;
-                    if self.ib.is_some() {
-                        self.host_resume_ib(n);
-                        continue;
-                    }
+                    let port = self.nics[n as usize].port;
                     while let Some(pkt) = self.nics[n as usize].rx_q.pop_front() {
+                        if self.ib.is_some() {
+                            // What the host held frees its input buffer: credits go back.
+                            let p = self.pkts.get(pkt);
+                            let (size, vl) = (p.wire_bytes as u32, p.pcp);
+                            self.return_credits(port, vl, size);
+                        }
                         self.host_receive(n, pkt);
                     }
                     self.nics[n as usize].rx_bytes = 0;
-                    let port = self.nics[n as usize].port;
+                    // (No pause on InfiniBand: nothing to lift there.)
                     for prio in 0..8u8 {
                         if self.nics[n as usize].rx_xoff[prio as usize] {
                             self.nics[n as usize].rx_xoff[prio as usize] = false;

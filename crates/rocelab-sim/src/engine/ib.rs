@@ -302,20 +302,6 @@ impl Sim<'_> {
         self.host_receive(nic, pkt);
     }
 
-    /// A stalled host drains again: what it held is received and its credits go back.
-    pub(super) fn host_resume_ib(&mut self, nic: u32) {
-        let port = self.nics[nic as usize].port;
-        while let Some(pkt) = self.nics[nic as usize].rx_q.pop_front() {
-            let (size, vl) = {
-                let p = self.pkts.get(pkt);
-                (p.wire_bytes as u32, p.pcp)
-            };
-            self.nics[nic as usize].rx_bytes -= size as u64;
-            self.return_credits(port, vl, size);
-            self.host_receive(nic, pkt);
-        }
-    }
-
     /// IB congestion control at a switch: a data packet leaving a VL queue that held more than
     /// the threshold carries FECN (counted as an ECN mark of the queue) — if the port is a root
     /// of congestion. A port whose queue grows because it lacks credits is a victim of
@@ -599,8 +585,8 @@ fabric_link = {{ speed_gbps = 100, length_m = 10 }}
         let mean = up.iter().sum::<u64>() as f64 / up.len() as f64;
         let fct = s.qps.iter().map(|q| q.finish.unwrap().0).max().unwrap() as f64 / 1e6;
         let ooo = s.qps.iter().map(|q| q.st.out_of_sequence).sum();
-        // The run's counter and the report's metric say the same (absent when zero).
-        assert_eq!(s.stats.out_of_order, ooo);
+        // The QPs' own counts and the report's metric (from the run-wide counter) say the
+        // same; the metric is absent when zero.
         let r = crate::RunReport::from_sim(&s);
         let metric = r.metrics.iter().find(|m| m.name == "rocelab_out_of_order_packets_total").map(|m| m.value);
         assert_eq!(metric, (ooo > 0).then_some(ooo as f64));
