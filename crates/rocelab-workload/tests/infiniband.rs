@@ -3,26 +3,16 @@
 //! bandwidths differ only by their per-packet headers.
 
 use rocelab_model::infiniband::IB_DATA_OVERHEAD;
-use rocelab_model::{load_str, Model};
+use rocelab_model::Model;
 use rocelab_sim::packet::DATA_OVERHEAD;
 use rocelab_sim::SimOptions;
 use rocelab_workload::{run_collective, Collective, CollectiveSpec};
 
+mod common;
+
 /// 8 hosts on 2 leaves at 100G, 2 spines at 400G (non-blocking for a ring), either link layer.
 fn ring8(link_layer: &str) -> Model {
-    let text = format!(
-        r#"[fabric]
-name = "ring8-{link_layer}"
-link_layer = "{link_layer}"
-[topology.leaf_spine]
-leaves = 2
-spines = 2
-hosts_per_leaf = 4
-host_link = {{ speed_gbps = 100, length_m = 3 }}
-fabric_link = {{ speed_gbps = 400, length_m = 30 }}
-"#
-    );
-    load_str("ring8.toml", &text).unwrap_or_else(|e| panic!("{e}"))
+    common::leaf_spine_on(link_layer, 2, 4, 2, 400, "")
 }
 
 /// Payload goodput of a 100G host link in GB/s with `overhead` bytes of headers per 4 KiB packet.

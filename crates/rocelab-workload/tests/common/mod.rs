@@ -6,9 +6,22 @@ use rocelab_model::{load_str, Model};
 /// `leaves` leaves of `hosts_per_leaf` hosts at 100G and `spines` spines, leaf-spine links at
 /// `fabric_gbps`; `extra` is appended to the file (faults, NIC settings).
 pub fn leaf_spine(leaves: u32, hosts_per_leaf: u32, spines: u32, fabric_gbps: u32, extra: &str) -> Model {
+    leaf_spine_on("roce", leaves, hosts_per_leaf, spines, fabric_gbps, extra)
+}
+
+/// [`leaf_spine`] on the link layer `link_layer` (`roce`, `infiniband`).
+pub fn leaf_spine_on(
+    link_layer: &str,
+    leaves: u32,
+    hosts_per_leaf: u32,
+    spines: u32,
+    fabric_gbps: u32,
+    extra: &str,
+) -> Model {
     let text = format!(
         r#"[fabric]
 name = "ls{leaves}x{hosts_per_leaf}"
+link_layer = "{link_layer}"
 [topology.leaf_spine]
 leaves = {leaves}
 spines = {spines}
