@@ -225,6 +225,15 @@ pub static RULES: &[RuleInfo] = &[
         source: "DCQCN design: ECN acts before PFC; SONiC/ns-3 MMU model in [mechanisms.md](../mechanisms.md#the-ns-3-reference-switch-buffer).",
     },
     RuleInfo {
+        code: "ECN007",
+        severity: Warning,
+        title: "ECN ramp shorter than the port's bandwidth-delay product",
+        checks: "For every switch port speed a class's ECN thresholds apply to (`ecn`, or the `ecn_per_speed` entry of that speed), the marking ramp Kmax - Kmin is compared with the port's bandwidth-delay product: speed x RTT, where the RTT is 20 µs, or the fabric's own propagation round trip over its longest up/down route (twice the longest cable of each tier, both ways) when that is longer. A ramp shorter than one BDP is reported once per class, at the speed where it is shortest.",
+        why: "A sender slows down one round trip after the queue first crosses Kmin (the mark travels to the receiver, the CNP back, the NIC cuts its rate). Until then the excess keeps arriving: under a 2:1 incast the queue grows by one BDP in that round trip. A ramp narrower than that takes the queue from the first mark to 100 % marking before any sender has reacted, so every flow is cut at once, the way Kmin = Kmax does (ECN001): the rates collapse together, the link idles, and they climb back together. Byte thresholds written for a slower port are exactly this: the same ramp is a quarter of the round trips at 4x the speed (Cumulus' 150 KB / 1.5 MB is 5.4 BDP at 100G, 1.35 at 400G and 0.68 at 800G; the DCQCN paper's 5 KB / 200 KB for 40G is 2 BDP there and 0.2 at 400G).",
+        fix: "Give the speed its own thresholds, e.g. at 400G `ecn_per_speed.\"400\" = { kmin_bytes = 150000, kmax_bytes = 3000000, pmax = 0.1 }` (Cisco's AI/ML blueprint for 400G: 150 KB / 3000 KB, 2.9 BDP). If ECN003 or ECN006 then says the buffer cannot hold that Kmax, the switch buffer is too small for the port speed at this RTT.",
+        source: "Huawei CloudEngine, \"Configuring Static ECN\" (AI Fabric, support.huawei.com EDOC1100155250): size ECN from the expected RoCEv2 RTT (20 µs by default), BDP = RTT x interface bandwidth, upper threshold 2 to 3 BDP (25GE: 7 KB / 150-200 KB, 100GE: 7 KB / 500-750 KB). rocelab warns at half the low end of that range (a ramp of 1 BDP), the point below which the reaction cannot keep up. The DCQCN paper's 40G setting (Zhu et al., SIGCOMM 2015: Kmin 5 KB, Kmax 200 KB) is 2 BDP at its speed; HPCC's ns-3 scales Kmin/Kmax linearly with bandwidth. See [mechanisms.md](../mechanisms.md).",
+    },
+    RuleInfo {
         code: "HDR001",
         severity: Error,
         title: "PFC headroom below what the cable and peer need",

@@ -317,6 +317,59 @@ fn ecn006_marking_after_xoff() {
     quiet(&format!("{BASE}\n[qos.pfc]\nxoff_bytes = 2000000\nxon_bytes = 500000\n"), "ECN006");
 }
 
+/// `BASE` with every port at `gbps` and the RDMA class's thresholds `kmin`/`kmax`.
+fn at_speed(gbps: u32, kmin: u64, kmax: u64) -> String {
+    BASE.replace("speed_gbps = 100", &format!("speed_gbps = {gbps}")).replace(
+        "ecn = { kmin_bytes = 150000, kmax_bytes = 1500000, pmax = 0.1 }",
+        &format!("ecn = {{ kmin_bytes = {kmin}, kmax_bytes = {kmax}, pmax = 0.1 }}"),
+    )
+}
+
+#[test]
+fn ecn007_ramp_shorter_than_the_bdp() {
+    // Huawei's 100GE guide (7 KB / 750 KB) on 400G ports: a 743 KB ramp against
+    // 400 Gb/s x 20 µs / 8 = 1,000,000 B.
+    let t = at_speed(400, 7000, 750000);
+    let f = fires(&t, "ECN007");
+    assert_eq!(f.path, "qos.class[0].ecn.kmax_bytes");
+    assert_eq!(f.line, line_of(&t, "ecn = { kmin_bytes = 7000"));
+    assert!(f.message.contains("spans 743000 B (743 KB), 14.9 µs at 400G"), "{}", f.message);
+    assert!(f.message.contains("(400G x 20 µs RTT = 1000000 B (1.0 MB))"), "{}", f.message);
+    assert!(
+        f.hint.contains("`ecn_per_speed.\"400\" = { kmin_bytes = 150000, kmax_bytes = 3000000, pmax = 0.1 }`"),
+        "{}",
+        f.hint
+    );
+    // The same thresholds where the guide meant them: 743 KB is 3 BDP at 100G.
+    quiet(&at_speed(100, 7000, 750000), "ECN007");
+    // One BDP of ramp is enough; a byte less is not.
+    quiet(&at_speed(400, 7000, 1_007_000), "ECN007");
+    fires(&at_speed(400, 7000, 1_006_999), "ECN007");
+    // Cisco's 400G blueprint (150 KB / 3000 KB) is clean at 400G; at 800G it is 1.4 BDP, clean too.
+    quiet(&at_speed(400, 150_000, 3_000_000), "ECN007");
+    quiet(&at_speed(800, 150_000, 3_000_000), "ECN007");
+    // Cumulus' 150 KB / 1.5 MB: 1.35 BDP at 400G, 0.68 at 800G.
+    quiet(&at_speed(400, 150_000, 1_500_000), "ECN007");
+    fires(&at_speed(800, 150_000, 1_500_000), "ECN007");
+    // An `ecn_per_speed` entry for the fast ports fixes it, and the finding points at it when
+    // it is the short one.
+    let mixed = BASE.replace("fabric_link = { speed_gbps = 100,", "fabric_link = { speed_gbps = 400,");
+    let per_speed = |kmax: u64| {
+        mixed.replace(
+            "ecn = { kmin_bytes = 150000, kmax_bytes = 1500000, pmax = 0.1 }",
+            &format!("ecn = {{ kmin_bytes = 150000, kmax_bytes = 1500000, pmax = 0.1 }}\necn_per_speed.\"400\" = {{ kmin_bytes = 600000, kmax_bytes = {kmax}, pmax = 0.1 }}"),
+        )
+    };
+    quiet(&per_speed(6_000_000), "ECN007");
+    let f = fires(&per_speed(1_200_000), "ECN007");
+    assert_eq!(f.path, "qos.class[0].ecn_per_speed.400.kmax_bytes");
+    // Long cables raise the RTT: 2 km leaf-spine links (10 µs each way) make the round trip
+    // 2 x (2 x 10 µs + 2 x 15 ns) = 40.06 µs, so at 100G one BDP is 500,750 B.
+    let far = at_speed(100, 7000, 500_000).replace("length_m = 30", "length_m = 2000");
+    let f = fires(&far, "ECN007");
+    assert!(f.message.contains("(100G x 40.06 µs RTT = 500750 B (501 KB))"), "{}", f.message);
+}
+
 #[test]
 fn hdr001_headroom_too_small() {
     let t = format!("{BASE}\n[qos.pfc]\nheadroom_bytes = 20000\n");

@@ -5,6 +5,32 @@ use crate::{bytes, gbps, Ctx, Findings, ROCE_HEADER_BYTES};
 use rocelab_model::config::EcnConfig;
 use rocelab_model::NodeId;
 
+/// The round trip a RoCE sender's reaction takes when the fabric's cables do not make it longer:
+/// Huawei's CloudEngine AI-fabric guidance sizes ECN from an expected RoCEv2 RTT of 20 µs (it
+/// covers the NICs' CNP generation and rate update, not only the cables).
+pub(crate) const REFERENCE_RTT_US: f64 = 20.0;
+
+/// The round trip ECN thresholds are judged against: the reference RTT, or the fabric's own
+/// propagation round trip over its longest up/down route when that is longer (long-haul links).
+pub(crate) fn judged_rtt_us(cx: &Ctx) -> f64 {
+    let m = cx.model;
+    // The longest cable of each tier pair, crossed twice one way (up, then down).
+    let mut longest = [0.0f64; 4];
+    for l in &m.links {
+        let (a, b) = (m.port(l.a), m.port(l.b));
+        let lower = m.node(a.node).tier.min(m.node(b.node).tier);
+        let slot = &mut longest[lower as usize];
+        *slot = slot.max(a.delay.as_us_f64());
+    }
+    let one_way: f64 = longest.iter().map(|d| 2.0 * d).sum();
+    REFERENCE_RTT_US.max(2.0 * one_way)
+}
+
+/// Bytes a port of `gbps` sends in one round trip of `rtt_us`.
+pub(crate) fn bdp_bytes(gbps: f64, rtt_us: f64) -> u64 {
+    (gbps * 1e9 * rtt_us * 1e-6 / 8.0).round() as u64
+}
+
 /// The largest queue a dynamic threshold lets one congested queue reach: α·S/(1+α).
 pub(crate) fn dt_limit(alpha: f64, shared: u64) -> u64 {
     if alpha.is_infinite() {
@@ -29,6 +55,7 @@ pub fn check(cx: &Ctx, out: &mut Findings) {
         }
     }
     speeds.sort_by(|a, b| a.total_cmp(b));
+    let rtt_us = judged_rtt_us(cx);
     let switches: Vec<NodeId> = m.switches().collect();
     let tightest = |alpha_of: &dyn Fn(NodeId) -> f64| -> Option<(NodeId, u64)> {
         switches
@@ -152,6 +179,57 @@ pub fn check(cx: &Ctx, out: &mut Findings) {
                     }
                 }
             }
+        }
+        // The ramp against each port speed's bandwidth-delay product (ECN007), reported once per
+        // class at the speed where it is shortest in round trips.
+        let mut worst: Option<(f64, EcnConfig, u64)> = None;
+        for &s in &speeds {
+            let Some(e) = class.ecn_for_speed(s) else { continue };
+            let bdp = bdp_bytes(s, rtt_us);
+            let ramp = e.kmax_bytes - e.kmin_bytes;
+            if ramp < bdp
+                && worst.is_none_or(|(_, we, wb)| {
+                    ramp as f64 / (bdp as f64) < (we.kmax_bytes - we.kmin_bytes) as f64 / wb as f64
+                })
+            {
+                worst = Some((s, e, bdp));
+            }
+        }
+        if let Some((s, e, bdp)) = worst {
+            let ramp = e.kmax_bytes - e.kmin_bytes;
+            // The key the thresholds on this speed come from.
+            let key = cc
+                .ecn_per_speed
+                .keys()
+                .find(|k| k.parse::<f64>().is_ok_and(|v| (v - s).abs() < 1e-6))
+                .map(|k| format!("{cp}.ecn_per_speed.{k}.kmax_bytes"))
+                .unwrap_or_else(|| format!("{cp}.ecn.kmax_bytes"));
+            let us = |b: u64| b as f64 * 8.0 / (s * 1e3);
+            let kmax = 3 * bdp;
+            out.emit(
+                "ECN007",
+                key,
+                format!(
+                    "class `{}` on {} ports: the marking ramp from Kmin {} to Kmax {} spans {}, {:.1} µs at {}, less than one bandwidth-delay product ({} x {} µs RTT = {}): the queue passes Kmax and every packet is marked before the first CNP has slowed a sender",
+                    class.name,
+                    gbps(s),
+                    bytes(e.kmin_bytes),
+                    bytes(e.kmax_bytes),
+                    bytes(ramp),
+                    us(ramp),
+                    gbps(s),
+                    gbps(s),
+                    rocelab_model::units::trim_float(rtt_us),
+                    bytes(bdp),
+                ),
+                format!(
+                    "size the thresholds for {}: Kmax - Kmin at least {bdp} B; vendor guidance puts Kmax at 2-3 BDP, e.g. `ecn_per_speed.\"{}\" = {{ kmin_bytes = {}, kmax_bytes = {kmax}, pmax = {} }}`",
+                    gbps(s),
+                    s.round() as u64,
+                    e.kmin_bytes.max(kmax / 20).min(kmax / 10),
+                    e.pmax
+                ),
+            );
         }
         // Speed scaling: the same absolute thresholds on ports at least 2x apart.
         if !sets.is_empty() {
