@@ -117,6 +117,15 @@ pub static RULES: &[RuleInfo] = &[
         source: MECH,
     },
     RuleInfo {
+        code: "ISO002",
+        severity: Error,
+        title: "General traffic lands in the RDMA class unannounced",
+        checks: "With DSCP trust: the RDMA class lists DSCP 0, or it is the switch's default class (on priority 0, or first when no class is on priority 0) while some DSCP values are listed by no class. With PCP trust: the RDMA class is on priority 0. Whatever `carries` declares.",
+        why: "Hosts send TCP, storage, management and monitoring traffic unmarked (DSCP 0, untagged) unless someone configures otherwise, and a switch classifies every DSCP no class lists into its default class. Either way that traffic rides the RDMA queue (and, when the class is lossless, becomes lossless itself): RoCE sees latency and marks it did not cause, and a slow TCP receiver pauses RoCE. ISO001 catches the mixing a class declares; this rule catches the mixing the DSCP map creates.",
+        fix: "Keep the RDMA class to the RoCE DSCP (26 on NVIDIA and Broadcom NICs) on its own priority (3), and declare a class for general traffic on priority 0, which then receives DSCP 0 and every unlisted DSCP.",
+        source: "RFC 2474 / RFC 4594: DSCP 0 (CS0) is the default, best-effort marking; NVIDIA NIC defaults (RoCE DSCP 26 -> priority 3); SONiC and Cumulus map unlisted DSCPs to the default traffic class 0. See [mechanisms.md](../mechanisms.md#qos-conventions-seen-in-the-field).",
+    },
+    RuleInfo {
         code: "HOST001",
         severity: Error,
         title: "Host and switch trust modes differ",

@@ -163,6 +163,52 @@ fn iso001_rdma_with_tcp() {
 }
 
 #[test]
+fn iso002_general_traffic_reaches_the_rdma_class_by_its_marking() {
+    // DSCP 0 in the RDMA class: every unmarked TCP packet rides it, though `carries` says rdma.
+    let t = edit("dscp = [26]", "dscp = [0, 26]").replace("dscp = [0, 8, 10]", "dscp = [8, 10]");
+    let f = fires(&t, "ISO002");
+    assert_eq!(f.path, "qos.class[0].dscp[0]");
+    assert!(f.message.contains("DSCP 0") && f.message.contains("`roce`"), "{}", f.message);
+    quiet(&t, "ISO001");
+    // No general class at all: RDMA on priority 0 is the default class, where the 59 DSCPs no
+    // class lists (all but 26, 48 and the 0, 8, 10 of a class on priority 2) land.
+    let t = edit(
+        "priority = 3
+",
+        "priority = 0
+",
+    )
+    .replace(
+        "priority = 0
+scheduler = \"dwrr\"
+weight = 50
+carries = [\"tcp\"",
+        "priority = 2
+scheduler = \"dwrr\"
+weight = 50
+carries = [\"tcp\"",
+    );
+    let f = fires(&t, "ISO002");
+    assert_eq!(f.path, "qos.class[0].priority");
+    assert!(f.message.contains("the 59 DSCP values no class lists land (1, 2, 3, 4, 5, 6, ...)"), "{}", f.message);
+    // Nobody on priority 0: the first class (RDMA) is the default.
+    let t = BASE.replace("priority = 0\n", "priority = 1\n");
+    let f = fires(&t, "ISO002");
+    assert!(f.message.contains("no class is on priority 0"), "{}", f.message);
+    // Every DSCP listed somewhere: nothing lands by default.
+    let all: Vec<String> = (0..64).filter(|d| *d != 26 && *d != 48).map(|d| d.to_string()).collect();
+    quiet(&t.replace("dscp = [0, 8, 10]", &format!("dscp = [{}]", all.join(", "))), "ISO002");
+    // PCP trust: untagged frames are priority 0.
+    let pcp = edit("priority = 3\n", "priority = 0\n")
+        .replace("trust = \"dscp\"", "trust = \"pcp\"")
+        .replace("dscp = [0, 8, 10]\npriority = 0", "dscp = [0, 8, 10]\npriority = 2");
+    let f = fires(&pcp, "ISO002");
+    assert!(f.message.contains("untagged"), "{}", f.message);
+    quiet(&BASE.replace("trust = \"dscp\"", "trust = \"pcp\""), "ISO002");
+    quiet(BASE, "ISO002");
+}
+
+#[test]
 fn host001_trust_mismatch() {
     let t = edit("[nic.qos]\ntrust = \"dscp\"", "[nic.qos]\ntrust = \"pcp\"");
     let f = fires(&t, "HOST001");

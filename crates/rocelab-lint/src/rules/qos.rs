@@ -2,7 +2,7 @@
 
 use super::{carries_non_rdma_data, class_path, kinds, pfc_misplaced};
 use crate::{Ctx, Findings};
-use rocelab_model::config::{SchedulerKind, TrafficKind};
+use rocelab_model::config::{SchedulerKind, TrafficKind, Trust};
 
 pub fn check(cx: &Ctx, out: &mut Findings) {
     let q = &cx.model.qos;
@@ -151,6 +151,8 @@ pub fn check(cx: &Ctx, out: &mut Findings) {
         }
     }
 
+    isolation_by_marking(cx, out);
+
     if !cx.lossless_priorities.is_empty() && !q.watchdog.enabled {
         out.emit(
             "WDG001",
@@ -158,5 +160,73 @@ pub fn check(cx: &Ctx, out: &mut Findings) {
             format!("the PFC watchdog is off while priorities {:?} are lossless", cx.lossless_priorities),
             "enable it: `[qos.pfc_watchdog] enabled = true` (SONiC defaults: 200 ms detection and restoration)",
         );
+    }
+}
+
+/// ISO002: general traffic reaches the RDMA class without any class declaring it. Hosts send
+/// TCP, storage and management traffic unmarked (DSCP 0, untagged: PCP 0) unless someone
+/// configures otherwise, and a switch puts every DSCP no class lists into its default class.
+fn isolation_by_marking(cx: &Ctx, out: &mut Findings) {
+    let q = &cx.model.qos;
+    let ri = q.rdma_class();
+    let rdma = &q.classes[ri];
+    if !rdma.carries.contains(&TrafficKind::Rdma) {
+        return;
+    }
+    let fix = format!(
+        "give general traffic a class of its own on priority 0 (DSCP 0 and every DSCP no class lists land there) and keep `{}` to the RoCE DSCP (26)",
+        rdma.name
+    );
+    match q.trust {
+        Trust::Dscp => {
+            if let Some(j) = rdma.dscp.iter().position(|&d| d == 0) {
+                out.emit(
+                    "ISO002",
+                    format!("{}.dscp[{j}]", class_path(ri)),
+                    format!(
+                        "the RDMA class `{}` classifies DSCP 0, the marking of every host's TCP, storage and management traffic unless configured otherwise: it shares `{}`'s queue {} unannounced",
+                        rdma.name, rdma.name, rdma.queue
+                    ),
+                    fix.clone(),
+                );
+            }
+            if ri == q.default_class {
+                let listed: Vec<bool> = (0..64u8).map(|d| q.classes.iter().any(|c| c.dscp.contains(&d))).collect();
+                let unlisted: Vec<u8> = (0..64u8).filter(|d| !listed[*d as usize]).collect();
+                if !unlisted.is_empty() {
+                    let why = if rdma.priority == 0 {
+                        "it is on priority 0, which makes it the default class".to_string()
+                    } else {
+                        "no class is on priority 0, so the first class is the default".to_string()
+                    };
+                    let shown: Vec<String> = unlisted.iter().take(6).map(|d| d.to_string()).collect();
+                    out.emit(
+                        "ISO002",
+                        format!("{}.priority", class_path(ri)),
+                        format!(
+                            "the RDMA class `{}` is where the {} DSCP values no class lists land ({}{}): {why}",
+                            rdma.name,
+                            unlisted.len(),
+                            shown.join(", "),
+                            if unlisted.len() > shown.len() { ", ..." } else { "" }
+                        ),
+                        fix,
+                    );
+                }
+            }
+        }
+        Trust::Pcp => {
+            if rdma.priority == 0 {
+                out.emit(
+                    "ISO002",
+                    format!("{}.priority", class_path(ri)),
+                    format!(
+                        "with PCP trust the RDMA class `{}` on priority 0 receives every untagged frame (PCP 0): the hosts' TCP and management traffic",
+                        rdma.name
+                    ),
+                    "move RoCE to its own priority (3), tagged by the NIC, and leave priority 0 to general traffic",
+                );
+            }
+        }
     }
 }
