@@ -306,6 +306,15 @@ pub static RULES: &[RuleInfo] = &[
         source: MECH,
     },
     RuleInfo {
+        code: "NIC004",
+        severity: Warning,
+        title: "NIC settings differ across the fleet",
+        checks: "NIC profiles used by hosts of one fabric differ in a setting outside DCQCN and host QoS (which NIC001 and the HOST rules judge): congestion control (RoCE only), RoCE MTU, speed, the transport's ACK timeout and retry count, the per-QP window, the receive buffer and its XOFF point. Every difference is listed, against the first profile in use.",
+        why: "A fleet is provisioned from one baseline; a profile that differs is a rollout that stopped half-way or a rack that was set up by hand. The effects are the ones a collective feels as one slow rank: NICs without congestion control take more than their share from those with it (the checklist's `firmware-mix` scenario measures it), a smaller RoCE MTU spends more bandwidth on headers, a different ACK timeout recovers from a loss at a different pace, and a NIC with a smaller receive buffer pauses its leaf earlier.",
+        fix: "Apply one settings baseline to every NIC (mlxconfig, mlnx_qos and NCCL's IB variables in your provisioning), or disable this rule with the reason for a deliberate exception.",
+        source: "Field practice (fleet-wide configuration baselines); the fairness argument of NIC001 (Zhu et al. 2015) for congestion control.",
+    },
+    RuleInfo {
         code: "TOP001",
         severity: Warning,
         title: "Oversubscribed GPU-to-GPU tier",

@@ -493,6 +493,38 @@ fn nic002_firmware_differs() {
 }
 
 #[test]
+fn nic004_settings_differ_across_the_fleet() {
+    // The firmware-mix mistake: a rack left without congestion control.
+    let t = format!("{BASE}{}", SECOND_PROFILE.replace("mtu = 4096\n", "mtu = 4096\ncongestion_control = \"none\"\n"));
+    let f = fires(&t, "NIC004");
+    assert_eq!(f.path, "nic_profiles.old.congestion_control");
+    assert_eq!(f.line, line_of(&t, "congestion_control = \"none\""));
+    assert!(f.message.ends_with("unlike `default`: congestion_control \"dcqcn\" vs \"none\""), "{}", f.message);
+    // Every difference listed, in the file's keys and units.
+    let t = format!(
+        "{BASE}{}",
+        SECOND_PROFILE.replace("mtu = 4096\n", "mtu = 1024\nack_timeout = 14\nrx_buffer_bytes = 1048576\n")
+    );
+    let f = fires(&t, "NIC004");
+    assert_eq!(f.path, "nic_profiles.old.mtu");
+    for part in [
+        "mtu 4096 vs 1024",
+        "ack_timeout 4294967.296 µs vs 67108.864 µs",
+        "rx_buffer_bytes 2097152 vs 1048576",
+        "rx_xoff_bytes 1782579 vs 891289",
+    ] {
+        assert!(f.message.contains(part), "{part}: {}", f.message);
+    }
+    // One profile alike in everything but its name and hosts: nothing to say.
+    quiet(&format!("{BASE}{SECOND_PROFILE}"), "NIC004");
+    // A profile no host uses is not part of the fleet.
+    quiet(
+        &format!("{BASE}{}", SECOND_PROFILE.replace("mtu = 4096\n", "mtu = 1024\n").replace("host0", "nobody")),
+        "NIC004",
+    );
+}
+
+#[test]
 fn nic003_no_congestion_control() {
     fires(&edit("[nic]\n", "[nic]\ncongestion_control = \"none\"\n"), "NIC003");
     quiet(&edit("[nic]\n", "[nic]\ncongestion_control = \"dcqcn\"\n"), "NIC003");

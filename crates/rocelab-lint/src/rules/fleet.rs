@@ -3,7 +3,7 @@
 use super::used_nics;
 use crate::{Ctx, Findings};
 use rocelab_model::config::{CongestionControl, DcqcnVariant};
-use rocelab_model::Dcqcn;
+use rocelab_model::{Dcqcn, NicProfile};
 
 /// The knobs of `[nic.dcqcn]` that differ between two profiles, named and valued as the fabric
 /// file writes them (`variant "mlx5" vs "paper"`, `alpha_timer_us 1 vs 55`).
@@ -42,6 +42,31 @@ fn dcqcn_diff(a: &Dcqcn, b: &Dcqcn) -> Vec<String> {
     knobs.into_iter().filter(|(_, x, y)| x != y).map(|(k, x, y)| format!("{k} {x} vs {y}")).collect()
 }
 
+/// The NIC settings outside `[nic.dcqcn]` and `[nic.qos]` (NIC001 and the HOST rules judge
+/// those) that differ between two profiles: (key as the file writes it, this value, that value).
+fn settings_diff(a: &NicProfile, b: &NicProfile, roce: bool) -> Vec<(&'static str, String, String)> {
+    let cc = |c: CongestionControl| match c {
+        CongestionControl::Dcqcn => "\"dcqcn\"",
+        CongestionControl::None => "\"none\"",
+    };
+    let speed = |n: &NicProfile| n.speed.map_or("the link's".to_string(), |s| format!("{}", s.gbps()));
+    let timeout = |n: &NicProfile| n.retransmit_timeout.map_or("none".to_string(), |t| format!("{} µs", t.as_us_f64()));
+    let mut knobs: Vec<(&'static str, String, String)> = vec![
+        ("mtu", a.mtu.to_string(), b.mtu.to_string()),
+        ("speed_gbps", speed(a), speed(b)),
+        ("ack_timeout", timeout(a), timeout(b)),
+        ("retry_cnt", a.retry_cnt.to_string(), b.retry_cnt.to_string()),
+        ("window_bytes", a.window_bytes.to_string(), b.window_bytes.to_string()),
+        ("window_scales_with_rate", a.window_scales_with_rate.to_string(), b.window_scales_with_rate.to_string()),
+        ("rx_buffer_bytes", a.rx_buffer_bytes.to_string(), b.rx_buffer_bytes.to_string()),
+        ("rx_xoff_bytes", a.rx_xoff_bytes.to_string(), b.rx_xoff_bytes.to_string()),
+    ];
+    if roce {
+        knobs.insert(0, ("congestion_control", cc(a.congestion_control).into(), cc(b.congestion_control).into()));
+    }
+    knobs.into_iter().filter(|(_, x, y)| x != y).collect()
+}
+
 pub fn check(cx: &Ctx, out: &mut Findings) {
     let nics = used_nics(cx);
     // (DCQCN and PFC are RoCE's: on InfiniBand only the firmware rule applies.)
@@ -60,6 +85,23 @@ pub fn check(cx: &Ctx, out: &mut Findings) {
                         diff.iter().take(4).cloned().collect::<Vec<_>>().join("; ")
                     ),
                     "use one DCQCN configuration across the fleet",
+                );
+            }
+        }
+        for n in &nics[1..] {
+            let diff = settings_diff(first, n, roce);
+            if let Some((key, _, _)) = diff.first() {
+                let listed: Vec<String> = diff.iter().map(|(k, x, y)| format!("{k} {x} vs {y}")).collect();
+                out.emit(
+                    "NIC004",
+                    format!("{}.{key}", n.path),
+                    format!(
+                        "NIC profile `{}` is set up unlike `{}`: {}",
+                        n.name,
+                        first.name,
+                        listed.join("; ")
+                    ),
+                    "provision every NIC of the fleet alike (one mlxconfig/firmware-settings baseline), or explain the exception in a `lint.disable` entry",
                 );
             }
         }
