@@ -674,6 +674,25 @@ fn disable_in_file_and_on_the_command_line() {
     assert_eq!(r.suppressed[0].source, "command line");
 }
 
+/// The seeds' named mistakes, each alone in an otherwise clean fabric, draw exactly their rule.
+#[test]
+fn each_named_mistake_alone_draws_only_its_rule() {
+    let codes = |t: &str| run(t).iter().map(|f| f.code).collect::<Vec<_>>();
+    // ECN thresholds from a 100G guide on 400G ports.
+    assert_eq!(codes(&at_speed(400, 150_000, 750_000)), vec!["ECN007"]);
+    assert_eq!(codes(&at_speed(400, 150_000, 3_000_000)), Vec::<&str>::new());
+    // RDMA and general traffic mixed: by declaration, by the DSCP map, by sharing a queue.
+    assert_eq!(codes(&edit("carries = [\"rdma\"]", "carries = [\"rdma\", \"tcp\"]")), vec!["ISO001"]);
+    let dscp0 = edit("dscp = [26]", "dscp = [0, 26]").replace("dscp = [0, 8, 10]", "dscp = [8, 10]");
+    assert_eq!(codes(&dscp0), vec!["ISO002"]);
+    // CNPs not prioritized.
+    assert_eq!(codes(&edit("scheduler = \"strict\"", "scheduler = \"dwrr\"\nweight = 10")), vec!["CNP002"]);
+    // Settings and firmware heterogeneous across the fleet.
+    let mtu = format!("{BASE}{}", SECOND_PROFILE.replace("mtu = 4096\n", "mtu = 1024\n"));
+    assert_eq!(codes(&mtu), vec!["NIC004"]);
+    assert_eq!(codes(&format!("{BASE}{}", SECOND_PROFILE.replace("28.39.2048", "22.36.1010"))), vec!["NIC002"]);
+}
+
 #[test]
 fn every_registered_rule_is_exercised_here() {
     let src = include_str!("rules.rs");
