@@ -146,17 +146,30 @@ fn cnp002_cnp_not_strict() {
 
 #[test]
 fn cnp003_cnp_shares_a_queue() {
-    let t = edit("priority = 6\n", "priority = 6\nqueue = 3\n");
+    // Set up as the data class it shares with (a queue has one scheduler, weight and ECN
+    // profile, or the file does not load): CNPs queue behind that class's data.
+    let t = edit("priority = 6\nscheduler = \"strict\"", "priority = 6\nqueue = 3\nscheduler = \"dwrr\"\nweight = 50")
+        .replace(
+            "carries = [\"cnp\"]",
+            "carries = [\"cnp\"]\necn = { kmin_bytes = 150000, kmax_bytes = 1500000, pmax = 0.1 }",
+        );
     let f = fires(&t, "CNP003");
     assert!(f.message.contains("queue 3") && f.message.contains("`roce`"), "{}", f.message);
     quiet(&edit("priority = 6\n", "priority = 6\nqueue = 6\n"), "CNP003");
+    // Differently set up, the same sharing is refused at load, naming both classes.
+    let clash = edit("priority = 6\n", "priority = 6\nqueue = 3\n");
+    let e = rocelab_model::load_str("t.toml", &clash).unwrap_err().to_string();
+    assert!(e.contains("classes `roce` and `cnp` share egress queue 3"), "{e}");
 }
 
 #[test]
 fn iso001_rdma_with_tcp() {
     let t = edit("carries = [\"rdma\"]", "carries = [\"rdma\", \"tcp\"]");
     fires(&t, "ISO001");
-    let shared_queue = edit("priority = 0\n", "priority = 0\nqueue = 3\n");
+    let shared_queue = edit(
+        "priority = 0\n",
+        "priority = 0\nqueue = 3\necn = { kmin_bytes = 150000, kmax_bytes = 1500000, pmax = 0.1 }\n",
+    );
     let f = fires(&shared_queue, "ISO001");
     assert!(f.message.contains("shares egress queue 3"), "{}", f.message);
     quiet(BASE, "ISO001");

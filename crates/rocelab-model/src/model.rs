@@ -890,6 +890,7 @@ fn resolve_qos(q: &QosConfig, errs: &mut Vec<Diagnostic>) -> Option<Qos> {
             "use 65535 (the default) or another positive value",
         ));
     }
+    check_shared_queues(q, &classes, errs);
     let w = &q.pfc_watchdog;
     for (f, v) in [("detection_ms", w.detection_ms), ("restoration_ms", w.restoration_ms), ("poll_ms", w.poll_ms)] {
         if !(v.is_finite() && v > 0.0 && v <= 3_600_000.0) {
@@ -931,6 +932,54 @@ fn resolve_qos(q: &QosConfig, errs: &mut Vec<Diagnostic>) -> Option<Qos> {
         },
         classes,
     })
+}
+
+/// An egress queue has one scheduler, one DWRR weight and one ECN profile: two classes that
+/// share a queue (the same `queue`, or the same priority with `queue` left out) must agree on
+/// them, or the engine would take the first class's and silently ignore the other's.
+fn check_shared_queues(q: &QosConfig, classes: &[TrafficClass], errs: &mut Vec<Diagnostic>) {
+    let sched = |c: &TrafficClass| match c.scheduler {
+        SchedulerKind::Strict => "strict",
+        SchedulerKind::Dwrr => "dwrr",
+    };
+    let ecn = |c: &TrafficClass| -> String {
+        let one = |e: &EcnConfig| format!("Kmin {} B / Kmax {} B / Pmax {}", e.kmin_bytes, e.kmax_bytes, e.pmax);
+        let mut s = c.ecn.as_ref().map_or("no ECN".to_string(), one);
+        for (speed, e) in &c.ecn_per_speed {
+            s += &format!(", at {speed}G {}", one(e));
+        }
+        s
+    };
+    for (j, b) in classes.iter().enumerate() {
+        let Some(a) = classes[..j].iter().find(|a| a.queue == b.queue) else { continue };
+        let mut diff = Vec::new();
+        if a.scheduler != b.scheduler {
+            diff.push(format!("scheduler {} vs {}", sched(a), sched(b)));
+        } else if a.scheduler == SchedulerKind::Dwrr && a.weight != b.weight {
+            diff.push(format!("weight {} vs {}", a.weight, b.weight));
+        }
+        if a.ecn != b.ecn || a.ecn_per_speed != b.ecn_per_speed {
+            diff.push(format!("ECN {} vs {}", ecn(a), ecn(b)));
+        }
+        if diff.is_empty() {
+            continue;
+        }
+        let key = if q.classes[j].queue.is_some() { "queue" } else { "priority" };
+        errs.push(Diagnostic::new(
+            format!("qos.class[{j}].{key}"),
+            format!(
+                "classes `{}` and `{}` share egress queue {} but set it up differently: {}",
+                a.name,
+                b.name,
+                b.queue,
+                diff.join("; ")
+            ),
+            format!(
+                "a queue has one scheduler, weight and ECN profile: give `{}` a queue of its own (`queue = N`, 0-7), or the same settings as `{}`",
+                b.name, a.name
+            ),
+        ));
+    }
 }
 
 fn mask(list: &Option<Vec<u8>>, default: u8, path: &str, errs: &mut Vec<Diagnostic>) -> u8 {

@@ -463,3 +463,40 @@ fn infiniband_settings_are_checked_and_located() {
         &["unknown variant `ethernet`"],
     );
 }
+
+#[test]
+fn two_classes_on_one_egress_queue_set_up_differently() {
+    let classes = |second: &str| {
+        format!(
+            "{BASE}[qos]\ncnp_class = \"cnp\"\n\
+             [[qos.class]]\nname = \"roce\"\ndscp = [26]\npriority = 3\nweight = 50\n\
+             ecn = {{ kmin_bytes = 150000, kmax_bytes = 1500000, pmax = 0.1 }}\n\
+             [[qos.class]]\nname = \"cnp\"\ndscp = [48]\npriority = 6\nscheduler = \"strict\"\n\
+             [[qos.class]]\nname = \"bulk\"\ndscp = [0]\n{second}\n"
+        )
+    };
+    // Line 24 is the third class's `queue` (or `priority`, when the queue follows it).
+    expect(
+        &classes("priority = 0\nqueue = 3\nweight = 50"),
+        "24:9",
+        &[
+            "classes `roce` and `bulk` share egress queue 3",
+            "ECN Kmin 150000 B / Kmax 1500000 B / Pmax 0.1 vs no ECN",
+            "a queue of its own",
+        ],
+    );
+    expect(
+        &classes("priority = 3\nweight = 10\necn = { kmin_bytes = 150000, kmax_bytes = 1500000, pmax = 0.1 }"),
+        "23:12",
+        &["classes `roce` and `bulk` share egress queue 3", "weight 50 vs 10"],
+    );
+    expect(&classes("priority = 6\nweight = 10"), "23:12", &["`cnp` and `bulk`", "scheduler strict vs dwrr"]);
+    // Set up alike, sharing is legal (lint judges what shares: ISO001, CNP003).
+    load_str(
+        "f.toml",
+        &classes("priority = 3\nweight = 50\necn = { kmin_bytes = 150000, kmax_bytes = 1500000, pmax = 0.1 }"),
+    )
+    .unwrap();
+    // A strict class's weight is not used: two strict classes never clash on it.
+    load_str("f.toml", &classes("priority = 6\nscheduler = \"strict\"\nweight = 7")).unwrap();
+}
