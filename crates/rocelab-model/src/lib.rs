@@ -17,12 +17,14 @@
 //! * `routing`  — all shortest up/down paths as per-switch ECMP groups;
 //! * `summary`  — what `rocelab topo` reports (counts, oversubscription, bisection, rails, ECMP);
 //! * `infiniband` — the IB link layer: VLs, credits, SL → VL, VL arbitration, routing mode;
+//! * `intent`   — `[[traffic]]`, `[[fault]]` and `[[workload]]` resolved and bounded at load;
 //! * `diag`     — diagnostics that carry file:line:column;
 //! * `units`    — `SimTime` (ps) and `BitsPerSec`.
 
 pub mod config;
 pub mod diag;
 pub mod infiniband;
+pub mod intent;
 pub mod model;
 pub mod presets;
 pub mod routing;

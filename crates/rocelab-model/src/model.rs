@@ -272,6 +272,8 @@ pub struct Model {
     pub pod_oversubscription: Option<f64>,
     /// The InfiniBand link layer's settings; `None` on a RoCE fabric.
     pub ib: Option<crate::infiniband::Ib>,
+    /// The file's `[[traffic]]`, `[[fault]]` and `[[workload]]` tables, resolved at load.
+    pub intent: crate::intent::Intent,
     /// The file as written, for verbs that need more than the model (lint, simulate).
     pub config: Config,
 }
@@ -506,7 +508,7 @@ impl Model {
         if !errs.is_empty() {
             return Err(errs);
         }
-        Ok(Model {
+        let mut model = Model {
             name: if config.fabric.name.is_empty() { graph.kind.to_string() } else { config.fabric.name.clone() },
             kind: graph.kind,
             fabric_hash: crate::fnv1a64(text.as_bytes()),
@@ -521,8 +523,16 @@ impl Model {
             routing,
             pod_oversubscription: graph.pod_oversubscription,
             ib,
+            intent: crate::intent::Intent::default(),
             config,
-        })
+        };
+        // Run intent last: it names hosts, switches and links of the built fabric.
+        stage("checking traffic, faults and workloads");
+        model.intent = crate::intent::resolve(&model, &mut errs);
+        if !errs.is_empty() {
+            return Err(errs);
+        }
+        Ok(model)
     }
 }
 

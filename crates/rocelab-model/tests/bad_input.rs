@@ -417,7 +417,8 @@ fn loading_reports_its_stages() {
             "building the topology",
             "checking switch models and QoS",
             "computing ECMP routes",
-            "checking the routes"
+            "checking the routes",
+            "checking traffic, faults and workloads"
         ]
     );
 }
