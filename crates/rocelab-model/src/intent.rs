@@ -349,7 +349,7 @@ fn fault_time(p: &str, key: &str, v: Option<f64>, zero_ok: bool, kind: FaultKind
         Some(x) => Err(Diagnostic::new(
             format!("{p}.{key}"),
             format!(
-                "{key} = {x} is not a time {} 10^12 µs",
+                "{key} = {x} is not a valid time: {} 10^12 µs",
                 if zero_ok { "from 0 up to" } else { "above 0 and below" }
             ),
             "a time in µs, e.g. 100",

@@ -151,7 +151,7 @@ fn faults_resolve_and_errors_are_located() {
     refused(
         &fault("kind = \"link-down\"\nat_us = -5\na = \"leaf0\"\nb = \"spine0\""),
         "9:9",
-        &["at_us = -5 is not a time"],
+        &["at_us = -5 is not a valid time"],
     );
     refused(&fault("kind = \"link-down\"\nat_us = 1e30\na = \"leaf0\"\nb = \"spine0\""), "9:9", &["10^12 µs"]);
     refused(&fault("kind = \"host-stall\"\nat_us = 1\na = \"leaf0\""), "10:5", &["`leaf0` is a switch"]);
