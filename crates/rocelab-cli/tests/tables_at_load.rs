@@ -109,6 +109,37 @@ fn every_verb_refuses_a_bad_table_with_the_same_located_error() {
     }
 }
 
+/// The same bound on the command line: `--min-bytes 1024G` used to reach a panic in the
+/// send/recv workload.
+#[test]
+fn a_collective_larger_than_the_engine_takes_is_bad_input() {
+    for args in [&["--min-bytes", "1024G"][..], &["--min-bytes", "1G", "--max-bytes", "2048G"][..]] {
+        let o = rocelab(
+            &[
+                &[
+                    "simulate",
+                    "-q",
+                    "--no-files",
+                    "examples/leaf-spine-small.toml",
+                    "--collective",
+                    "sendrecv",
+                    "--channels",
+                    "1",
+                ][..],
+                args,
+            ]
+            .concat(),
+        );
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("more than the 1 TB (10^12 B) message the engine takes") && err.contains("= help: "),
+            "{err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
 /// A small seeded generator (SplitMix64), so the test needs no crate.
 struct Mix(u64);
 impl Mix {

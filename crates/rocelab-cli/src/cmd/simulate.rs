@@ -272,6 +272,13 @@ fn run_collective(
     };
     let sizes = rocelab_workload::sweep_sizes(min, max, a.step_factor)
         .map_err(|e| Failure::bad_input(format!("error: {e}")))?;
+    // The engine's message limit, the one `[[workload]]` tables are held to at load.
+    if max > rocelab_model::intent::MAX_MESSAGE_BYTES {
+        return Err(Failure::bad_input(format!(
+            "error: --{}-bytes: {max} B is more than the 1 TB (10^12 B) message the engine takes\n  = help: use a size up to 1 TB, e.g. 1G",
+            if a.max_bytes.is_some() { "max" } else { "min" }
+        )));
+    }
     let algo = rocelab_workload::Algo::parse(&a.algo).map_err(|e| Failure::bad_input(format!("error: --algo: {e}")))?;
     let spec = rocelab_workload::CollectiveSpec {
         channels: match a.channels {
