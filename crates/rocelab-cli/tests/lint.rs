@@ -53,7 +53,7 @@ fn human_format_groups_by_file_and_fails_on_errors() {
     assert!(out.contains("  50:14    error   PFC002  PFC is enabled on priority 0"), "{out}");
     assert!(out.contains("= help: "), "{out}");
     assert!(out.contains("needs XOFF headroom 271360 B"), "{out}");
-    assert!(out.ends_with("9 errors, 10 warnings in 2 files\n"), "{out}");
+    assert!(out.ends_with("9 errors, 11 warnings in 2 files\n"), "{out}");
 }
 
 #[test]
@@ -155,7 +155,7 @@ fn json_format() {
     assert_eq!(status(&o), 1);
     let v: Value = serde_json::from_str(&stdout(&o)).expect("valid JSON");
     assert_eq!(v["summary"]["errors"], 9);
-    assert_eq!(v["summary"]["warnings"], 10);
+    assert_eq!(v["summary"]["warnings"], 11);
     let f = &v["files"][0];
     assert_eq!(f["file"], MISTAKES);
     let hdr = f["findings"].as_array().unwrap().iter().find(|x| x["code"] == "HDR001").expect("HDR001");
@@ -270,7 +270,7 @@ fn sarif_format_has_the_2_1_0_structure() {
     let o = rocelab(&["lint", "--format", "sarif", MISTAKES, "examples/leaf-spine-small.toml"]);
     assert_eq!(status(&o), 1);
     let v: Value = serde_json::from_str(&stdout(&o)).expect("valid JSON");
-    assert_eq!(check_sarif(&v), 20);
+    assert_eq!(check_sarif(&v), 21);
     let results = v["runs"][0]["results"].as_array().unwrap();
     let pfc = results.iter().find(|r| r["ruleId"] == "PFC002").unwrap();
     assert_eq!(pfc["level"], "error");

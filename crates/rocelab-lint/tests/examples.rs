@@ -114,3 +114,31 @@ fn ib_vs_roce_examples_are_clean_but_for_the_misconfiguration_they_show() {
     let off: Vec<&str> = r.suppressed.iter().map(|s| s.finding.code).collect();
     assert_eq!(off, vec!["QOS002", "TOP003"]);
 }
+
+/// The seeds' named mistakes (PFC on too many priorities, ECN thresholds not adapted to the
+/// port speed, RDMA mixed with general traffic, CNPs not prioritized, a heterogeneous fleet)
+/// appear in `common-mistakes.toml` only: every other shipped fabric is free of them, neither
+/// found nor disabled.
+#[test]
+fn the_named_mistakes_are_only_in_common_mistakes() {
+    let named =
+        ["PFC001", "ECN005", "ECN007", "ISO001", "ISO002", "CNP001", "CNP002", "CNP003", "NIC001", "NIC002", "NIC004"];
+    let mut files = toml_files(&examples());
+    files.extend(toml_files(&examples().join("ib-vs-roce")));
+    let mut checked = 0;
+    for p in files {
+        if p.file_name().is_some_and(|n| n == "common-mistakes.toml") {
+            continue;
+        }
+        let r = lint_file(&p, &Options::default()).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        let all: Vec<&str> =
+            r.findings.iter().map(|f| f.code).chain(r.suppressed.iter().map(|s| s.finding.code)).collect();
+        assert!(all.iter().all(|c| !named.contains(c)), "{}: {all:?}", p.display());
+        checked += 1;
+    }
+    assert!(checked >= 10, "{checked}");
+    let mistakes = codes("common-mistakes.toml");
+    for c in ["PFC001", "ECN005", "ECN007", "ISO001", "CNP001", "CNP002", "NIC001", "NIC002", "NIC004"] {
+        assert!(mistakes.contains(&c), "{c}");
+    }
+}

@@ -142,7 +142,7 @@ fn sarif_output_validates_against_the_2_1_0_schema() {
     let v = report(&text, &opts);
     assert_eq!(check(&v), Vec::<String>::new());
     let results = v["runs"][0]["results"].as_array().unwrap();
-    assert_eq!(results.len(), 19);
+    assert_eq!(results.len(), 20);
     assert_eq!(results.iter().filter(|r| r.get("suppressions").is_some()).count(), 2);
     // A path with a space becomes a valid URI reference.
     assert_eq!(results[0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"], "fabrics/x%20y.toml");
