@@ -18,7 +18,7 @@
 //! (`reason = buffer`) above their own α share of the free pool. ECN is marked at dequeue on
 //! the egress queue length (RED between Kmin and Kmax, ECT packets only).
 
-use crate::dcqcn::{Cc, CongestionControl as _, Todo};
+use crate::cc::{Ack, Cc, CcParams, CongestionControl as _, Loss, QpKind, Timer, Todo};
 use crate::event::{Ev, EventQueue};
 use crate::observer::{Observed, Observer, SeriesRecord};
 use crate::pacer::Pacer;
@@ -28,7 +28,7 @@ use crate::stats::*;
 use crate::traffic::{FlowSpec, Transport};
 use crate::workload::{Delivered, FixedFlows, Net, WakeSlots, Workload};
 use rocelab_model::config::{CongestionControl, FaultConfig, FaultKind, HashField, SchedulerKind, WatchdogAction};
-use rocelab_model::{BitsPerSec, Dcqcn, Diagnostic, Model, NodeId, PortId, Role, SimTime};
+use rocelab_model::{BitsPerSec, Diagnostic, Model, NodeId, PortId, Role, SimTime};
 use std::collections::VecDeque;
 
 mod ecmp;
@@ -266,9 +266,9 @@ pub(crate) struct Qp {
     rto_armed: bool,
     timeouts_in_row: u32,
     last_progress: SimTime,
+    /// Its congestion control (`cc`): DCQCN, DCTCP for TCP-like messages, IB CC ...; `None`:
+    /// the port alone paces it.
     cc: Option<Cc>,
-    /// A TCP-like QP's window (`Net::post_tcp`); `None` for RDMA.
-    tcp: Option<Box<crate::dctcp::Dctcp>>,
     /// Receiver: CE-marked packets not yet echoed on an ACK (TCP-like QPs).
     ce_unechoed: u16,
     pub sender_done: Option<SimTime>,
@@ -277,10 +277,6 @@ pub(crate) struct Qp {
     /// InfiniBand with adaptive routing: a bitmap by PSN of packets received ahead of
     /// `rcv_nxt` (allocated at the first reordered packet; empty otherwise).
     ooo: Vec<u64>,
-    /// InfiniBand congestion control at the sender: the CCT index (0: no delay), and whether
-    /// its timer is pending.
-    ccti: u16,
-    ccti_armed: bool,
     nak_for: u32,
     last_cnp: Option<SimTime>,
     since_ack: u32,
@@ -350,12 +346,13 @@ impl Qp {
     /// `IsWinBound`); an ACK reopens it and kicks the NIC.
     #[inline]
     fn window_open(&self) -> bool {
-        if self.window == 0 && self.tcp.is_none() {
+        let own = self.cc.as_ref().and_then(|c| c.window_bytes());
+        if self.window == 0 && own.is_none() {
             return true;
         }
         let in_flight = self.snd_nxt.saturating_sub(self.snd_una) as u64 * self.mtu as u64;
-        if let Some(t) = &self.tcp {
-            return in_flight < t.cwnd_bytes();
+        if let Some(w) = own {
+            return in_flight < w;
         }
         let w = match (&self.cc, self.window_var) {
             (Some(cc), true) => ((self.window as f64 * cc.rate_bps() / cc.line_rate_bps()) as u64).max(1),
@@ -430,7 +427,8 @@ pub struct Sim<'m> {
     dwrr_queues: Vec<u8>,
     quantum: [i64; 8],
     queue_prio_mask: [u8; 8],
-    dcqcn: Vec<Dcqcn>,
+    /// Each NIC profile's congestion-control tables.
+    cc_params: Vec<CcParams>,
     qps_left: usize,
     /// QPs ever created (slots may be fewer: `SimOptions::recycle_qps`).
     qps_created: usize,
@@ -713,7 +711,8 @@ impl<'m> Sim<'m> {
             });
         }
         let hash_fields = hash_field_mask(&m.config.routing.ecmp_hash_fields);
-        let dcqcn: Vec<Dcqcn> = m.nics.iter().map(|n| n.dcqcn.clone()).collect();
+        let ib_cc = m.ib.as_ref().and_then(|i| i.cc.as_ref());
+        let cc_params: Vec<CcParams> = m.nics.iter().map(|n| CcParams::of(n, ib_cc)).collect();
         let n_switches = switches.len();
         let fib = ecmp::Fib::new(&m.routing, switches.iter().map(|s| s.node));
         let convergence_per_hop = match m.config.routing.convergence_us_per_hop {
@@ -744,7 +743,7 @@ impl<'m> Sim<'m> {
             dwrr_queues,
             quantum,
             queue_prio_mask,
-            dcqcn,
+            cc_params,
             qps_left: 0,
             qps_created: 0,
             free_qps: Vec::new(),
@@ -823,10 +822,16 @@ impl<'m> Sim<'m> {
             };
             (pcp, switch_class)
         };
-        let cc_on = f.transport == Transport::Rdma
-            && self.ib.is_none()
-            && prof.congestion_control == CongestionControl::Dcqcn
-            && prof.qos.ecn_rp_mask & (1 << pcp) != 0;
+        let cc_kind = if f.transport.is_tcp() {
+            QpKind::Tcp { ib_cc: self.ib.as_ref().is_some_and(|i| i.cc.is_some()) }
+        } else if let Some(ib) = &self.ib {
+            QpKind::Ib { cc: ib.cc.is_some() }
+        } else if prof.qos.ecn_rp_mask & (1 << pcp) != 0 {
+            QpKind::Rdma
+        } else {
+            QpKind::RdmaUnmanaged
+        };
+        let cc_on = cc_kind == QpKind::Rdma && prof.congestion_control == CongestionControl::Dcqcn;
         let mut qps = 0;
         for (k, size) in f.qp_sizes() {
             let QpRoute { src_nic, dst_nic, sport, hash } = self.qp_route(&f, k);
@@ -861,14 +866,11 @@ impl<'m> Sim<'m> {
                 rto_armed: false,
                 timeouts_in_row: 0,
                 last_progress: f.start,
-                cc: if cc_on { Some(Cc::dcqcn(line, &self.dcqcn[prof_index(self.m, f.src)])) } else { None },
-                tcp: f.transport.is_tcp().then(|| Box::new(crate::dctcp::Dctcp::new(mtu))),
+                cc: Cc::choose(cc_kind, prof, &self.cc_params[prof_index(self.m, f.src)], line, mtu),
                 ce_unechoed: 0,
                 sender_done: None,
                 rcv_nxt: 0,
                 ooo: Vec::new(),
-                ccti: 0,
-                ccti_armed: false,
                 nak_for: NONE,
                 last_cnp: None,
                 since_ack: 0,
@@ -1216,11 +1218,6 @@ impl<'m> Sim<'m> {
             // (Not counted: a timeout seconds away must not hold a slot. A reused slot's QP
             // takes its timer generations past the old one's, so a stale timeout is ignored.)
             Ev::Rto { qp, gen } => self.on_rto(qp, gen),
-            Ev::CctiTimer { qp } => {
-                self.qp_timer_fired(qp);
-                self.on_ccti_timer(qp);
-                self.maybe_retire(qp);
-            }
             Ev::CnpSend { qp } => {
                 self.qp_timer_fired(qp);
                 self.send_cnp(qp);

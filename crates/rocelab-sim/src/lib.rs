@@ -23,8 +23,10 @@
 //! | QPs: sending, receiving, ACK/NAK/CNP, timeouts, port choice | `engine::nic` |
 //! | what a fault does when it happens | `engine::faults`; resolving `[[fault]]`: `engine::resolve_faults` |
 //! | invariants recounted from the packets | `engine::invariants` |
-//! | congestion control: the `CongestionControl` trait, DCQCN's two variants behind it | `dcqcn` |
-//! | the TCP-like transport's window (DCTCP, RFC 8257), for `Net::post_tcp` | `dctcp` |
+//! | congestion control: the one interface every algorithm sits behind (CNP, ACK with RTT and INT, loss, timers), static dispatch by enum | `cc` |
+//! | DCQCN's two variants (paper, mlx5) | `cc::dcqcn` |
+//! | the TCP-like transport's window (DCTCP, RFC 8257), for `Net::post_tcp` | `cc::dctcp` |
+//! | InfiniBand congestion control at the sender (CCT index, timer) | `cc::ibcc` |
 //! | pacing a QP at its rate | `pacer` |
 //! | the workload API (messages, delivery callbacks), the engine a `Net` talks to | `workload` |
 //! | the flow-level engine (max-min rates on the same ECMP paths, same workloads) | `flow`; its fill: `flow::maxmin` |
@@ -55,8 +57,7 @@
 //! byte-identical reports (a golden test checks one summary's hash).
 
 pub mod alloc;
-pub mod dcqcn;
-pub mod dctcp;
+pub mod cc;
 pub mod engine;
 pub mod event;
 pub mod flow;
@@ -71,6 +72,7 @@ pub mod stats;
 pub mod traffic;
 pub mod workload;
 
+pub use cc::{dcqcn, dctcp};
 pub use engine::{EngineKind, Progress, Sim, SimOptions};
 pub use flow::FlowSim;
 pub use report::RunReport;

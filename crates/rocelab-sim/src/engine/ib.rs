@@ -322,47 +322,6 @@ impl Sim<'_> {
         }
     }
 
-    /// A BECN at the sender: the CCT index rises by `ccti_increase` (up to the limit) and the
-    /// timer that lowers it is armed.
-    pub(super) fn on_becn(&mut self, qi: u32) {
-        let Some(cc) = self.ib.as_ref().and_then(|i| i.cc.clone()) else { return };
-        let now = self.now;
-        let q = &mut self.qps[qi as usize];
-        q.st.cnps += 1;
-        if q.sender_done.is_some() {
-            return;
-        }
-        q.ccti = q.ccti.saturating_add(cc.ccti_increase).min(cc.ccti_limit);
-        // One timer per QP at a time: it re-arms itself while the index is above zero, and
-        // holds the QP's slot while pending (`push_qp_timer`), so it is never stale.
-        if !q.ccti_armed {
-            q.ccti_armed = true;
-            self.push_qp_timer(now + cc.ccti_timer, Ev::CctiTimer { qp: qi }, qi);
-        }
-    }
-
-    /// The CCTI timer: the index falls by one; the pending send is re-timed with the shorter
-    /// delay; the timer runs again while the index is above zero.
-    pub(super) fn on_ccti_timer(&mut self, qi: u32) {
-        let Some(cc) = self.ib.as_ref().and_then(|i| i.cc.clone()) else { return };
-        let now = self.now;
-        let q = &self.qps[qi as usize];
-        let port = self.nics[q.src_nic as usize].port;
-        let ser = ser_time(&self.ports[port as usize], q.pacer.last_wire());
-        let q = &mut self.qps[qi as usize];
-        q.ccti = q.ccti.saturating_sub(1);
-        let moved = q.pacer.regap(cc.gap(ser, q.ccti));
-        if q.ccti > 0 && q.sender_done.is_none() {
-            self.push_qp_timer(now + cc.ccti_timer, Ev::CctiTimer { qp: qi }, qi);
-        } else {
-            q.ccti_armed = false;
-        }
-        if let Some(at) = moved {
-            let nic = self.qps[qi as usize].src_nic;
-            self.wake_nic_at(nic, at.max(now));
-        }
-    }
-
     /// A packet arrives at a switch of an InfiniBand fabric: routed, held in the input
     /// port's VL buffer (which the sender's credits guarantee has room), queued at egress.
     pub(super) fn switch_arrive_ib(&mut self, sw: u32, in_port: u32, pkt: u32) {
