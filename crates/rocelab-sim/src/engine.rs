@@ -269,6 +269,12 @@ pub(crate) struct Qp {
     /// Its congestion control (`cc`): DCQCN, DCTCP for TCP-like messages, IB CC ...; `None`:
     /// the port alone paces it.
     cc: Option<Cc>,
+    /// The packet timed for the algorithm's RTT sample (`NONE`: none in flight), and when it
+    /// left. Only new packets are timed, and a rewind past it drops it (Karn's rule).
+    rtt_psn: u32,
+    rtt_sent: SimTime,
+    /// Bytes of INT header on each data packet and ACK of this QP (0 without INT).
+    int_bytes: u16,
     /// Receiver: CE-marked packets not yet echoed on an ACK (TCP-like QPs).
     ce_unechoed: u16,
     pub sender_done: Option<SimTime>,
@@ -481,6 +487,12 @@ pub struct Sim<'m> {
     sport_rng: Rng,
     /// The link layer's per-packet overheads (RoCEv2 or InfiniBand).
     pub(crate) hdr: ib::Overheads,
+    /// Some NIC profile runs an algorithm fed by INT: switches stamp data packets.
+    int_on: bool,
+    /// The INT stack of each packet slot (empty without `int_on`).
+    int: Vec<crate::cc::IntStack>,
+    /// The stack of the packet the NIC is receiving (kept past its slot's release).
+    int_rx: crate::cc::IntStack,
     /// InfiniBand: VL arbitration, routing mode and destination LIDs (`None` on RoCE).
     pub(crate) ib: Option<Box<ib::IbState>>,
     /// InfiniBand: per port, its credits and VL arbiter (empty on RoCE, so a RoCE port keeps
@@ -771,6 +783,9 @@ impl<'m> Sim<'m> {
             wakes: WakeSlots::default(),
             sport_rng: Rng::new(opts.seed, 0x5150_0000),
             hdr: if is_ib { ib::Overheads::INFINIBAND } else { ib::Overheads::ROCE },
+            int_on: !is_ib && m.nics.iter().any(|n| n.congestion_control == CongestionControl::Hpcc),
+            int: Vec::new(),
+            int_rx: crate::cc::IntStack::default(),
             ib_ports: ib_state
                 .as_ref()
                 .map_or_else(Vec::new, |s| vec![ib::IbPort::new(s.initial_credits); m.ports.len()]),
@@ -798,6 +813,27 @@ impl<'m> Sim<'m> {
             sim.q.push(wd.poll, Ev::WatchdogPoll);
         }
         Ok(sim)
+    }
+
+    /// A QP's base round trip: twice the propagation along its path plus one `frame`-byte
+    /// serialization per hop (as HPCC's `third.cc` sizes its base RTT).
+    fn path_rtt(&self, src_nic: u32, dst: u32, hash: u32, frame: u32) -> SimTime {
+        let mut path = Vec::new();
+        self.trace_path(src_nic, dst, hash, 64, &mut path);
+        path.iter().fold(SimTime::ZERO, |t, &p| {
+            let port = &self.ports[p as usize];
+            t + port.delay + port.delay + ser_time(port, frame)
+        })
+    }
+
+    /// The INT stack of packet slot `id`, the table grown to hold it.
+    #[inline]
+    pub(super) fn int_slot(&mut self, id: u32) -> &mut crate::cc::IntStack {
+        let i = id as usize;
+        if i >= self.int.len() {
+            self.int.resize(self.pkts.capacity_used().max(i + 1), crate::cc::IntStack::default());
+        }
+        &mut self.int[i]
     }
 
     /// Adds a flow (a message) and its QPs; they start at `f.start`. Returns its index.
@@ -831,13 +867,15 @@ impl<'m> Sim<'m> {
         } else {
             QpKind::RdmaUnmanaged
         };
-        let cc_on = cc_kind == QpKind::Rdma && prof.congestion_control == CongestionControl::Dcqcn;
         let mut qps = 0;
         for (k, size) in f.qp_sizes() {
             let QpRoute { src_nic, dst_nic, sport, hash } = self.qp_route(&f, k);
             let line = self.ports[self.nics[src_nic as usize].port as usize].speed.0 as f64;
             let mtu = prof.mtu;
             let npkts = size.div_ceil(mtu as u64).min(u32::MAX as u64 - 1) as u32;
+            let path_rtt = || self.path_rtt(src_nic, f.dst.0, hash, mtu + self.hdr.data);
+            let cc = Cc::choose(cc_kind, prof, &self.cc_params[prof_index(self.m, f.src)], line, mtu, path_rtt);
+            let fb = cc.as_ref().map(|c| c.feedback());
             let qp = Qp {
                 flow: fi,
                 src_nic,
@@ -853,7 +891,12 @@ impl<'m> Sim<'m> {
                 sport,
                 ect: self.ib.is_none()
                     && match f.transport {
-                        Transport::Rdma => cc_on || prof.qos.ecn_np_mask & (1 << pcp) != 0,
+                        // ECN-capable where the algorithm reads marks (DCQCN's CNPs, DCTCP's
+                        // echo; not HPCC's INT or TIMELY's RTT), or the receiver answers them.
+                        Transport::Rdma => match fb {
+                            Some(fb) => fb.cnp || fb.echo_ce,
+                            None => prof.qos.ecn_np_mask & (1 << pcp) != 0,
+                        },
                         Transport::Dctcp => true,
                         Transport::LossBased => false,
                     },
@@ -866,7 +909,10 @@ impl<'m> Sim<'m> {
                 rto_armed: false,
                 timeouts_in_row: 0,
                 last_progress: f.start,
-                cc: Cc::choose(cc_kind, prof, &self.cc_params[prof_index(self.m, f.src)], line, mtu),
+                cc,
+                rtt_psn: NONE,
+                rtt_sent: SimTime::ZERO,
+                int_bytes: if fb.is_some_and(|f| f.int) { crate::cc::INT_HEADER_BYTES as u16 } else { 0 },
                 ce_unechoed: 0,
                 sender_done: None,
                 rcv_nxt: 0,

@@ -40,8 +40,12 @@
 
 pub mod dcqcn;
 pub mod dctcp;
+pub mod dctcp_rate;
+pub mod hpcc;
 pub mod ibcc;
+pub mod timely;
 
+use rocelab_model::cc::{DctcpRate, Hpcc, Timely};
 use rocelab_model::config::{CongestionControl as CcKind, DcqcnVariant};
 use rocelab_model::infiniband::IbCc;
 use rocelab_model::{Dcqcn, NicProfile, SimTime};
@@ -83,6 +87,33 @@ pub struct IntHop {
 
 /// The most INT hops a packet carries (HPCC's `IntHeader::maxHop`).
 pub const INT_MAX_HOPS: usize = 5;
+
+/// Bytes the INT header adds to a data packet and to its ACK: HPCC's ns-3 header in its
+/// normal mode, 5 hop records of 8 bytes and a 2-byte hop count (`int-header.cc`).
+pub const INT_HEADER_BYTES: u32 = 42;
+
+/// The INT records a packet carries, first hop first.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct IntStack {
+    pub n: u8,
+    pub hops: [IntHop; INT_MAX_HOPS],
+}
+
+impl IntStack {
+    /// The records stamped so far.
+    pub fn hops(&self) -> &[IntHop] {
+        &self.hops[..self.n as usize]
+    }
+
+    /// Stamps one more hop; past the fifth the stack is full and the record is dropped.
+    #[inline]
+    pub fn push(&mut self, hop: IntHop) {
+        if (self.n as usize) < INT_MAX_HOPS {
+            self.hops[self.n as usize] = hop;
+            self.n += 1;
+        }
+    }
+}
 
 /// An ACK as the sender sees it.
 #[derive(Clone, Copy, Debug)]
@@ -200,12 +231,23 @@ pub struct CcParams {
     pub dctcp: (),
     /// `[infiniband.cc]` (meaningful on an InfiniBand fabric with it enabled).
     pub ib: IbCc,
+    pub hpcc: Hpcc,
+    pub timely: Timely,
+    /// `[nic.dctcp]`: DCTCP as a rate on RDMA QPs.
+    pub dctcp_rate: DctcpRate,
 }
 
 impl CcParams {
     /// The tables of NIC profile `prof` on a fabric whose IB congestion control is `ib`.
     pub fn of(prof: &NicProfile, ib: Option<&IbCc>) -> Self {
-        CcParams { dcqcn: prof.dcqcn.clone(), dctcp: (), ib: ib.cloned().unwrap_or_else(no_ib) }
+        CcParams {
+            dcqcn: prof.dcqcn.clone(),
+            dctcp: (),
+            ib: ib.cloned().unwrap_or_else(no_ib),
+            hpcc: prof.hpcc.clone(),
+            timely: prof.timely.clone(),
+            dctcp_rate: prof.dctcp.clone(),
+        }
     }
 }
 
@@ -309,6 +351,9 @@ algorithms! {
     Dctcp(dctcp::Dctcp, dctcp),
     IbCc(ibcc::IbCcState, ib),
     DctcpIb(ibcc::DctcpOverIb, ib),
+    Hpcc(hpcc::HpccState, hpcc),
+    Timely(timely::TimelyState, timely),
+    DctcpRate(dctcp_rate::DctcpRateState, dctcp_rate),
 }
 
 impl Cc {
@@ -321,8 +366,16 @@ impl Cc {
     }
 
     /// The algorithm a new QP runs: by how it was posted, then by its NIC profile's
-    /// `congestion_control`. `None`: the port alone paces it.
-    pub fn choose(kind: QpKind, prof: &NicProfile, p: &CcParams, line_bps: f64, mtu: u32) -> Option<Cc> {
+    /// `congestion_control`. `None`: the port alone paces it. `base_rtt`: the QP's path round
+    /// trip, asked for only where an algorithm needs it (HPCC without `base_rtt_us`).
+    pub fn choose(
+        kind: QpKind,
+        prof: &NicProfile,
+        p: &CcParams,
+        line_bps: f64,
+        mtu: u32,
+        base_rtt: impl FnOnce() -> SimTime,
+    ) -> Option<Cc> {
         match kind {
             QpKind::Tcp { ib_cc: false } => Some(Cc::Dctcp(dctcp::Dctcp::new(mtu))),
             QpKind::Tcp { ib_cc: true } => Some(Cc::DctcpIb(ibcc::DctcpOverIb {
@@ -334,6 +387,11 @@ impl Cc {
             QpKind::Rdma => match prof.congestion_control {
                 CcKind::Dcqcn => Some(Cc::dcqcn(line_bps, &p.dcqcn)),
                 CcKind::None => None,
+                CcKind::Hpcc => {
+                    Some(Cc::Hpcc(hpcc::HpccState::new(line_bps, p.hpcc.base_rtt.unwrap_or_else(base_rtt))))
+                }
+                CcKind::Timely => Some(Cc::Timely(timely::TimelyState::new(line_bps))),
+                CcKind::Dctcp => Some(Cc::DctcpRate(dctcp_rate::DctcpRateState::new(line_bps))),
             },
         }
     }
@@ -343,6 +401,13 @@ impl Cc {
 impl CcParams {
     /// The tables of a profile with DCQCN `d` and every other table at its defaults.
     pub fn for_dcqcn(d: Dcqcn) -> Self {
-        CcParams { dcqcn: d, dctcp: (), ib: no_ib() }
+        CcParams {
+            dcqcn: d,
+            dctcp: (),
+            ib: no_ib(),
+            hpcc: Hpcc::default(),
+            timely: Timely::default(),
+            dctcp_rate: DctcpRate::default(),
+        }
     }
 }

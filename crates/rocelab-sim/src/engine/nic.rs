@@ -117,12 +117,16 @@ impl Sim<'_> {
         let q = &mut self.qps[qi as usize];
         let psn = q.snd_nxt;
         let payload = q.payload_of(psn);
-        let wire = payload + self.hdr.data;
+        let wire = payload + self.hdr.data + q.int_bytes as u32;
         if psn < q.st.max_sent_psn_plus1 {
             q.st.retransmitted_packets += 1;
             self.stats.retransmitted += 1;
         } else {
             q.st.max_sent_psn_plus1 = psn + 1;
+            if q.rtt_psn == NONE && q.cc.as_ref().is_some_and(|c| c.feedback().rtt) {
+                q.rtt_psn = psn;
+                q.rtt_sent = now;
+            }
         }
         q.snd_nxt += 1;
         let pkt = Packet {
@@ -163,6 +167,9 @@ impl Sim<'_> {
         self.stats.data_sent += 1;
         self.stats.sent += 1;
         let id = self.alloc_pkt(pkt);
+        if self.int_on {
+            self.int_slot(id).n = 0;
+        }
         self.put_on_wire(port, id);
     }
 
@@ -199,6 +206,10 @@ impl Sim<'_> {
     pub(super) fn host_receive(&mut self, nic: u32, pkt: u32) {
         let now = self.now;
         let p = *self.pkts.get(pkt);
+        if self.int_on {
+            // (The slot may be reused by the ACK this packet asks for.)
+            self.int_rx = *self.int_slot(pkt);
+        }
         self.free_pkt(pkt);
         self.stats.delivered += 1;
         let qi = p.qp;
@@ -319,6 +330,17 @@ impl Sim<'_> {
                         q.snd_nxt = p.psn;
                     }
                 }
+                // The timed packet's sample, when this acknowledges it; a rewind past it
+                // drops it (its copy would be timed from the first send).
+                let mut rtt = None;
+                if q.rtt_psn != NONE {
+                    if q.snd_una > q.rtt_psn {
+                        rtt = Some(now - q.rtt_sent);
+                        q.rtt_psn = NONE;
+                    } else if q.snd_nxt <= q.rtt_psn {
+                        q.rtt_psn = NONE;
+                    }
+                }
                 let mut todos = [Todo::Nothing; 2];
                 let mut stepped = false;
                 if let Some(cc) = q.cc.as_mut().filter(|c| c.feedback().acks) {
@@ -331,8 +353,8 @@ impl Sim<'_> {
                         snd_una: q.snd_una,
                         snd_max,
                         acked_psn: new_una.saturating_sub(1),
-                        rtt: None,
-                        int: &[],
+                        rtt,
+                        int: self.int_rx.hops(),
                     };
                     todos[0] = cc.on_ack(now, &ack, params);
                     if p.kind == Kind::Nak {
@@ -517,12 +539,18 @@ impl Sim<'_> {
     pub(super) fn send_ctrl(&mut self, qi: u32, kind: Kind, psn: u32) {
         let q = &self.qps[qi as usize];
         let (nic, class, pcp) = (q.dst_nic, q.class, q.pcp);
-        let mut pkt = self.ctrl_packet(qi, kind, psn, class, pcp, self.hdr.ack);
+        let int_bytes = self.qps[qi as usize].int_bytes as u32;
+        let mut pkt = self.ctrl_packet(qi, kind, psn, class, pcp, self.hdr.ack + int_bytes);
         if self.qps[qi as usize].cc.as_ref().is_some_and(|c| c.feedback().echo_ce) {
             pkt.payload = std::mem::take(&mut self.qps[qi as usize].ce_unechoed);
         }
         self.stats.sent += 1;
         let id = self.alloc_pkt(pkt);
+        if int_bytes > 0 {
+            // The receiver echoes the INT stack of the data packet it answers.
+            let stack = self.int_rx;
+            *self.int_slot(id) = stack;
+        }
         self.nics[nic as usize].ack_q.push_back(id);
         self.nic_try_send(nic);
     }
