@@ -11,6 +11,19 @@
 use crate::{Diagnostic, SimTime};
 use serde::{Deserialize, Serialize};
 
+/// Which bytes a run counts around each payload (`[simulation] header_overhead`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum HeaderOverhead {
+    /// What a ConnectX NIC puts on an Ethernet wire: preamble and inter-frame gap, Ethernet
+    /// header and FCS, IPv4, UDP, BTH, ICRC (82 B per data packet).
+    #[default]
+    Roce,
+    /// What HPCC's ns-3 model counts: a 14 B link header, IPv4, UDP and its 6 B sequence header
+    /// (48 B per data packet; 60 B ACKs), plus its INT header where the algorithm carries one.
+    Ns3,
+}
+
 /// `[nic.hpcc]`: HPCC's knobs, named as HPCC's ns-3 `config.txt` names them.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]

@@ -822,6 +822,10 @@ pub struct SimulationConfig {
     /// Sampling period of buffer/utilization time series.
     #[serde(default)]
     pub sample_interval_us: Option<f64>,
+    /// Bytes counted around each payload: `roce` (the default, the real wire) or `ns3`
+    /// (what HPCC's ns-3 model counts, for imported ns-3 scenarios).
+    #[serde(default)]
+    pub header_overhead: Option<crate::cc::HeaderOverhead>,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]

@@ -273,7 +273,8 @@ pub(crate) struct Qp {
     /// left. Only new packets are timed, and a rewind past it drops it (Karn's rule).
     rtt_psn: u32,
     rtt_sent: SimTime,
-    /// Bytes of INT header on each data packet and ACK of this QP (0 without INT).
+    /// Bytes of congestion-control header on each data packet and ACK of this QP: HPCC's INT
+    /// (42 B), ns-3's TIMELY timestamp (8 B with its header count); 0 otherwise.
     int_bytes: u16,
     /// Receiver: CE-marked packets not yet echoed on an ACK (TCP-like QPs).
     ce_unechoed: u16,
@@ -782,7 +783,11 @@ impl<'m> Sim<'m> {
             deliveries_due: 0,
             wakes: WakeSlots::default(),
             sport_rng: Rng::new(opts.seed, 0x5150_0000),
-            hdr: if is_ib { ib::Overheads::INFINIBAND } else { ib::Overheads::ROCE },
+            hdr: match (is_ib, m.config.simulation.header_overhead.unwrap_or_default()) {
+                (true, _) => ib::Overheads::INFINIBAND,
+                (false, rocelab_model::cc::HeaderOverhead::Roce) => ib::Overheads::ROCE,
+                (false, rocelab_model::cc::HeaderOverhead::Ns3) => ib::Overheads::NS3,
+            },
             int_on: !is_ib && m.nics.iter().any(|n| n.congestion_control == CongestionControl::Hpcc),
             int: Vec::new(),
             int_rx: crate::cc::IntStack::default(),
@@ -912,7 +917,11 @@ impl<'m> Sim<'m> {
                 cc,
                 rtt_psn: NONE,
                 rtt_sent: SimTime::ZERO,
-                int_bytes: if fb.is_some_and(|f| f.int) { crate::cc::INT_HEADER_BYTES as u16 } else { 0 },
+                int_bytes: match fb {
+                    Some(f) if f.int => crate::cc::INT_HEADER_BYTES as u16,
+                    Some(f) if f.rtt => self.hdr.ts as u16,
+                    _ => 0,
+                },
                 ce_unechoed: 0,
                 sender_done: None,
                 rcv_nxt: 0,

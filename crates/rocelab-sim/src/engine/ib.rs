@@ -23,18 +23,27 @@ use super::*;
 use rocelab_model::config::IbRoutingKind;
 use rocelab_model::infiniband::{self as ibm, Ib};
 
-/// Bytes every packet kind carries besides its payload, per link layer.
+/// Bytes every packet kind carries besides its payload, per link layer (and, for RoCE, per
+/// the simulator whose count a run reproduces: `[simulation] header_overhead`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Overheads {
     pub data: u32,
     pub ack: u32,
     pub cnp: u32,
+    /// The smallest ACK frame (ns-3 pads its ACKs to 60 B).
+    pub ack_floor: u32,
+    /// A timestamp header on data and ACKs of an RTT-timed QP (ns-3's TIMELY carries 8 B).
+    pub ts: u32,
 }
 
 impl Overheads {
-    pub const ROCE: Overheads = Overheads { data: DATA_OVERHEAD, ack: ACK_WIRE, cnp: CNP_WIRE };
+    pub const ROCE: Overheads = Overheads { data: DATA_OVERHEAD, ack: ACK_WIRE, cnp: CNP_WIRE, ack_floor: 0, ts: 0 };
     pub const INFINIBAND: Overheads =
-        Overheads { data: ibm::IB_DATA_OVERHEAD, ack: ibm::IB_ACK_WIRE, cnp: ibm::IB_CNP_WIRE };
+        Overheads { data: ibm::IB_DATA_OVERHEAD, ack: ibm::IB_ACK_WIRE, cnp: ibm::IB_CNP_WIRE, ack_floor: 0, ts: 0 };
+    /// HPCC's ns-3 model (`custom-header.cc`, `rdma-hw.cc`): 14 B link header + IPv4 20 + UDP
+    /// 8 + sequence 4 + priority group 2 on data; ACKs of 14 + 20 + 12 B padded to 60; CNPs of
+    /// 14 + 20 + 8. No preamble, gap or FCS (its point-to-point links serialize the packet).
+    pub const NS3: Overheads = Overheads { data: 48, ack: 46, cnp: 42, ack_floor: 60, ts: 8 };
 }
 
 /// A port's InfiniBand state, beside its `Port` (only on IB fabrics).
@@ -410,8 +419,8 @@ mod tests {
 
     #[test]
     fn ib_headers_are_26_bytes_and_an_ack_30() {
-        assert_eq!(Overheads::INFINIBAND, Overheads { data: 26, ack: 30, cnp: 42 });
-        assert_eq!(Overheads::ROCE, Overheads { data: 82, ack: 86, cnp: 98 });
+        assert_eq!(Overheads::INFINIBAND, Overheads { data: 26, ack: 30, cnp: 42, ack_floor: 0, ts: 0 });
+        assert_eq!(Overheads::ROCE, Overheads { data: 82, ack: 86, cnp: 98, ack_floor: 0, ts: 0 });
     }
 
     /// The credit test: h1 stops draining at 20 µs. Its switch port may send one

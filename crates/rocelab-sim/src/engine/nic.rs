@@ -540,13 +540,14 @@ impl Sim<'_> {
         let q = &self.qps[qi as usize];
         let (nic, class, pcp) = (q.dst_nic, q.class, q.pcp);
         let int_bytes = self.qps[qi as usize].int_bytes as u32;
-        let mut pkt = self.ctrl_packet(qi, kind, psn, class, pcp, self.hdr.ack + int_bytes);
+        let wire = (self.hdr.ack + int_bytes).max(self.hdr.ack_floor);
+        let mut pkt = self.ctrl_packet(qi, kind, psn, class, pcp, wire);
         if self.qps[qi as usize].cc.as_ref().is_some_and(|c| c.feedback().echo_ce) {
             pkt.payload = std::mem::take(&mut self.qps[qi as usize].ce_unechoed);
         }
         self.stats.sent += 1;
         let id = self.alloc_pkt(pkt);
-        if int_bytes > 0 {
+        if self.int_on && self.qps[qi as usize].cc.as_ref().is_some_and(|c| c.feedback().int) {
             // The receiver echoes the INT stack of the data packet it answers.
             let stack = self.int_rx;
             *self.int_slot(id) = stack;
