@@ -67,6 +67,16 @@ pub struct Transport {
     pub window_scales_with_rate: Option<(bool, String)>,
 }
 
+/// A congestion control other than DCQCN: `congestion_control = name` and its `[nic.<name>]`
+/// table, each key with the source's own name for it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CcTable {
+    pub name: &'static str,
+    /// Why this algorithm (the source's setting), written beside `congestion_control`.
+    pub origin: String,
+    pub items: Vec<(&'static str, String, String)>,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Fault {
     pub at_ps: u64,
@@ -100,6 +110,10 @@ pub struct Scenario {
     pub dcqcn: Dcqcn,
     /// Transport settings written to `[nic]`.
     pub transport: Transport,
+    /// Another congestion control instead of DCQCN (`dcqcn_on` is then false).
+    pub cc_table: Option<CcTable>,
+    /// `[simulation] header_overhead` and why (`None`: the real wire's, rocelab's default).
+    pub header_overhead: Option<(&'static str, String)>,
     /// ECN thresholds by port speed (bit/s) on the lossless RoCE class; `None`: no marking.
     pub ecn_by_speed: Option<BTreeMap<u64, Ecn>>,
     pub duration_us: Option<f64>,
@@ -235,7 +249,9 @@ pub fn to_toml_with(s: &Scenario, d: &Dialect) -> String {
     if let Some(m) = s.mtu {
         let _ = writeln!(o, "mtu = {m}  # PACKET_PAYLOAD_SIZE");
     }
-    if s.dcqcn_on {
+    if let Some(c) = &s.cc_table {
+        let _ = writeln!(o, "congestion_control = \"{}\"  # {}", c.name, c.origin);
+    } else if s.dcqcn_on {
         let _ = writeln!(o, "congestion_control = \"dcqcn\"");
     } else if d.no_cc.is_empty() {
         let _ = writeln!(o, "congestion_control = \"none\"");
@@ -276,7 +292,17 @@ pub fn to_toml_with(s: &Scenario, d: &Dialect) -> String {
         }
     }
 
+    if let Some(c) = &s.cc_table {
+        let _ = writeln!(o, "\n[nic.{}]", c.name);
+        for (k, v, src) in &c.items {
+            let _ = writeln!(o, "{k} = {v}  # {src}");
+        }
+    }
+
     let _ = writeln!(o, "\n[simulation]\nseed = {}", s.seed);
+    if let Some((v, why)) = &s.header_overhead {
+        let _ = writeln!(o, "header_overhead = \"{v}\"  # {why}");
+    }
     if let Some(d) = s.duration_us {
         let _ = writeln!(o, "duration_us = {}  # SIMULATOR_STOP_TIME", f(d));
     }

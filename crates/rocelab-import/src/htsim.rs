@@ -377,6 +377,8 @@ pub fn import_str(name: &str, file: &str, text: &str, net: &Network) -> Result<S
         dcqcn_on: false,
         dcqcn: Default::default(),
         transport: Default::default(),
+        cc_table: None,
+        header_overhead: None,
         ecn_by_speed: None,
         duration_us: None,
         seed: 1,

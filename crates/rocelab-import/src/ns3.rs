@@ -13,7 +13,7 @@
 //! start_ns fct_ns ideal_fct_ns) and the PFC file (`time_ns node node_type ifindex type`, type 1
 //! = pause, 0 = resume, logged where the frame is received). `docs/import.md` has the details.
 
-use crate::fabric::{Dcqcn, Ecn, Fault, FlowSpec, LinkSpec, NodeSpec, Ns3Switch, Scenario, Transport};
+use crate::fabric::{CcTable, Dcqcn, Ecn, Fault, FlowSpec, LinkSpec, NodeSpec, Ns3Switch, Scenario, Transport};
 use crate::text::{parse_rate, parse_time_ps, Tokens};
 use crate::{read_text, ImportError};
 use rocelab_model::{Model, NodeId, PortId, SimTime};
@@ -109,6 +109,132 @@ const NOT_FOR_DCQCN: &[&str] = &[
     "PINT_PROB",
     "DCTCP_RATE_AI",
 ];
+
+/// Keys HPCC (CC_MODE 3) does not read.
+const NOT_FOR_HPCC: &[&str] = &[
+    "ALPHA_RESUME_INTERVAL",
+    "RATE_DECREASE_INTERVAL",
+    "CLAMP_TARGET_RATE",
+    "RP_TIMER",
+    "FAST_RECOVERY_TIMES",
+    "EWMA_GAIN",
+    "RATE_HAI",
+    "DCTCP_RATE_AI",
+    "PINT_LOG_BASE",
+    "PINT_PROB",
+];
+
+/// Keys TIMELY (CC_MODE 7) does not read.
+const NOT_FOR_TIMELY: &[&str] = &[
+    "ALPHA_RESUME_INTERVAL",
+    "RATE_DECREASE_INTERVAL",
+    "CLAMP_TARGET_RATE",
+    "RP_TIMER",
+    "FAST_RECOVERY_TIMES",
+    "EWMA_GAIN",
+    "MI_THRESH",
+    "FAST_REACT",
+    "U_TARGET",
+    "INT_MULTI",
+    "MULTI_RATE",
+    "SAMPLE_FEEDBACK",
+    "DCTCP_RATE_AI",
+    "PINT_LOG_BASE",
+    "PINT_PROB",
+];
+
+/// Keys DCTCP (CC_MODE 8) does not read.
+const NOT_FOR_DCTCP: &[&str] = &[
+    "ALPHA_RESUME_INTERVAL",
+    "RATE_DECREASE_INTERVAL",
+    "CLAMP_TARGET_RATE",
+    "RP_TIMER",
+    "FAST_RECOVERY_TIMES",
+    "RATE_AI",
+    "RATE_HAI",
+    "MI_THRESH",
+    "FAST_REACT",
+    "U_TARGET",
+    "INT_MULTI",
+    "MULTI_RATE",
+    "SAMPLE_FEEDBACK",
+    "PINT_LOG_BASE",
+    "PINT_PROB",
+];
+
+/// The `[nic.hpcc]`, `[nic.timely]` or `[nic.dctcp]` table of CC_MODE 3, 7 or 8 from its
+/// keys (`third.cc` passes them to `RdmaHw`; the ones a config leaves out keep `RdmaHw`'s
+/// defaults, which are also rocelab's); `None` for DCQCN.
+fn other_cc(cfg: &Ns3Config, mode: u32, g: f64, topo: &Topology, payload: u32) -> Result<Option<CcTable>, ImportError> {
+    let mut items: Vec<(&'static str, String, String)> = Vec::new();
+    let rate = |key: &'static str, ns3: &str, items: &mut Vec<_>| -> Result<(), ImportError> {
+        if let Some(v) = cfg.rate_mbps(ns3)? {
+            items.push((key, fmt_f64(v), ns3.to_string()));
+        }
+        Ok(())
+    };
+    let name = match mode {
+        3 => {
+            if let Some(v) = cfg.positive_f64("U_TARGET")? {
+                if v > 1.0 {
+                    let line = cfg.get("U_TARGET").map(|e| e.line).unwrap_or(0);
+                    return Err(ImportError::at(&cfg.file, line, format!("U_TARGET {v} is above 1"), "HPCC uses 0.95"));
+                }
+                items.push(("target_util", fmt_f64(v), "U_TARGET".into()));
+            }
+            for (key, ns3) in [("mi_thresh", "MI_THRESH"), ("int_multi", "INT_MULTI")] {
+                if let Some((_, v)) = cfg.num::<u32>(ns3, "a whole number")? {
+                    items.push((key, v.to_string(), ns3.into()));
+                }
+            }
+            for (key, ns3) in
+                [("fast_react", "FAST_REACT"), ("multi_rate", "MULTI_RATE"), ("sample_feedback", "SAMPLE_FEEDBACK")]
+            {
+                if let Some((_, v)) = cfg.flag(ns3)? {
+                    items.push((key, v.to_string(), ns3.into()));
+                }
+            }
+            rate("rate_ai_mbps", "RATE_AI", &mut items)?;
+            rate("min_rate_mbps", "MIN_RATE", &mut items)?;
+            // T: third.cc gives every QP the largest base RTT under GLOBAL_T 1, its own pair's
+            // otherwise (rocelab's default: the QP's own path).
+            if cfg.flag("GLOBAL_T")?.is_some_and(|x| x.1) {
+                let us = max_rtt_ps(topo, payload) as f64 / 1e6;
+                items.push(("base_rtt_us", fmt_f64(us), "GLOBAL_T 1: third.cc's maxRtt".into()));
+            }
+            "hpcc"
+        }
+        7 => {
+            rate("rate_ai_mbps", "RATE_AI", &mut items)?;
+            rate("rate_hai_mbps", "RATE_HAI", &mut items)?;
+            rate("min_rate_mbps", "MIN_RATE", &mut items)?;
+            "timely"
+        }
+        8 => {
+            items.push(("g", fmt_f64(g), "EWMA_GAIN (RdmaHw's 1/16 when absent)".into()));
+            rate("rate_ai_mbps", "DCTCP_RATE_AI", &mut items)?;
+            rate("min_rate_mbps", "MIN_RATE", &mut items)?;
+            "dctcp"
+        }
+        _ => return Ok(None),
+    };
+    let what = match mode {
+        3 => "HPCC",
+        7 => "TIMELY",
+        _ => "DCTCP, rate-based as ns-3 runs it on RDMA QPs",
+    };
+    Ok(Some(CcTable { name, origin: format!("CC_MODE {mode}: {what}"), items }))
+}
+
+/// A float as TOML.
+fn fmt_f64(x: f64) -> String {
+    let s = format!("{x}");
+    if s.contains('.') || s.contains('e') {
+        s
+    } else {
+        format!("{s}.0")
+    }
+}
 
 /// Outputs rocelab does not produce.
 const NOT_PRODUCED: &[&str] =
@@ -590,24 +716,19 @@ pub fn import_str(
 
     // CC_MODE first: refuse what rocelab does not model.
     let cc_mode = cfg.num::<u32>("CC_MODE", "a whole number")?;
-    match cc_mode {
-        None | Some((_, 1)) => {}
+    let mode = match cc_mode {
+        None => 1,
+        Some((_, m @ (1 | 3 | 7 | 8))) => m,
         Some((line, m)) => {
-            let what = match m {
-                3 => "HPCC",
-                7 => "TIMELY",
-                8 => "DCTCP",
-                10 => "HPCC-PINT",
-                _ => "an unknown congestion control",
-            };
+            let what = if m == 10 { "HPCC-PINT" } else { "an unknown congestion control" };
             return Err(ImportError::at(
                 cfg_file,
                 line,
                 format!("CC_MODE {m} ({what}) is not modelled by rocelab"),
-                "rocelab models DCQCN (CC_MODE 1); change CC_MODE to 1 to compare DCQCN runs",
+                "rocelab models DCQCN (CC_MODE 1), HPCC (3), TIMELY (7) and DCTCP (8); choose one of them",
             ));
         }
-    }
+    };
     if cc_mode.is_none() {
         notes.push("CC_MODE not given: ns-3's default 1 (DCQCN)".to_string());
     }
@@ -842,24 +963,37 @@ pub fn import_str(
     };
     let alpha = cfg.positive_f64("ALPHA_RESUME_INTERVAL")?.unwrap_or(55.0);
     let decrease = cfg.positive_f64("RATE_DECREASE_INTERVAL")?.unwrap_or(4.0);
-    let g = cfg.positive_f64("EWMA_GAIN")?.ok_or_else(|| require("EWMA_GAIN"))?;
+    // (DCTCP reads EWMA_GAIN too; RdmaHw's default is 1/16.)
+    let g = match cfg.positive_f64("EWMA_GAIN")? {
+        Some(g) => g,
+        None if mode == 8 => 1.0 / 16.0,
+        None if mode != 1 => 0.00390625,
+        None => return Err(require("EWMA_GAIN")),
+    };
     if !(g > 0.0 && g <= 1.0) {
         let line = cfg.get("EWMA_GAIN").map(|e| e.line).unwrap_or(0);
         return Err(ImportError::at(cfg_file, line, format!("EWMA_GAIN {g} is not in (0, 1]"), "HPCC uses 0.00390625"));
     }
-    let dcqcn = Dcqcn {
-        g: Some(g),
-        alpha_timer_us: Some(alpha),
-        increase_timer_us: Some(cfg.positive_f64("RP_TIMER")?.ok_or_else(|| require("RP_TIMER"))?),
-        byte_counter_bytes: Some(0),
-        fast_recovery_steps: Some(cfg.num::<u32>("FAST_RECOVERY_TIMES", "a whole number")?.map(|x| x.1).unwrap_or(5)),
-        rate_ai_mbps: Some(cfg.rate_mbps("RATE_AI")?.ok_or_else(|| require("RATE_AI"))?),
-        rate_hai_mbps: Some(cfg.rate_mbps("RATE_HAI")?.ok_or_else(|| require("RATE_HAI"))?),
-        min_rate_mbps: Some(cfg.rate_mbps("MIN_RATE")?.unwrap_or(100.0)),
-        rate_reduce_period_us: Some(decrease),
-        initial_alpha: Some(1.0),
-        clamp_target_rate: Some(cfg.flag("CLAMP_TARGET_RATE")?.map(|x| x.1).unwrap_or(false)),
-        cnp_interval_us: Some(alpha.min(decrease)),
+    let cc_table = other_cc(&cfg, mode, g, &topo, payload)?;
+    let dcqcn = if mode != 1 {
+        Dcqcn::default()
+    } else {
+        Dcqcn {
+            g: Some(g),
+            alpha_timer_us: Some(alpha),
+            increase_timer_us: Some(cfg.positive_f64("RP_TIMER")?.ok_or_else(|| require("RP_TIMER"))?),
+            byte_counter_bytes: Some(0),
+            fast_recovery_steps: Some(
+                cfg.num::<u32>("FAST_RECOVERY_TIMES", "a whole number")?.map(|x| x.1).unwrap_or(5),
+            ),
+            rate_ai_mbps: Some(cfg.rate_mbps("RATE_AI")?.ok_or_else(|| require("RATE_AI"))?),
+            rate_hai_mbps: Some(cfg.rate_mbps("RATE_HAI")?.ok_or_else(|| require("RATE_HAI"))?),
+            min_rate_mbps: Some(cfg.rate_mbps("MIN_RATE")?.unwrap_or(100.0)),
+            rate_reduce_period_us: Some(decrease),
+            initial_alpha: Some(1.0),
+            clamp_target_rate: Some(cfg.flag("CLAMP_TARGET_RATE")?.map(|x| x.1).unwrap_or(false)),
+            cnp_interval_us: Some(alpha.min(decrease)),
+        }
     };
 
     // Simulation: stop time and the link-down fault.
@@ -946,9 +1080,15 @@ pub fn import_str(
         }
         None => None,
     };
-    let not_dcqcn: Vec<&str> = NOT_FOR_DCQCN.iter().copied().filter(|k| cfg.get(k).is_some()).collect();
-    if !not_dcqcn.is_empty() {
-        notes.push(format!("read but unused with CC_MODE 1, in ns-3 too: {}", not_dcqcn.join(", ")));
+    let unused_keys: &[&str] = match mode {
+        1 => NOT_FOR_DCQCN,
+        3 => NOT_FOR_HPCC,
+        7 => NOT_FOR_TIMELY,
+        _ => NOT_FOR_DCTCP,
+    };
+    let unused: Vec<&str> = unused_keys.iter().copied().filter(|k| cfg.get(k).is_some()).collect();
+    if !unused.is_empty() {
+        notes.push(format!("read but unused with CC_MODE {mode}, in ns-3 too: {}", unused.join(", ")));
     }
     let not_produced: Vec<&str> = NOT_PRODUCED.iter().copied().filter(|k| cfg.get(k).is_some()).collect();
     if !not_produced.is_empty() {
@@ -977,9 +1117,15 @@ pub fn import_str(
         flows: fspecs,
         ns3_switch: Some(Ns3Switch { buffer_bytes, headroom_bytes }),
         mtu: Some(payload),
-        dcqcn_on: true,
+        dcqcn_on: mode == 1,
         dcqcn,
         transport,
+        cc_table,
+        header_overhead: Some((
+            "ns3",
+            "count the 48 B per packet ns-3 counts (plus its INT or timestamp header), not the 82 B of the real wire"
+                .to_string(),
+        )),
         ecn_by_speed,
         duration_us: Some((stop * 1e12).round() / 1e6),
         seed: 1,
@@ -1030,13 +1176,23 @@ fn ns3_transport(cfg: &Ns3Config, topo: &Topology, payload: u32) -> Result<Trans
 /// path) / 8; the largest over all pairs. One BFS per host: fine for ns-3-sized topologies
 /// (thousands of hosts), slow beyond.
 pub fn max_bdp_bytes(topo: &Topology, payload: u32) -> u64 {
+    pair_extremes(topo, payload).0
+}
+
+/// third.cc's `maxRtt`: the largest base RTT over host pairs, ps (as `max_bdp_bytes` sizes it).
+pub fn max_rtt_ps(topo: &Topology, payload: u32) -> u64 {
+    pair_extremes(topo, payload).1
+}
+
+/// The largest bandwidth-delay product (bytes) and base RTT (ps) over host pairs.
+fn pair_extremes(topo: &Topology, payload: u32) -> (u64, u64) {
     let n = topo.nodes as usize;
     let mut adj: Vec<Vec<(usize, u64, u64)>> = vec![Vec::new(); n];
     for &(a, b, bps, ps, _, _) in &topo.links {
         adj[a as usize].push((b as usize, bps, ps));
         adj[b as usize].push((a as usize, bps, ps));
     }
-    let mut best = 0u64;
+    let (mut best, mut max_rtt) = (0u64, 0u64);
     let mut dist = vec![u32::MAX; n];
     let mut rtt_ps = vec![0u128; n];
     // The slowest link on the path (third.cc's pairBw).
@@ -1065,9 +1221,10 @@ pub fn max_bdp_bytes(topo: &Topology, payload: u32) -> u64 {
         for dst in (0..n).filter(|&j| j != src && !topo.is_switch[j] && dist[j] != u32::MAX) {
             let bdp = rtt_ps[dst] * bw[dst] as u128 / 8 / 1_000_000_000_000;
             best = best.max(bdp.min(u64::MAX as u128) as u64);
+            max_rtt = max_rtt.max(rtt_ps[dst].min(u64::MAX as u128) as u64);
         }
     }
-    best
+    (best, max_rtt)
 }
 
 fn base(path: &str) -> String {
@@ -1119,9 +1276,22 @@ pub fn ideal_fct_ns(m: &Model, src: NodeId, dst: NodeId, size: u64, payload: u32
         v = port.node;
     }
     let packets = size.div_ceil(payload as u64);
-    let total = size + packets * rocelab_sim::packet::DATA_OVERHEAD as u64;
+    let total = size + packets * data_overhead(m);
     Some(2 * delay_ns + tx_ns + (total as u128 * 8_000_000_000 / bw as u128) as u64)
 }
+
+/// Bytes the model's run counts around each data payload, without INT (as ns-3's ideal FCT
+/// leaves it out): ns-3's 48 B under `header_overhead = "ns3"`, the real wire's 82 B otherwise.
+pub fn data_overhead(m: &Model) -> u64 {
+    match m.config.simulation.header_overhead.unwrap_or_default() {
+        rocelab_model::cc::HeaderOverhead::Ns3 => NS3_DATA_OVERHEAD,
+        rocelab_model::cc::HeaderOverhead::Roce => rocelab_sim::packet::DATA_OVERHEAD as u64,
+    }
+}
+
+/// What HPCC's ns-3 model counts around a data payload (`CustomHeader::GetStaticWholeHeaderSize`
+/// without INT): a 14 B link header, IPv4 20, UDP 8, sequence 4, priority group 2.
+pub const NS3_DATA_OVERHEAD: u64 = 48;
 
 /// A PFC frame as received (what ns-3's PFC file logs).
 #[derive(Clone, Copy, Debug, PartialEq)]

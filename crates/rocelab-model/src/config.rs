@@ -580,6 +580,12 @@ pub enum CongestionControl {
     #[default]
     Dcqcn,
     None,
+    /// HPCC (INT-based), its knobs in `[nic.hpcc]`.
+    Hpcc,
+    /// TIMELY (RTT-gradient), its knobs in `[nic.timely]`.
+    Timely,
+    /// Rate-based DCTCP on RDMA QPs (HPCC's ns-3 CC_MODE 8), its knobs in `[nic.dctcp]`.
+    Dctcp,
 }
 
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
@@ -607,6 +613,13 @@ pub struct NicConfig {
     pub dcqcn: DcqcnConfig,
     #[serde(default)]
     pub qos: HostQosConfig,
+    /// The other congestion-control algorithms' tables (`crate::cc`).
+    #[serde(default)]
+    pub hpcc: crate::cc::HpccConfig,
+    #[serde(default)]
+    pub timely: crate::cc::TimelyConfig,
+    #[serde(default)]
+    pub dctcp: crate::cc::DctcpConfig,
     /// Receive buffer; the NIC sends PFC pauses when it fills past `rx_xoff_bytes`.
     #[serde(default)]
     pub rx_buffer_bytes: Option<u64>,
@@ -809,6 +822,10 @@ pub struct SimulationConfig {
     /// Sampling period of buffer/utilization time series.
     #[serde(default)]
     pub sample_interval_us: Option<f64>,
+    /// Bytes counted around each payload: `roce` (the default, the real wire) or `ns3`
+    /// (what HPCC's ns-3 model counts, for imported ns-3 scenarios).
+    #[serde(default)]
+    pub header_overhead: Option<crate::cc::HeaderOverhead>,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]

@@ -10,6 +10,7 @@
 //!                                                       └─ routing: ECMP groups per switch
 //! ```
 //!
+//! * `cc`       — the congestion-control tables besides DCQCN (`[nic.hpcc]`, `[nic.timely]`, `[nic.dctcp]`);
 //! * `config`   — the schema, one struct per TOML table, unknown keys rejected;
 //! * `presets`  — switch ASIC presets, PFC peer-response table, headroom formula, DCQCN defaults;
 //! * `topology` — leaf-spine, fat-tree, rail-optimized and explicit builders;
@@ -21,6 +22,7 @@
 //! * `diag`     — diagnostics that carry file:line:column;
 //! * `units`    — `SimTime` (ps) and `BitsPerSec`.
 
+pub mod cc;
 pub mod config;
 pub mod diag;
 pub mod infiniband;

@@ -222,6 +222,10 @@ pub struct NicProfile {
     pub firmware: String,
     pub congestion_control: CongestionControl,
     pub dcqcn: Dcqcn,
+    /// The other algorithms' tables (`crate::cc`); only `congestion_control`'s is used.
+    pub hpcc: crate::cc::Hpcc,
+    pub timely: crate::cc::Timely,
+    pub dctcp: crate::cc::DctcpRate,
     pub qos: HostQos,
     pub rx_buffer_bytes: u64,
     pub rx_xoff_bytes: u64,
@@ -1194,6 +1198,9 @@ fn resolve_nic(
             cnp_interval,
             cnp_delay,
         },
+        hpcc: crate::cc::hpcc(&c.hpcc, path, errs),
+        timely: crate::cc::timely(&c.timely, path, errs),
+        dctcp: crate::cc::dctcp(&c.dctcp, path, errs),
         qos: HostQos {
             trust: hq.trust.unwrap_or(qos.trust),
             dscp_to_priority,

@@ -110,8 +110,8 @@ fn wrong_types() {
     expect(&t, "2:10", &["`topology.leaf_spine.leaves`", "invalid type: string \"four\", expected u32", "unquoted"]);
     let t = BASE.replace("host_link = { speed_gbps = 100 }", "host_link = { speed_gbps = \"100G\" }");
     expect(&t, "5:28", &["`topology.leaf_spine.host_link.speed_gbps`", "invalid type: string \"100G\""]);
-    let t = format!("{BASE}[nic]\ncongestion_control = \"timely\"\n");
-    expect(&t, "8:22", &["unknown variant `timely`", "`dcqcn`", "`none`"]);
+    let t = format!("{BASE}[nic]\ncongestion_control = \"swift\"\n");
+    expect(&t, "8:22", &["unknown variant `swift`", "`dcqcn`", "`none`"]);
     let t = format!("{BASE}[[qos.class]]\nname = \"roce\"\npriority = 3\ndscp = 26\n");
     expect(&t, "10:8", &["`qos.class[0].dscp`", "invalid type: integer `26`, expected a sequence", "lists in [ ]"]);
 }

@@ -18,7 +18,7 @@
 //! (`reason = buffer`) above their own α share of the free pool. ECN is marked at dequeue on
 //! the egress queue length (RED between Kmin and Kmax, ECT packets only).
 
-use crate::dcqcn::{Cc, CongestionControl as _, Todo};
+use crate::cc::{Ack, Cc, CcParams, CongestionControl as _, Loss, QpKind, Timer, Todo};
 use crate::event::{Ev, EventQueue};
 use crate::observer::{Observed, Observer, SeriesRecord};
 use crate::pacer::Pacer;
@@ -28,7 +28,7 @@ use crate::stats::*;
 use crate::traffic::{FlowSpec, Transport};
 use crate::workload::{Delivered, FixedFlows, Net, WakeSlots, Workload};
 use rocelab_model::config::{CongestionControl, FaultConfig, FaultKind, HashField, SchedulerKind, WatchdogAction};
-use rocelab_model::{BitsPerSec, Dcqcn, Diagnostic, Model, NodeId, PortId, Role, SimTime};
+use rocelab_model::{BitsPerSec, Diagnostic, Model, NodeId, PortId, Role, SimTime};
 use std::collections::VecDeque;
 
 mod ecmp;
@@ -266,9 +266,16 @@ pub(crate) struct Qp {
     rto_armed: bool,
     timeouts_in_row: u32,
     last_progress: SimTime,
+    /// Its congestion control (`cc`): DCQCN, DCTCP for TCP-like messages, IB CC ...; `None`:
+    /// the port alone paces it.
     cc: Option<Cc>,
-    /// A TCP-like QP's window (`Net::post_tcp`); `None` for RDMA.
-    tcp: Option<Box<crate::dctcp::Dctcp>>,
+    /// The packet timed for the algorithm's RTT sample (`NONE`: none in flight), and when it
+    /// left. Only new packets are timed, and a rewind past it drops it (Karn's rule).
+    rtt_psn: u32,
+    rtt_sent: SimTime,
+    /// Bytes of congestion-control header on each data packet and ACK of this QP: HPCC's INT
+    /// (42 B), ns-3's TIMELY timestamp (8 B with its header count); 0 otherwise.
+    int_bytes: u16,
     /// Receiver: CE-marked packets not yet echoed on an ACK (TCP-like QPs).
     ce_unechoed: u16,
     pub sender_done: Option<SimTime>,
@@ -277,10 +284,6 @@ pub(crate) struct Qp {
     /// InfiniBand with adaptive routing: a bitmap by PSN of packets received ahead of
     /// `rcv_nxt` (allocated at the first reordered packet; empty otherwise).
     ooo: Vec<u64>,
-    /// InfiniBand congestion control at the sender: the CCT index (0: no delay), and whether
-    /// its timer is pending.
-    ccti: u16,
-    ccti_armed: bool,
     nak_for: u32,
     last_cnp: Option<SimTime>,
     since_ack: u32,
@@ -350,12 +353,13 @@ impl Qp {
     /// `IsWinBound`); an ACK reopens it and kicks the NIC.
     #[inline]
     fn window_open(&self) -> bool {
-        if self.window == 0 && self.tcp.is_none() {
+        let own = self.cc.as_ref().and_then(|c| c.window_bytes());
+        if self.window == 0 && own.is_none() {
             return true;
         }
         let in_flight = self.snd_nxt.saturating_sub(self.snd_una) as u64 * self.mtu as u64;
-        if let Some(t) = &self.tcp {
-            return in_flight < t.cwnd_bytes();
+        if let Some(w) = own {
+            return in_flight < w;
         }
         let w = match (&self.cc, self.window_var) {
             (Some(cc), true) => ((self.window as f64 * cc.rate_bps() / cc.line_rate_bps()) as u64).max(1),
@@ -430,7 +434,8 @@ pub struct Sim<'m> {
     dwrr_queues: Vec<u8>,
     quantum: [i64; 8],
     queue_prio_mask: [u8; 8],
-    dcqcn: Vec<Dcqcn>,
+    /// Each NIC profile's congestion-control tables.
+    cc_params: Vec<CcParams>,
     qps_left: usize,
     /// QPs ever created (slots may be fewer: `SimOptions::recycle_qps`).
     qps_created: usize,
@@ -483,6 +488,12 @@ pub struct Sim<'m> {
     sport_rng: Rng,
     /// The link layer's per-packet overheads (RoCEv2 or InfiniBand).
     pub(crate) hdr: ib::Overheads,
+    /// Some NIC profile runs an algorithm fed by INT: switches stamp data packets.
+    int_on: bool,
+    /// The INT stack of each packet slot (empty without `int_on`).
+    int: Vec<crate::cc::IntStack>,
+    /// The stack of the packet the NIC is receiving (kept past its slot's release).
+    int_rx: crate::cc::IntStack,
     /// InfiniBand: VL arbitration, routing mode and destination LIDs (`None` on RoCE).
     pub(crate) ib: Option<Box<ib::IbState>>,
     /// InfiniBand: per port, its credits and VL arbiter (empty on RoCE, so a RoCE port keeps
@@ -713,7 +724,8 @@ impl<'m> Sim<'m> {
             });
         }
         let hash_fields = hash_field_mask(&m.config.routing.ecmp_hash_fields);
-        let dcqcn: Vec<Dcqcn> = m.nics.iter().map(|n| n.dcqcn.clone()).collect();
+        let ib_cc = m.ib.as_ref().and_then(|i| i.cc.as_ref());
+        let cc_params: Vec<CcParams> = m.nics.iter().map(|n| CcParams::of(n, ib_cc)).collect();
         let n_switches = switches.len();
         let fib = ecmp::Fib::new(&m.routing, switches.iter().map(|s| s.node));
         let convergence_per_hop = match m.config.routing.convergence_us_per_hop {
@@ -744,7 +756,7 @@ impl<'m> Sim<'m> {
             dwrr_queues,
             quantum,
             queue_prio_mask,
-            dcqcn,
+            cc_params,
             qps_left: 0,
             qps_created: 0,
             free_qps: Vec::new(),
@@ -771,7 +783,14 @@ impl<'m> Sim<'m> {
             deliveries_due: 0,
             wakes: WakeSlots::default(),
             sport_rng: Rng::new(opts.seed, 0x5150_0000),
-            hdr: if is_ib { ib::Overheads::INFINIBAND } else { ib::Overheads::ROCE },
+            hdr: match (is_ib, m.config.simulation.header_overhead.unwrap_or_default()) {
+                (true, _) => ib::Overheads::INFINIBAND,
+                (false, rocelab_model::cc::HeaderOverhead::Roce) => ib::Overheads::ROCE,
+                (false, rocelab_model::cc::HeaderOverhead::Ns3) => ib::Overheads::NS3,
+            },
+            int_on: !is_ib && m.nics.iter().any(|n| n.congestion_control == CongestionControl::Hpcc),
+            int: Vec::new(),
+            int_rx: crate::cc::IntStack::default(),
             ib_ports: ib_state
                 .as_ref()
                 .map_or_else(Vec::new, |s| vec![ib::IbPort::new(s.initial_credits); m.ports.len()]),
@@ -801,6 +820,27 @@ impl<'m> Sim<'m> {
         Ok(sim)
     }
 
+    /// A QP's base round trip: twice the propagation along its path plus one `frame`-byte
+    /// serialization per hop (as HPCC's `third.cc` sizes its base RTT).
+    fn path_rtt(&self, src_nic: u32, dst: u32, hash: u32, frame: u32) -> SimTime {
+        let mut path = Vec::new();
+        self.trace_path(src_nic, dst, hash, 64, &mut path);
+        path.iter().fold(SimTime::ZERO, |t, &p| {
+            let port = &self.ports[p as usize];
+            t + port.delay + port.delay + ser_time(port, frame)
+        })
+    }
+
+    /// The INT stack of packet slot `id`, the table grown to hold it.
+    #[inline]
+    pub(super) fn int_slot(&mut self, id: u32) -> &mut crate::cc::IntStack {
+        let i = id as usize;
+        if i >= self.int.len() {
+            self.int.resize(self.pkts.capacity_used().max(i + 1), crate::cc::IntStack::default());
+        }
+        &mut self.int[i]
+    }
+
     /// Adds a flow (a message) and its QPs; they start at `f.start`. Returns its index.
     pub(crate) fn post_flow(&mut self, f: FlowSpec) -> u32 {
         let fi = self.flows.len() as u32;
@@ -823,16 +863,24 @@ impl<'m> Sim<'m> {
             };
             (pcp, switch_class)
         };
-        let cc_on = f.transport == Transport::Rdma
-            && self.ib.is_none()
-            && prof.congestion_control == CongestionControl::Dcqcn
-            && prof.qos.ecn_rp_mask & (1 << pcp) != 0;
+        let cc_kind = if f.transport.is_tcp() {
+            QpKind::Tcp { ib_cc: self.ib.as_ref().is_some_and(|i| i.cc.is_some()) }
+        } else if let Some(ib) = &self.ib {
+            QpKind::Ib { cc: ib.cc.is_some() }
+        } else if prof.qos.ecn_rp_mask & (1 << pcp) != 0 {
+            QpKind::Rdma
+        } else {
+            QpKind::RdmaUnmanaged
+        };
         let mut qps = 0;
         for (k, size) in f.qp_sizes() {
             let QpRoute { src_nic, dst_nic, sport, hash } = self.qp_route(&f, k);
             let line = self.ports[self.nics[src_nic as usize].port as usize].speed.0 as f64;
             let mtu = prof.mtu;
             let npkts = size.div_ceil(mtu as u64).min(u32::MAX as u64 - 1) as u32;
+            let path_rtt = || self.path_rtt(src_nic, f.dst.0, hash, mtu + self.hdr.data);
+            let cc = Cc::choose(cc_kind, prof, &self.cc_params[prof_index(self.m, f.src)], line, mtu, path_rtt);
+            let fb = cc.as_ref().map(|c| c.feedback());
             let qp = Qp {
                 flow: fi,
                 src_nic,
@@ -848,7 +896,12 @@ impl<'m> Sim<'m> {
                 sport,
                 ect: self.ib.is_none()
                     && match f.transport {
-                        Transport::Rdma => cc_on || prof.qos.ecn_np_mask & (1 << pcp) != 0,
+                        // ECN-capable where the algorithm reads marks (DCQCN's CNPs, DCTCP's
+                        // echo; not HPCC's INT or TIMELY's RTT), or the receiver answers them.
+                        Transport::Rdma => match fb {
+                            Some(fb) => fb.cnp || fb.echo_ce,
+                            None => prof.qos.ecn_np_mask & (1 << pcp) != 0,
+                        },
                         Transport::Dctcp => true,
                         Transport::LossBased => false,
                     },
@@ -861,14 +914,18 @@ impl<'m> Sim<'m> {
                 rto_armed: false,
                 timeouts_in_row: 0,
                 last_progress: f.start,
-                cc: if cc_on { Some(Cc::dcqcn(line, &self.dcqcn[prof_index(self.m, f.src)])) } else { None },
-                tcp: f.transport.is_tcp().then(|| Box::new(crate::dctcp::Dctcp::new(mtu))),
+                cc,
+                rtt_psn: NONE,
+                rtt_sent: SimTime::ZERO,
+                int_bytes: match fb {
+                    Some(f) if f.int => crate::cc::INT_HEADER_BYTES as u16,
+                    Some(f) if f.rtt => self.hdr.ts as u16,
+                    _ => 0,
+                },
                 ce_unechoed: 0,
                 sender_done: None,
                 rcv_nxt: 0,
                 ooo: Vec::new(),
-                ccti: 0,
-                ccti_armed: false,
                 nak_for: NONE,
                 last_cnp: None,
                 since_ack: 0,
@@ -1216,11 +1273,6 @@ impl<'m> Sim<'m> {
             // (Not counted: a timeout seconds away must not hold a slot. A reused slot's QP
             // takes its timer generations past the old one's, so a stale timeout is ignored.)
             Ev::Rto { qp, gen } => self.on_rto(qp, gen),
-            Ev::CctiTimer { qp } => {
-                self.qp_timer_fired(qp);
-                self.on_ccti_timer(qp);
-                self.maybe_retire(qp);
-            }
             Ev::CnpSend { qp } => {
                 self.qp_timer_fired(qp);
                 self.send_cnp(qp);

@@ -44,10 +44,6 @@ pub enum Ev {
         vl: u8,
         bytes: u32,
     },
-    /// InfiniBand congestion control: a QP's CCTI timer expires.
-    CctiTimer {
-        qp: u32,
-    },
     /// A NIC's rate limiter allows its next packet.
     NicWake {
         host: u32,

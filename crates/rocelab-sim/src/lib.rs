@@ -23,8 +23,13 @@
 //! | QPs: sending, receiving, ACK/NAK/CNP, timeouts, port choice | `engine::nic` |
 //! | what a fault does when it happens | `engine::faults`; resolving `[[fault]]`: `engine::resolve_faults` |
 //! | invariants recounted from the packets | `engine::invariants` |
-//! | congestion control: the `CongestionControl` trait, DCQCN's two variants behind it | `dcqcn` |
-//! | the TCP-like transport's window (DCTCP, RFC 8257), for `Net::post_tcp` | `dctcp` |
+//! | congestion control: the one interface every algorithm sits behind (CNP, ACK with RTT and INT, loss, timers), static dispatch by enum | `cc` |
+//! | DCQCN's two variants (paper, mlx5) | `cc::dcqcn` |
+//! | the TCP-like transport's window (DCTCP, RFC 8257), for `Net::post_tcp` | `cc::dctcp` |
+//! | InfiniBand congestion control at the sender (CCT index, timer) | `cc::ibcc` |
+//! | HPCC (INT stamped at switch egress, echoed on ACKs) | `cc::hpcc`; stamping: `engine::sched` |
+//! | TIMELY (RTT gradient; one timed packet per round trip) | `cc::timely` |
+//! | DCTCP as a rate on RDMA QPs (HPCC's ns-3 CC_MODE 8) | `cc::dctcp_rate` |
 //! | pacing a QP at its rate | `pacer` |
 //! | the workload API (messages, delivery callbacks), the engine a `Net` talks to | `workload` |
 //! | the flow-level engine (max-min rates on the same ECMP paths, same workloads) | `flow`; its fill: `flow::maxmin` |
@@ -49,14 +54,17 @@
 //! touches; packets are 48 bytes in a slab with a free list; events are small `Copy` values and
 //! an event entry is 24 bytes. No allocation per event in steady state (`rocelab-bench` counts
 //! them), no `dyn` call per event (the workload is called once per delivered message), stale
-//! timers are cancelled by generation counters. Rare handlers (faults, the watchdog, samples)
+//! timers are cancelled by generation counters. A QP's congestion control is `cc::Cc`, an enum
+//! over the algorithms with its state inline: every ACK and every packet sent calls it, so it
+//! is a `match` the compiler inlines, not a trait object (an indirect call and a heap object
+//! per QP); the set of algorithms is closed at compile time and each is one file plus one line
+//! of `cc`'s registry. Rare handlers (faults, the watchdog, samples)
 //! are `#[cold]` so they stay out of the dispatch loop's code. No platform `libm` call on a
 //! path that changes results, no `HashMap` iteration, no wall clock: same model + same seed →
 //! byte-identical reports (a golden test checks one summary's hash).
 
 pub mod alloc;
-pub mod dcqcn;
-pub mod dctcp;
+pub mod cc;
 pub mod engine;
 pub mod event;
 pub mod flow;
@@ -71,6 +79,7 @@ pub mod stats;
 pub mod traffic;
 pub mod workload;
 
+pub use cc::{dcqcn, dctcp};
 pub use engine::{EngineKind, Progress, Sim, SimOptions};
 pub use flow::FlowSim;
 pub use report::RunReport;

@@ -23,18 +23,27 @@ use super::*;
 use rocelab_model::config::IbRoutingKind;
 use rocelab_model::infiniband::{self as ibm, Ib};
 
-/// Bytes every packet kind carries besides its payload, per link layer.
+/// Bytes every packet kind carries besides its payload, per link layer (and, for RoCE, per
+/// the simulator whose count a run reproduces: `[simulation] header_overhead`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Overheads {
     pub data: u32,
     pub ack: u32,
     pub cnp: u32,
+    /// The smallest ACK frame (ns-3 pads its ACKs to 60 B).
+    pub ack_floor: u32,
+    /// A timestamp header on data and ACKs of an RTT-timed QP (ns-3's TIMELY carries 8 B).
+    pub ts: u32,
 }
 
 impl Overheads {
-    pub const ROCE: Overheads = Overheads { data: DATA_OVERHEAD, ack: ACK_WIRE, cnp: CNP_WIRE };
+    pub const ROCE: Overheads = Overheads { data: DATA_OVERHEAD, ack: ACK_WIRE, cnp: CNP_WIRE, ack_floor: 0, ts: 0 };
     pub const INFINIBAND: Overheads =
-        Overheads { data: ibm::IB_DATA_OVERHEAD, ack: ibm::IB_ACK_WIRE, cnp: ibm::IB_CNP_WIRE };
+        Overheads { data: ibm::IB_DATA_OVERHEAD, ack: ibm::IB_ACK_WIRE, cnp: ibm::IB_CNP_WIRE, ack_floor: 0, ts: 0 };
+    /// HPCC's ns-3 model (`custom-header.cc`, `rdma-hw.cc`): 14 B link header + IPv4 20 + UDP
+    /// 8 + sequence 4 + priority group 2 on data; ACKs of 14 + 20 + 12 B padded to 60; CNPs of
+    /// 14 + 20 + 8. No preamble, gap or FCS (its point-to-point links serialize the packet).
+    pub const NS3: Overheads = Overheads { data: 48, ack: 46, cnp: 42, ack_floor: 60, ts: 8 };
 }
 
 /// A port's InfiniBand state, beside its `Port` (only on IB fabrics).
@@ -322,47 +331,6 @@ impl Sim<'_> {
         }
     }
 
-    /// A BECN at the sender: the CCT index rises by `ccti_increase` (up to the limit) and the
-    /// timer that lowers it is armed.
-    pub(super) fn on_becn(&mut self, qi: u32) {
-        let Some(cc) = self.ib.as_ref().and_then(|i| i.cc.clone()) else { return };
-        let now = self.now;
-        let q = &mut self.qps[qi as usize];
-        q.st.cnps += 1;
-        if q.sender_done.is_some() {
-            return;
-        }
-        q.ccti = q.ccti.saturating_add(cc.ccti_increase).min(cc.ccti_limit);
-        // One timer per QP at a time: it re-arms itself while the index is above zero, and
-        // holds the QP's slot while pending (`push_qp_timer`), so it is never stale.
-        if !q.ccti_armed {
-            q.ccti_armed = true;
-            self.push_qp_timer(now + cc.ccti_timer, Ev::CctiTimer { qp: qi }, qi);
-        }
-    }
-
-    /// The CCTI timer: the index falls by one; the pending send is re-timed with the shorter
-    /// delay; the timer runs again while the index is above zero.
-    pub(super) fn on_ccti_timer(&mut self, qi: u32) {
-        let Some(cc) = self.ib.as_ref().and_then(|i| i.cc.clone()) else { return };
-        let now = self.now;
-        let q = &self.qps[qi as usize];
-        let port = self.nics[q.src_nic as usize].port;
-        let ser = ser_time(&self.ports[port as usize], q.pacer.last_wire());
-        let q = &mut self.qps[qi as usize];
-        q.ccti = q.ccti.saturating_sub(1);
-        let moved = q.pacer.regap(cc.gap(ser, q.ccti));
-        if q.ccti > 0 && q.sender_done.is_none() {
-            self.push_qp_timer(now + cc.ccti_timer, Ev::CctiTimer { qp: qi }, qi);
-        } else {
-            q.ccti_armed = false;
-        }
-        if let Some(at) = moved {
-            let nic = self.qps[qi as usize].src_nic;
-            self.wake_nic_at(nic, at.max(now));
-        }
-    }
-
     /// A packet arrives at a switch of an InfiniBand fabric: routed, held in the input
     /// port's VL buffer (which the sender's credits guarantee has room), queued at egress.
     pub(super) fn switch_arrive_ib(&mut self, sw: u32, in_port: u32, pkt: u32) {
@@ -451,8 +419,8 @@ mod tests {
 
     #[test]
     fn ib_headers_are_26_bytes_and_an_ack_30() {
-        assert_eq!(Overheads::INFINIBAND, Overheads { data: 26, ack: 30, cnp: 42 });
-        assert_eq!(Overheads::ROCE, Overheads { data: 82, ack: 86, cnp: 98 });
+        assert_eq!(Overheads::INFINIBAND, Overheads { data: 26, ack: 30, cnp: 42, ack_floor: 0, ts: 0 });
+        assert_eq!(Overheads::ROCE, Overheads { data: 82, ack: 86, cnp: 98, ack_floor: 0, ts: 0 });
     }
 
     /// The credit test: h1 stops draining at 20 µs. Its switch port may send one

@@ -117,12 +117,16 @@ impl Sim<'_> {
         let q = &mut self.qps[qi as usize];
         let psn = q.snd_nxt;
         let payload = q.payload_of(psn);
-        let wire = payload + self.hdr.data;
+        let wire = payload + self.hdr.data + q.int_bytes as u32;
         if psn < q.st.max_sent_psn_plus1 {
             q.st.retransmitted_packets += 1;
             self.stats.retransmitted += 1;
         } else {
             q.st.max_sent_psn_plus1 = psn + 1;
+            if q.rtt_psn == NONE && q.cc.as_ref().is_some_and(|c| c.feedback().rtt) {
+                q.rtt_psn = psn;
+                q.rtt_sent = now;
+            }
         }
         q.snd_nxt += 1;
         let pkt = Packet {
@@ -142,18 +146,14 @@ impl Sim<'_> {
             in_prio: 0,
             enq_time: now,
         };
-        // InfiniBand congestion control: the CCT's inter-packet delay after this packet.
-        if q.ccti > 0 {
-            if let Some(cc) = self.ib.as_ref().and_then(|i| i.cc.as_ref()) {
-                let ser = ser_time(&self.ports[port as usize], wire);
-                q.pacer.sent_with_gap(now, wire, cc.gap(ser, q.ccti));
-            }
-        }
-        // Pace by the QP's current rate (DCQCN), never faster than the port.
-        // (Without congestion control the port alone paces the QP.)
+        // Pace by the QP's congestion control (DCQCN's rate, IB CC's CCT delay), never faster
+        // than the port. (Without one, or with a window only, the port alone paces the QP.)
         if let Some(cc) = &mut q.cc {
-            cc.on_sent(wire as u64, &self.dcqcn[prof]);
-            q.pacer.sent(now, wire, cc.rate_bps(), cc.line_rate_bps());
+            let p = &self.cc_params[prof];
+            cc.on_sent(now, wire, p);
+            if let Some(gap) = cc.send_gap(wire, ser_time(&self.ports[port as usize], wire), p) {
+                q.pacer.sent_with_gap(now, wire, gap);
+            }
         }
         if !q.rto_armed {
             if let Some(rto) = self.m.nics[prof].retransmit_timeout {
@@ -167,6 +167,9 @@ impl Sim<'_> {
         self.stats.data_sent += 1;
         self.stats.sent += 1;
         let id = self.alloc_pkt(pkt);
+        if self.int_on {
+            self.int_slot(id).n = 0;
+        }
         self.put_on_wire(port, id);
     }
 
@@ -203,6 +206,10 @@ impl Sim<'_> {
     pub(super) fn host_receive(&mut self, nic: u32, pkt: u32) {
         let now = self.now;
         let p = *self.pkts.get(pkt);
+        if self.int_on {
+            // (The slot may be reused by the ACK this packet asks for.)
+            self.int_rx = *self.int_slot(pkt);
+        }
         self.free_pkt(pkt);
         self.stats.delivered += 1;
         let qi = p.qp;
@@ -218,16 +225,16 @@ impl Sim<'_> {
                     self.send_cnp(qi);
                 } else if p.ecn == CE {
                     self.nics[nic as usize].st.ecn_marked_rx += 1;
-                    if self.qps[qi as usize].tcp.is_some() {
+                    if self.qps[qi as usize].cc.as_ref().is_some_and(|c| c.feedback().echo_ce) {
                         // A TCP-like receiver echoes the mark on its next ACK (no CNP).
                         let q = &mut self.qps[qi as usize];
                         q.ce_unechoed = q.ce_unechoed.saturating_add(1);
                     } else if prof.qos.ecn_np_mask & (1 << p.pcp) != 0 {
                         let q = &mut self.qps[qi as usize];
-                        let iv = self.dcqcn[prof_i].cnp_interval;
+                        let iv = self.cc_params[prof_i].dcqcn.cnp_interval;
                         if q.last_cnp.is_none_or(|t| now >= t + iv) {
                             q.last_cnp = Some(now);
-                            let delay = self.dcqcn[prof_i].cnp_delay;
+                            let delay = self.cc_params[prof_i].dcqcn.cnp_delay;
                             if delay == SimTime::ZERO {
                                 self.send_cnp(qi);
                             } else {
@@ -323,15 +330,43 @@ impl Sim<'_> {
                         q.snd_nxt = p.psn;
                     }
                 }
-                if let Some(t) = &mut q.tcp {
-                    // The ACK's payload field carries the CE marks it echoes.
-                    t.on_ack(q.snd_una.saturating_sub(old_una), p.payload as u32, q.snd_una, snd_max);
-                    if p.kind == Kind::Nak {
-                        t.on_loss(q.snd_una, snd_max);
+                // The timed packet's sample, when this acknowledges it; a rewind past it
+                // drops it (its copy would be timed from the first send).
+                let mut rtt = None;
+                if q.rtt_psn != NONE {
+                    if q.snd_una > q.rtt_psn {
+                        rtt = Some(now - q.rtt_sent);
+                        q.rtt_psn = NONE;
+                    } else if q.snd_nxt <= q.rtt_psn {
+                        q.rtt_psn = NONE;
                     }
+                }
+                let mut todos = [Todo::Nothing; 2];
+                let mut stepped = false;
+                if let Some(cc) = q.cc.as_mut().filter(|c| c.feedback().acks) {
+                    let prof = self.nics[q.src_nic as usize].profile;
+                    let params = &self.cc_params[prof];
+                    // The ACK's payload field carries the CE marks it echoes.
+                    let ack = Ack {
+                        newly_acked: q.snd_una.saturating_sub(old_una),
+                        ce_echoed: p.payload as u32,
+                        snd_una: q.snd_una,
+                        snd_max,
+                        acked_psn: new_una.saturating_sub(1),
+                        rtt,
+                        int: self.int_rx.hops(),
+                    };
+                    todos[0] = cc.on_ack(now, &ack, params);
+                    if p.kind == Kind::Nak {
+                        todos[1] = cc.on_loss(now, Loss::Nak { snd_una: q.snd_una, snd_max }, params);
+                    }
+                    stepped = true;
                 }
                 let src_nic = q.src_nic;
                 if q.snd_una >= q.npkts && q.sender_done.is_none() {
+                    if let Some(cc) = &mut q.cc {
+                        cc.on_done();
+                    }
                     q.sender_done = Some(now);
                     q.rto_gen = q.rto_gen.wrapping_add(1);
                     self.qps_left -= 1;
@@ -341,20 +376,23 @@ impl Sim<'_> {
                         list.remove(pos);
                     }
                 }
+                if stepped {
+                    let gen = self.qps[qi as usize].cc.as_ref().map_or(0, |c| c.increase_gen());
+                    for todo in todos {
+                        self.apply_todo(qi, todo, gen);
+                    }
+                }
                 // Kick the QP's own NIC: on a multi-port host the ACK may arrive on another port.
                 self.nic_try_send(src_nic);
             }
-            Kind::Cnp if self.ib.is_some() => {
-                self.nics[nic as usize].st.cnp_received += 1;
-                self.on_becn(qi);
-            }
             Kind::Cnp => {
+                // A RoCE CNP, or on InfiniBand a BECN.
                 self.nics[nic as usize].st.cnp_received += 1;
                 let prof = self.nics[nic as usize].profile;
                 let q = &mut self.qps[qi as usize];
                 q.st.cnps += 1;
                 if let Some(cc) = &mut q.cc {
-                    let todo = cc.on_cnp(now, &self.dcqcn[prof]);
+                    let todo = cc.on_cnp(now, &self.cc_params[prof]);
                     let gen = cc.increase_gen();
                     self.apply_todo(qi, todo, gen);
                 }
@@ -363,14 +401,21 @@ impl Sim<'_> {
         self.maybe_retire(qi);
     }
 
-    /// After a DCQCN step: re-time the QP's pending send at its new rate (up or down), wake
-    /// its NIC if that send moved earlier, and arm the timer the step asks for.
+    /// After a congestion-control step: re-time the QP's pending send at its new rate or
+    /// delay (up or down), wake its NIC if that send moved earlier, and arm the timer the step
+    /// asks for.
     pub(super) fn apply_todo(&mut self, qp: u32, todo: Todo, gen: u32) {
         let q = &mut self.qps[qp as usize];
-        if let Some(cc) = &q.cc {
-            if let Some(at) = q.pacer.retime(cc.rate_bps(), cc.line_rate_bps()) {
-                let (nic, at) = (q.src_nic, at.max(self.now));
-                self.wake_nic_at(nic, at);
+        if let Some(cc) = &mut q.cc {
+            let nic = q.src_nic as usize;
+            let (port, prof) = (self.nics[nic].port, self.nics[nic].profile);
+            let wire = q.pacer.last_wire();
+            let ser = ser_time(&self.ports[port as usize], wire);
+            if let Some(gap) = cc.regap(wire, ser, &self.cc_params[prof]) {
+                if let Some(at) = q.pacer.regap(gap) {
+                    let (nic, at) = (q.src_nic, at.max(self.now));
+                    self.wake_nic_at(nic, at);
+                }
             }
         }
         match todo {
@@ -391,7 +436,7 @@ impl Sim<'_> {
             if cc.increase_gen() != gen {
                 return;
             }
-            let todo = cc.on_increase_timer(now, &self.dcqcn[prof]);
+            let todo = cc.on_timer(now, Timer::Increase, &self.cc_params[prof]);
             let g = cc.increase_gen();
             self.apply_todo(qi, todo, g);
         }
@@ -402,7 +447,7 @@ impl Sim<'_> {
         let prof = self.nics[self.qps[qi as usize].src_nic as usize].profile;
         let q = &mut self.qps[qi as usize];
         if let Some(cc) = &mut q.cc {
-            let todo = cc.on_reduce_check(now, &self.dcqcn[prof]);
+            let todo = cc.on_timer(now, Timer::Check, &self.cc_params[prof]);
             let g = cc.increase_gen();
             self.apply_todo(qi, todo, g);
         }
@@ -426,14 +471,18 @@ impl Sim<'_> {
             q.last_progress = now;
         }
         if now >= q.last_progress + rto {
-            if let Some(t) = &mut q.tcp {
-                t.on_timeout();
+            if let Some(cc) = q.cc.as_mut().filter(|c| c.feedback().acks) {
+                // (No timer or rate change follows a timeout in the algorithms that read it.)
+                cc.on_loss(now, Loss::Timeout, &self.cc_params[prof]);
             }
             q.st.timeouts += 1;
             q.timeouts_in_row += 1;
             if q.timeouts_in_row > retry_cnt as u32 {
                 // Like an RC QP whose retry count is exhausted: the QP goes to the error state.
                 q.st.failed = true;
+                if let Some(cc) = &mut q.cc {
+                    cc.on_done();
+                }
                 q.sender_done = Some(now);
                 self.qps_left -= 1;
                 self.active_qps -= 1;
@@ -490,12 +539,19 @@ impl Sim<'_> {
     pub(super) fn send_ctrl(&mut self, qi: u32, kind: Kind, psn: u32) {
         let q = &self.qps[qi as usize];
         let (nic, class, pcp) = (q.dst_nic, q.class, q.pcp);
-        let mut pkt = self.ctrl_packet(qi, kind, psn, class, pcp, self.hdr.ack);
-        if self.qps[qi as usize].tcp.is_some() {
+        let int_bytes = self.qps[qi as usize].int_bytes as u32;
+        let wire = (self.hdr.ack + int_bytes).max(self.hdr.ack_floor);
+        let mut pkt = self.ctrl_packet(qi, kind, psn, class, pcp, wire);
+        if self.qps[qi as usize].cc.as_ref().is_some_and(|c| c.feedback().echo_ce) {
             pkt.payload = std::mem::take(&mut self.qps[qi as usize].ce_unechoed);
         }
         self.stats.sent += 1;
         let id = self.alloc_pkt(pkt);
+        if self.int_on && self.qps[qi as usize].cc.as_ref().is_some_and(|c| c.feedback().int) {
+            // The receiver echoes the INT stack of the data packet it answers.
+            let stack = self.int_rx;
+            *self.int_slot(id) = stack;
+        }
         self.nics[nic as usize].ack_q.push_back(id);
         self.nic_try_send(nic);
     }
@@ -610,6 +666,7 @@ enabled = false
         match s.qps[0].cc.as_mut().expect("DCQCN is on") {
             Cc::Paper(c) => c.state.rc = bps,
             Cc::Mlx5(c) => c.state.rc = bps,
+            other => panic!("not DCQCN: {other:?}"),
         }
     }
 

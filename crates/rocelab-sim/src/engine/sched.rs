@@ -153,10 +153,27 @@ impl Sim<'_> {
             self.arb_sent(port, size as u32);
         }
         self.release(sw, in_port, in_prio, size);
+        if self.int_on && kind == Kind::Data {
+            self.stamp_int(port, pkt, size);
+        }
         self.put_on_wire(port, pkt);
         if self.ports[port as usize].nonempty != 0 {
             self.busy(port);
         }
+    }
+
+    /// HPCC's INT at a switch egress: the port's bytes still queued (all queues, after this
+    /// packet left), its bytes sent including this packet, the time and the link rate.
+    #[inline]
+    fn stamp_int(&mut self, port: u32, pkt: u32, size: u64) {
+        let p = &self.ports[port as usize];
+        let hop = crate::cc::IntHop {
+            qlen_bytes: p.queues.iter().map(|q| q.bytes).sum(),
+            tx_bytes: p.tx_bytes + size,
+            time: self.now,
+            rate_bps: p.speed.0,
+        };
+        self.int_slot(pkt).push(hop);
     }
 }
 

@@ -33,54 +33,14 @@
 //!
 //! # Shape of the code
 //!
-//! The engine talks to a sender's congestion control through the small [`CongestionControl`]
-//! trait: four events in (CNP, reduce check, increase timer, bytes sent), a [`Todo`] out, and
-//! the rate the pacer must hold. Both variants are built on one [`RateState`] (Rc, Rt, α, the
+//! Both variants sit behind the crate's congestion-control interface (`cc`): they read CNPs,
+//! their two timers (increase: [`Timer::Increase`]; mlx5's deferred cut: [`Timer::Check`]) and
+//! the bytes sent, and pace by rate. They are built on one [`RateState`] (Rc, Rt, α, the
 //! counters, the increase timer's generation) that owns what they share — the cut, the α
-//! decay, the three-phase increase — and differ only where the module doc above says they
-//! do. A QP holds a [`Cc`], an enum of the variants that implements the trait by a `match`:
-//! no `dyn` call per packet and no `Box` per QP. A new algorithm is a new type implementing
-//! the trait and a new arm of [`Cc`] (its knobs beside [`Dcqcn`] in the NIC profile, if it
-//! has its own).
+//! decay, the three-phase increase — and differ only where the module doc above says they do.
 
-use rocelab_model::config::DcqcnVariant;
+use super::{rate_gap, CongestionControl, Feedback, Timer, Todo};
 use rocelab_model::{Dcqcn, SimTime};
-
-/// What the engine must schedule after a congestion-control step.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Todo {
-    Nothing,
-    /// (Re)arm the increase timer at this time with the current increase generation.
-    ArmIncrease(SimTime),
-    /// Evaluate a deferred cut at this time (mlx5: at most one per reduce period).
-    ArmReduce(SimTime),
-}
-
-/// A sender-side (reaction point) congestion control of one QP, as the engine drives it.
-///
-/// The engine delivers the events below and arms the timers each returned [`Todo`] asks for;
-/// an increase timer fires only while its generation is still
-/// [`increase_gen`](CongestionControl::increase_gen), so a restart cancels the pending one
-/// without touching the event queue.
-pub trait CongestionControl {
-    /// The knobs, shared by every QP of a NIC profile and passed on each call (not copied
-    /// into each QP).
-    type Params;
-    /// A CNP arrived for this QP.
-    fn on_cnp(&mut self, now: SimTime, p: &Self::Params) -> Todo;
-    /// The check an earlier `Todo::ArmReduce` asked for.
-    fn on_reduce_check(&mut self, now: SimTime, p: &Self::Params) -> Todo;
-    /// The increase timer fired (its generation already checked).
-    fn on_increase_timer(&mut self, now: SimTime, p: &Self::Params) -> Todo;
-    /// `bytes` (wire bytes) were sent.
-    fn on_sent(&mut self, bytes: u64, p: &Self::Params);
-    /// The rate the QP may send at now, bits/s.
-    fn rate_bps(&self) -> f64;
-    /// The rate it started from and never exceeds (its port's speed), bits/s.
-    fn line_rate_bps(&self) -> f64;
-    /// The generation of the increase timer: a timer armed under another one is stale.
-    fn increase_gen(&self) -> u32;
-}
 
 /// What both DCQCN variants keep per QP, and the steps they share.
 #[derive(Clone, Debug)]
@@ -226,10 +186,8 @@ impl PaperDcqcn {
     }
 }
 
-impl CongestionControl for PaperDcqcn {
-    type Params = Dcqcn;
-
-    fn on_cnp(&mut self, now: SimTime, p: &Dcqcn) -> Todo {
+impl PaperDcqcn {
+    pub fn on_cnp(&mut self, now: SimTime, p: &Dcqcn) -> Todo {
         let s = &mut self.state;
         // The paper applies no +g lazily: each CNP adds its own at once, below.
         s.settle_alpha(now, p, false);
@@ -242,32 +200,32 @@ impl CongestionControl for PaperDcqcn {
     }
 
     /// Never asked for: the paper cuts on the CNP itself.
-    fn on_reduce_check(&mut self, _now: SimTime, _p: &Dcqcn) -> Todo {
+    pub fn on_reduce_check(&mut self, _now: SimTime, _p: &Dcqcn) -> Todo {
         Todo::Nothing
     }
 
     #[inline]
-    fn on_increase_timer(&mut self, now: SimTime, p: &Dcqcn) -> Todo {
+    pub fn on_increase_timer(&mut self, now: SimTime, p: &Dcqcn) -> Todo {
         self.state.timer_increase(now, p, Self::hyper_steps)
     }
 
     #[inline]
-    fn on_sent(&mut self, bytes: u64, p: &Dcqcn) {
+    pub fn on_sent(&mut self, bytes: u64, p: &Dcqcn) {
         self.state.sent(bytes, p, Self::hyper_steps)
     }
 
     #[inline]
-    fn rate_bps(&self) -> f64 {
+    pub fn rate_bps(&self) -> f64 {
         self.state.rc
     }
 
     #[inline]
-    fn line_rate_bps(&self) -> f64 {
+    pub fn line_rate_bps(&self) -> f64 {
         self.state.line
     }
 
     #[inline]
-    fn increase_gen(&self) -> u32 {
+    pub fn increase_gen(&self) -> u32 {
         self.state.inc_gen
     }
 }
@@ -312,10 +270,8 @@ impl Mlx5Dcqcn {
     }
 }
 
-impl CongestionControl for Mlx5Dcqcn {
-    type Params = Dcqcn;
-
-    fn on_cnp(&mut self, now: SimTime, p: &Dcqcn) -> Todo {
+impl Mlx5Dcqcn {
+    pub fn on_cnp(&mut self, now: SimTime, p: &Dcqcn) -> Todo {
         if !self.seen_cnp {
             self.seen_cnp = true;
             self.state.alpha = p.initial_alpha;
@@ -347,7 +303,7 @@ impl CongestionControl for Mlx5Dcqcn {
     }
 
     /// The rate-reduce check, at most once per `rate_reduce_period`.
-    fn on_reduce_check(&mut self, now: SimTime, p: &Dcqcn) -> Todo {
+    pub fn on_reduce_check(&mut self, now: SimTime, p: &Dcqcn) -> Todo {
         self.reduce_armed = false;
         if !self.cnp_pending {
             return Todo::Nothing;
@@ -364,103 +320,85 @@ impl CongestionControl for Mlx5Dcqcn {
     }
 
     #[inline]
-    fn on_increase_timer(&mut self, now: SimTime, p: &Dcqcn) -> Todo {
+    pub fn on_increase_timer(&mut self, now: SimTime, p: &Dcqcn) -> Todo {
         self.state.timer_increase(now, p, Self::hyper_steps)
     }
 
     #[inline]
-    fn on_sent(&mut self, bytes: u64, p: &Dcqcn) {
+    pub fn on_sent(&mut self, bytes: u64, p: &Dcqcn) {
         self.state.sent(bytes, p, Self::hyper_steps)
     }
 
     #[inline]
-    fn rate_bps(&self) -> f64 {
+    pub fn rate_bps(&self) -> f64 {
         self.state.rc
     }
 
     #[inline]
-    fn line_rate_bps(&self) -> f64 {
+    pub fn line_rate_bps(&self) -> f64 {
         self.state.line
     }
 
     #[inline]
-    fn increase_gen(&self) -> u32 {
+    pub fn increase_gen(&self) -> u32 {
         self.state.inc_gen
     }
 }
 
-/// The congestion control a QP holds: one of the implementations, chosen once from the NIC
-/// profile, called by a `match` (static dispatch, the state inline in the QP).
-#[derive(Clone, Debug)]
-pub enum Cc {
-    Paper(PaperDcqcn),
-    Mlx5(Mlx5Dcqcn),
-}
-
-impl Cc {
-    /// DCQCN in the variant `p` names, starting at line rate.
-    pub fn dcqcn(line_bps: f64, p: &Dcqcn) -> Self {
-        match p.variant {
-            DcqcnVariant::Paper => Cc::Paper(PaperDcqcn::new(line_bps, p)),
-            DcqcnVariant::Mlx5 => Cc::Mlx5(Mlx5Dcqcn::new(line_bps, p)),
-        }
-    }
-}
-
-/// Forwards a trait call to the variant held.
-macro_rules! each_cc {
-    ($self:expr, $cc:ident => $call:expr) => {
-        match $self {
-            Cc::Paper($cc) => $call,
-            Cc::Mlx5($cc) => $call,
+/// Both variants behind the common interface: they read CNPs, their two timers and the bytes
+/// sent, and pace by rate.
+macro_rules! dcqcn_cc {
+    ($ty:ty) => {
+        impl CongestionControl for $ty {
+            type Params = Dcqcn;
+            #[inline]
+            fn on_cnp(&mut self, now: SimTime, p: &Dcqcn) -> Todo {
+                <$ty>::on_cnp(self, now, p)
+            }
+            #[inline]
+            fn on_timer(&mut self, now: SimTime, which: Timer, p: &Dcqcn) -> Todo {
+                match which {
+                    Timer::Increase => self.on_increase_timer(now, p),
+                    Timer::Check => self.on_reduce_check(now, p),
+                }
+            }
+            #[inline]
+            fn on_sent(&mut self, _now: SimTime, wire: u32, p: &Dcqcn) {
+                <$ty>::on_sent(self, wire as u64, p)
+            }
+            #[inline]
+            fn send_gap(&self, wire: u32, _ser: SimTime, _p: &Dcqcn) -> Option<SimTime> {
+                Some(rate_gap(wire, self.state.rc, self.state.line))
+            }
+            #[inline]
+            fn rate_bps(&self) -> f64 {
+                self.state.rc
+            }
+            #[inline]
+            fn line_rate_bps(&self) -> f64 {
+                self.state.line
+            }
+            #[inline]
+            fn increase_gen(&self) -> u32 {
+                self.state.inc_gen
+            }
+            fn feedback(&self) -> Feedback {
+                Feedback::CNP
+            }
         }
     };
 }
 
-impl CongestionControl for Cc {
-    type Params = Dcqcn;
-
-    #[inline]
-    fn on_cnp(&mut self, now: SimTime, p: &Dcqcn) -> Todo {
-        each_cc!(self, c => c.on_cnp(now, p))
-    }
-
-    #[inline]
-    fn on_reduce_check(&mut self, now: SimTime, p: &Dcqcn) -> Todo {
-        each_cc!(self, c => c.on_reduce_check(now, p))
-    }
-
-    #[inline]
-    fn on_increase_timer(&mut self, now: SimTime, p: &Dcqcn) -> Todo {
-        each_cc!(self, c => c.on_increase_timer(now, p))
-    }
-
-    #[inline]
-    fn on_sent(&mut self, bytes: u64, p: &Dcqcn) {
-        each_cc!(self, c => c.on_sent(bytes, p))
-    }
-
-    #[inline]
-    fn rate_bps(&self) -> f64 {
-        each_cc!(self, c => c.rate_bps())
-    }
-
-    #[inline]
-    fn line_rate_bps(&self) -> f64 {
-        each_cc!(self, c => c.line_rate_bps())
-    }
-
-    #[inline]
-    fn increase_gen(&self) -> u32 {
-        each_cc!(self, c => c.increase_gen())
-    }
-}
+dcqcn_cc!(PaperDcqcn);
+dcqcn_cc!(Mlx5Dcqcn);
 
 #[cfg(test)]
 mod tests {
     //! Scripted CNP sequences; every expected value is computed here by hand from the
     //! algorithm in the module doc, not read back from the code under test.
+    use super::super::{Cc, CcParams};
     use super::*;
+    use rocelab_model::config::DcqcnVariant;
     use rocelab_model::presets;
     use rocelab_model::BitsPerSec;
 
@@ -776,8 +714,8 @@ mod tests {
         while out.len() < max_steps {
             todo = match todo {
                 Todo::Nothing => break,
-                Todo::ArmReduce(t) => cc.on_reduce_check(t, p),
-                Todo::ArmIncrease(t) => cc.on_increase_timer(t, p),
+                Todo::ArmReduce(t) => cc.on_timer(t, Timer::Check, p),
+                Todo::ArmIncrease(t) => cc.on_timer(t, Timer::Increase, p),
             };
             out.push(cc.rate_bps());
         }
@@ -790,14 +728,14 @@ mod tests {
         assert!(matches!(Cc::dcqcn(LINE, &params(DcqcnVariant::Mlx5)), Cc::Mlx5(_)));
         // paper: the CNP halves at once (α = 1); the timer 55 µs later is a fast-recovery
         // step back toward Rt = 100 G: (100 + 50)/2 = 75 G.
-        let p = params(DcqcnVariant::Paper);
-        let mut cc = Cc::dcqcn(LINE, &p);
+        let p = CcParams::for_dcqcn(params(DcqcnVariant::Paper));
+        let mut cc = Cc::dcqcn(LINE, &p.dcqcn);
         assert_eq!(drive(&mut cc, &p, SimTime(0), 2), vec![50e9, 75e9]);
         assert_eq!(cc.increase_gen(), 1, "one cut, one restart of the increase timer");
         // mlx5: the CNP only schedules the cut (the rate is still line), which then takes
         // α/2 = 1023/2048 off: 100 G · 1025/2048 = 50.048828125 G.
-        let p = params(DcqcnVariant::Mlx5);
-        let mut cc = Cc::dcqcn(LINE, &p);
+        let p = CcParams::for_dcqcn(params(DcqcnVariant::Mlx5));
+        let mut cc = Cc::dcqcn(LINE, &p.dcqcn);
         assert_eq!(drive(&mut cc, &p, SimTime(0), 2), vec![100e9, 50.048828125e9]);
         assert_eq!(cc.line_rate_bps(), LINE);
     }
@@ -817,14 +755,13 @@ mod tests {
             self.gen += 1;
             Todo::ArmIncrease(now + *recover_after)
         }
-        fn on_reduce_check(&mut self, _: SimTime, _: &SimTime) -> Todo {
-            Todo::Nothing
-        }
-        fn on_increase_timer(&mut self, _: SimTime, _: &SimTime) -> Todo {
+        fn on_timer(&mut self, _: SimTime, _: Timer, _: &SimTime) -> Todo {
             self.rate = self.line;
             Todo::Nothing
         }
-        fn on_sent(&mut self, _: u64, _: &SimTime) {}
+        fn feedback(&self) -> Feedback {
+            Feedback::CNP
+        }
         fn rate_bps(&self) -> f64 {
             self.rate
         }

@@ -13,6 +13,9 @@
 //! What is not TCP: retransmission is the engine's go-back-N from the NAK (no SACK), and the
 //! timeout is the NIC profile's. The window, not DCQCN, paces the flow (no CNPs are sent for it).
 
+use super::{Ack, CongestionControl, Feedback, Loss, Todo};
+use rocelab_model::SimTime;
+
 /// DCTCP's α gain.
 pub const G: f64 = 1.0 / 16.0;
 /// Initial window, in MSS (RFC 6928).
@@ -101,6 +104,43 @@ impl Dctcp {
         self.ssthresh = (self.cwnd / 2.0).max(2.0 * self.mss);
         self.cwnd = self.mss;
         self.cuts += 1;
+    }
+}
+
+/// DCTCP behind the common interface: it reads ACKs (with their echoed marks) and losses, and
+/// binds the QP by its window alone (the port paces it).
+impl CongestionControl for Dctcp {
+    type Params = ();
+
+    #[inline]
+    fn on_ack(&mut self, _now: SimTime, ack: &Ack, _p: &()) -> Todo {
+        Dctcp::on_ack(self, ack.newly_acked, ack.ce_echoed, ack.snd_una, ack.snd_max);
+        Todo::Nothing
+    }
+
+    fn on_loss(&mut self, _now: SimTime, loss: Loss, _p: &()) -> Todo {
+        match loss {
+            Loss::Nak { snd_una, snd_max } => Dctcp::on_loss(self, snd_una, snd_max),
+            Loss::Timeout => self.on_timeout(),
+        }
+        Todo::Nothing
+    }
+
+    fn rate_bps(&self) -> f64 {
+        f64::INFINITY
+    }
+
+    fn line_rate_bps(&self) -> f64 {
+        f64::INFINITY
+    }
+
+    #[inline]
+    fn window_bytes(&self) -> Option<u64> {
+        Some(self.cwnd_bytes())
+    }
+
+    fn feedback(&self) -> Feedback {
+        Feedback { cnp: false, echo_ce: true, int: false, acks: true, rtt: false }
     }
 }
 
