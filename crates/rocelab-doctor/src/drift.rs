@@ -47,6 +47,10 @@ pub struct Intent {
     pub nics_per_node: Option<u32>,
     /// FNV-1a hash of the fabric file, recorded in the report.
     pub fabric_hash: Option<u64>,
+    /// Switch egress queue -> the priority of the lossless class it carries: a drop there is
+    /// a broken promise, not congestion (empty when the fabric declares no lossless class).
+    #[serde(default)]
+    pub lossless_queues: BTreeMap<u8, u8>,
 }
 
 impl Intent {

@@ -117,6 +117,7 @@ pub fn from_model(model: &Model, source: &str) -> Intent {
         hosts,
         nics_per_node: Some(nics_per_node),
         fabric_hash: Some(model.fabric_hash),
+        lossless_queues: model.qos.classes.iter().filter(|c| c.lossless).map(|c| (c.queue, c.priority)).collect(),
     }
 }
 
@@ -152,6 +153,8 @@ mod tests {
         assert_eq!(h.dcqcn.get("roce_rp/rpg_min_dec_fac"), Some(&50));
         assert_eq!(h.line_rate_gbps, Some(400.0));
         assert_eq!(i.node_net_gbps("host0"), Some(400.0));
+        // The default QoS: RoCE on priority 3, queue 3, lossless.
+        assert_eq!(i.lossless_queues, [(3u8, 3u8)].into_iter().collect());
     }
 
     #[test]

@@ -96,19 +96,23 @@ pub fn run(a: Args) -> VerbResult {
         skipped_inputs.extend(dump.skipped);
     }
     let mut extra_nccl = Vec::new();
+    // NCCL outputs are streamed line by line: a job's log can be far larger than a counter file.
+    let open = |p: &PathBuf| {
+        std::fs::File::open(p)
+            .map(std::io::BufReader::new)
+            .map_err(|e| Failure::bad_input(format!("error: cannot read {}: {e}", p.display())))
+    };
     for p in &a.nccl {
-        let text = rocelab_doctor::util::read_small(p)
-            .map_err(|e| Failure::bad_input(format!("error: cannot read {}: {e}", p.display())))?;
         let hint = p.file_stem().map(|s| s.to_string_lossy().into_owned());
-        let runs = rocelab_doctor::parse::nccl::parse(&text, hint.as_deref())
+        let runs = rocelab_doctor::parse::nccl::parse_reader(open(p)?, hint.as_deref())
             .map_err(|e| Failure::bad_input(format!("error: {}", e.in_file(p))))?;
         extra_nccl.extend(runs);
     }
     let mut nccl_log = rocelab_doctor::parse::nccl_log::NcclLog::default();
     for p in &a.nccl_log {
-        let text = rocelab_doctor::util::read_small(p)
+        let log = rocelab_doctor::parse::nccl_log::parse_reader(open(p)?)
             .map_err(|e| Failure::bad_input(format!("error: cannot read {}: {e}", p.display())))?;
-        nccl_log.merge(&rocelab_doctor::parse::nccl_log::parse(&text));
+        nccl_log.merge(&log);
     }
     let mut twin = Vec::new();
     for p in &a.twin {
