@@ -66,6 +66,8 @@ pub struct RawSnapshot {
     /// ([`crate::util::MAX_TEXT_BYTES`]), parsed line by line as they were read.
     pub nccl_streamed: Vec<(String, Result<Vec<parse::nccl::NcclRun>, ParseError>)>,
     pub nccl_logs_streamed: Vec<(String, parse::nccl_log::NcclLog)>,
+    /// Tool runs that failed or timed out in this collection (the exporter's `rocelab_up`).
+    pub tool_errors: usize,
     pub gpu_topo: Option<String>,
     pub modules: Option<String>,
 }
