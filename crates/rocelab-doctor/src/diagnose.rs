@@ -455,7 +455,9 @@ fn enable_cmd(port: &RdmaPort, nd: Option<&Netdev>, host: &str, opts: &Options, 
         .unwrap_or_else(|| vec![3]);
     prios
         .iter()
-        .map(|p| format!("echo 1 > /sys/class/net/{netdev}/ecn/{dir}/enable/{p}"))
+        .map(|p| {
+            format!("echo 1 > {}", crate::util::sh_quote(&format!("/sys/class/net/{netdev}/ecn/{dir}/enable/{p}")))
+        })
         .collect::<Vec<_>>()
         .join("; ")
 }
@@ -547,7 +549,7 @@ fn host_rules(
                 ),
                 format!("{dir}_global_pause +{}", frames.map(thousands).unwrap_or_else(|| "?".into())),
             ];
-            out.push(f("global-pause", sev, host, format!("{nd} {dir}"), format!("802.3x link-level pause{share}: {who}, and it stops every traffic class on the link, not only RoCE"), ev, &format!("a RoCE fabric uses PFC per priority, not global pause: turn link-level pause off on the NIC (`ethtool -A {nd} rx off tx off`) and the switch port, and enable PFC on the RoCE priority")));
+            out.push(f("global-pause", sev, host, format!("{nd} {dir}"), format!("802.3x link-level pause{share}: {who}, and it stops every traffic class on the link, not only RoCE"), ev, &format!("a RoCE fabric uses PFC per priority, not global pause: turn link-level pause off on the NIC (`ethtool -A {} rx off tx off`) and the switch port, and enable PFC on the RoCE priority", crate::util::sh_quote(nd))));
         }
         if let Some(v) = w.eth(nd, "tx_pause_storm_error_events").filter(|v| *v > 0) {
             out.push(f("pfc-storm", Severity::Error, host, nd.clone(), format!("the NIC's pause-storm guard fired {v} time(s) and stopped sending pauses"), vec![format!("tx_pause_storm_error_events +{v} {window}")], "the host stopped draining its receive queue for longer than the storm timeout: check the host (driver, PCIe, hung process)"));

@@ -7,6 +7,43 @@ use std::path::Path;
 /// counter and is refused rather than read into memory.
 pub const MAX_TEXT_BYTES: u64 = 8 << 20;
 
+/// A word as a POSIX shell reads it back unchanged: as is when it holds only characters no
+/// shell treats specially, else in single quotes (a `'` inside becomes `'\''`). Every
+/// copy-paste command the doctor prints goes through this: netdev and host names come from
+/// dumps, and the hints are run as root.
+pub fn sh_quote(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars().all(|c| {
+            c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/' | ':' | ',' | '=' | '@' | '%' | '+')
+        });
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// Text for a terminal: control characters other than newline (ANSI escapes, carriage
+/// returns, backspaces from a host name or a dump) shown as `\x1b`, `\r`, ... instead of being
+/// interpreted.
+pub fn escape_controls(s: &str) -> String {
+    if !s.chars().any(|c| c.is_control() && c != '\n') {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        match c {
+            '\n' => out.push('\n'),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() && (c as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// The longest line the streaming readers keep; the rest of a longer line is skipped (no
 /// counter, result row or NCCL message is anywhere near this long).
 pub const MAX_LINE_BYTES: usize = 64 * 1024;

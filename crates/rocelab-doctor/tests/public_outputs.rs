@@ -230,3 +230,35 @@ fn a_twin_table_without_its_collective_is_named() {
     assert_eq!(d.data_problems[0].subject, "twin.txt");
     assert!(d.data_problems[0].message.contains("no `# Collective test starting:` line"));
 }
+
+#[test]
+fn hints_quote_names_and_the_report_escapes_controls() {
+    // A dump whose netdev name is a shell command and whose host name carries ANSI escapes.
+    let snap = |t: u64, ecn: u64, pause: u64| {
+        let mut s = Snapshot {
+            host: "\u{1b}[2Jgpu01".into(),
+            taken_at_unix_ms: t,
+            origin: "dump/x".into(),
+            ..Default::default()
+        };
+        let nd = "eth0;reboot";
+        let text = format!("NIC statistics:\n     rx_global_pause: {pause}\n");
+        s.netdevs.insert(
+            nd.into(),
+            Netdev { name: nd.into(), ethtool: Some(ethtool::parse_stats(&text).unwrap()), ..Default::default() },
+        );
+        let mut p = RdmaPort { device: "mlx5_0".into(), port: 1, netdev: Some(nd.into()), ..Default::default() };
+        p.counters.insert("np_ecn_marked_roce_packets".into(), ecn);
+        p.counters.insert("np_cnp_sent".into(), 0);
+        s.rdma_ports.insert("mlx5_0/1".into(), p);
+        s
+    };
+    let d = diagnose(vec![snap(0, 0, 0), snap(60_000, 5_000, 10)], &Options::default());
+    let ecn = d.findings.iter().find(|f| f.code == "ecn-without-cnp").expect("ecn-without-cnp");
+    assert!(ecn.hint.contains("`echo 1 > '/sys/class/net/eth0;reboot/ecn/roce_np/enable/3'`"), "{}", ecn.hint);
+    let gp = d.findings.iter().find(|f| f.code == "global-pause").expect("global-pause");
+    assert!(gp.hint.contains("`ethtool -A 'eth0;reboot' rx off tx off`"), "{}", gp.hint);
+    let text = rocelab_doctor::report::human(&d);
+    assert!(!text.contains('\u{1b}'), "{text}");
+    assert!(text.contains("\\x1b[2Jgpu01"), "{text}");
+}
