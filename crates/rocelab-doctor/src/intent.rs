@@ -74,7 +74,8 @@ fn host_intent(model: &Model, nic: &NicProfile, line_rate_gbps: Option<f64>) -> 
         cnp_dscp: Some(q.cnp_dscp),
         cnp_priority: Some(q.cnp_priority),
         roce_mtu: Some(nic.mtu),
-        firmware: (!nic.firmware.is_empty()).then(|| nic.firmware.clone()),
+        // The model says "unspecified" when the fabric file names no firmware: nothing to compare.
+        firmware: (!nic.firmware.is_empty() && nic.firmware != "unspecified").then(|| nic.firmware.clone()),
         dcqcn: explicit.map(|c| dcqcn_knobs(&c.dcqcn)).unwrap_or_default(),
         line_rate_gbps,
     }
