@@ -219,6 +219,26 @@ impl<'a> Window<'a> {
     }
 }
 
+impl Finding {
+    /// The one way findings are made: the code must be registered in [`crate::rules`] with
+    /// this severity (checked in debug builds, so by every test that fires the rule).
+    pub fn new(
+        code: &'static str,
+        severity: Severity,
+        node: &str,
+        subject: String,
+        message: String,
+        evidence: Vec<String>,
+        hint: &str,
+    ) -> Finding {
+        debug_assert!(
+            crate::rules::lookup(code).is_some_and(|r| r.severities.contains(&severity)),
+            "finding `{code}` ({severity:?}) is not registered in rules.rs with that severity"
+        );
+        Finding { code, severity, node: node.to_string(), subject, message, evidence, hint: hint.to_string() }
+    }
+}
+
 fn f(
     code: &'static str,
     severity: Severity,
@@ -228,7 +248,7 @@ fn f(
     evidence: Vec<String>,
     hint: &str,
 ) -> Finding {
-    Finding { code, severity, node: node.to_string(), subject, message, evidence, hint: hint.to_string() }
+    Finding::new(code, severity, node, subject, message, evidence, hint)
 }
 
 fn pct(x: f64) -> String {

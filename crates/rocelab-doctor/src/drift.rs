@@ -95,15 +95,7 @@ pub(crate) fn finding(
     evidence: Vec<String>,
     hint: &str,
 ) -> Finding {
-    Finding {
-        code,
-        severity,
-        node: node.to_string(),
-        subject: subject.to_string(),
-        message,
-        evidence,
-        hint: hint.to_string(),
-    }
+    Finding::new(code, severity, node, subject.to_string(), message, evidence, hint)
 }
 
 /// Compares the latest state of each RoCE netdev in `snap` with `intent`.
