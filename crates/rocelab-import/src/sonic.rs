@@ -383,9 +383,11 @@ pub fn from_json(file: &str, text: &str) -> Result<SonicImport, ImportError> {
     if let Some(x) = pools.and_then(|t| t.get("ingress_lossless_pool")).and_then(|p| field(p, "xoff")) {
         notes.push(format!("ingress_lossless_pool has a shared headroom pool (xoff {x} B): rocelab reserves headroom per port and priority instead"));
     }
+    // SAI encodes α as 2^dynamic_th; Spectrum allows 1/128 to 64 (dynamic_th -7..6), and
+    // SONiC's profiles use up to 7. Anything else is not a setting but a typo.
     let alpha = |name: &str| -> Option<Alpha> {
-        let th: i32 = profiles?.get(name).and_then(|p| field(p, "dynamic_th"))?.parse().ok()?;
-        Some((2f64.powi(th), th))
+        let th: i32 = profiles?.get(name).and_then(|p| field(p, "dynamic_th"))?.trim().parse().ok()?;
+        (-8..=8).contains(&th).then(|| (2f64.powi(th), th))
     };
     // (key, (α, dynamic_th), profile)
     let alphas: Vec<(&str, Option<Alpha>, &str)> = vec![

@@ -79,3 +79,49 @@ fn ports_that_disagree_are_noted_and_a_broken_reference_is_an_error() {
     let e = sonic::from_json("c.json", "{\n  \"PORT\": [\n").unwrap_err().to_string();
     assert!(e.starts_with("error: c.json:3: not JSON"), "{e}");
 }
+
+/// Mutations of the sample (seeded, dependency-free): the importer never panics, and every
+/// file it writes loads.
+#[test]
+fn mutated_configs_never_panic() {
+    let seed = std::fs::read_to_string(data("config_db.json")).unwrap();
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = |n: usize| {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        (x.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1) as u64) as usize
+    };
+    let alphabet = b"0123456789-,|[]{}\":. aAeEz";
+    let mut loaded = 0;
+    let mut failed_load: Vec<String> = Vec::new();
+    for _ in 0..400 {
+        let mut v = seed.clone().into_bytes();
+        for _ in 0..1 + next(4) {
+            let i = next(v.len());
+            match next(3) {
+                0 => v[i] = alphabet[next(alphabet.len())],
+                1 => {
+                    let n = next(30).min(v.len() - i);
+                    v.drain(i..i + n);
+                }
+                _ => v.splice(i..i, b"99999999999999999999".iter().copied()).for_each(drop),
+            }
+        }
+        let text = String::from_utf8_lossy(&v);
+        let out = std::panic::catch_unwind(|| sonic::from_json("m.json", &text));
+        let imp = out.unwrap_or_else(|_| panic!("panicked on {text}"));
+        if let Ok(imp) = imp {
+            let r = std::panic::catch_unwind(|| rocelab_model::load_str("fabric.toml", &imp.toml).is_ok());
+            if r.expect("load panicked") {
+                loaded += 1;
+            } else {
+                failed_load.push(rocelab_model::load_str("fabric.toml", &imp.toml).unwrap_err().to_string());
+            }
+        }
+    }
+    eprintln!("sonic mutations: {loaded} of 400 imported and loaded; {} imported and did not load", failed_load.len());
+    // An import that succeeds writes a file that loads.
+    assert!(failed_load.is_empty(), "{failed_load:?}");
+    assert!(loaded > 0, "no mutation imported and loaded");
+}
