@@ -56,11 +56,12 @@ cnp_interval_us = 4
 "#;
 
 #[test]
-fn collect_on_a_host_without_rdma_devices_says_so_and_succeeds() {
+fn collect_on_a_host_without_rdma_devices_says_so_and_fails() {
     let root = tmp("nordma");
     let out = rocelab(&["collect", "--sysfs-root", root.to_str().unwrap(), "--out", root.join("d").to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
-    assert!(stdout(&out).contains("no RDMA devices under"), "{}", stdout(&out));
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no RDMA devices under") && err.contains("examples/doctor-dump/"), "{err}");
     assert!(!root.join("d").exists());
     std::fs::remove_dir_all(&root).unwrap();
 }

@@ -126,19 +126,56 @@ pub fn collect_raw(opts: &CollectOptions, ports: &[PortRef]) -> RawSnapshot {
         };
         raw.rdma_ports.insert((p.device.clone(), p.port), RawRdmaPort { netdev: p.netdev.clone(), counters });
     }
-    let run = |tool: &Option<PathBuf>, args: &[&str], notes: &mut Vec<String>| -> Option<String> {
-        if opts.tools.disabled {
-            return None;
+    // Every tool run is a job; all run at once, each under its own deadline, so one hung
+    // tool costs one timeout, not one per run after it.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Slot {
+        EthtoolS,
+        EthtoolI,
+        MlnxQos,
+        RdmaStatistic,
+        GpuTopo,
+    }
+    let mut jobs: Vec<(Option<String>, Slot, PathBuf, Vec<String>)> = Vec::new();
+    let mut job = |nd: Option<&String>, slot: Slot, tool: &Option<PathBuf>, args: &[&str]| {
+        if let (false, Some(t)) = (opts.tools.disabled, tool) {
+            jobs.push((nd.cloned(), slot, t.clone(), args.iter().map(|s| s.to_string()).collect()));
         }
-        let t = tool.as_ref()?;
-        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        match tools::run(t, &args, opts.tool_timeout) {
-            Ok(out) => Some(out),
+    };
+    for nd in &netdevs {
+        job(Some(nd), Slot::EthtoolS, &opts.tools.ethtool, &["-S", nd]);
+        job(Some(nd), Slot::EthtoolI, &opts.tools.ethtool, &["-i", nd]);
+        job(Some(nd), Slot::MlnxQos, &opts.tools.mlnx_qos, &["-i", nd]);
+    }
+    if !ports.is_empty() {
+        job(None, Slot::RdmaStatistic, &opts.tools.rdma, &["statistic", "show"]);
+    }
+    if opts.gpu_path {
+        job(None, Slot::GpuTopo, &opts.tools.nvidia_smi, &["topo", "-m"]);
+    }
+    let results: Vec<Result<String, tools::ToolError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> =
+            jobs.iter().map(|(_, _, t, args)| scope.spawn(move || tools::run(t, args, opts.tool_timeout))).collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| Err(tools::ToolError::Failed("tool".into(), "panic".into(), String::new())))
+            })
+            .collect()
+    });
+    let mut outputs: Vec<(Option<String>, Slot, String)> = Vec::new();
+    for ((nd, slot, _, _), res) in jobs.into_iter().zip(results) {
+        match res {
+            Ok(out) => outputs.push((nd, slot, out)),
             Err(e) => {
+                raw.tool_errors += 1;
                 notes.push(e.to_string());
-                None
             }
         }
+    }
+    let mut take = |nd: Option<&String>, slot: Slot| -> Option<String> {
+        let i = outputs.iter().position(|(n, s, _)| n.as_ref() == nd && *s == slot)?;
+        Some(outputs.swap_remove(i).2)
     };
     for nd in &netdevs {
         let dir = opts.sysfs_root.join("class/net").join(nd);
@@ -147,19 +184,17 @@ pub fn collect_raw(opts: &CollectOptions, ports: &[PortRef]) -> RawSnapshot {
             Default::default()
         });
         let r = RawNetdev {
-            ethtool_s: run(&opts.tools.ethtool, &["-S", nd], notes),
-            ethtool_i: run(&opts.tools.ethtool, &["-i", nd], notes),
-            mlnx_qos: run(&opts.tools.mlnx_qos, &["-i", nd], notes),
+            ethtool_s: take(Some(nd), Slot::EthtoolS),
+            ethtool_i: take(Some(nd), Slot::EthtoolI),
+            mlnx_qos: take(Some(nd), Slot::MlnxQos),
             sysfs,
         };
         raw.netdevs.insert(nd.clone(), r);
     }
-    if !ports.is_empty() {
-        raw.rdma_statistic = run(&opts.tools.rdma, &["statistic", "show"], notes);
-    }
+    raw.rdma_statistic = take(None, Slot::RdmaStatistic);
+    raw.gpu_topo = take(None, Slot::GpuTopo);
     // The GPUDirect RDMA path: PCIe topology, the peer-memory module, NCCL's own words.
     if opts.gpu_path {
-        raw.gpu_topo = run(&opts.tools.nvidia_smi, &["topo", "-m"], notes);
         match crate::util::read_small(&opts.proc_root.join("modules")) {
             Ok(t) => raw.modules = Some(t),
             Err(e) => notes.push(format!("{}: {e}: loaded modules unknown", opts.proc_root.join("modules").display())),

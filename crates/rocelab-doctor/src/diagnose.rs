@@ -22,11 +22,15 @@
 //! | `link-flap` | error | link down events |
 //! | `link-errors` | warning | CRC or PCS symbol errors grew |
 //! | `switch-drops` | warning | switch queue / no-buffer drops grew |
+//! | `lossless-drops` | error | the same on a queue the fabric declares lossless |
+//! | `pause-flood` | warning | pause frames at ≥ `pause_flood_per_s` with no duration counter |
 //! | `firmware-mix` | warning | NICs of one kind run different firmware across hosts |
 //! | `busbw-low` | error / warning | nccl-tests busbw below `busbw_error` / `busbw_warn` of the expected |
 //! | `busbw-reference` | warning | busbw above `busbw_max` of the expected: the expected figure is wrong (never "OK") |
 //! | `busbw-ok`, `single-node` | info | busbw as expected; a one-node run does not test the network |
 //! | `nccl-wrong-results` | error | nccl-tests validation found wrong values |
+//! | `busbw-not-judged` | info | the run's largest size is below 256 MiB |
+//! | `nccl-transport-error`, `nccl-timeout`, `nccl-warn` | error / error / info | `NCCL WARN` lines |
 //! | `twin-shortfall`, `twin-above`, `twin-match` | error / warning / info | busbw against the twin's at sizes from 256 MiB ([`crate::twin`]) |
 //! | `drift-*` | see `drift` | one snapshot against the intended config |
 //! | `gpudirect`, `gpu-nic-far`, `rail-misaligned`, `gdr-not-used`, `nccl-socket-fallback` | see `gpudirect` | the GPUDirect RDMA path |
@@ -86,6 +90,11 @@ pub struct Thresholds {
     pub twin_warn: f64,
     /// Real busbw below this share of the twin's: error.
     pub twin_error: f64,
+    /// PFC pause frames per second on one priority that are a flood when no pause-duration
+    /// counter says how long they paused (missing, as on SONiC, or reset in the window).
+    /// At 400 Gb/s one pause of the largest quanta (65,535 × 512 bit times) lasts 84 µs, so
+    /// 1,000 such frames a second can hold the link for up to 8.4 % of the time.
+    pub pause_flood_per_s: f64,
 }
 
 impl Default for Thresholds {
@@ -98,6 +107,7 @@ impl Default for Thresholds {
             busbw_max: 1.25,
             twin_warn: 0.9,
             twin_error: 0.7,
+            pause_flood_per_s: 1000.0,
         }
     }
 }
@@ -209,6 +219,26 @@ impl<'a> Window<'a> {
     }
 }
 
+impl Finding {
+    /// The one way findings are made: the code must be registered in [`crate::rules`] with
+    /// this severity (checked in debug builds, so by every test that fires the rule).
+    pub fn new(
+        code: &'static str,
+        severity: Severity,
+        node: &str,
+        subject: String,
+        message: String,
+        evidence: Vec<String>,
+        hint: &str,
+    ) -> Finding {
+        debug_assert!(
+            crate::rules::lookup(code).is_some_and(|r| r.severities.contains(&severity)),
+            "finding `{code}` ({severity:?}) is not registered in rules.rs with that severity"
+        );
+        Finding { code, severity, node: node.to_string(), subject, message, evidence, hint: hint.to_string() }
+    }
+}
+
 fn f(
     code: &'static str,
     severity: Severity,
@@ -218,11 +248,42 @@ fn f(
     evidence: Vec<String>,
     hint: &str,
 ) -> Finding {
-    Finding { code, severity, node: node.to_string(), subject, message, evidence, hint: hint.to_string() }
+    Finding::new(code, severity, node, subject, message, evidence, hint)
 }
 
 fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
+}
+
+/// `pause-flood`: pause frames at a rate that is a storm whatever their duration, for
+/// counters without a duration (SONiC) or whose duration counter was reset.
+fn pause_flood(
+    out: &mut Vec<Finding>,
+    th: &Thresholds,
+    node: &str,
+    subject: String,
+    frames: u64,
+    secs: f64,
+    why: &str,
+) {
+    let rate = frames as f64 / secs;
+    if rate < th.pause_flood_per_s {
+        return;
+    }
+    out.push(f(
+        "pause-flood",
+        Severity::Warning,
+        node,
+        subject,
+        format!("{} PFC pause frames in {secs:.1} s ({rate:.0}/s, threshold {:.0}/s); how long they paused is unknown", thousands(frames), th.pause_flood_per_s),
+        vec![format!("pause frames +{} over {secs:.1} s", thousands(frames)), why.to_string()],
+        "a steady stream of pauses means a congested or stalled receiver downstream: find who sends them (the tx side of the peer), and collect a pause-duration counter (mlx5 `*_pause_duration`, `show pfc counters --history`) to measure the paused share",
+    ));
+}
+
+/// SONiC unicast queue `UC3` -> 3 (multicast queues carry no RoCE).
+fn unicast_queue(q: &str) -> Option<u8> {
+    q.strip_prefix("UC").and_then(|n| n.parse().ok())
 }
 
 const RETRANS: &[&str] =
@@ -240,10 +301,15 @@ const NETWORK_CODES: &[&str] = &[
     "link-flap",
     "link-errors",
     "switch-drops",
+    "lossless-drops",
+    "pause-flood",
+    "nccl-transport-error",
+    "nccl-timeout",
 ];
 
 /// Runs every rule over the snapshots.
 pub fn diagnose(mut snaps: Vec<Snapshot>, opts: &Options) -> Diagnosis {
+    let order_problems = time_order(&snaps);
     snaps.sort_by(|a, b| (&a.host, a.taken_at_unix_ms, &a.origin).cmp(&(&b.host, b.taken_at_unix_ms, &b.origin)));
     let mut by_host: BTreeMap<String, Vec<&Snapshot>> = BTreeMap::new();
     for s in &snaps {
@@ -258,6 +324,16 @@ pub fn diagnose(mut snaps: Vec<Snapshot>, opts: &Options) -> Diagnosis {
     let mut fabric_pauses: Vec<(u64, String)> = Vec::new();
     let mut fabric_ecn: Option<u64> = None;
     dx.data_problems.extend(opts.skipped_inputs.iter().cloned());
+    dx.data_problems.extend(order_problems);
+    for (source, t) in &opts.twin {
+        if t.op.is_none() {
+            dx.data_problems.push(DataProblem {
+                node: "twin".into(),
+                subject: source.clone(),
+                message: "not used: the table has no `# Collective test starting:` line, so its collective is unknown (tables written by `rocelab simulate --collective` have one)".into(),
+            });
+        }
+    }
     for (host, list) in &by_host {
         let last = *list.last().expect("groups are non-empty");
         // Every snapshot's notes, not only the last one's: a file cut short in the first
@@ -268,6 +344,7 @@ pub fn diagnose(mut snaps: Vec<Snapshot>, opts: &Options) -> Diagnosis {
                 dx.notes.push(format!("{host}: {n}"));
             }
         }
+        dx.data_problems.extend(unmatched_netdevs(last));
         if let Some(intent) = &opts.intent {
             dx.findings.extend(check_drift(last, intent));
         }
@@ -310,11 +387,74 @@ pub fn diagnose(mut snaps: Vec<Snapshot>, opts: &Options) -> Diagnosis {
         extra_log.merge(&r.log);
     }
     crate::gpudirect::rules(&latest, &extra_log, &mut dx.findings);
+    let mut all_log = extra_log.clone();
+    for s in &latest {
+        all_log.merge(&s.nccl_log);
+    }
+    nccl_warn_rules(&all_log, &mut dx.findings);
     nccl_rules(&snaps, &by_host, opts, &mut dx);
     dx.findings.sort_by(|a, b| {
         b.severity.cmp(&a.severity).then(a.code.cmp(b.code)).then(a.node.cmp(&b.node)).then(a.subject.cmp(&b.subject))
     });
     dx
+}
+
+/// Snapshots of one host whose times run against their order in the input (a collect names
+/// directories by time, so this means a hand-made dump or a clock that stepped back): the
+/// window is taken in time order, and this says so.
+fn time_order(snaps: &[Snapshot]) -> Vec<DataProblem> {
+    let mut last: BTreeMap<&str, &Snapshot> = BTreeMap::new();
+    let mut out = Vec::new();
+    for s in snaps {
+        if s.taken_at_unix_ms == 0 {
+            out.push(DataProblem {
+                node: s.host.clone(),
+                subject: s.origin.clone(),
+                message: "meta.json gives no time (taken_at_unix_ms = 0): rates over this snapshot are meaningless"
+                    .into(),
+            });
+        }
+        let parent = |o: &str| std::path::Path::new(o).parent().map(|p| p.to_path_buf());
+        if let Some(prev) = last.get(s.host.as_str()) {
+            // Only within one dump: dumps given on the command line may come in any order.
+            if s.taken_at_unix_ms < prev.taken_at_unix_ms && parent(&s.origin) == parent(&prev.origin) {
+                out.push(DataProblem {
+                    node: s.host.clone(),
+                    subject: s.origin.clone(),
+                    message: format!(
+                        "time goes backwards: taken at {}, before {} ({}) which precedes it in the input; the host clock stepped back or meta.json is wrong. The window is taken in time order",
+                        crate::util::iso8601_utc(s.taken_at_unix_ms),
+                        prev.origin,
+                        crate::util::iso8601_utc(prev.taken_at_unix_ms)
+                    ),
+                });
+            }
+        }
+        last.insert(&s.host, s);
+    }
+    out
+}
+
+/// RDMA ports whose netdev is not in the snapshot (renamed by udev, or a dump that lost it):
+/// every rule that joins the two (drift, the PFC priorities of a port) is silent for them.
+fn unmatched_netdevs(s: &Snapshot) -> Vec<DataProblem> {
+    if s.netdevs.is_empty() {
+        return Vec::new();
+    }
+    s.rdma_ports
+        .values()
+        .filter_map(|p| {
+            let nd = p.netdev.as_ref()?;
+            (!s.netdevs.contains_key(nd)).then(|| DataProblem {
+                node: s.host.clone(),
+                subject: p.key(),
+                message: format!(
+                    "its netdev `{nd}` is not among this snapshot's netdevs ({}): renamed? The port's drift and QoS rules did not run",
+                    s.netdevs.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            })
+        })
+        .collect()
 }
 
 /// `echo 1 > /sys/class/net/<netdev>/ecn/<dir>/enable/<prio>` for this port, with its netdev
@@ -335,7 +475,9 @@ fn enable_cmd(port: &RdmaPort, nd: Option<&Netdev>, host: &str, opts: &Options, 
         .unwrap_or_else(|| vec![3]);
     prios
         .iter()
-        .map(|p| format!("echo 1 > /sys/class/net/{netdev}/ecn/{dir}/enable/{p}"))
+        .map(|p| {
+            format!("echo 1 > {}", crate::util::sh_quote(&format!("/sys/class/net/{netdev}/ecn/{dir}/enable/{p}")))
+        })
         .collect::<Vec<_>>()
         .join("; ")
 }
@@ -368,7 +510,25 @@ fn host_rules(
                 if let Some(fr) = frames.filter(|v| *v > 0) {
                     fabric_pauses.push((fr, format!("{host} {nd} priority {p} {dir}")));
                 }
-                let Some(dur) = dur_us else { continue };
+                let Some(dur) = dur_us else {
+                    // No duration (missing or reset): the frame rate alone can still show a flood.
+                    if let Some(fr) = frames {
+                        let has = w
+                            .last
+                            .netdevs
+                            .get(nd)
+                            .and_then(|n| n.ethtool.as_ref())
+                            .and_then(|e| e.get(&format!("{dir}_prio{p}_pause_duration")))
+                            .is_some();
+                        let why = if has {
+                            "the pause-duration counter went down (reset) in the window"
+                        } else {
+                            "no pause-duration counter in this output"
+                        };
+                        pause_flood(out, th, host, format!("{nd} priority {p} {dir}"), fr, secs, why);
+                    }
+                    continue;
+                };
                 let ratio = dur as f64 / (secs * 1e6);
                 let meaning = if dir == "rx" {
                     "the switch paused this NIC (fabric congestion toward its destinations)"
@@ -409,7 +569,7 @@ fn host_rules(
                 ),
                 format!("{dir}_global_pause +{}", frames.map(thousands).unwrap_or_else(|| "?".into())),
             ];
-            out.push(f("global-pause", sev, host, format!("{nd} {dir}"), format!("802.3x link-level pause{share}: {who}, and it stops every traffic class on the link, not only RoCE"), ev, &format!("a RoCE fabric uses PFC per priority, not global pause: turn link-level pause off on the NIC (`ethtool -A {nd} rx off tx off`) and the switch port, and enable PFC on the RoCE priority")));
+            out.push(f("global-pause", sev, host, format!("{nd} {dir}"), format!("802.3x link-level pause{share}: {who}, and it stops every traffic class on the link, not only RoCE"), ev, &format!("a RoCE fabric uses PFC per priority, not global pause: turn link-level pause off on the NIC (`ethtool -A {} rx off tx off`) and the switch port, and enable PFC on the RoCE priority", crate::util::sh_quote(nd))));
         }
         if let Some(v) = w.eth(nd, "tx_pause_storm_error_events").filter(|v| *v > 0) {
             out.push(f("pfc-storm", Severity::Error, host, nd.clone(), format!("the NIC's pause-storm guard fired {v} time(s) and stopped sending pauses"), vec![format!("tx_pause_storm_error_events +{v} {window}")], "the host stopped draining its receive queue for longer than the storm timeout: check the host (driver, PCIe, hung process)"));
@@ -585,6 +745,15 @@ fn host_rules(
                     for p in 0..8 {
                         if let Some(d) = w.d(format!("{sw} {port} PFC{p} {dir}"), va[p], vb[p]).filter(|d| *d > 0) {
                             fabric_pauses.push((d, format!("{sw} {port} priority {p} {dir}")));
+                            pause_flood(
+                                out,
+                                th,
+                                sw,
+                                format!("{port} priority {p} {dir}"),
+                                d,
+                                secs,
+                                "SONiC `show pfc counters` has no pause duration",
+                            );
                         }
                     }
                 }
@@ -597,6 +766,25 @@ fn host_rules(
             if let Some(d) =
                 w.d(format!("{sw} {} {} Drop/pkts", q.port, q.queue), *a, q.drop_packets).filter(|d| *d > 0)
             {
+                let lossless_prio = unicast_queue(&q.queue).and_then(|i| {
+                    opts.intent.as_ref().and_then(|t| t.lossless_queues.get(&i).map(|p| (*p, &t.source)))
+                });
+                if let Some((p, source)) = lossless_prio {
+                    let mut ev = vec![
+                        format!("show queue counters Drop/pkts +{} {window}", thousands(d)),
+                        format!("{source}: queue {} carries priority {p}, declared lossless", q.queue),
+                    ];
+                    let pfc = |c: &Option<crate::parse::sonic::PfcCounters>, rx: bool| {
+                        c.as_ref().and_then(|c| if rx { &c.rx } else { &c.tx }.get(&q.port).and_then(|v| v[p as usize]))
+                    };
+                    for (dir, rx) in [("rx", true), ("tx", false)] {
+                        if let (Some(a), Some(b)) = (pfc(&prev.pfc, rx), pfc(&data.pfc, rx)) {
+                            ev.push(format!("PFC{p} {dir} frames on {} +{}", q.port, thousands(b.saturating_sub(a))));
+                        }
+                    }
+                    out.push(f("lossless-drops", Severity::Error, sw, format!("{} {}", q.port, q.queue), format!("{} packets dropped on queue {}, which carries lossless priority {p}: a lossless class must never drop", thousands(d), q.queue), ev, "PFC did not hold the senders back: check that PFC is enabled for this priority on the port (PORT_QOS_MAP pfc_enable) and its peer, that the DSCP maps this traffic to the priority, and that the headroom covers the cable (rocelab lint checks it)"));
+                    continue;
+                }
                 out.push(f("switch-drops", Severity::Warning, sw, format!("{} {}", q.port, q.queue), format!("{} packets dropped on egress queue {}", thousands(d), q.queue), vec![format!("show queue counters Drop/pkts +{} {window}", thousands(d))], "drops on the RoCE queue mean PFC did not hold the sender back (headroom, PFC not enabled on that priority); on other queues they are ordinary congestion"));
             }
         }
@@ -616,6 +804,12 @@ fn host_rules(
             if let (Some(a), Some(b)) = (rp.sum_suffix("no-buffer-discard"), rc.sum_suffix("no-buffer-discard")) {
                 if b > a {
                     let d = (b - a) as u64;
+                    let declared =
+                        opts.intent.as_ref().filter(|t| t.lossless_queues.values().any(|p| *p == opts.roce_priority));
+                    if let Some(t) = declared {
+                        out.push(f("lossless-drops", Severity::Error, sw, port.clone(), format!("{} RoCE packets discarded for lack of buffer on lossless priority {}: a lossless class must never drop", thousands(d), opts.roce_priority), vec![format!("no-buffer-discard +{} {window}", thousands(d)), format!("{}: priority {} declared lossless", t.source, opts.roce_priority)], "PFC did not hold the senders back: check PFC on this priority at both ends of the port and that the headroom covers the cable"));
+                        continue;
+                    }
                     out.push(f(
                         "switch-drops",
                         Severity::Warning,
@@ -750,7 +944,15 @@ fn nccl_rules(snaps: &[Snapshot], by_host: &BTreeMap<String, Vec<&Snapshot>>, op
             ));
         }
         let Some(peak) = run.peak_busbw_gbytes_per_s() else { continue };
-        let size = run.largest().map(|r| r.size_bytes).unwrap_or(0);
+        let largest = run.largest();
+        let size = largest.map(|r| r.size_bytes).unwrap_or(0);
+        let peak_algbw = largest
+            .map(|r| {
+                r.in_place.as_ref().map_or(r.out_of_place.algbw_gbytes_per_s, |i| {
+                    i.algbw_gbytes_per_s.max(r.out_of_place.algbw_gbytes_per_s)
+                })
+            })
+            .unwrap_or(0.0);
         let hosts = run.hosts();
         if hosts.len() == 1 {
             dx.findings.push(f(
@@ -762,6 +964,25 @@ fn nccl_rules(snaps: &[Snapshot], by_host: &BTreeMap<String, Vec<&Snapshot>>, op
                 vec![],
                 "run across at least two nodes (better: the job's real size) to test the fabric",
             ));
+            continue;
+        }
+        if size < crate::twin::JUDGED_FROM_BYTES {
+            // Below this size a run is latency-bound: its busbw says nothing about the network's
+            // bandwidth, so no verdict is drawn from it (the same rule as the twin's).
+            dx.findings.push(f(
+                "busbw-not-judged",
+                Severity::Info,
+                "fabric",
+                subject.clone(),
+                format!(
+                    "largest size {} B is below {} B: latency-bound, so busbw {peak:.1} GB/s is not compared with the line rate",
+                    thousands(size),
+                    thousands(crate::twin::JUDGED_FROM_BYTES)
+                ),
+                vec![],
+                "run nccl-tests up to at least 1 GiB (`-e 1G` or more) to judge bandwidth",
+            ));
+            verdicts.push(format!("{op}: not judged: its sizes are too small to measure bandwidth"));
             continue;
         }
         let Some((node_gbps, source, mut ev_ref)) = expected_node_gbps(run, &hosts, by_host, opts) else {
@@ -780,7 +1001,7 @@ fn nccl_rules(snaps: &[Snapshot], by_host: &BTreeMap<String, Vec<&Snapshot>>, op
         let eff = peak / expected;
         let mut ev = vec![
             format!(
-                "measured busbw {peak:.2} GB/s at {} B ({} ranks on {} hosts)",
+                "measured busbw {peak:.2} GB/s, algbw {peak_algbw:.2} GB/s at {} B ({} ranks on {} hosts)",
                 thousands(size),
                 run.ranks.len(),
                 hosts.len()
@@ -788,12 +1009,13 @@ fn nccl_rules(snaps: &[Snapshot], by_host: &BTreeMap<String, Vec<&Snapshot>>, op
             format!("expected ≈ {expected:.1} GB/s: {node_gbps:.0} Gb/s per node from {source}"),
         ];
         ev.append(&mut ev_ref);
-        if hosts.len() == 2 {
-            ev.push(
-                "two-node runs can beat the multi-node figure; do not use them as the reference for a large job".into(),
-            );
-        }
-        if eff > opts.thresholds.busbw_max {
+        // On two nodes NCCL's tree (and NVLS tree) all-reduce reduces inside each node first, so
+        // only algbw crosses the network (2(k-1)/k · algbw with k = 2 nodes): busbw may exceed
+        // the NICs' rate while algbw cannot (NVIDIA/nccl-tests issue 196). There the ceiling is
+        // algbw; elsewhere it is busbw.
+        let two_node_reduce = hosts.len() == 2 && run.op.as_deref() == Some("all_reduce");
+        let (ceiling_measure, ceiling_value) = if two_node_reduce { ("algbw", peak_algbw) } else { ("busbw", peak) };
+        if ceiling_value / expected > opts.thresholds.busbw_max {
             // More than the network can carry: the reference is wrong (NICs not counted, a
             // fabric file for other hosts), so no verdict on the network can be drawn from it.
             dx.findings.push(f(
@@ -801,22 +1023,44 @@ fn nccl_rules(snaps: &[Snapshot], by_host: &BTreeMap<String, Vec<&Snapshot>>, op
                 Severity::Warning,
                 "fabric",
                 subject,
-                format!("busbw {peak:.1} GB/s is {} of the expected {expected:.1} GB/s: more than the network can carry, so the expected figure is wrong", pct(eff)),
+                format!("{ceiling_measure} {ceiling_value:.1} GB/s is {} of the expected {expected:.1} GB/s: more than the network can carry, so the expected figure is wrong", pct(ceiling_value / expected)),
                 ev,
                 "give the real per-node network bandwidth (--line-rate-gbps = NICs per node × their speed) or a fabric file that lists these hosts; check that the snapshots hold every RoCE NIC of each node",
             ));
             verdicts.push(format!(
-                "{op}: cannot judge: busbw is {} of the expected, an inconsistent reference (see busbw-reference)",
-                pct(eff)
+                "{op}: cannot judge: {ceiling_measure} is {} of the expected, an inconsistent reference (see busbw-reference)",
+                pct(ceiling_value / expected)
             ));
             continue;
         }
+        if two_node_reduce {
+            ev.push("two nodes: NCCL's tree/NVLS tree moves only algbw over the network, so busbw may exceed the NICs' rate; force NCCL_ALGO=Ring to measure the network (NVIDIA/nccl-tests issue 196)".into());
+        } else if hosts.len() == 2 {
+            ev.push(
+                "two-node runs can beat the multi-node figure; do not use them as the reference for a large job".into(),
+            );
+        }
+        // "The counters are clean" needs counters: a window (two snapshots) of the run's hosts.
+        let counted: Vec<&String> = hosts.iter().filter(|h| dx.windows.iter().any(|w| &w.node == *h)).collect();
         let (sev, verdict) = if eff < opts.thresholds.busbw_warn {
             let sev = if eff < opts.thresholds.busbw_error { Severity::Error } else { Severity::Warning };
-            let v = if network_findings.is_empty() {
-                format!("{op}: busbw is {} of the expected, but the network counters are clean in these snapshots: look at the hosts first (GPU clocks, PCIe/NUMA placement of the NICs, NCCL_IB_HCA / NET/Socket fallback, CPU affinity)", pct(eff))
-            } else {
+            let v = if !network_findings.is_empty() {
                 format!("{op}: busbw is {} of the expected and the counters show network trouble in the same dumps ({}): likely the network", pct(eff), network_findings.join("; "))
+            } else if counted.is_empty() {
+                format!("{op}: busbw is {} of the expected; no network counters were given for its hosts ({}), so network and hosts cannot be told apart: collect two snapshots of each host during the run (`rocelab collect --count 2`) and run the doctor again", pct(eff), hosts.join(", "))
+            } else {
+                let missing: Vec<&String> = hosts.iter().filter(|h| !counted.contains(h)).collect();
+                let partial = if missing.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " (counters of {} of {} hosts; none for {})",
+                        counted.len(),
+                        hosts.len(),
+                        missing.iter().map(|h| h.as_str()).collect::<Vec<_>>().join(", ")
+                    )
+                };
+                format!("{op}: busbw is {} of the expected, but the network counters are clean in these snapshots{partial}: look at the hosts first (GPU clocks, PCIe/NUMA placement of the NICs, NCCL_IB_HCA / NET/Socket fallback, CPU affinity)", pct(eff))
             };
             (sev, v)
         } else {
@@ -850,6 +1094,40 @@ fn nccl_rules(snaps: &[Snapshot], by_host: &BTreeMap<String, Vec<&Snapshot>>, op
     }
     if !verdicts.is_empty() {
         dx.verdict = Some(verdicts.join("\n"));
+    }
+}
+
+/// `NCCL WARN` lines: a transport that gave up (`IBV_WC_RETRY_EXC_ERR`, RNR, other
+/// completion errors) or a timeout is an error the job saw, whatever the counters say.
+fn nccl_warn_rules(log: &crate::parse::nccl_log::NcclLog, out: &mut Vec<Finding>) {
+    use crate::parse::nccl_log::WarnKind;
+    for (host, h) in &log.hosts {
+        let flushed = h.warnings.get(&WarnKind::Flushed).map_or(0, |w| w.count);
+        for (kind, w) in &h.warnings {
+            let (code, sev, msg, hint) = match kind {
+                WarnKind::RetryExceeded => ("nccl-transport-error", Severity::Error, "a queue pair exhausted its transport retries (IBV_WC_RETRY_EXC_ERR): packets were lost on the path, or the peer went away", "look at the path between the two peers at that time: link flaps, switch drops on the RoCE queue, PFC disabled somewhere; raise NCCL_IB_TIMEOUT only after the loss is explained"),
+                WarnKind::RnrRetryExceeded => ("nccl-transport-error", Severity::Error, "a queue pair exhausted its receiver-not-ready retries (IBV_WC_RNR_RETRY_EXC_ERR): the peer did not post receive buffers in time", "a host problem on the peer (stalled process, memory pressure), not the network"),
+                WarnKind::CompletionError => ("nccl-transport-error", Severity::Error, "work completions failed with an error from a peer", "the status names the cause (rdma-core verbs.h, enum ibv_wc_status); check the peer and the path"),
+                WarnKind::Timeout => ("nccl-timeout", Severity::Error, "a timeout: a connection or a collective did not complete in time", "a rank stopped progressing: find the first error on any rank (transport errors, a crashed process) before this timeout"),
+                WarnKind::Flushed | WarnKind::Other => continue,
+            };
+            let mut ev = vec![format!("NCCL WARN {} × {}: {}", kind.as_str(), thousands(w.count), w.first)];
+            if flushed > 0 {
+                ev.push(format!("IBV_WC_WR_FLUSH_ERR × {}: work flushed after the error", thousands(flushed)));
+            }
+            out.push(f(code, sev, host, kind.as_str().to_string(), msg.to_string(), ev, hint));
+        }
+        if let Some(w) = h.warnings.get(&WarnKind::Other) {
+            out.push(f(
+                "nccl-warn",
+                Severity::Info,
+                host,
+                "NCCL WARN".into(),
+                format!("{} other NCCL warning(s)", thousands(w.count)),
+                vec![format!("first: {}", w.first)],
+                "",
+            ));
+        }
     }
 }
 

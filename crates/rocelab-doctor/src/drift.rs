@@ -7,6 +7,7 @@
 
 use crate::diagnose::{Finding, Severity};
 use crate::snapshot::{Netdev, Snapshot};
+use crate::util::sh_quote;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -47,6 +48,10 @@ pub struct Intent {
     pub nics_per_node: Option<u32>,
     /// FNV-1a hash of the fabric file, recorded in the report.
     pub fabric_hash: Option<u64>,
+    /// Switch egress queue -> the priority of the lossless class it carries: a drop there is
+    /// a broken promise, not congestion (empty when the fabric declares no lossless class).
+    #[serde(default)]
+    pub lossless_queues: BTreeMap<u8, u8>,
 }
 
 impl Intent {
@@ -90,15 +95,7 @@ pub(crate) fn finding(
     evidence: Vec<String>,
     hint: &str,
 ) -> Finding {
-    Finding {
-        code,
-        severity,
-        node: node.to_string(),
-        subject: subject.to_string(),
-        message,
-        evidence,
-        hint: hint.to_string(),
-    }
+    Finding::new(code, severity, node, subject.to_string(), message, evidence, hint)
 }
 
 /// Compares the latest state of each RoCE netdev in `snap` with `intent`.
@@ -127,7 +124,7 @@ fn check_netdev(host: &str, nd: &Netdev, want: &IntendedHost, source: &str, out:
         };
         if let Some(have) = have {
             if &have != t {
-                out.push(finding("drift-trust", Severity::Error, host, subj, format!("trust mode is `{have}`, the fabric wants `{t}`"), vec![format!("{src}: {have}"), from.clone()], &format!("set it with `mlnx_qos -i {subj} --trust {t}`; with the wrong trust mode RoCE traffic lands in the wrong priority and loses PFC")));
+                out.push(finding("drift-trust", Severity::Error, host, subj, format!("trust mode is `{have}`, the fabric wants `{t}`"), vec![format!("{src}: {have}"), from.clone()], &format!("set it with `mlnx_qos -i {} --trust {t}`; with the wrong trust mode RoCE traffic lands in the wrong priority and loses PFC", sh_quote(subj))));
             }
         }
     }
@@ -152,8 +149,10 @@ fn check_netdev(host: &str, nd: &Netdev, want: &IntendedHost, source: &str, out:
                     ev.push(format!("... and {} more", bad.len() - 8));
                 }
                 ev.push(from.clone());
-                let cmds: Vec<String> =
-                    wrong.iter().map(|(d, p)| format!("mlnx_qos -i {subj} --dscp2prio set,{d},{p}")).collect();
+                let cmds: Vec<String> = wrong
+                    .iter()
+                    .map(|(d, p)| format!("mlnx_qos -i {} --dscp2prio set,{d},{p}", sh_quote(subj)))
+                    .collect();
                 out.push(finding(
                     "drift-dscp-map",
                     Severity::Error,
@@ -178,7 +177,7 @@ fn check_netdev(host: &str, nd: &Netdev, want: &IntendedHost, source: &str, out:
         });
         if let Some((have, src)) = have {
             if &have != want_pfc {
-                out.push(finding("drift-pfc", Severity::Error, host, subj, format!("PFC is enabled on priorities {}, the fabric wants {}", set_str(&have), set_str(want_pfc)), vec![format!("{src}: {}", set_str(&have)), from.clone()], &format!("set with `mlnx_qos -i {subj} --pfc {}`; a lossless class without PFC drops under congestion, PFC on a lossy class spreads pauses", pfc_arg(want_pfc))));
+                out.push(finding("drift-pfc", Severity::Error, host, subj, format!("PFC is enabled on priorities {}, the fabric wants {}", set_str(&have), set_str(want_pfc)), vec![format!("{src}: {}", set_str(&have)), from.clone()], &format!("set with `mlnx_qos -i {} --pfc {}`; a lossless class without PFC drops under congestion, PFC on a lossy class spreads pauses", sh_quote(subj), pfc_arg(want_pfc))));
             }
         }
     }
@@ -213,7 +212,9 @@ fn check_netdev(host: &str, nd: &Netdev, want: &IntendedHost, source: &str, out:
                 .iter()
                 .map(|p| (1, p))
                 .chain(extra.iter().map(|p| (0, p)))
-                .map(|(v, p)| format!("echo {v} > /sys/class/net/{subj}/ecn/{dir}/enable/{p}"))
+                .map(|(v, p)| {
+                    format!("echo {v} > {}", sh_quote(&format!("/sys/class/net/{subj}/ecn/{dir}/enable/{p}")))
+                })
                 .collect();
             let hint = format!("set with `{}`; {why}", cmds.join("; "));
             out.push(finding(
@@ -232,7 +233,18 @@ fn check_netdev(host: &str, nd: &Netdev, want: &IntendedHost, source: &str, out:
     {
         let (Some(w), Some(h)) = (want_v, nd.sysfs.np_params.get(key)) else { continue };
         if *h != w as i64 {
-            out.push(finding("drift-cnp", Severity::Error, host, subj, format!("{what} is {h}, the fabric wants {w}"), vec![format!("ecn/roce_np/{key}: {h}"), from.clone()], &format!("set with `echo {w} > /sys/class/net/{subj}/ecn/roce_np/{key}`; CNPs must ride the strict-priority CNP class the switches expect")));
+            out.push(finding(
+                "drift-cnp",
+                Severity::Error,
+                host,
+                subj,
+                format!("{what} is {h}, the fabric wants {w}"),
+                vec![format!("ecn/roce_np/{key}: {h}"), from.clone()],
+                &format!(
+                    "set with `echo {w} > {}`; CNPs must ride the strict-priority CNP class the switches expect",
+                    sh_quote(&format!("/sys/class/net/{subj}/ecn/roce_np/{key}"))
+                ),
+            ));
         }
     }
     if let (Some(w), Some(mtu)) = (want.roce_mtu, nd.sysfs.mtu) {
@@ -269,8 +281,10 @@ fn check_netdev(host: &str, nd: &Netdev, want: &IntendedHost, source: &str, out:
     if !knobs.is_empty() {
         let mut ev = knobs.clone();
         ev.push(from);
-        let cmds: Vec<String> =
-            writes.iter().map(|(path, w)| format!("echo {w} > /sys/class/net/{subj}/ecn/{path}")).collect();
+        let cmds: Vec<String> = writes
+            .iter()
+            .map(|(path, w)| format!("echo {w} > {}", sh_quote(&format!("/sys/class/net/{subj}/ecn/{path}"))))
+            .collect();
         out.push(finding(
             "drift-dcqcn",
             Severity::Warning,

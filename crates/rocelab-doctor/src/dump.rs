@@ -18,7 +18,9 @@
 //! <snapshot>/switch/<name>/pfc-watchdog/<swp>.txt    Cumulus `nv show interface <swp> qos pfc-watchdog`
 //! <snapshot>/nccl/<test>.txt                nccl-tests output (op from `Collective test
 //!                                           starting:` or the file name, e.g. all_reduce_perf.txt)
-//! <snapshot>/nccl-log/<name>                any job's NCCL_DEBUG=INFO log (NICs, GPU Direct RDMA)
+//! <snapshot>/nccl-log/<name>                any job's NCCL_DEBUG=INFO log (NICs, GPU Direct RDMA,
+//!                                           NCCL WARN lines); nccl/ and nccl-log/ files of any
+//!                                           size are read line by line
 //! <snapshot>/gpu/nvidia-smi-topo.txt        `nvidia-smi topo -m`
 //! <snapshot>/gpu/modules.txt                `/proc/modules` (or `lsmod`)
 //! ```
@@ -48,7 +50,7 @@ pub struct Meta {
 }
 
 /// Raw texts of one snapshot before parsing: what `collect` gathered or a dump holds.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct RawSnapshot {
     pub meta: Meta,
     pub netdevs: BTreeMap<String, RawNetdev>,
@@ -60,6 +62,12 @@ pub struct RawSnapshot {
     pub nccl: Vec<(String, String)>,
     /// (file name, text) of NCCL INFO logs.
     pub nccl_logs: Vec<(String, String)>,
+    /// nccl-tests outputs and NCCL logs too large to hold as text
+    /// ([`crate::util::MAX_TEXT_BYTES`]), parsed line by line as they were read.
+    pub nccl_streamed: Vec<(String, Result<Vec<parse::nccl::NcclRun>, ParseError>)>,
+    pub nccl_logs_streamed: Vec<(String, parse::nccl_log::NcclLog)>,
+    /// Tool runs that failed or timed out in this collection (the exporter's `rocelab_up`).
+    pub tool_errors: usize,
     pub gpu_topo: Option<String>,
     pub modules: Option<String>,
 }
@@ -230,11 +238,17 @@ impl RawSnapshot {
                     .map_err(|e| e.in_file(&base.join("nccl").join(file))),
             )?;
         }
+        for (file, runs) in &self.nccl_streamed {
+            handle(runs.clone().map(|v| snap.nccl.extend(v)).map_err(|e| e.in_file(&base.join("nccl").join(file))))?;
+        }
         for r in &snap.nccl {
             snap.nccl_log.merge(&r.log);
         }
         for (_, t) in &self.nccl_logs {
             snap.nccl_log.merge(&parse::nccl_log::parse(t));
+        }
+        for (_, log) in &self.nccl_logs_streamed {
+            snap.nccl_log.merge(log);
         }
         if let Some(t) = &self.gpu_topo {
             handle(
@@ -256,6 +270,15 @@ fn read_text(p: &Path) -> Result<Option<String>, DoctorError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(DoctorError::io(p, e)),
     }
+}
+
+/// A log too large to read whole (it is streamed instead).
+fn is_large(p: &Path) -> bool {
+    std::fs::metadata(p).map(|m| m.len() > crate::util::MAX_TEXT_BYTES).unwrap_or(false)
+}
+
+fn open_buffered(p: &Path) -> Result<std::io::BufReader<std::fs::File>, DoctorError> {
+    std::fs::File::open(p).map(std::io::BufReader::new).map_err(|e| DoctorError::io(p, e))
 }
 
 fn subdirs(p: &Path) -> Vec<PathBuf> {
@@ -356,12 +379,19 @@ pub fn read_raw(dir: &Path) -> Result<RawSnapshot, DoctorError> {
         raw.switches.insert(name_of(&sw), rs);
     }
     for f in files(&dir.join("nccl")) {
-        if let Some(t) = read_text(&f)? {
+        if is_large(&f) {
+            let hint = stem_of(&f);
+            let runs = open_buffered(&f)?;
+            raw.nccl_streamed.push((name_of(&f), parse::nccl::parse_reader(runs, Some(&hint))));
+        } else if let Some(t) = read_text(&f)? {
             raw.nccl.push((name_of(&f), t));
         }
     }
     for f in files(&dir.join("nccl-log")) {
-        if let Some(t) = read_text(&f)? {
+        if is_large(&f) {
+            let log = parse::nccl_log::parse_reader(open_buffered(&f)?).map_err(|e| DoctorError::io(&f, e))?;
+            raw.nccl_logs_streamed.push((name_of(&f), log));
+        } else if let Some(t) = read_text(&f)? {
             raw.nccl_logs.push((name_of(&f), t));
         }
     }
@@ -515,7 +545,12 @@ fn unpack_tar_gz(path: &Path, dest: &Path) -> Result<(), DoctorError> {
         let mut entry = entry.map_err(bad)?;
         count += 1;
         bytes = bytes.saturating_add(entry.size());
-        if count > MAX_TAR_ENTRIES || bytes > MAX_TAR_BYTES || entry.size() > crate::util::MAX_TEXT_BYTES {
+        // NCCL outputs are streamed when read, so only the archive's total bounds them.
+        let is_log = entry
+            .path()
+            .map(|p| p.components().any(|c| matches!(c.as_os_str().to_str(), Some("nccl" | "nccl-log"))))
+            .unwrap_or(false);
+        if count > MAX_TAR_ENTRIES || bytes > MAX_TAR_BYTES || (!is_log && entry.size() > crate::util::MAX_TEXT_BYTES) {
             return Err(DoctorError::Invalid(format!(
                 "{}: too large for a counter dump (over {MAX_TAR_ENTRIES} entries, {MAX_TAR_BYTES} bytes, or a file over {} bytes)",
                 path.display(),

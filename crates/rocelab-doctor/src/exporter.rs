@@ -1,14 +1,18 @@
 //! `rocelab exporter`: live counters as Prometheus metrics over a small HTTP/1.1 server.
 //!
-//! * One thread per connection, at most `max_connections` at once; the next one gets a 503
-//!   straight away instead of queueing without bound.
-//! * A request head is capped at 8 KiB; sockets have read/write timeouts; keep-alive is
+//! * **Collection is off the request path.** One collector thread reads the counters (sysfs,
+//!   then the tools, all at once, each under its own timeout) every `collect_interval`, and
+//!   at once when a scrape finds the page older than that. A scrape is answered immediately
+//!   with the last complete page plus `rocelab_collect_age_seconds`, `rocelab_up` (0 when a
+//!   tool failed or timed out in that collection), `rocelab_collect_duration_seconds` and
+//!   `rocelab_scrape_errors_total`: a hung `ethtool` makes pages older and `rocelab_up` 0,
+//!   which Prometheus can see, instead of making scrapes slow. Only before the first page
+//!   does a scrape wait, up to `scrape_timeout`, then 503.
+//! * **Slow clients cannot hold the server.** One thread per connection, at most
+//!   `max_connections` (the next one gets 503 at once); a connection that sends nothing is
+//!   closed after `idle_timeout`, and a request head must be complete within `head_timeout`
+//!   of its first byte, however slowly it drips in. A head is capped at 8 KiB; keep-alive is
 //!   honoured up to 100 requests per connection.
-//! * Each scrape reads the counters afresh (sysfs, then the tools with their own timeouts).
-//!   Concurrent scrapes share one collection ("single flight"): a scrape waits for a
-//!   collection that *started after it arrived*, or starts one, so N scrapers never run N
-//!   copies of `ethtool`. When the collection is slower than `scrape_timeout`, the scrape
-//!   gets the previous page with a comment giving its age, or 503 if there is none yet.
 //! * Memory is bounded by the connection cap, the head cap and one rendered page.
 //!
 //! It binds to 127.0.0.1 unless told otherwise: counters describe the fabric, and the
@@ -16,7 +20,7 @@
 
 use crate::collect::{collect_raw, discover, CollectOptions};
 use crate::dump::Strictness;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -32,9 +36,14 @@ pub struct ExporterConfig {
     pub listen: SocketAddr,
     pub collect: CollectOptions,
     pub max_connections: usize,
+    /// How long a scrape waits for the first page (later scrapes never wait).
     pub scrape_timeout: Duration,
-    /// Socket read timeout (idle keep-alive connections are closed after it).
+    /// A connection that sends no request for this long is closed.
     pub idle_timeout: Duration,
+    /// A request head must arrive whole within this time of its first byte.
+    pub head_timeout: Duration,
+    /// Time between collections (a scrape that finds an older page asks for one at once).
+    pub collect_interval: Duration,
     pub roce_priority: u8,
 }
 
@@ -43,9 +52,11 @@ impl Default for ExporterConfig {
         ExporterConfig {
             listen: DEFAULT_LISTEN.parse().expect("valid default address"),
             collect: CollectOptions::default(),
-            max_connections: 16,
+            max_connections: 512,
             scrape_timeout: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(10),
+            head_timeout: Duration::from_secs(2),
+            collect_interval: Duration::from_secs(5),
             roce_priority: 3,
         }
     }
@@ -54,6 +65,12 @@ impl Default for ExporterConfig {
 /// One collection and rendering: what `/metrics` returns. Never fails; problems are
 /// reported as `# rocelab: ...` comment lines, which Prometheus ignores.
 pub fn scrape(opts: &CollectOptions, roce_priority: u8) -> String {
+    collect_page(opts, roce_priority).0
+}
+
+/// [`scrape`] and the number of sources that failed (tools that failed or timed out, a
+/// snapshot that could not be built).
+fn collect_page(opts: &CollectOptions, roce_priority: u8) -> (String, usize) {
     let ports = discover(&opts.sysfs_root);
     let mut head = String::new();
     if ports.is_empty() {
@@ -67,69 +84,117 @@ pub fn scrape(opts: &CollectOptions, roce_priority: u8) -> String {
         Ok(s) => s,
         Err(e) => {
             head.push_str(&format!("# rocelab: {}\n", one_line(&e.to_string())));
-            return head;
+            return (head, raw.tool_errors + 1);
         }
     };
     for n in &snap.notes {
         head.push_str(&format!("# rocelab: {}\n", one_line(n)));
     }
-    head + &crate::metrics::from_snapshot(&snap, roce_priority).to_prometheus()
+    (head + &crate::metrics::from_snapshot(&snap, roce_priority).to_prometheus(), raw.tool_errors)
 }
 
 fn one_line(s: &str) -> String {
     s.replace(['\n', '\r'], " ")
 }
 
+/// The last complete collection.
+struct Page {
+    collected_at: Instant,
+    duration: Duration,
+    errors: usize,
+    body: Arc<String>,
+}
+
 #[derive(Default)]
-struct Flight {
-    running: bool,
-    /// (when the collection started, page).
-    last: Option<(Instant, Arc<String>)>,
+struct Collector {
+    page: Option<Page>,
+    /// A scrape found the page stale: collect now rather than at the next interval.
+    wanted: bool,
+    /// Collections with at least one failed source, since start.
+    failed_collections: u64,
 }
 
 struct State {
     cfg: ExporterConfig,
     active: AtomicUsize,
-    flight: Mutex<Flight>,
-    done: Condvar,
+    collector: Mutex<Collector>,
+    /// Signalled when a page is stored, when a collection is wanted, and on stop.
+    changed: Condvar,
     stop: AtomicBool,
 }
 
 impl State {
-    /// A page collected after `arrived`, shared with concurrent scrapes.
-    fn page(self: &Arc<Self>, arrived: Instant) -> Option<Arc<String>> {
-        let deadline = arrived + self.cfg.scrape_timeout;
-        let mut g = self.flight.lock().unwrap_or_else(|p| p.into_inner());
-        loop {
-            if let Some((started, page)) = &g.last {
-                if *started >= arrived {
-                    return Some(page.clone());
-                }
+    /// The collector thread: collect, store, wait for the interval or a scrape's request.
+    fn collect_loop(self: &Arc<Self>) {
+        while !self.stop.load(Ordering::SeqCst) {
+            let started = Instant::now();
+            let (body, errors) = collect_page(&self.cfg.collect, self.cfg.roce_priority);
+            let mut g = self.collector.lock().unwrap_or_else(|p| p.into_inner());
+            if errors > 0 {
+                g.failed_collections += 1;
             }
-            if !g.running {
-                g.running = true;
-                let me = self.clone();
-                std::thread::spawn(move || {
-                    let started = Instant::now();
-                    let page = Arc::new(scrape(&me.cfg.collect, me.cfg.roce_priority));
-                    let mut g = me.flight.lock().unwrap_or_else(|p| p.into_inner());
-                    g.running = false;
-                    g.last = Some((started, page));
-                    me.done.notify_all();
-                });
+            g.page = Some(Page { collected_at: started, duration: started.elapsed(), errors, body: Arc::new(body) });
+            g.wanted = false;
+            self.changed.notify_all();
+            let next = Instant::now() + self.cfg.collect_interval;
+            while !g.wanted && !self.stop.load(Ordering::SeqCst) {
+                let now = Instant::now();
+                if now >= next {
+                    break;
+                }
+                g = self.changed.wait_timeout(g, next - now).unwrap_or_else(|p| p.into_inner()).0;
+            }
+        }
+    }
+
+    /// The page for a scrape: the last one at once (asking for a fresh one when it is older
+    /// than the interval), or, before the first, a wait of up to `scrape_timeout`.
+    fn page(&self, arrived: Instant) -> Option<String> {
+        let deadline = arrived + self.cfg.scrape_timeout;
+        let mut g = self.collector.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if let Some(p) = &g.page {
+                let now = Instant::now();
+                let age = now.saturating_duration_since(p.collected_at);
+                let out = render(p, age, g.failed_collections);
+                if age > self.cfg.collect_interval && !g.wanted {
+                    g.wanted = true;
+                    self.changed.notify_all();
+                }
+                return Some(out);
             }
             let now = Instant::now();
             if now >= deadline {
-                // The collection is slower than the deadline: serve the last page, saying how
-                // old it is, rather than nothing; without one, 503.
-                return g.last.as_ref().map(|(started, page)| {
-                    let age = now.duration_since(*started).as_secs_f64();
-                    Arc::new(format!("# rocelab: collection still running; this page was collected {age:.1} s before this scrape\n{page}"))
-                });
+                return None;
             }
-            g = self.done.wait_timeout(g, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
+            g = self.changed.wait_timeout(g, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
         }
     }
+}
+
+/// The exporter's own health series, appended to every page (not fabric metrics, so not in
+/// [`crate::metrics::CATALOG`]; listed in docs/exporter.md).
+pub const HEALTH_METRICS: &[&str] =
+    &["rocelab_up", "rocelab_collect_age_seconds", "rocelab_collect_duration_seconds", "rocelab_scrape_errors_total"];
+
+/// The page with the collector's own health appended (names in docs/exporter.md).
+fn render(p: &Page, age: Duration, failed: u64) -> String {
+    let mut s = String::with_capacity(p.body.len() + 640);
+    s.push_str(&p.body);
+    let up = u8::from(p.errors == 0);
+    s.push_str(&format!(
+        "# HELP rocelab_up 1 if the last collection read every source, 0 if a tool failed or timed out (see the # rocelab comments).\n\
+         # TYPE rocelab_up gauge\nrocelab_up {up}\n\
+         # HELP rocelab_collect_age_seconds Age of the collection this page shows.\n\
+         # TYPE rocelab_collect_age_seconds gauge\nrocelab_collect_age_seconds {:.3}\n\
+         # HELP rocelab_collect_duration_seconds How long that collection took.\n\
+         # TYPE rocelab_collect_duration_seconds gauge\nrocelab_collect_duration_seconds {:.3}\n\
+         # HELP rocelab_scrape_errors_total Collections with at least one failed source since the exporter started.\n\
+         # TYPE rocelab_scrape_errors_total counter\nrocelab_scrape_errors_total {failed}\n",
+        age.as_secs_f64(),
+        p.duration.as_secs_f64()
+    ));
+    s
 }
 
 /// A bound exporter, not yet serving.
@@ -151,6 +216,7 @@ impl ServerHandle {
     }
     fn shutdown(&mut self) {
         self.state.stop.store(true, Ordering::SeqCst);
+        self.state.changed.notify_all();
         let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
         if let Some(t) = self.thread.take() {
             let _ = t.join();
@@ -172,8 +238,8 @@ impl Exporter {
             state: Arc::new(State {
                 cfg,
                 active: AtomicUsize::new(0),
-                flight: Mutex::default(),
-                done: Condvar::new(),
+                collector: Mutex::default(),
+                changed: Condvar::new(),
                 stop: AtomicBool::new(false),
             }),
         })
@@ -183,8 +249,15 @@ impl Exporter {
         self.listener.local_addr()
     }
 
+    fn start_collector(&self) -> std::io::Result<()> {
+        let st = self.state.clone();
+        std::thread::Builder::new().name("rocelab-exporter-collect".into()).spawn(move || st.collect_loop())?;
+        Ok(())
+    }
+
     /// Serves until the process ends.
     pub fn serve(self) -> std::io::Result<()> {
+        self.start_collector()?;
         accept_loop(&self.listener, &self.state);
         Ok(())
     }
@@ -192,6 +265,7 @@ impl Exporter {
     /// Serves on a background thread.
     pub fn spawn(self) -> std::io::Result<ServerHandle> {
         let addr = self.local_addr()?;
+        self.start_collector()?;
         let state = self.state.clone();
         let thread = std::thread::spawn(move || accept_loop(&self.listener, &self.state));
         Ok(ServerHandle { addr, state, thread: Some(thread) })
@@ -212,10 +286,12 @@ fn accept_loop(listener: &TcpListener, state: &Arc<State>) {
             continue;
         }
         let st = state.clone();
-        let spawned = std::thread::Builder::new().name("rocelab-exporter-conn".into()).spawn(move || {
-            handle(stream, &st);
-            st.active.fetch_sub(1, Ordering::SeqCst);
-        });
+        // Small stacks: a connection thread parses a head and writes a page, nothing deep.
+        let spawned =
+            std::thread::Builder::new().name("rocelab-exporter-conn".into()).stack_size(256 << 10).spawn(move || {
+                handle(stream, &st);
+                st.active.fetch_sub(1, Ordering::SeqCst);
+            });
         if spawned.is_err() {
             state.active.fetch_sub(1, Ordering::SeqCst);
         }
@@ -257,6 +333,7 @@ fn respond(
         400 => "Bad Request",
         404 => "Not Found",
         405 => "Method Not Allowed",
+        408 => "Request Timeout",
         431 => "Request Header Fields Too Large",
         503 => "Service Unavailable",
         _ => "Error",
@@ -276,40 +353,75 @@ fn respond(
     s.flush()
 }
 
-/// Reads one request head; `Ok(None)` on a clean close.
-fn read_head(r: &mut BufReader<TcpStream>) -> Result<Option<Vec<String>>, u16> {
-    let mut lines = Vec::new();
-    let mut total = 0u64;
+/// A connection's input: what has been read and not yet consumed (pipelined requests).
+struct Input {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+/// Reads one request head under the connection's deadlines: `idle` to see its first byte,
+/// then `head` to see it whole (a client dripping a line a second is cut off). `Ok(None)` on
+/// a clean close or an idle timeout.
+fn read_head(inp: &mut Input, idle: Duration, head: Duration) -> Result<Option<Vec<String>>, u16> {
+    let started = Instant::now();
+    let mut first_byte: Option<Instant> = None;
+    let mut chunk = [0u8; 4096];
     loop {
-        let mut line = String::new();
-        let n =
-            r.by_ref().take(MAX_HEAD_BYTES - total.min(MAX_HEAD_BYTES) + 1).read_line(&mut line).map_err(|_| 400u16)?;
-        if n == 0 {
-            return if lines.is_empty() { Ok(None) } else { Err(400) };
+        // Stray CRLF between requests.
+        let lead = inp.buf.iter().take_while(|b| **b == b'\r' || **b == b'\n').count();
+        inp.buf.drain(..lead);
+        if !inp.buf.is_empty() && first_byte.is_none() {
+            first_byte = Some(Instant::now());
         }
-        total += n as u64;
-        if total > MAX_HEAD_BYTES {
-            return Err(431);
-        }
-        let l = line.trim_end_matches(['\r', '\n']).to_string();
-        if l.is_empty() {
-            if lines.is_empty() {
-                continue; // stray CRLF between requests
+        if let Some(end) = find_head_end(&inp.buf) {
+            if end as u64 > MAX_HEAD_BYTES {
+                return Err(431);
             }
+            let text = String::from_utf8_lossy(&inp.buf[..end]).into_owned();
+            inp.buf.drain(..end);
+            let lines: Vec<String> =
+                text.lines().map(|l| l.trim_end_matches('\r').to_string()).filter(|l| !l.is_empty()).collect();
             return Ok(Some(lines));
         }
-        lines.push(l);
+        if inp.buf.len() as u64 > MAX_HEAD_BYTES {
+            return Err(431);
+        }
+        let deadline = match first_byte {
+            Some(t) => t + head,
+            None => started + idle,
+        };
+        let now = Instant::now();
+        if now >= deadline {
+            return if first_byte.is_none() { Ok(None) } else { Err(408) };
+        }
+        let _ = inp.stream.set_read_timeout(Some(deadline - now));
+        match inp.stream.read(&mut chunk) {
+            Ok(0) => return if inp.buf.is_empty() { Ok(None) } else { Err(400) },
+            Ok(n) => inp.buf.extend_from_slice(&chunk[..n]),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return Ok(None),
+        }
+    }
+}
+
+/// End of the head (after its blank line), accepting bare LF line ends.
+fn find_head_end(buf: &[u8]) -> Option<usize> {
+    let crlf = buf.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4);
+    let lf = buf.windows(2).position(|w| w == b"\n\n").map(|i| i + 2);
+    match (crlf, lf) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 
 fn handle(stream: TcpStream, st: &Arc<State>) {
-    let _ = stream.set_read_timeout(Some(st.cfg.idle_timeout));
     let Ok(mut w) = stream.try_clone() else { return };
-    let mut r = BufReader::new(stream);
+    let mut inp = Input { stream, buf: Vec::new() };
     for served in 0..MAX_REQUESTS_PER_CONNECTION {
-        let head = match read_head(&mut r) {
-            Ok(Some(h)) => h,
-            Ok(None) => return,
+        let head = match read_head(&mut inp, st.cfg.idle_timeout, st.cfg.head_timeout) {
+            Ok(Some(h)) if !h.is_empty() => h,
+            Ok(_) => return,
             Err(code) => {
                 let _ = respond(&mut w, code, "text/plain", b"bad request\n", false, false);
                 return;

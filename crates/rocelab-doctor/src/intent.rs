@@ -74,7 +74,8 @@ fn host_intent(model: &Model, nic: &NicProfile, line_rate_gbps: Option<f64>) -> 
         cnp_dscp: Some(q.cnp_dscp),
         cnp_priority: Some(q.cnp_priority),
         roce_mtu: Some(nic.mtu),
-        firmware: (!nic.firmware.is_empty()).then(|| nic.firmware.clone()),
+        // The model says "unspecified" when the fabric file names no firmware: nothing to compare.
+        firmware: (!nic.firmware.is_empty() && nic.firmware != "unspecified").then(|| nic.firmware.clone()),
         dcqcn: explicit.map(|c| dcqcn_knobs(&c.dcqcn)).unwrap_or_default(),
         line_rate_gbps,
     }
@@ -117,6 +118,7 @@ pub fn from_model(model: &Model, source: &str) -> Intent {
         hosts,
         nics_per_node: Some(nics_per_node),
         fabric_hash: Some(model.fabric_hash),
+        lossless_queues: model.qos.classes.iter().filter(|c| c.lossless).map(|c| (c.queue, c.priority)).collect(),
     }
 }
 
@@ -152,6 +154,8 @@ mod tests {
         assert_eq!(h.dcqcn.get("roce_rp/rpg_min_dec_fac"), Some(&50));
         assert_eq!(h.line_rate_gbps, Some(400.0));
         assert_eq!(i.node_net_gbps("host0"), Some(400.0));
+        // The default QoS: RoCE on priority 3, queue 3, lossless.
+        assert_eq!(i.lossless_queues, [(3u8, 3u8)].into_iter().collect());
     }
 
     #[test]

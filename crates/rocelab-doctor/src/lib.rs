@@ -37,6 +37,8 @@
 //!   Direct RDMA is used and through which mechanism (peer-memory module, DMA-BUF).
 //! * `quality`   — what in a window cannot be believed (a delta no link could produce) or is
 //!   missing from one snapshot; reported as data problems, never as findings.
+//! * `rules`     — the registry of the doctor's rules (code, severities, what each finds);
+//!   every finding is checked against it, and `docs/doctor.md` lists it.
 //! * `alerts`    — Prometheus alerting rules for the exporter's metrics, thresholds from the
 //!   fabric file.
 //! * `twin`      — a real nccl-tests run beside the twin's run of the same collective on the
@@ -60,6 +62,7 @@ pub mod metrics;
 pub mod parse;
 pub mod quality;
 pub mod report;
+pub mod rules;
 pub mod snapshot;
 pub mod tools;
 pub mod twin;

@@ -7,6 +7,7 @@ use std::fmt::Write;
 /// How many rate lines the human report shows per host (JSON has them all).
 const RATE_LINES: usize = 20;
 
+/// The readable report; control characters from the input are escaped ([`crate::util::escape_controls`]).
 pub fn human(dx: &Diagnosis) -> String {
     let mut s = String::new();
     let _ = writeln!(
@@ -102,7 +103,8 @@ pub fn human(dx: &Diagnosis) -> String {
         let _ = write!(s, ", {} data problem(s)", dx.data_problems.len());
     }
     s.push('\n');
-    s
+    // Names and messages come from dumps and logs: nothing in them may drive the terminal.
+    crate::util::escape_controls(&s)
 }
 
 /// A real run and its twin, size by size (busbw: the better of out-of-place and in-place).

@@ -1,5 +1,10 @@
 //! Running the host's tools (`ethtool`, `mlnx_qos`, `rdma`, `nvidia-smi`): argument vectors, never a
 //! shell; a timeout that kills a hung tool; output capped at [`MAX_TEXT_BYTES`].
+//!
+//! A tool never outlives rocelab: on Linux each runs in its own process group with
+//! `PR_SET_PDEATHSIG` = `SIGKILL` (the kernel kills it when the thread that started it ends,
+//! which is also what happens to every thread when the exporter gets `SIGTERM`), and a timeout
+//! kills the whole group, so a tool's own children go too.
 
 use crate::util::MAX_TEXT_BYTES;
 use std::io::Read;
@@ -83,14 +88,10 @@ pub fn run(program: &Path, args: &[String], timeout: Duration) -> Result<String,
         program.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
         args.join(" ")
     );
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .env("LC_ALL", "C")
-        .spawn()
-        .map_err(|e| ToolError::Spawn(label.clone(), e))?;
+    let mut cmd = Command::new(program);
+    cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).env("LC_ALL", "C");
+    die_with_parent(&mut cmd);
+    let mut child = cmd.spawn().map_err(|e| ToolError::Spawn(label.clone(), e))?;
     // Drain both pipes on threads so a chatty tool cannot block on a full pipe.
     let mut out = child.stdout.take().expect("stdout is piped");
     let mut err = child.stderr.take().expect("stderr is piped");
@@ -112,6 +113,7 @@ pub fn run(program: &Path, args: &[String], timeout: Duration) -> Result<String,
         match child.try_wait() {
             Ok(Some(s)) => break s,
             Ok(None) if start.elapsed() >= timeout => {
+                kill_group(&child);
                 let _ = child.kill();
                 let _ = child.wait();
                 // The reader threads end when the pipes close; a grandchild holding them open
@@ -135,6 +137,46 @@ pub fn run(program: &Path, args: &[String], timeout: Duration) -> Result<String,
     Ok(String::from_utf8_lossy(&stdout).into_owned())
 }
 
+/// Linux: the child gets its own process group and `SIGKILL` when its parent thread ends.
+#[cfg(target_os = "linux")]
+fn die_with_parent(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child before exec and calls only
+    // async-signal-safe functions (setpgid, prctl, getppid).
+    let parent = std::process::id() as libc::pid_t;
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::setpgid(0, 0);
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent may have died before prctl took effect.
+            if libc::getppid() != parent {
+                return Err(std::io::Error::other("parent exited"));
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_cmd: &mut Command) {}
+
+/// Kills the child's process group (its own children too), where groups are set.
+fn kill_group(child: &std::process::Child) {
+    #[cfg(target_os = "linux")]
+    {
+        if let Ok(pid) = libc::pid_t::try_from(child.id()) {
+            // SAFETY: a plain syscall on a process group this process created.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = child;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,5 +190,32 @@ mod tests {
         assert!(matches!(e, ToolError::Timeout(..)), "{e}");
         let e = run(&sh, &["-c".into(), "echo no >&2; exit 3".into()], Duration::from_secs(5)).unwrap_err();
         assert!(e.to_string().contains("no"), "{e}");
+    }
+
+    /// A timeout kills the tool's children too (its process group): a shell that started a
+    /// `sleep` leaves no `sleep` behind.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_timeout_kills_the_tool_and_its_children() {
+        let sh = find_in_path("sh").expect("sh");
+        let pidfile = std::env::temp_dir().join(format!("rocelab-tools-pid-{}", std::process::id()));
+        let script = format!("sleep 30 & echo $! > '{}'; wait", pidfile.display());
+        let e = run(&sh, &["-c".into(), script], Duration::from_millis(300)).unwrap_err();
+        assert!(matches!(e, ToolError::Timeout(..)), "{e}");
+        let pid = std::fs::read_to_string(&pidfile).unwrap().trim().to_string();
+        let _ = std::fs::remove_file(&pidfile);
+        let proc = std::path::PathBuf::from(format!("/proc/{pid}"));
+        // Killed at once; reaped by init shortly after (a zombie still has /proc/<pid>/stat
+        // with state Z).
+        let gone = (0..100).any(|_| {
+            let alive = std::fs::read_to_string(proc.join("stat"))
+                .map(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+                .unwrap_or(false);
+            if alive {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            !alive
+        });
+        assert!(gone, "sleep {pid} survived its tool's timeout");
     }
 }

@@ -193,7 +193,7 @@ pub(crate) fn finding(c: &TwinComparison, t: &Thresholds) -> Option<(Finding, St
             format!("{}: production delivers what the twin of this fabric does", c.op),
         )
     };
-    let f = Finding { code, severity, node: "fabric".into(), subject, message, evidence, hint: hint.into() };
+    let f = Finding::new(code, severity, "fabric", subject, message, evidence, hint);
     Some((f, verdict))
 }
 

@@ -1,11 +1,85 @@
 //! Small helpers: bounded file reads, UTC timestamps without a date crate, atomic writes.
 
-use std::io::Read;
+use std::io::{BufRead, Read};
 use std::path::Path;
 
 /// The most a sysfs file, counter file or captured tool output may hold; larger is not a
 /// counter and is refused rather than read into memory.
 pub const MAX_TEXT_BYTES: u64 = 8 << 20;
+
+/// A word as a POSIX shell reads it back unchanged: as is when it holds only characters no
+/// shell treats specially, else in single quotes (a `'` inside becomes `'\''`). Every
+/// copy-paste command the doctor prints goes through this: netdev and host names come from
+/// dumps, and the hints are run as root.
+pub fn sh_quote(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars().all(|c| {
+            c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/' | ':' | ',' | '=' | '@' | '%' | '+')
+        });
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// Text for a terminal: control characters other than newline (ANSI escapes, carriage
+/// returns, backspaces from a host name or a dump) shown as `\x1b`, `\r`, ... instead of being
+/// interpreted.
+pub fn escape_controls(s: &str) -> String {
+    if !s.chars().any(|c| c.is_control() && c != '\n') {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        match c {
+            '\n' => out.push('\n'),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() && (c as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The longest line the streaming readers keep; the rest of a longer line is skipped (no
+/// counter, result row or NCCL message is anywhere near this long).
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
+
+/// Calls `f(line_number, line)` for every line of `r` (1-based, without the line end;
+/// invalid UTF-8 replaced) until `f` returns false. Memory stays at one line however large
+/// the input: a line longer than [`MAX_LINE_BYTES`] is cut there.
+pub fn for_each_line(mut r: impl std::io::BufRead, mut f: impl FnMut(usize, &str) -> bool) -> std::io::Result<()> {
+    let mut buf = Vec::new();
+    let mut n = 0usize;
+    loop {
+        buf.clear();
+        let got = (&mut r).take(MAX_LINE_BYTES as u64).read_until(b'\n', &mut buf)?;
+        if got == 0 {
+            return Ok(());
+        }
+        if buf.last() != Some(&b'\n') && got == MAX_LINE_BYTES {
+            // Skip the rest of an overlong line.
+            let mut sink = Vec::new();
+            loop {
+                sink.clear();
+                let more = (&mut r).take(MAX_LINE_BYTES as u64).read_until(b'\n', &mut sink)?;
+                if more == 0 || sink.last() == Some(&b'\n') {
+                    break;
+                }
+            }
+        }
+        n += 1;
+        while matches!(buf.last(), Some(b'\n' | b'\r')) {
+            buf.pop();
+        }
+        if !f(n, &String::from_utf8_lossy(&buf)) {
+            return Ok(());
+        }
+    }
+}
 
 /// Reads a text file of at most [`MAX_TEXT_BYTES`]; invalid UTF-8 is replaced, not fatal
 /// (the parser then reports the line).

@@ -191,7 +191,12 @@ fn busbw_far_above_line_rate_is_an_inconsistent_reference_never_ok() {
     let opts = Options { node_net_gbps: Some(400.0), ..Options::default() };
     let d = run_with("busbw-low", &opts);
     assert_eq!(codes(&d), vec![("busbw-reference", Severity::Warning)]);
-    assert!(d.findings[0].message.contains("342.5% of the expected 50.0 GB/s"), "{}", d.findings[0].message);
+    // Two nodes of an all-reduce: the ceiling is algbw (171.25 GB/s busbw / (2·15/16) = 91.3 GB/s).
+    assert!(
+        d.findings[0].message.contains("algbw 91.3 GB/s is 182.7% of the expected 50.0 GB/s"),
+        "{}",
+        d.findings[0].message
+    );
     let v = d.verdict.as_deref().unwrap();
     assert!(v.contains("cannot judge") && !v.contains("delivers its line rate"), "{v}");
     // A loose log (no snapshots) and a fabric file that does not list the test's hosts: its
@@ -235,6 +240,7 @@ fn intent() -> Intent {
         hosts: Default::default(),
         nics_per_node: Some(1),
         fabric_hash: None,
+        lossless_queues: [(3u8, 3u8)].into_iter().collect(),
     }
 }
 

@@ -84,6 +84,7 @@ fn config(root: &Path, tools: Tools) -> ExporterConfig {
             nccl_logs: Vec::new(),
             gpu_path: false,
         },
+        collect_interval: Duration::from_millis(100),
         ..ExporterConfig::default()
     }
 }
@@ -138,12 +139,21 @@ fn scrape_over_http_from_a_fake_sysfs_tree() {
     let names: std::collections::BTreeSet<&str> =
         body.lines().filter(|l| !l.starts_with('#')).map(|l| l.split(['{', ' ']).next().unwrap()).collect();
     for n in &names {
-        assert!(rocelab_doctor::metrics::CATALOG.iter().any(|(c, _, _)| c == n), "{n} is not a metrics.md name");
+        assert!(
+            rocelab_doctor::metrics::CATALOG.iter().any(|(c, _, _)| c == n)
+                || rocelab_doctor::exporter::HEALTH_METRICS.contains(n),
+            "{n} is not a metrics.md name"
+        );
     }
     // A counter change shows on the next scrape: counters are read per scrape.
+    // The collector reads again every `collect_interval` (100 ms here).
     put(&root, "class/infiniband/mlx5_0/ports/1/hw_counters/np_cnp_sent", "5000");
-    let (_, _, body2) = get(server.addr, "GET /metrics HTTP/1.0\r\n\r\n");
-    assert_eq!(value(&body2, "rocelab_cnp_sent_total{node=\"gpu07\",port=\"ens3np0\"}"), Some(5_000.0));
+    let fresh = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        let (_, _, body2) = get(server.addr, "GET /metrics HTTP/1.0\r\n\r\n");
+        value(&body2, "rocelab_cnp_sent_total{node=\"gpu07\",port=\"ens3np0\"}") == Some(5_000.0)
+    });
+    assert!(fresh, "the page never showed the new counter value");
     server.stop();
     std::fs::remove_dir_all(&root).unwrap();
 }
@@ -219,10 +229,10 @@ fn no_rdma_devices_is_an_empty_page_with_a_note() {
 }
 
 #[test]
-fn a_slow_collection_answers_503_and_serves_the_next_scrape() {
+fn a_slow_collection_answers_503_first_then_serves_the_last_page_at_once() {
     let root = fake_tree("slow");
-    // An `ethtool -S ens3np0` that takes 1 s: longer than the scrape deadline, shorter than
-    // its own; the other runs fail at once.
+    // An `ethtool -S ens3np0` that takes 1 s: longer than the first scrape's wait, shorter
+    // than its own deadline; the other runs fail at once.
     let script = root.join("ethtool");
     std::fs::write(&script, "#!/bin/sh\nif [ \"$1\" = -S ] && [ \"$2\" = ens3np0 ]; then sleep 1; printf 'NIC statistics:\\n     rx_prio3_pause: 1\\n'; else exit 95; fi\n").unwrap();
     use std::os::unix::fs::PermissionsExt;
@@ -233,17 +243,24 @@ fn a_slow_collection_answers_503_and_serves_the_next_scrape() {
     let (code, _, body) = get(server.addr, "GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n");
     assert_eq!(code, 503, "{body}");
     assert_eq!(body, "counter collection timed out\n");
-    // Once that collection is done, a scrape still times out on its own (fresh) collection
-    // but is answered with the previous page and its age.
+    // Once the first collection is done, every scrape is answered at once with it, its age
+    // and the collector's health.
     std::thread::sleep(Duration::from_millis(1600));
+    let t = std::time::Instant::now();
     let (code, _, body) = get(server.addr, "GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n");
     assert_eq!(code, 200, "{body}");
-    assert!(body.starts_with("# rocelab: collection still running; this page was collected "), "{body}");
+    assert!(t.elapsed() < Duration::from_millis(900), "{:?}", t.elapsed());
     assert_eq!(
         value(&body, "rocelab_pfc_pause_frames_total{node=\"gpu07\",port=\"ens3np0\",priority=\"3\",direction=\"rx\"}"),
         Some(1.0),
         "{body}"
     );
+    // `ethtool -i` and `-S ens4np0` failed: the collection is not whole.
+    assert_eq!(value(&body, "rocelab_up"), Some(0.0), "{body}");
+    assert!(value(&body, "rocelab_scrape_errors_total").unwrap() >= 1.0);
+    let age = value(&body, "rocelab_collect_age_seconds").unwrap();
+    assert!((0.0..60.0).contains(&age), "{age}");
+    assert!(value(&body, "rocelab_collect_duration_seconds").unwrap() >= 1.0, "{body}");
     server.stop();
     std::fs::remove_dir_all(&root).unwrap();
 }

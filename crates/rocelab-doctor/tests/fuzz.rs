@@ -82,6 +82,7 @@ fn parsers() -> Vec<(&'static str, Parser)> {
         ("sysfs int", |t| sysfs::parse_int_file("x", t).map(drop)),
         ("sysfs trust", |t| sysfs::parse_trust_file(t).map(drop)),
         ("nccl", |t| nccl::parse(t, None).map(drop)),
+        ("nccl streamed", |t| nccl::parse_reader(t.as_bytes(), None).map(drop)),
         ("sonic pfc", |t| sonic::parse_pfc_counters(t).map(drop)),
         ("sonic queue", |t| sonic::parse_queue_counters(t).map(drop)),
         ("sonic pg", |t| sonic::parse_pg_watermark(t).map(drop)),
@@ -104,6 +105,11 @@ fn corpus() -> Vec<Vec<u8>> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/parsers");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
     files.sort();
+    // Real public outputs too (NCCL WARN lines, the old error column, SONiC queue counters).
+    let public = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/public");
+    let mut more: Vec<PathBuf> = std::fs::read_dir(&public).unwrap().map(|e| e.unwrap().path()).collect();
+    more.sort();
+    files.extend(more);
     let mut c: Vec<Vec<u8>> = files.iter().map(|p| std::fs::read(p).unwrap()).collect();
     let dump = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dumps/healthy/gpu01-1796204467000");
     c.push(std::fs::read(dump.join("netdev/ens3np0/ethtool-S.txt")).unwrap());

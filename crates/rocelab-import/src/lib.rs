@@ -13,6 +13,7 @@
 //!
 //! * `ns3`    — config keys, topology and flow files; ns-3-style outputs (FCT file, PFC file);
 //! * `htsim`  — `.cm` connection matrices and the generated topology;
+//! * `sonic`  — a SONiC switch's `config_db.json` (QoS, buffers, PFC) as a fabric file;
 //! * `fabric` — the shared `Scenario` and its TOML rendering;
 //! * `text`   — a token reader that keeps line numbers, and ns-3 rate/time strings.
 //!
@@ -24,6 +25,7 @@
 pub mod fabric;
 pub mod htsim;
 pub mod ns3;
+pub mod sonic;
 pub mod text;
 
 pub use fabric::Scenario;

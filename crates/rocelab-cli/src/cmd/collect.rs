@@ -47,11 +47,12 @@ pub fn run(a: Args) -> VerbResult {
     writable_dir_for(&a.out)?;
     let ports = collect::discover(&a.sysfs_root);
     if ports.is_empty() {
-        println!(
-            "no RDMA devices under {}: nothing to collect on this host",
+        // Nothing was written: a success would send the user to a doctor run on nothing.
+        eprintln!(
+            "error: no RDMA devices under {}: nothing to collect on this host (to try the doctor without one: rocelab doctor examples/doctor-dump/)",
             a.sysfs_root.join("class/infiniband").display()
         );
-        return Ok(ExitCode::SUCCESS);
+        return Ok(ExitCode::from(crate::common::EXIT_FAILED_CHECK));
     }
     let opts = CollectOptions {
         sysfs_root: a.sysfs_root.clone(),

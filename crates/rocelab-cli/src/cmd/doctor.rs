@@ -23,6 +23,10 @@ pub struct Args {
     /// Fabric file with the intended configuration (drift, line rate).
     #[arg(long)]
     fabric: Option<PathBuf>,
+    /// A switch configuration as the intended configuration instead of a fabric file: a SONiC
+    /// config_db.json (its DSCP map, PFC priorities, lossless queues).
+    #[arg(long, value_name = "CONFIG", conflicts_with = "fabric")]
+    intent: Option<PathBuf>,
     /// nccl-tests output to judge against the expected bandwidth ("is it the network?").
     #[arg(long, value_name = "LOG")]
     nccl: Vec<PathBuf>,
@@ -87,7 +91,15 @@ pub fn run(a: Args) -> VerbResult {
         Some(p) => Some((load_fabric(p)?, p)),
         None => None,
     };
-    let intent = fabric.as_ref().map(|(m, p)| intent::from_model(m, &p.display().to_string()));
+    let mut intent = fabric.as_ref().map(|(m, p)| intent::from_model(m, &p.display().to_string()));
+    if let Some(p) = &a.intent {
+        // The switch's config, through the same fabric file `rocelab import sonic` writes.
+        let imp = rocelab_import::sonic::import(p).map_err(|e| Failure::bad_input(e.to_string()))?;
+        let model = rocelab_model::load_str(&format!("{} (imported)", p.display()), &imp.toml).map_err(|e| {
+            Failure::bad_input(format!("error: {}: the imported configuration does not load: {e}", p.display()))
+        })?;
+        intent = Some(intent::from_model(&model, &p.display().to_string()));
+    }
     let mut snaps = Vec::new();
     let mut skipped_inputs = Vec::new();
     for d in &a.dumps {
@@ -96,19 +108,23 @@ pub fn run(a: Args) -> VerbResult {
         skipped_inputs.extend(dump.skipped);
     }
     let mut extra_nccl = Vec::new();
+    // NCCL outputs are streamed line by line: a job's log can be far larger than a counter file.
+    let open = |p: &PathBuf| {
+        std::fs::File::open(p)
+            .map(std::io::BufReader::new)
+            .map_err(|e| Failure::bad_input(format!("error: cannot read {}: {e}", p.display())))
+    };
     for p in &a.nccl {
-        let text = rocelab_doctor::util::read_small(p)
-            .map_err(|e| Failure::bad_input(format!("error: cannot read {}: {e}", p.display())))?;
         let hint = p.file_stem().map(|s| s.to_string_lossy().into_owned());
-        let runs = rocelab_doctor::parse::nccl::parse(&text, hint.as_deref())
+        let runs = rocelab_doctor::parse::nccl::parse_reader(open(p)?, hint.as_deref())
             .map_err(|e| Failure::bad_input(format!("error: {}", e.in_file(p))))?;
         extra_nccl.extend(runs);
     }
     let mut nccl_log = rocelab_doctor::parse::nccl_log::NcclLog::default();
     for p in &a.nccl_log {
-        let text = rocelab_doctor::util::read_small(p)
+        let log = rocelab_doctor::parse::nccl_log::parse_reader(open(p)?)
             .map_err(|e| Failure::bad_input(format!("error: cannot read {}: {e}", p.display())))?;
-        nccl_log.merge(&rocelab_doctor::parse::nccl_log::parse(&text));
+        nccl_log.merge(&log);
     }
     let mut twin = Vec::new();
     for p in &a.twin {

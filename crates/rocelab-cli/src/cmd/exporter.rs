@@ -20,14 +20,18 @@ pub struct Args {
     /// `node` label (default: this host's name); use the fabric file's name.
     #[arg(long)]
     node: Option<String>,
-    /// Deadline for one scrape's collection; a slower one answers 503.
+    /// How long a scrape waits for the first collection (later scrapes get the last page at once).
     #[arg(long, default_value = "10s", value_parser = rocelab_doctor::util::parse_duration)]
     scrape_timeout: Duration,
+    /// Time between collections in the background.
+    #[arg(long, default_value = "5s", value_parser = rocelab_doctor::util::parse_duration)]
+    collect_interval: Duration,
     /// Deadline for each run of ethtool, mlnx_qos or rdma.
     #[arg(long, default_value = "5s", value_parser = rocelab_doctor::util::parse_duration)]
     tool_timeout: Duration,
-    /// Connections served at once; more get 503.
-    #[arg(long, default_value_t = 16)]
+    /// Connections open at once; more get 503 (idle ones are closed after 10 s, a request
+    /// head must arrive within 2 s).
+    #[arg(long, default_value_t = 512)]
     max_connections: usize,
     /// Read sysfs only; do not run ethtool, mlnx_qos, rdma or nvidia-smi.
     #[arg(long)]
@@ -83,6 +87,7 @@ pub fn run(a: Args) -> VerbResult {
         },
         max_connections: a.max_connections,
         scrape_timeout: a.scrape_timeout,
+        collect_interval: a.collect_interval.max(Duration::from_millis(100)),
         roce_priority: a.roce_priority.min(7),
         ..ExporterConfig::default()
     };

@@ -1,4 +1,5 @@
-//! `rocelab import ns3|htsim`: turn another simulator's scenario into a rocelab fabric file.
+//! `rocelab import ns3|htsim|sonic`: turn another simulator's scenario, or a switch's
+//! configuration, into a rocelab fabric file.
 //!
 //! Writes `OUT/fabric.toml` (commented; traffic included) and prints what could not be carried
 //! over exactly (unknown keys, settings rocelab models differently) as warnings on stderr; the
@@ -24,6 +25,20 @@ enum What {
     Ns3(Ns3Args),
     /// An htsim connection matrix (.cm) on a generated network.
     Htsim(HtsimArgs),
+    /// A SONiC switch's config_db.json: its QoS, buffers and PFC as a fabric file.
+    Sonic(SonicArgs),
+}
+
+#[derive(clap::Args)]
+struct SonicArgs {
+    /// config_db.json (`show runningconfiguration all` prints it).
+    config_db: PathBuf,
+    /// Output directory for fabric.toml.
+    #[arg(long, short, default_value = "rocelab-import")]
+    out: PathBuf,
+    /// No notes on stderr.
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 #[derive(clap::Args)]
@@ -136,6 +151,20 @@ pub fn run(a: Args) -> VerbResult {
             let s = htsim::import(&h.cm, h.topo.as_deref(), &net).map_err(failure)?;
             notes(&s, h.quiet);
             write_fabric(&s, &htsim::DIALECT, &h.out)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        What::Sonic(a) => {
+            let imp = rocelab_import::sonic::import(&a.config_db).map_err(failure)?;
+            if !a.quiet {
+                for n in &imp.notes {
+                    eprintln!("warning: {n}");
+                }
+            }
+            std::fs::create_dir_all(&a.out)
+                .map_err(|e| Failure::bad_input(format!("error: cannot create {}: {e}", a.out.display())))?;
+            let path = a.out.join("fabric.toml");
+            write_atomic(&path, imp.toml.as_bytes())?;
+            println!("wrote {} (switch {}, {} ports, {} classes)", path.display(), imp.switch, imp.ports, imp.classes);
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -78,6 +78,16 @@ pub fn parse_stats(text: &str) -> Result<EthtoolStats, ParseError> {
             ));
             break;
         }
+        if seen_header && line == "NIC statistics:" {
+            // Another output glued after the first (`ethtool -S eth0 >> file` run twice):
+            // mixing two instants would be wrong, so the first one is kept and this is said.
+            let more = text.lines().skip(i).filter(|l| l.trim() == "NIC statistics:").count();
+            stats.warnings.push(format!(
+                "{} `ethtool -S` outputs glued together (a second `NIC statistics:` at line {n}): the first is used, lines {n}-{total} are not",
+                more + 1
+            ));
+            break;
+        }
         if !seen_header {
             if line == "NIC statistics:" {
                 seen_header = true;

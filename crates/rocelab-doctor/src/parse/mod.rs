@@ -74,8 +74,12 @@ pub fn parse_count(s: &str) -> Option<u64> {
 
 /// Truncates a line for an error message so a binary blob does not flood the terminal.
 pub(crate) fn excerpt(line: &str) -> String {
-    let mut s: String = line.chars().take(60).collect();
-    if line.chars().count() > 60 {
+    excerpt_n(line, 60)
+}
+
+pub(crate) fn excerpt_n(line: &str, n: usize) -> String {
+    let mut s: String = line.chars().take(n).collect();
+    if line.chars().count() > n {
         s.push('…');
     }
     s

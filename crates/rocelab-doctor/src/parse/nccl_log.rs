@@ -14,6 +14,18 @@
 //! (layouts from NCCL's `src/transport/net_ib.cc`, `net_socket.cc` and `src/transport.cc`
 //! messages as they appear in public bug reports). Lines that are not NCCL INFO lines, and
 //! INFO messages not listed, are ignored: this parser never fails, it only gathers.
+//!
+//! `NCCL WARN` lines are gathered too, by kind ([`WarnKind`]), with a count and the first
+//! message of each kind per host:
+//!
+//! ```text
+//! kp-ddp-worker-0:3468:3905 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer 10.216.210.236<54862> with status=12 opcode=0 len=0 vendor err 129 (Recv) ...
+//! ```
+//! (NVIDIA/nccl issues 1405 and 1814). `status` is the verbs work-completion status
+//! (`enum ibv_wc_status` in rdma-core's `verbs.h`): 12 is `IBV_WC_RETRY_EXC_ERR` (the QP
+//! resent until its retry count ran out: packets lost on the path, or the peer gone), 13
+//! `IBV_WC_RNR_RETRY_EXC_ERR` (the receiver posted no buffer in time), 5 `IBV_WC_WR_FLUSH_ERR`
+//! (work flushed after an earlier error). Newer NCCL prints the name itself.
 
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -40,6 +52,68 @@ pub struct HostNet {
     pub net_channels_no_gdr: u32,
     /// `via NET/Socket/...` connections.
     pub socket_channels: u32,
+    /// `NCCL WARN` lines by kind: how many, and the first message.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub warnings: BTreeMap<WarnKind, WarnSeen>,
+}
+
+/// What a `NCCL WARN` line reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WarnKind {
+    /// `IBV_WC_RETRY_EXC_ERR` (status 12): transport retries exhausted.
+    RetryExceeded,
+    /// `IBV_WC_RNR_RETRY_EXC_ERR` (status 13): receiver not ready, retries exhausted.
+    RnrRetryExceeded,
+    /// Another work-completion error from a peer.
+    CompletionError,
+    /// `IBV_WC_WR_FLUSH_ERR` (status 5): flushed after an earlier error.
+    Flushed,
+    /// A timeout (connection, proxy, collective watchdog).
+    Timeout,
+    /// Any other warning.
+    Other,
+}
+
+impl WarnKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WarnKind::RetryExceeded => "IBV_WC_RETRY_EXC_ERR",
+            WarnKind::RnrRetryExceeded => "IBV_WC_RNR_RETRY_EXC_ERR",
+            WarnKind::CompletionError => "work-completion error",
+            WarnKind::Flushed => "IBV_WC_WR_FLUSH_ERR",
+            WarnKind::Timeout => "timeout",
+            WarnKind::Other => "other warning",
+        }
+    }
+
+    fn of(msg: &str) -> WarnKind {
+        let status = msg
+            .split_once("status=")
+            .map(|(_, r)| r.split(|c: char| c.is_whitespace() || c == ',').next().unwrap_or(""))
+            .unwrap_or("");
+        let lower = msg.to_ascii_lowercase();
+        if msg.contains("IBV_WC_RETRY_EXC_ERR") || status == "12" {
+            WarnKind::RetryExceeded
+        } else if msg.contains("IBV_WC_RNR_RETRY_EXC_ERR") || status == "13" {
+            WarnKind::RnrRetryExceeded
+        } else if msg.contains("IBV_WC_WR_FLUSH_ERR") || status == "5" {
+            WarnKind::Flushed
+        } else if msg.contains("Got completion from peer") || msg.contains("IBV_WC_") {
+            WarnKind::CompletionError
+        } else if lower.contains("timeout") || lower.contains("timed out") {
+            WarnKind::Timeout
+        } else {
+            WarnKind::Other
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct WarnSeen {
+    pub count: u64,
+    /// The first message of this kind, cut to a readable length.
+    pub first: String,
 }
 
 impl HostNet {
@@ -67,22 +141,25 @@ impl NcclLog {
             e.net_channels_gdr = e.net_channels_gdr.saturating_add(n.net_channels_gdr);
             e.net_channels_no_gdr = e.net_channels_no_gdr.saturating_add(n.net_channels_no_gdr);
             e.socket_channels = e.socket_channels.saturating_add(n.socket_channels);
+            for (k, w) in &n.warnings {
+                let m = e.warnings.entry(*k).or_insert_with(|| WarnSeen { count: 0, first: w.first.clone() });
+                m.count = m.count.saturating_add(w.count);
+            }
         }
     }
-}
 
-/// `host:pid:tid [dev] NCCL INFO message` -> (host, message).
-fn split_line(line: &str) -> Option<(&str, &str)> {
-    let (prefix, msg) = line.split_once(" NCCL INFO ")?;
-    let host = prefix.trim().split(':').next()?.trim();
-    (!host.is_empty() && !host.contains(char::is_whitespace)).then_some((host, msg.trim()))
-}
-
-pub fn parse(text: &str) -> NcclLog {
-    let mut log = NcclLog::default();
-    for line in text.lines() {
-        let Some((host, msg)) = split_line(line) else { continue };
-        let h = log.hosts.entry(host.to_string()).or_default();
+    /// Gathers one line (see [`parse`]).
+    pub fn add_line(&mut self, line: &str) {
+        if let Some((host, msg)) = split_warn(line) {
+            let w = self.hosts.entry(host.to_string()).or_default().warnings.entry(WarnKind::of(msg)).or_default();
+            if w.count == 0 {
+                w.first = super::excerpt_n(msg, 200);
+            }
+            w.count = w.count.saturating_add(1);
+            return;
+        }
+        let Some((host, msg)) = split_line(line) else { return };
+        let h = self.hosts.entry(host.to_string()).or_default();
         if let Some(rest) = msg.strip_prefix("NET/IB : Using ") {
             let list = rest.split(';').next().unwrap_or("");
             for tok in list.split_whitespace() {
@@ -109,8 +186,49 @@ pub fn parse(text: &str) -> NcclLog {
             }
         }
     }
-    log.hosts.retain(|_, h| *h != HostNet::default());
+
+    /// Drops hosts that only had lines of no interest.
+    pub fn finish(&mut self) {
+        self.hosts.retain(|_, h| *h != HostNet::default());
+    }
+}
+
+/// `host:pid:tid [dev] [file:line] NCCL WARN message` -> (host, message); a PyTorch
+/// watchdog's collective timeout (no host prefix) is kept under `job`.
+fn split_warn(line: &str) -> Option<(&str, &str)> {
+    if let Some((prefix, msg)) = line.split_once(" NCCL WARN ") {
+        let host = prefix.trim().split(':').next()?.trim();
+        return (!host.is_empty() && !host.contains(char::is_whitespace)).then_some((host, msg.trim()));
+    }
+    let pos = line.find("Watchdog caught collective operation timeout")?;
+    Some(("job", line[pos..].trim()))
+}
+
+/// `host:pid:tid [dev] NCCL INFO message` -> (host, message).
+fn split_line(line: &str) -> Option<(&str, &str)> {
+    let (prefix, msg) = line.split_once(" NCCL INFO ")?;
+    let host = prefix.trim().split(':').next()?.trim();
+    (!host.is_empty() && !host.contains(char::is_whitespace)).then_some((host, msg.trim()))
+}
+
+pub fn parse(text: &str) -> NcclLog {
+    let mut log = NcclLog::default();
+    for line in text.lines() {
+        log.add_line(line);
+    }
+    log.finish();
     log
+}
+
+/// [`parse`] over a reader of any size, line by line.
+pub fn parse_reader(r: impl std::io::BufRead) -> std::io::Result<NcclLog> {
+    let mut log = NcclLog::default();
+    crate::util::for_each_line(r, |_, line| {
+        log.add_line(line);
+        true
+    })?;
+    log.finish();
+    Ok(log)
 }
 
 #[cfg(test)]
@@ -139,5 +257,27 @@ not a nccl line
         let b = &log.hosts["gpu02"];
         assert!(b.socket && b.socket_channels == 1 && b.ib_devices.is_empty());
         assert!(parse("garbage\n:::: NCCL INFO\n").is_empty());
+    }
+
+    /// Lines from NVIDIA/nccl issue 1814 (the same layout as issue 1405).
+    #[test]
+    fn warn_lines_by_kind() {
+        let text = "\
+hostname-test:984:1357 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer 172.36.143.59<44206> with status=12 opcode=129 len=65536 vendor err 129 (Recv) localGid ::ffff:29.87.88.182 remoteGids::ffff:29.87.4.221
+hostname-test:984:1357 [4] NCCL INFO transport/net.cc:1298 -> 6
+hostname-test:984:1357 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer 172.36.143.59<44206> with status=5 opcode=32656 len=32659 vendor err 249 (Recv) localGid ::ffff:29.87.88.182 remoteGids::ffff:29.87.4.221
+hostname-test:984:1357 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer 172.36.143.59<44206> with status=5 opcode=32656 len=32659 vendor err 249 (Recv) localGid ::ffff:29.87.88.182 remoteGids::ffff:29.87.4.221
+gpu02:1:2 [0] NCCL WARN NET/IB : Got completion from peer 10.0.0.1<1> with status=IBV_WC_RNR_RETRY_EXC_ERR(13) opcode=0
+[rank3]:[E ProcessGroupNCCL.cpp:563] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.
+";
+        let log = parse(text);
+        let w = &log.hosts["hostname-test"].warnings;
+        assert_eq!(w[&WarnKind::RetryExceeded].count, 1);
+        assert!(w[&WarnKind::RetryExceeded].first.contains("status=12"));
+        assert_eq!(w[&WarnKind::Flushed].count, 2);
+        assert_eq!(log.hosts["gpu02"].warnings[&WarnKind::RnrRetryExceeded].count, 1);
+        assert_eq!(log.hosts["job"].warnings[&WarnKind::Timeout].count, 1);
+        // The same text through the streaming reader.
+        assert_eq!(parse_reader(text.as_bytes()).unwrap(), log);
     }
 }
