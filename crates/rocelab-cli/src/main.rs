@@ -6,6 +6,7 @@
 
 mod cmd;
 mod common;
+mod output;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use std::io::Write;
@@ -70,7 +71,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // `--json` on any verb is `--format json` (output::expand_json_alias).
+    let cli = Cli::parse_from(output::expand_json_alias(std::env::args_os()));
     // `rocelab simulate ... | head` must end quietly when the reader goes away, as Unix tools
     // do, not panic in `println!`. The exporter keeps Rust's default (SIGPIPE ignored): a
     // scraper that hangs up mid-response is an I/O error to handle, not a reason to die.
@@ -98,7 +100,9 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(f) => {
-            eprintln!("{f}");
+            // Every file's errors pass here: "unknown field `x`, expected one of ..." gains
+            // its "did you mean".
+            eprintln!("{}", output::with_suggestions(&f.message));
             ExitCode::from(f.status)
         }
     }

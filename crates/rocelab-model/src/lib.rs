@@ -20,6 +20,7 @@
 //! * `diag`     — diagnostics that carry file:line:column;
 //! * `units`    — `SimTime` (ps) and `BitsPerSec`.
 
+pub mod atomic;
 pub mod config;
 pub mod diag;
 pub mod infiniband;

@@ -263,17 +263,6 @@ pub fn point_file(out: &Path, index: usize) -> PathBuf {
     out.join("points").join(format!("{index:06}.json"))
 }
 
-/// Writes `bytes` to `path` through a temporary file and a rename (a point is either there
-/// whole or not at all).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    if let Some(d) = path.parent() {
-        std::fs::create_dir_all(d)?;
-    }
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)
-}
-
 /// Runs the points not done yet on `jobs` threads; returns how many ran.
 pub fn run(
     sw: &Sweep,
@@ -295,7 +284,9 @@ pub fn run(
                 let Some(p) = todo.get(i) else { break };
                 let r = run_point(sw, p).and_then(|r| {
                     let json = serde_json::to_string_pretty(&r).map_err(|e| e.to_string())? + "\n";
-                    write_atomic(&point_file(out, p.index), json.as_bytes()).map_err(|e| e.to_string())
+                    // A point is there whole (fsynced) or not at all: a killed task resumes cleanly.
+                    rocelab_model::atomic::write_atomic(&point_file(out, p.index), json.as_bytes())
+                        .map_err(|e| e.to_string())
                 });
                 if let Err(e) = r {
                     error.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(e);

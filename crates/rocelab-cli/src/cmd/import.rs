@@ -7,7 +7,9 @@
 //! one step. The work is in `rocelab_import`; docs/import.md documents the mappings.
 
 use crate::common::{located, write_atomic, Failure, VerbResult};
+use crate::output::{envelope, write_set};
 use rocelab_import::{fabric, htsim, ns3, ImportError, Scenario};
+use rocelab_model::Model;
 use rocelab_model::SimTime;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -71,10 +73,17 @@ struct HtsimArgs {
     /// One-way delay of every link, in ns.
     #[arg(long, default_value_t = 1000.0)]
     link_delay_ns: f64,
-    /// Output directory for fabric.toml.
+    /// Output directory for fabric.toml (and, with --run, the results).
     #[arg(long, short, default_value = "rocelab-import")]
     out: PathBuf,
-    /// No notes on stderr.
+    /// Also simulate the imported fabric (as `rocelab simulate OUT/fabric.toml`) and write its
+    /// summary.json, flows.csv and metrics.prom beside fabric.toml.
+    #[arg(long)]
+    run: bool,
+    /// Seed of the run (with --run).
+    #[arg(long, requires = "run")]
+    seed: Option<u64>,
+    /// No progress or notes on stderr.
     #[arg(long, short)]
     quiet: bool,
 }
@@ -91,11 +100,24 @@ fn notes(s: &Scenario, quiet: bool) {
     }
 }
 
+/// Writes `OUT/fabric.toml` alone, as the output set of an import without `--run`.
 fn write_fabric(s: &Scenario, dialect: &fabric::Dialect, out: &Path) -> Result<PathBuf, Failure> {
-    std::fs::create_dir_all(out)
-        .map_err(|e| Failure::bad_input(format!("error: cannot create {}: {e}", out.display())))?;
     let path = out.join("fabric.toml");
-    write_atomic(&path, fabric::to_toml_with(s, dialect).as_bytes())?;
+    write_set(out, &[("fabric.toml", fabric::to_toml_with(s, dialect).as_bytes())])?;
+    announce(s, &path);
+    Ok(path)
+}
+
+/// The imported fabric as a model, loaded from its text under the name it will have in `out`
+/// (the run's files, fabric.toml included, are then written as one set).
+fn load_imported(s: &Scenario, dialect: &fabric::Dialect, out: &Path) -> Result<(String, PathBuf, Model), Failure> {
+    let text = fabric::to_toml_with(s, dialect);
+    let path = out.join("fabric.toml");
+    let model = rocelab_model::load_str(&path.display().to_string(), &text)?;
+    Ok((text, path, model))
+}
+
+fn announce(s: &Scenario, path: &Path) {
     println!(
         "wrote {} ({} hosts, {} switches, {} links, {} flows)",
         path.display(),
@@ -104,7 +126,6 @@ fn write_fabric(s: &Scenario, dialect: &fabric::Dialect, out: &Path) -> Result<P
         s.links.len(),
         s.flows.len()
     );
-    Ok(path)
 }
 
 pub fn run(a: Args) -> VerbResult {
@@ -135,8 +156,31 @@ pub fn run(a: Args) -> VerbResult {
             };
             let s = htsim::import(&h.cm, h.topo.as_deref(), &net).map_err(failure)?;
             notes(&s, h.quiet);
-            write_fabric(&s, &htsim::DIALECT, &h.out)?;
-            Ok(ExitCode::SUCCESS)
+            if !h.run {
+                write_fabric(&s, &htsim::DIALECT, &h.out)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            let (text, path, model) = load_imported(&s, &htsim::DIALECT, &h.out)?;
+            let mut opts = rocelab_sim::options_from_model(&model);
+            if let Some(seed) = h.seed {
+                opts.seed = seed;
+            }
+            let (rep, _, wall) = crate::cmd::simulate::run_traffic(&model, &path, opts, h.quiet, None)?;
+            let summary = envelope("simulate.summary", &rep.to_json());
+            let (flows, prom) = (rep.flows_csv(), rep.prometheus());
+            write_set(
+                &h.out,
+                &[
+                    ("fabric.toml", text.as_bytes()),
+                    ("summary.json", summary.as_bytes()),
+                    ("flows.csv", flows.as_bytes()),
+                    ("metrics.prom", prom.as_bytes()),
+                ],
+            )?;
+            announce(&s, &path);
+            print!("{}", rep.render_text());
+            println!("  results in {}/", h.out.display());
+            crate::cmd::simulate::finish_traffic(&rep, wall, h.quiet)
         }
     }
 }
@@ -155,8 +199,7 @@ pub fn simulate_ns3(
 ) -> VerbResult {
     let imp = ns3::import(config, topology, flows).map_err(failure)?;
     notes(&imp.scenario, quiet);
-    let path = write_fabric(&imp.scenario, &fabric::NS3, out)?;
-    let model = crate::common::load_fabric(&path)?;
+    let (text, path, model) = load_imported(&imp.scenario, &fabric::NS3, out)?;
     let mut opts = rocelab_sim::options_from_model(&model);
     if let Some(s) = seed {
         opts.seed = s;
@@ -169,11 +212,20 @@ pub fn simulate_ns3(
     }
     let wall = std::time::Instant::now();
     let r = ns3::run(&imp, &model, opts).map_err(|d| located(&path, d))?;
-    write_atomic(&out.join("summary.json"), r.report.to_json().as_bytes())?;
-    write_atomic(&out.join("flows.csv"), r.report.flows_csv().as_bytes())?;
-    write_atomic(&out.join("metrics.prom"), r.report.prometheus().as_bytes())?;
-    write_atomic(&out.join(&imp.fct_file), r.fct.as_bytes())?;
-    write_atomic(&out.join(&imp.pfc_file), r.pfc.as_bytes())?;
+    let summary = envelope("simulate.summary", &r.report.to_json());
+    let (flows_csv, prom) = (r.report.flows_csv(), r.report.prometheus());
+    write_set(
+        out,
+        &[
+            ("fabric.toml", text.as_bytes()),
+            ("summary.json", summary.as_bytes()),
+            ("flows.csv", flows_csv.as_bytes()),
+            ("metrics.prom", prom.as_bytes()),
+            (&imp.fct_file, r.fct.as_bytes()),
+            (&imp.pfc_file, r.pfc.as_bytes()),
+        ],
+    )?;
+    announce(&imp.scenario, &path);
     // Also where ns-3 itself writes them, so scripts that read ns-3's outputs find them; a
     // file already there (ns-3's own results, to compare with) is never overwritten.
     if let Some((fct, pfc)) = &imp.ns3_outputs {
@@ -203,8 +255,5 @@ pub fn simulate_ns3(
     if let Some((fct, pfc)) = &imp.ns3_outputs {
         println!("  and where ns-3 writes them: {}, {}", fct.display(), pfc.display());
     }
-    if !quiet {
-        eprintln!("wall {:.2} s", wall.elapsed().as_secs_f64());
-    }
-    Ok(ExitCode::SUCCESS)
+    crate::cmd::simulate::finish_traffic(&r.report, wall.elapsed(), quiet)
 }

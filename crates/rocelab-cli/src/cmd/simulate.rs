@@ -5,18 +5,14 @@
 //! `--out DIR`: `summary.json`, `flows.csv`, `metrics.prom` and, with sampling on,
 //! `timeseries.csv`. Seed, version, fabric hash and simulated time are in every report.
 
-use crate::common::{load_fabric_shown, located, parse_size, write_atomic, Failure, ProgressLine, VerbResult};
+use crate::common::{load_fabric_shown, located, located_or_flag, parse_size, Failure, ProgressLine, VerbResult};
+use crate::output::{envelope, write_set};
 use rocelab_model::SimTime;
 use rocelab_sim::{report, RunReport};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Text for people, JSON for tools (shared with `rocelab scenarios`).
-#[derive(Clone, Copy, clap::ValueEnum)]
-pub enum Format {
-    Text,
-    Json,
-}
+pub use crate::output::Format;
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub(crate) enum Engine {
@@ -198,11 +194,43 @@ pub fn run(a: Args) -> VerbResult {
         drop(stages);
         return run_workloads(&a, &model, &file, opts);
     }
-    let end = opts.duration;
     stages.stage("building the simulation");
-    let mut sim = rocelab_sim::build_run(&model, opts).map_err(|d| located(&file, d))?;
+    let (rep, series, wall) = run_traffic(&model, &file, opts, a.quiet, Some(stages))?;
+    let json = envelope("simulate.summary", &rep.to_json());
+    if !a.no_files {
+        let (flows, prom) = (rep.flows_csv(), rep.prometheus());
+        let mut files: Vec<(&str, &[u8])> =
+            vec![("summary.json", json.as_bytes()), ("flows.csv", flows.as_bytes()), ("metrics.prom", prom.as_bytes())];
+        if let Some(t) = &series {
+            files.push(("timeseries.csv", t.as_bytes()));
+        }
+        write_set(&a.out, &files)?;
+    }
+    match a.format {
+        Format::Text => {
+            print!("{}", rep.render_text());
+            if !a.no_files {
+                println!("  results in {}/", a.out.display());
+            }
+        }
+        Format::Json => print!("{json}"),
+    }
+    finish_traffic(&rep, wall, a.quiet)
+}
+
+/// Runs a fabric's own traffic (and faults) with a progress bar; returns the report, the
+/// sampled time series (`timeseries.csv`, when sampling is on) and the wall time.
+pub(crate) fn run_traffic(
+    model: &rocelab_model::Model,
+    file: &std::path::Path,
+    opts: rocelab_sim::SimOptions,
+    quiet: bool,
+    stages: Option<crate::common::Stages>,
+) -> Result<(RunReport, Option<String>, std::time::Duration), Failure> {
+    let end = opts.duration;
+    let mut sim = rocelab_sim::build_run(model, opts).map_err(|d| located(file, d))?;
     drop(stages);
-    let mut bar = ProgressLine::new(a.quiet);
+    let mut bar = ProgressLine::new(quiet);
     sim.run(&mut |p| {
         let el = bar.elapsed().as_secs_f64().max(1e-9);
         let frac = match end {
@@ -224,27 +252,14 @@ pub fn run(a: Args) -> VerbResult {
     bar.finish();
     let wall = bar.elapsed();
     let snap = sim.snapshot();
-    let rep = RunReport::from_snapshot(&snap, &model);
-    if !a.no_files {
-        std::fs::create_dir_all(&a.out)
-            .map_err(|e| Failure::bad_input(format!("error: cannot create {}: {e}", a.out.display())))?;
-        write_atomic(&a.out.join("summary.json"), rep.to_json().as_bytes())?;
-        write_atomic(&a.out.join("flows.csv"), rep.flows_csv().as_bytes())?;
-        write_atomic(&a.out.join("metrics.prom"), rep.prometheus().as_bytes())?;
-        if snap.sample_interval.is_some() {
-            write_atomic(&a.out.join("timeseries.csv"), report::series_csv(&snap, &model).as_bytes())?;
-        }
-    }
-    match a.format {
-        Format::Text => {
-            print!("{}", rep.render_text());
-            if !a.no_files {
-                println!("  results in {}/", a.out.display());
-            }
-        }
-        Format::Json => print!("{}", rep.to_json()),
-    }
-    if !a.quiet {
+    let rep = RunReport::from_snapshot(&snap, model);
+    let series = snap.sample_interval.map(|_| report::series_csv(&snap, model));
+    Ok((rep, series, wall))
+}
+
+/// The wall-time line and the exit status of a run of a fabric's traffic.
+pub(crate) fn finish_traffic(rep: &RunReport, wall: std::time::Duration, quiet: bool) -> VerbResult {
+    if !quiet {
         eprintln!(
             "wall {:.2} s, {:.2} M events/s, {:.2} M data packets/s",
             wall.as_secs_f64(),
@@ -252,7 +267,42 @@ pub fn run(a: Args) -> VerbResult {
             rep.totals.data_packets_sent as f64 / wall.as_secs_f64().max(1e-9) / 1e6
         );
     }
-    Ok(ExitCode::SUCCESS)
+    match incomplete(rep) {
+        Some(why) => Err(Failure::failed_check(why)),
+        None => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// Why a run's flows did not all complete, if they did not: the run is then a failure (exit
+/// 1), its outputs written first.
+pub(crate) fn incomplete(rep: &RunReport) -> Option<String> {
+    let (done, all) = (rep.flows_completed, rep.flows.len());
+    if done >= all {
+        return None;
+    }
+    let mut why = Vec::new();
+    if rep.stopped_no_progress {
+        why.push(format!(
+            "{} packets stuck and none delivered or dropped for {} s of simulated time (a host that never \
+             resumes, or a PFC deadlock)",
+            rep.totals.packets_in_flight,
+            rocelab_sim::engine::NO_PROGRESS_LIMIT.as_secs_f64()
+        ));
+    }
+    if rep.totals.qps_failed > 0 {
+        why.push(format!("{} queue pairs gave up (retries exhausted)", rep.totals.qps_failed));
+    }
+    if rep.stopped_at_duration {
+        why.push(format!(
+            "the run stopped at its duration limit, {:.1} µs of simulated time (raise --duration-us or \
+             [simulation] duration_us, or remove it to run to completion)",
+            rep.simulated_seconds * 1e6
+        ));
+    }
+    if why.is_empty() {
+        why.push("the engine ran out of events with data still to send".into());
+    }
+    Some(format!("error: {} of {all} flows did not complete: {}", all - done, why.join("; ")))
 }
 
 /// `--collective`: the sweep nccl-tests would run, on the twin; the table on stdout (or JSON)
@@ -299,15 +349,13 @@ fn run_collective(
     let results = rocelab_workload::sweep(model, &spec, &sizes, opts, &mut |i, r| {
         bar.update(Some((i + 1) as f64 / total as f64), &format!("{} B: {:.1} µs", r.bytes, r.time_us));
     })
-    .map_err(|d| located(file, d))?;
+    .map_err(|d| located_or_flag(file, d, COLLECTIVE_FLAGS))?;
     bar.finish();
     let table = rocelab_workload::table::render(&results, &model.config.fabric.name);
     let json = serde_json::to_string_pretty(&results).map_err(|e| Failure::bad_input(format!("error: {e}")))? + "\n";
+    let json = envelope("simulate.collective", &json);
     if !a.no_files {
-        std::fs::create_dir_all(&a.out)
-            .map_err(|e| Failure::bad_input(format!("error: cannot create {}: {e}", a.out.display())))?;
-        write_atomic(&a.out.join("collective.txt"), table.as_bytes())?;
-        write_atomic(&a.out.join("collective.json"), json.as_bytes())?;
+        write_set(&a.out, &[("collective.txt", table.as_bytes()), ("collective.json", json.as_bytes())])?;
     }
     match a.format {
         Format::Text => print!("{table}"),
@@ -316,8 +364,23 @@ fn run_collective(
     if !a.quiet {
         eprintln!("wall {:.2} s", bar.elapsed().as_secs_f64());
     }
+    let failed: Vec<String> = results
+        .iter()
+        .filter(|r| r.failed_chunks > 0)
+        .map(|r| format!("{} B ({} chunks)", r.bytes, r.failed_chunks))
+        .collect();
+    if !failed.is_empty() {
+        return Err(Failure::failed_check(format!(
+            "error: the {name} did not complete at {}: chunks never arrived (a queue pair gave up after its retries)",
+            failed.join(", ")
+        )));
+    }
     Ok(ExitCode::SUCCESS)
 }
+
+/// The flags whose values a collective's diagnostics (key path `collective`) are about.
+const COLLECTIVE_FLAGS: &[(&str, &str)] =
+    &[("collective", "--collective (with --nodes, --channels, --root, --placement)")];
 
 /// `--step PLAN`: one training step of a plan on the twin, beside plan's own estimate; the
 /// report on stdout (or JSON) and, unless `--no-files`, `step.txt` and `step.json` in `--out`.
@@ -333,7 +396,8 @@ fn run_step(
         .map_err(|e| Failure::bad_input(format!("error: {}: {e}", plan_file.display())))?;
     let bar = ProgressLine::new(a.quiet);
     let opts = rocelab_sim::SimOptions { recycle_qps: true, ..opts };
-    let r = rocelab_workload::step::run_step(model, &plan, opts).map_err(|d| located(file, d))?;
+    let r = rocelab_workload::step::run_step(model, &plan, opts)
+        .map_err(|d| located_or_flag(file, d, &[("step", "--step")]))?;
     let phase = estimate.phases.iter().find(|p| p.name == "step");
     let plan_fig = phase.map(|p| PlanStep {
         step_us: p.seconds * 1e6,
@@ -350,11 +414,9 @@ fn run_step(
     let json = serde_json::to_string_pretty(&serde_json::json!({ "twin": r, "plan": plan_fig }))
         .map_err(|e| Failure::bad_input(format!("error: {e}")))?
         + "\n";
+    let json = envelope("simulate.step", &json);
     if !a.no_files {
-        std::fs::create_dir_all(&a.out)
-            .map_err(|e| Failure::bad_input(format!("error: cannot create {}: {e}", a.out.display())))?;
-        write_atomic(&a.out.join("step.txt"), text.as_bytes())?;
-        write_atomic(&a.out.join("step.json"), json.as_bytes())?;
+        write_set(&a.out, &[("step.txt", text.as_bytes()), ("step.json", json.as_bytes())])?;
     }
     match a.format {
         Format::Text => print!("{text}"),
@@ -362,6 +424,12 @@ fn run_step(
     }
     if !a.quiet {
         eprintln!("wall {:.2} s", bar.elapsed().as_secs_f64());
+    }
+    if r.failed_messages > 0 {
+        return Err(Failure::failed_check(format!(
+            "error: the step did not complete: {} messages never arrived (a queue pair gave up after its retries)",
+            r.failed_messages
+        )));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -375,13 +443,17 @@ fn run_scenario(a: &Args, name: &str, model: &rocelab_model::Model, file: &std::
     bar.update(None, &format!("running scenario `{name}`"));
     let r = rocelab_scenario::run(model, &c, &path, seed).map_err(|d| located(file, d))?;
     bar.finish();
-    let json = r.to_json();
+    let json = envelope("simulate.scenario", &r.to_json());
     if !a.no_files {
-        std::fs::create_dir_all(&a.out)
-            .map_err(|e| Failure::bad_input(format!("error: cannot create {}: {e}", a.out.display())))?;
-        write_atomic(&a.out.join("scenario.json"), json.as_bytes())?;
-        write_atomic(&a.out.join("summary.json"), r.report.to_json().as_bytes())?;
-        write_atomic(&a.out.join("timeseries.csv"), r.series_csv.as_bytes())?;
+        let summary = envelope("simulate.summary", &r.report.to_json());
+        write_set(
+            &a.out,
+            &[
+                ("scenario.json", json.as_bytes()),
+                ("summary.json", summary.as_bytes()),
+                ("timeseries.csv", r.series_csv.as_bytes()),
+            ],
+        )?;
     }
     match a.format {
         Format::Text => {

@@ -56,15 +56,29 @@ pub fn run(a: Args) -> VerbResult {
     let text = std::fs::read_to_string(&path)
         .map_err(|e| Failure::bad_input(format!("error: cannot read {}: {e}", path.display())))?;
     let policy = load_policy(a.policy.as_deref())?;
+    // A check (`incast.completion`), a kind (`incast`), or a scenario of the file by its name
+    // (`incast-15`, `incast-15.completion`), as docs/validate.md says.
+    let scenario_names: Vec<&str> = model.config.scenario.iter().map(|s| s.display_name()).collect();
     let known = |n: &str| {
         n == "lint"
             || n == "workload"
             || n.starts_with("workload.")
             || rocelab_validate::CHECKS.iter().any(|c| c.name == n || c.kind.name() == n)
+            || scenario_names
+                .iter()
+                .any(|s| n == *s || n.strip_prefix(*s).and_then(|r| r.strip_prefix('.')).is_some_and(|c| !c.is_empty()))
     };
     if let Some(bad) = a.only.iter().find(|n| !known(n)) {
+        let names = ["lint", "workload"]
+            .into_iter()
+            .chain(rocelab_validate::CHECKS.iter().flat_map(|c| [c.name, c.kind.name()]))
+            .chain(scenario_names.iter().copied());
+        let hint = match crate::output::did_you_mean(bad, names) {
+            Some(n) => format!("did you mean `{n}`? `rocelab validate --list` names every check"),
+            None => "`rocelab validate --list` names every check".to_string(),
+        };
         return Err(Failure::bad_input(format!(
-            "error: --only `{bad}`: no check or scenario of that name\n  = help: `rocelab validate --list` names every check"
+            "error: --only `{bad}`: no check or scenario of that name\n  = help: {hint}"
         )));
     }
     let jobs = jobs_or_cores(a.jobs);

@@ -1,0 +1,212 @@
+//! What every verb's output shares: the `--format text|json` switch, the JSON envelope
+//! (`schema`, `version`), the writer of a run's set of files, and "did you mean" for names.
+//!
+//! Standard output carries the result (text for people, JSON for tools); standard error carries
+//! progress, notes and errors, so `rocelab ... --format json | jq` always reads one document.
+
+use crate::common::Failure;
+use std::path::Path;
+
+/// Text for people, JSON for tools: the same two on every verb (`--json` is short for
+/// `--format json`; see `expand_json_alias`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+/// `--json` is kept as an alias of `--format json` on every verb: rewritten before clap parses,
+/// so that no verb needs a second flag and the two can never disagree. Arguments after `--`
+/// are left alone.
+pub fn expand_json_alias(args: impl IntoIterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let mut out = Vec::new();
+    let mut rest = false;
+    for a in args {
+        if !rest && a == "--" {
+            rest = true;
+        }
+        if !rest && a == "--json" {
+            out.push("--format=json".into());
+        } else {
+            out.push(a);
+        }
+    }
+    out
+}
+
+/// The version of the output schemas (bumped when a document loses or renames a key).
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Puts the envelope on a JSON document: `schema` names the document
+/// (`rocelab.<verb>.<document>/v1`) and `version` the rocelab that wrote it, as the first two
+/// keys of the top-level object; keys the document already has stay as they are. A top-level
+/// array becomes `results` of an enveloped object. Text that is not JSON is returned unchanged.
+pub fn envelope(schema: &str, json: &str) -> String {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(json) else { return json.to_string() };
+    let name = format!("rocelab.{schema}/v{SCHEMA_VERSION}");
+    let version = env!("CARGO_PKG_VERSION");
+    let pretty = json.trim_start().starts_with("{\n") || json.trim_start().starts_with("[\n");
+    match v {
+        serde_json::Value::Object(m) => {
+            // Inserted as text so that the document's own key order (and bytes) stay as they were.
+            let mut head = String::new();
+            let sep = if pretty { "\n  " } else { "" };
+            if !m.contains_key("schema") {
+                head.push_str(&format!("{sep}\"schema\": {},", serde_json::Value::from(name)));
+            }
+            if !m.contains_key("version") {
+                head.push_str(&format!("{sep}\"version\": \"{version}\","));
+            }
+            if head.is_empty() {
+                return json.to_string();
+            }
+            if m.is_empty() {
+                head.pop();
+                let close = if pretty { "\n}" } else { "}" };
+                let nl = if json.ends_with('\n') { "\n" } else { "" };
+                return format!("{{{head}{close}{nl}");
+            }
+            let at = json.find('{').unwrap_or(0) + 1;
+            let (a, b) = json.split_at(at);
+            // Pretty text continues with "\n  \"key\"": put ours before that newline.
+            format!("{a}{head}{b}")
+        }
+        serde_json::Value::Array(items) => {
+            let doc = serde_json::json!({ "schema": name, "version": version, "results": items });
+            let s = if pretty { serde_json::to_string_pretty(&doc) } else { serde_json::to_string(&doc) };
+            s.unwrap_or_default() + if json.ends_with('\n') { "\n" } else { "" }
+        }
+        _ => json.to_string(),
+    }
+}
+
+/// Writes a run's files as one set into the directory `out`: all of them into a temporary
+/// directory beside it, then swapped in (`rocelab_model::atomic::OutputSet`), so `out` never
+/// mixes two runs' files and a kill leaves the old set or the new one.
+pub fn write_set(out: &Path, files: &[(&str, &[u8])]) -> Result<(), Failure> {
+    let fail = |e: std::io::Error| Failure::bad_input(format!("error: cannot write {}: {e}", out.display()));
+    if out.exists() && !out.is_dir() {
+        return Err(Failure::bad_input(format!(
+            "error: --out {}: a file is there, and the run writes a directory of files\n  = help: give a directory",
+            out.display()
+        )));
+    }
+    let mut set = rocelab_model::atomic::OutputSet::create(out).map_err(fail)?;
+    set.also_replaces(EARLIER_OUTPUTS);
+    for (name, bytes) in files {
+        set.write(name, bytes).map_err(fail)?;
+    }
+    set.commit().map_err(fail)
+}
+
+/// What `simulate` and `import` wrote into `--out` before output sets had a marker: a directory
+/// holding only these is an earlier run's, replaced as a set.
+const EARLIER_OUTPUTS: &[&str] = &[
+    "summary.json",
+    "flows.csv",
+    "metrics.prom",
+    "timeseries.csv",
+    "collective.txt",
+    "collective.json",
+    "step.txt",
+    "step.json",
+    "scenario.json",
+    "fabric.toml",
+];
+
+/// The candidate nearest to `word` by edit distance, if it is near enough to be a typo
+/// (at most a third of the word's length, and at least one edit).
+pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let limit = (word.chars().count() / 3).max(1);
+    candidates
+        .into_iter()
+        .map(|c| (edit_distance(&word.to_lowercase(), &c.to_lowercase()), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// Levenshtein distance, in characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+/// Adds "did you mean" to an error message where it names an unknown key, variant or value
+/// together with the accepted ones, as serde does ("unknown field `kmn`, expected one of
+/// `kmin`, `kmax`") — every error of a fabric, plan, policy or sweep file passes through here.
+pub fn with_suggestions(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    for line in message.split_inclusive('\n') {
+        out.push_str(line);
+        let Some(hint) = suggestion_for(line) else { continue };
+        if !line.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str(&format!("  = help: did you mean `{hint}`?"));
+        if line.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn suggestion_for(line: &str) -> Option<String> {
+    const PREFIXES: [&str; 3] = ["unknown field `", "unknown variant `", "unknown value `"];
+    let (start, rest) = PREFIXES.iter().find_map(|p| line.find(p).map(|i| (i, &line[i + p.len()..])))?;
+    let _ = start;
+    let (word, after) = rest.split_once('`')?;
+    let expected = after.split_once("expected ")?.1;
+    let names: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    did_you_mean(word, names.iter().copied()).map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_envelope_leads_and_keeps_the_document() {
+        let doc = "{\n  \"seed\": 1,\n  \"flows\": []\n}\n";
+        let e = envelope("simulate.summary", doc);
+        assert!(e.starts_with("{\n  \"schema\": \"rocelab.simulate.summary/v1\",\n  \"version\": \""), "{e}");
+        assert!(e.ends_with("  \"seed\": 1,\n  \"flows\": []\n}\n"), "{e}");
+        let v: serde_json::Value = serde_json::from_str(&e).unwrap();
+        assert_eq!(v["seed"], 1);
+        // A document with its own version keeps it; an array becomes `results`.
+        let e = envelope("lint.report", "{\"version\":\"9\",\"a\":1}");
+        assert_eq!(e, "{\"schema\": \"rocelab.lint.report/v1\",\"version\":\"9\",\"a\":1}");
+        let v: serde_json::Value = serde_json::from_str(&envelope("x.y", "[\n  1,\n  2\n]\n")).unwrap();
+        assert_eq!(v["results"], serde_json::json!([1, 2]));
+        assert_eq!(v["schema"], "rocelab.x.y/v1");
+        let v: serde_json::Value = serde_json::from_str(&envelope("x.y", "{}")).unwrap();
+        assert_eq!(v["schema"], "rocelab.x.y/v1");
+        assert_eq!(envelope("x.y", "not json"), "not json");
+    }
+
+    #[test]
+    fn json_alias_stops_at_double_dash() {
+        let v = expand_json_alias(["rocelab", "doctor", "--json", "--", "--json"].map(std::ffi::OsString::from));
+        assert_eq!(v, ["rocelab", "doctor", "--format=json", "--", "--json"]);
+    }
+
+    #[test]
+    fn suggestions_follow_serde_errors() {
+        let m = "f.toml:3:1: error: unknown field `kmn`, expected one of `kmin_bytes`, `kmin`, `kmax`\n  = help: x";
+        let s = with_suggestions(m);
+        assert!(s.contains("unknown field `kmn`, expected one of `kmin_bytes`, `kmin`, `kmax`\n  = help: did you mean `kmin`?\n  = help: x"), "{s}");
+        assert_eq!(with_suggestions("unknown field `zzzzzz`, expected `a`"), "unknown field `zzzzzz`, expected `a`");
+        assert_eq!(did_you_mean("incst", ["incast", "sendrecv"]), Some("incast"));
+        assert_eq!(did_you_mean("x", ["incast"]), None);
+    }
+}

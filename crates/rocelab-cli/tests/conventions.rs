@@ -1,0 +1,192 @@
+//! The conventions every verb shares, checked across the verbs: exit statuses (0 success, 1 a
+//! check failed or a run did not complete, 2 bad input), flag errors named as flag errors, and
+//! output sets that never mix two runs, even when a run is killed while swapping them in.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn rocelab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_rocelab"))
+}
+
+fn example(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name).display().to_string()
+}
+
+fn doctor_dump(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../rocelab-doctor/tests/fixtures/dumps")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("rocelab-conventions-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn run(args: &[&str], cwd: &Path) -> Output {
+    rocelab().args(args).current_dir(cwd).output().unwrap()
+}
+
+/// The exit-status table, verb by verb: (arguments, status, a phrase standard error must hold).
+#[test]
+fn every_verb_exits_0_1_or_2_for_the_same_reasons() {
+    let d = tmpdir("exit");
+    std::fs::write(d.join("existing.toml"), "# mine\n").unwrap();
+    let incast = example("incast-16to1.toml");
+    let rail = example("rail-128gpu.toml");
+    let mistakes = example("common-mistakes.toml");
+    let small = example("leaf-spine-small.toml");
+    let (healthy, missing) = (doctor_dump("healthy"), "no-such-file.toml");
+    #[rustfmt::skip]
+    let table: Vec<(Vec<&str>, i32, &str)> = vec![
+        // 0: the job was done and passed.
+        (vec!["init", "fresh.toml"], 0, ""),
+        (vec!["topo", &small], 0, ""),
+        (vec!["lint", &small], 0, ""),
+        (vec!["simulate", &incast, "-q", "--no-files"], 0, ""),
+        (vec!["scenarios", "--list"], 0, ""),
+        (vec!["doctor", &healthy], 0, ""),
+        (vec!["bench", "--list"], 0, ""),
+        (vec!["plan", "--model", "llama3-8b", "--gpus", "64"], 0, ""),
+        // 1: a check failed, or the run's flows did not complete (with the reason).
+        (vec!["lint", &mistakes], 1, ""),
+        (vec!["validate", &mistakes, "--only", "lint", "-q"], 1, ""),
+        (vec!["simulate", &incast, "-q", "--no-files", "--duration-us", "5"], 1,
+         "16 of 16 flows did not complete: the run stopped at its duration limit"),
+        // 2: bad input — a missing file, a bad flag value, an unknown name.
+        (vec!["init", "existing.toml"], 2, "already exists"),
+        (vec!["topo", missing], 2, "cannot read"),
+        (vec!["lint", missing], 2, "cannot read"),
+        (vec!["simulate", missing], 2, "cannot read"),
+        (vec!["simulate", &incast, "--ack-interval", "0", "--no-files"], 2, "--ack-interval"),
+        (vec!["simulate", &rail, "--collective", "all_reduce", "--nodes", "0", "--no-files"], 2,
+         "error: --collective (with --nodes"),
+        (vec!["simulate", &rail, "--collective", "alreduce", "--no-files"], 2, "all_reduce"),
+        (vec!["validate", missing], 2, "cannot read"),
+        (vec!["validate", &small, "--only", "incst"], 2, "did you mean `incast`"),
+        (vec!["compare", missing, missing], 2, "cannot read"),
+        (vec!["sweep", missing], 2, ""),
+        (vec!["import", "htsim", "--cm", missing], 2, ""),
+        (vec!["import", "ns3", "--config", missing], 2, ""),
+        (vec!["bench", "no-such-scenario"], 2, "unknown scenario"),
+        (vec!["plan", "--model", "no-such-model", "--gpus", "8"], 2, ""),
+        (vec!["collect", "--count", "0"], 2, "--count"),
+        (vec!["doctor", missing], 2, ""),
+        (vec!["exporter", "--max-connections", "0"], 2, "--max-connections"),
+        // An unknown flag is bad input on every verb, with clap's "did you mean" where close.
+        (vec!["simulate", &incast, "--sed", "1"], 2, "--seed"),
+        (vec!["topo", &small, "--frmat", "json"], 2, "--format"),
+    ];
+    let mut wrong = Vec::new();
+    for (args, want, phrase) in &table {
+        let o = run(args, &d);
+        let err = String::from_utf8_lossy(&o.stderr);
+        if o.status.code() != Some(*want) || !err.contains(phrase) {
+            wrong.push(format!("rocelab {}: exit {:?} (want {want}), stderr: {err}", args.join(" "), o.status.code()));
+        }
+        // Never a panic, whatever the input.
+        assert!(!err.contains("panicked"), "rocelab {}: {err}", args.join(" "));
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+fn listing(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// A directory's files and their bytes.
+fn contents(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    listing(dir).into_iter().map(|f| (f.clone(), std::fs::read(dir.join(&f)).unwrap())).collect()
+}
+
+/// Run A samples queues (timeseries.csv); run B, on the flow engine, does not.
+fn run_a(out: &Path) -> Command {
+    let mut c = rocelab();
+    c.args(["simulate", &example("incast-16to1.toml"), "-q", "--seed", "1", "--out"]).arg(out);
+    c
+}
+
+fn run_b(out: &Path) -> Command {
+    let mut c = rocelab();
+    c.args(["simulate", &example("incast-16to1.toml"), "-q", "--engine", "flow", "--out"]).arg(out);
+    c
+}
+
+#[test]
+fn two_runs_into_one_out_leave_only_the_second_runs_files() {
+    let d = tmpdir("two-runs");
+    let out = d.join("out");
+    assert!(run_a(&out).status().unwrap().success());
+    assert!(listing(&out).contains(&"timeseries.csv".to_string()));
+    assert!(run_b(&out).status().unwrap().success());
+    assert_eq!(listing(&out), [".rocelab-output", "flows.csv", "metrics.prom", "summary.json"]);
+    let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["engine"], "flow");
+    // Nothing left beside it.
+    assert_eq!(listing(&d), ["out"]);
+    // A directory of someone else's files is never swapped out.
+    std::fs::write(d.join("notes.txt"), "mine").unwrap();
+    let o = run_b(&d).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("which rocelab did not write there"));
+    assert!(d.join("notes.txt").is_file());
+}
+
+/// Starts `cmd` paused at `point` of the swap, SIGKILLs it there, and waits for it.
+fn kill_at(mut cmd: Command, point: &str, no_exchange: bool) {
+    cmd.env("ROCELAB_TEST_OUTPUT_PAUSE", point).stderr(Stdio::piped()).stdout(Stdio::null());
+    if no_exchange {
+        cmd.env("ROCELAB_TEST_NO_EXCHANGE", "1");
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let marker = format!("rocelab-test: paused at {point}");
+    loop {
+        match lines.next() {
+            Some(Ok(l)) if l == marker => break,
+            Some(Ok(_)) => continue,
+            _ => panic!("the run ended without pausing at {point}: {:?}", child.wait()),
+        }
+    }
+    child.kill().unwrap(); // SIGKILL on Unix
+    child.wait().unwrap();
+}
+
+#[test]
+fn a_run_killed_while_swapping_its_set_in_leaves_the_old_set_or_the_new_one() {
+    let d = tmpdir("kill");
+    let (ref_a, ref_b) = (d.join("ref-a"), d.join("ref-b"));
+    assert!(run_a(&ref_a).status().unwrap().success());
+    assert!(run_b(&ref_b).status().unwrap().success());
+    let (set_a, set_b) = (contents(&ref_a), contents(&ref_b));
+    let out = d.join("out");
+
+    // Killed before the swap: the old set, whole.
+    assert!(run_a(&out).status().unwrap().success());
+    kill_at(run_b(&out), "before-swap", false);
+    assert_eq!(contents(&out), set_a);
+    // Killed right after the one-step exchange: the new set, whole.
+    kill_at(run_b(&out), "after-swap", false);
+    assert_eq!(contents(&out), set_b);
+    // Where the exchange is not available, two renames: killed between them, the old set is
+    // whole under its backup name, and the next run puts it back before replacing it.
+    assert!(run_a(&out).status().unwrap().success());
+    kill_at(run_b(&out), "between-renames", true);
+    assert!(!out.exists());
+    assert_eq!(contents(&d.join(".out.old")), set_a);
+    assert!(run_b(&out).status().unwrap().success());
+    assert_eq!(contents(&out), set_b);
+    // The killed runs' staging directories and the backup are gone.
+    assert_eq!(listing(&d), ["out", "ref-a", "ref-b"]);
+}
