@@ -139,12 +139,37 @@ fn man_pages(out_dir: Option<&std::path::Path>) -> common::VerbResult {
     let mut written = 0;
     while let Some(cmd) = stack.pop() {
         stack.extend(cmd.get_subcommands().filter(|c| !c.is_hide_set()).cloned());
-        let name = format!("{}.1", cmd.get_display_name().unwrap_or_else(|| cmd.get_name()));
-        common::write_atomic(&dir.join(name), &render(cmd)?)?;
+        let name = cmd.get_display_name().unwrap_or_else(|| cmd.get_name()).to_string();
+        // Each verb's page carries its documentation (an installed page has no docs/ beside it).
+        let cmd = match verb_docs(&name) {
+            Some(md) => cmd.after_long_help(output::man_text(md)),
+            None => cmd,
+        };
+        common::write_atomic(&dir.join(format!("{name}.1")), &render(cmd)?)?;
         written += 1;
     }
     eprintln!("wrote {written} manual pages to {}; read one with `man {}/rocelab.1`", dir.display(), dir.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// The documentation page of a verb's manual page (by its man name, `rocelab-import-ns3`).
+fn verb_docs(man_name: &str) -> Option<&'static str> {
+    let verb = man_name.strip_prefix("rocelab-")?;
+    Some(match verb.split('-').next()? {
+        "init" => include_str!("../../../docs/first-fabric.md"),
+        "topo" => include_str!("../../../docs/topo.md"),
+        "lint" => include_str!("../../../docs/lint.md"),
+        "simulate" | "bench" => include_str!("../../../docs/simulate.md"),
+        "scenarios" => include_str!("../../../docs/scenarios.md"),
+        "validate" | "compare" => include_str!("../../../docs/validate.md"),
+        "sweep" => include_str!("../../../docs/sweep.md"),
+        "import" => include_str!("../../../docs/import.md"),
+        "plan" => include_str!("../../../docs/plan.md"),
+        "collect" => include_str!("../../../docs/collect.md"),
+        "doctor" => include_str!("../../../docs/doctor.md"),
+        "exporter" => include_str!("../../../docs/exporter.md"),
+        _ => return None,
+    })
 }
 
 fn print_bytes(b: &[u8]) -> common::VerbResult {

@@ -71,10 +71,17 @@ pub fn envelope(schema: &str, json: &str) -> String {
             // Pretty text continues with "\n  \"key\"": put ours before that newline.
             format!("{a}{head}{b}")
         }
-        serde_json::Value::Array(items) => {
-            let doc = serde_json::json!({ "schema": name, "version": version, "results": items });
-            let s = if pretty { serde_json::to_string_pretty(&doc) } else { serde_json::to_string(&doc) };
-            s.unwrap_or_default() + if json.ends_with('\n') { "\n" } else { "" }
+        serde_json::Value::Array(_) => {
+            // Wrapped as text too: the items keep their key order.
+            let schema = serde_json::Value::from(name);
+            let body = json.trim_end();
+            let nl = if json.ends_with('\n') { "\n" } else { "" };
+            if pretty {
+                let indented = body.lines().collect::<Vec<_>>().join("\n  ");
+                format!("{{\n  \"schema\": {schema},\n  \"version\": \"{version}\",\n  \"results\": {indented}\n}}{nl}")
+            } else {
+                format!("{{\"schema\":{schema},\"version\":\"{version}\",\"results\":{body}}}{nl}")
+            }
         }
         _ => json.to_string(),
     }
@@ -171,6 +178,31 @@ fn suggestion_for(line: &str) -> Option<String> {
     did_you_mean(word, names.iter().copied()).map(str::to_string)
 }
 
+/// A documentation page (Markdown) as manual-page text: links become their text (an installed
+/// page has no `docs/` to point to), code fences and heading marks go; the rest, tables
+/// included, reads as it is.
+pub fn man_text(md: &str) -> String {
+    let mut out = String::with_capacity(md.len());
+    for line in md.lines() {
+        if line.trim_start().starts_with("```") {
+            continue;
+        }
+        let line = line.trim_start_matches('#').trim_start_matches(' ');
+        let mut rest = line;
+        // [text](target) -> text
+        while let Some(open) = rest.find('[') {
+            let Some(close) = rest[open..].find("](").map(|i| open + i) else { break };
+            let Some(end) = rest[close..].find(')').map(|i| close + i) else { break };
+            out.push_str(&rest[..open]);
+            out.push_str(&rest[open + 1..close]);
+            rest = &rest[end + 1..];
+        }
+        out.push_str(rest);
+        out.push('\n');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,12 +218,20 @@ mod tests {
         // A document with its own version keeps it; an array becomes `results`.
         let e = envelope("lint.report", "{\"version\":\"9\",\"a\":1}");
         assert_eq!(e, "{\"schema\": \"rocelab.lint.report/v1\",\"version\":\"9\",\"a\":1}");
+        let e = envelope("x.y", "[\n  {\n    \"b\": 1,\n    \"a\": 2\n  }\n]\n");
+        assert!(e.ends_with("  \"results\": [\n    {\n      \"b\": 1,\n      \"a\": 2\n    }\n  ]\n}\n"), "{e}");
         let v: serde_json::Value = serde_json::from_str(&envelope("x.y", "[\n  1,\n  2\n]\n")).unwrap();
         assert_eq!(v["results"], serde_json::json!([1, 2]));
         assert_eq!(v["schema"], "rocelab.x.y/v1");
         let v: serde_json::Value = serde_json::from_str(&envelope("x.y", "{}")).unwrap();
         assert_eq!(v["schema"], "rocelab.x.y/v1");
         assert_eq!(envelope("x.y", "not json"), "not json");
+    }
+
+    #[test]
+    fn man_text_keeps_the_words_of_links_and_drops_fences() {
+        let t = man_text("## Flags\nSee [the fabric file](fabric-file.md) and [x](y).\n```sh\nrocelab x\n```\n");
+        assert_eq!(t, "Flags\nSee the fabric file and x.\nrocelab x\n");
     }
 
     #[test]

@@ -190,3 +190,107 @@ fn a_run_killed_while_swapping_its_set_in_leaves_the_old_set_or_the_new_one() {
     // The killed runs' staging directories and the backup are gone.
     assert_eq!(listing(&d), ["out", "ref-a", "ref-b"]);
 }
+
+/// Every verb that prints a result takes `--format text|json` (and `--json` for the second),
+/// and its JSON is one document in the envelope: `schema` (`rocelab.<verb>.<document>/v1`)
+/// and `version` (this rocelab's) first.
+#[test]
+fn every_verb_prints_json_in_one_envelope_under_format_json_or_json() {
+    let d = tmpdir("formats");
+    let small = example("leaf-spine-small.toml");
+    let incast = example("incast-16to1.toml");
+    let cm = example("htsim/perm.cm");
+    std::fs::create_dir_all(d.join("sys")).unwrap();
+    std::fs::copy(example("rail-16gpu-workloads.toml"), d.join("fabric.toml")).unwrap();
+    std::fs::write(d.join("spec.toml"), "fabric = \"fabric.toml\"\nonly = [\"incast\"]\n[grid]\n\"seed\" = [1, 2]\n")
+        .unwrap();
+    let healthy = doctor_dump("healthy");
+    #[rustfmt::skip]
+    let table: Vec<(&str, Vec<&str>, &str)> = vec![
+        ("init", vec!["init", "new.toml"], "init.result"),
+        ("topo", vec!["topo", &small], "topo.summary"),
+        ("lint", vec!["lint", &small], "lint.report"),
+        ("simulate", vec!["simulate", &incast, "-q", "--no-files"], "simulate.summary"),
+        ("scenarios", vec!["scenarios", "--list"], "scenarios.list"),
+        ("validate", vec!["validate", &small, "--only", "lint", "-q"], "validate.report"),
+        ("compare", vec!["compare", &small, &small, "--only", "lint"], "compare.report"),
+        ("sweep", vec!["sweep", "spec.toml", "-o", "sw", "--slurm", "2"], "sweep.result"),
+        ("import", vec!["import", "htsim", "--cm", &cm, "--nodes", "16", "-o", "imp", "-q"], "import.result"),
+        ("bench", vec!["bench", "--list"], "bench.list"),
+        ("plan", vec!["plan", "--model", "llama3-8b", "--gpus", "64"], "plan.result"),
+        ("collect", vec!["collect", "--sysfs-root", "sys", "-o", "dump"], "collect.result"),
+        ("doctor", vec!["doctor", &healthy], "doctor.report"),
+    ];
+    let mut verbs_seen = Vec::new();
+    for (verb, args, schema) in &table {
+        verbs_seen.push(*verb);
+        let help = if *verb == "import" { run(&["import", "htsim", "--help"], &d) } else { run(&[verb, "--help"], &d) };
+        let help = String::from_utf8_lossy(&help.stdout);
+        assert!(help.contains("--format"), "rocelab {verb} --help has no --format: {help}");
+        for (i, flag) in ["--format=json", "--json"].iter().enumerate() {
+            if *verb == "init" {
+                let _ = std::fs::remove_file(d.join("new.toml"));
+            }
+            let mut argv = args.clone();
+            argv.push(flag);
+            let o = run(&argv, &d);
+            assert!(o.status.success(), "rocelab {}: {o:?}", argv.join(" "));
+            let v: serde_json::Value = serde_json::from_slice(&o.stdout)
+                .unwrap_or_else(|e| panic!("rocelab {}: not one JSON document ({e}): {o:?}", argv.join(" ")));
+            assert_eq!(v["schema"], format!("rocelab.{schema}/v1"), "rocelab {}", argv.join(" "));
+            assert_eq!(v["version"], env!("CARGO_PKG_VERSION"), "rocelab {}", argv.join(" "));
+            let text = String::from_utf8_lossy(&o.stdout);
+            assert!(text.trim_start().starts_with("{"), "{text}");
+            let _ = i;
+        }
+    }
+    // Every verb of the binary is in the table, but the exporter (its output is Prometheus
+    // text over HTTP) and the two that print shell scripts and roff.
+    let help = String::from_utf8_lossy(&run(&["--help"], &d).stdout).into_owned();
+    let listed: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|v| !["exporter", "completions", "man", "help"].contains(v))
+        .collect();
+    let mut missing: Vec<&&str> = listed.iter().filter(|v| !verbs_seen.contains(v)).collect();
+    missing.sort();
+    assert!(missing.is_empty(), "verbs without a --format check: {missing:?}");
+}
+
+/// nccl-tests' own flags work on `simulate --collective` as they do on all_reduce_perf.
+#[test]
+fn nccl_tests_short_flags_are_aliases() {
+    let rail = example("rail-128gpu.toml");
+    let long = ["--min-bytes", "1M", "--max-bytes", "4M", "--step-factor", "4", "--nodes", "2"];
+    let short = ["-b", "1M", "-e", "4M", "-f", "4", "-g", "16"];
+    let out = |flags: &[&str]| {
+        let o = rocelab()
+            .args(["simulate", &rail, "--collective", "all_reduce", "--no-files", "-q"])
+            .args(flags)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{o:?}");
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let (a, b) = (out(&long), out(&short));
+    assert_eq!(a, b);
+    assert!(a.contains("16 ranks (2 GPU nodes × 8 GPUs"), "{a}");
+    let rows: Vec<&str> = a.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(rows.len(), 2, "1M and 4M: {a}");
+}
+
+/// Each verb's manual page carries its documentation, not a path into a source tree.
+#[test]
+fn man_pages_carry_each_verbs_docs() {
+    let d = tmpdir("man");
+    let o = run(&["man", "--out-dir", "man"], &d);
+    assert!(o.status.success(), "{o:?}");
+    let page = std::fs::read_to_string(d.join("man/rocelab-validate.1")).unwrap();
+    // A sentence of docs/validate.md's check table, in the page.
+    assert!(page.contains("incast.completion"), "rocelab-validate.1 lacks its docs");
+    let plan = std::fs::read_to_string(d.join("man/rocelab-plan.1")).unwrap();
+    assert!(!plan.contains("docs/plan.md"), "rocelab-plan.1 points into the source tree");
+}

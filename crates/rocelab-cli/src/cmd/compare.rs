@@ -63,7 +63,15 @@ pub fn run(a: Args) -> VerbResult {
     }
     match a.format {
         Format::Text => print!("{}", rocelab_validate::render_compare(&c)),
-        Format::Json => print!("{}", serde_json::to_string_pretty(&c).unwrap_or_default() + "\n"),
+        Format::Json => {
+            print!(
+                "{}",
+                crate::output::envelope(
+                    "compare.report",
+                    &(serde_json::to_string_pretty(&c).unwrap_or_default() + "\n")
+                )
+            )
+        }
     }
     Ok(if c.regressions().is_empty() { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED_CHECK) })
 }

@@ -7,7 +7,7 @@
 //! one step. The work is in `rocelab_import`; docs/import.md documents the mappings.
 
 use crate::common::{located, write_atomic, Failure, VerbResult};
-use crate::output::{envelope, write_set};
+use crate::output::{envelope, write_set, Format};
 use rocelab_import::{fabric, htsim, ns3, ImportError, Scenario};
 use rocelab_model::Model;
 use rocelab_model::SimTime;
@@ -48,6 +48,10 @@ struct Ns3Args {
     /// Seed of the run (with --run).
     #[arg(long)]
     seed: Option<u64>,
+    /// What is printed: text, or one JSON document (the fabric's counts and, with --run, the
+    /// run's summary).
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
     /// No progress or notes on stderr.
     #[arg(long, short)]
     quiet: bool,
@@ -83,6 +87,10 @@ struct HtsimArgs {
     /// Seed of the run (with --run).
     #[arg(long, requires = "run")]
     seed: Option<u64>,
+    /// What is printed: text, or one JSON document (the fabric's counts and, with --run, the
+    /// run's summary).
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
     /// No progress or notes on stderr.
     #[arg(long, short)]
     quiet: bool,
@@ -101,10 +109,10 @@ fn notes(s: &Scenario, quiet: bool) {
 }
 
 /// Writes `OUT/fabric.toml` alone, as the output set of an import without `--run`.
-fn write_fabric(s: &Scenario, dialect: &fabric::Dialect, out: &Path) -> Result<PathBuf, Failure> {
+fn write_fabric(s: &Scenario, dialect: &fabric::Dialect, out: &Path, format: Format) -> Result<PathBuf, Failure> {
     let path = out.join("fabric.toml");
     write_set(out, &[("fabric.toml", fabric::to_toml_with(s, dialect).as_bytes())])?;
-    announce(s, &path);
+    announce(s, &path, format, None);
     Ok(path)
 }
 
@@ -117,15 +125,36 @@ fn load_imported(s: &Scenario, dialect: &fabric::Dialect, out: &Path) -> Result<
     Ok((text, path, model))
 }
 
-fn announce(s: &Scenario, path: &Path) {
-    println!(
-        "wrote {} ({} hosts, {} switches, {} links, {} flows)",
-        path.display(),
-        s.nodes.iter().filter(|n| !n.is_switch).count(),
-        s.nodes.iter().filter(|n| n.is_switch).count(),
-        s.links.len(),
-        s.flows.len()
-    );
+/// What was imported (and, with `--run`, the run's report) on standard output.
+fn announce(s: &Scenario, path: &Path, format: Format, run: Option<&rocelab_sim::RunReport>) {
+    let hosts = s.nodes.iter().filter(|n| !n.is_switch).count();
+    let switches = s.nodes.iter().filter(|n| n.is_switch).count();
+    match format {
+        Format::Text => {
+            println!(
+                "wrote {} ({hosts} hosts, {switches} switches, {} links, {} flows)",
+                path.display(),
+                s.links.len(),
+                s.flows.len()
+            );
+            if let Some(r) = run {
+                print!("{}", r.render_text());
+            }
+        }
+        Format::Json => {
+            let summary = run.and_then(|r| serde_json::from_str::<serde_json::Value>(&r.to_json()).ok());
+            let doc = serde_json::json!({
+                "fabric": path.display().to_string(),
+                "hosts": hosts,
+                "switches": switches,
+                "links": s.links.len(),
+                "flows": s.flows.len(),
+                "run": summary,
+            });
+            let text = serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n";
+            print!("{}", envelope("import.result", &text));
+        }
+    }
 }
 
 pub fn run(a: Args) -> VerbResult {
@@ -140,11 +169,12 @@ pub fn run(a: Args) -> VerbResult {
                     n.seed,
                     None,
                     n.quiet,
+                    n.format,
                 );
             }
             let imp = ns3::import(&n.config, n.topology.as_deref(), n.flows.as_deref()).map_err(failure)?;
             notes(&imp.scenario, n.quiet);
-            write_fabric(&imp.scenario, &fabric::NS3, &n.out)?;
+            write_fabric(&imp.scenario, &fabric::NS3, &n.out, n.format)?;
             Ok(ExitCode::SUCCESS)
         }
         What::Htsim(h) => {
@@ -157,7 +187,7 @@ pub fn run(a: Args) -> VerbResult {
             let s = htsim::import(&h.cm, h.topo.as_deref(), &net).map_err(failure)?;
             notes(&s, h.quiet);
             if !h.run {
-                write_fabric(&s, &htsim::DIALECT, &h.out)?;
+                write_fabric(&s, &htsim::DIALECT, &h.out, h.format)?;
                 return Ok(ExitCode::SUCCESS);
             }
             let (text, path, model) = load_imported(&s, &htsim::DIALECT, &h.out)?;
@@ -177,9 +207,10 @@ pub fn run(a: Args) -> VerbResult {
                     ("metrics.prom", prom.as_bytes()),
                 ],
             )?;
-            announce(&s, &path);
-            print!("{}", rep.render_text());
-            println!("  results in {}/", h.out.display());
+            announce(&s, &path, h.format, Some(&rep));
+            if h.format == Format::Text {
+                println!("  results in {}/", h.out.display());
+            }
             crate::cmd::simulate::finish_traffic(&rep, wall, h.quiet)
         }
     }
@@ -188,6 +219,8 @@ pub fn run(a: Args) -> VerbResult {
 /// Imports an ns-3 scenario into `out`, runs it, and writes rocelab's outputs (summary.json,
 /// flows.csv, metrics.prom) plus the ns-3 FCT and PFC files (named as the config names them).
 /// Used by `rocelab import ns3 --run` and `rocelab simulate --ns3-config`.
+// The flags of two verbs (`import ns3 --run`, `simulate --ns3-config`), passed as they are.
+#[allow(clippy::too_many_arguments)]
 pub fn simulate_ns3(
     config: &Path,
     topology: Option<&Path>,
@@ -196,6 +229,7 @@ pub fn simulate_ns3(
     seed: Option<u64>,
     duration_us: Option<f64>,
     quiet: bool,
+    format: Format,
 ) -> VerbResult {
     let imp = ns3::import(config, topology, flows).map_err(failure)?;
     notes(&imp.scenario, quiet);
@@ -225,7 +259,7 @@ pub fn simulate_ns3(
             (&imp.pfc_file, r.pfc.as_bytes()),
         ],
     )?;
-    announce(&imp.scenario, &path);
+    announce(&imp.scenario, &path, format, Some(&r.report));
     // Also where ns-3 itself writes them, so scripts that read ns-3's outputs find them; a
     // file already there (ns-3's own results, to compare with) is never overwritten.
     if let Some((fct, pfc)) = &imp.ns3_outputs {
@@ -245,7 +279,9 @@ pub fn simulate_ns3(
             write_atomic(path, text.as_bytes())?;
         }
     }
-    print!("{}", r.report.render_text());
+    if format == Format::Json {
+        return crate::cmd::simulate::finish_traffic(&r.report, wall.elapsed(), quiet);
+    }
     println!(
         "  results in {}/ (ns-3 layouts: {}, {})",
         out.display(),

@@ -77,14 +77,18 @@ pub struct Args {
     #[arg(long, value_name = "PLAN", conflicts_with_all = ["ns3_config", "collective"])]
     step: Option<PathBuf>,
     /// Smallest size of the sweep (nccl-tests' -b; K, M, G suffixes are powers of 1024).
-    #[arg(long, default_value = "8", requires = "collective")]
+    #[arg(long, short = 'b', default_value = "8", requires = "collective")]
     min_bytes: String,
     /// Largest size of the sweep (nccl-tests' -e); default: --min-bytes.
-    #[arg(long, requires = "collective")]
+    #[arg(long, short = 'e', requires = "collective")]
     max_bytes: Option<String>,
     /// Size multiplier between steps of the sweep (nccl-tests' -f).
-    #[arg(long, default_value_t = 2, requires = "collective")]
+    #[arg(long, short = 'f', default_value_t = 2, requires = "collective")]
     step_factor: u64,
+    /// GPUs of the run (nccl-tests' -g, one process): a whole number of GPU nodes, as
+    /// `--nodes` counts them; default: every GPU of the fabric.
+    #[arg(long, short = 'g', value_name = "N", requires = "collective", conflicts_with = "nodes")]
+    gpus: Option<u32>,
     /// NCCL channels (NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS); default: one per NIC of a GPU
     /// node when the ranks are GPUs (every rail carries a ring), else 2.
     #[arg(long, requires = "collective")]
@@ -141,7 +145,7 @@ fn positive_time(v: Option<f64>, flag: &str) -> Result<Option<SimTime>, Failure>
 
 pub fn run(a: Args) -> VerbResult {
     if let Some(c) = &a.ns3_config {
-        return crate::cmd::import::simulate_ns3(c, None, None, &a.out, a.seed, a.duration_us, a.quiet);
+        return crate::cmd::import::simulate_ns3(c, None, None, &a.out, a.seed, a.duration_us, a.quiet, Format::Text);
     }
     let file = a.file.clone().unwrap_or_default();
     let stages = crate::common::Stages::start(&format!("simulate {}", file.display()));
@@ -314,7 +318,12 @@ fn run_collective(
     file: &std::path::Path,
     opts: rocelab_sim::SimOptions,
 ) -> VerbResult {
-    let op = rocelab_workload::parse_op(name).map_err(|e| Failure::bad_input(format!("error: --collective: {e}")))?;
+    let op = rocelab_workload::parse_op(name).map_err(|e| {
+        const NAMES: [&str; 7] =
+            ["all_reduce", "all_gather", "reduce_scatter", "alltoall", "all_to_all", "broadcast", "sendrecv"];
+        let guess = crate::output::did_you_mean(name, NAMES).map(|n| format!("\n  = help: did you mean `{n}`?"));
+        Failure::bad_input(format!("error: --collective: {e}{}", guess.unwrap_or_default()))
+    })?;
     let min = parse_size(&a.min_bytes, "--min-bytes")?;
     let max = match &a.max_bytes {
         Some(s) => parse_size(s, "--max-bytes")?,
@@ -337,7 +346,10 @@ fn run_collective(
         chunk_bytes: parse_size(&a.chunk_bytes, "--chunk-bytes")?,
         root: a.root,
         ranks: (a.placement == "nics").then(|| rocelab_workload::default_ranks(model)),
-        gpu_nodes: a.nodes,
+        gpu_nodes: match a.gpus {
+            Some(g) => Some(gpu_nodes_of(model, g)?),
+            None => a.nodes,
+        },
         pxn: !a.pxn_disable,
         ..rocelab_workload::CollectiveSpec::new(op, min)
     };
@@ -376,6 +388,25 @@ fn run_collective(
         )));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `-g N` as the GPU nodes that hold N GPUs.
+#[allow(clippy::manual_is_multiple_of)] // is_multiple_of is newer than the workspace's rust-version
+fn gpu_nodes_of(model: &rocelab_model::Model, gpus: u32) -> Result<u32, Failure> {
+    let per = match rocelab_workload::placement::placement(model) {
+        Ok(rocelab_workload::placement::Placement::Gpus(g)) => g.gpus,
+        _ => {
+            return Err(Failure::bad_input(
+                "error: -g/--gpus: this fabric has no GPU nodes (its ranks are host NICs)\n  = help: leave -g out",
+            ))
+        }
+    };
+    if gpus == 0 || gpus % per != 0 {
+        return Err(Failure::bad_input(format!(
+            "error: -g/--gpus {gpus}: the fabric's GPU nodes hold {per} GPUs each\n  = help: give a multiple of {per}, or --nodes K"
+        )));
+    }
+    Ok(gpus / per)
 }
 
 /// The flags whose values a collective's diagnostics (key path `collective`) are about.

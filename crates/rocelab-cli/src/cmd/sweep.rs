@@ -4,6 +4,7 @@
 //! Exit status: 0 done, 2 bad input or a point that could not run.
 
 use crate::common::{write_atomic, Failure, VerbResult};
+use crate::output::{envelope, Format};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -38,6 +39,20 @@ pub struct Args {
     /// No progress lines.
     #[arg(long, short)]
     quiet: bool,
+    /// What is printed when done: a line of text, or a JSON document with the same counts.
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+}
+
+/// The closing line, or its JSON document.
+fn done(format: Format, text: String, doc: serde_json::Value) -> VerbResult {
+    match format {
+        Format::Text => println!("{text}"),
+        Format::Json => {
+            print!("{}", envelope("sweep.result", &(serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n")))
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 pub fn run(a: Args) -> VerbResult {
@@ -52,8 +67,11 @@ pub fn run(a: Args) -> VerbResult {
         let script = rocelab_sweep::sbatch(&a.spec, &a.out, t, &exe);
         let f = a.out.join("sweep.sbatch");
         write_atomic(&f, script.as_bytes())?;
-        println!("{} points over {t} array tasks: sbatch {}", sw.points.len(), f.display());
-        return Ok(ExitCode::SUCCESS);
+        return done(
+            a.format,
+            format!("{} points over {t} array tasks: sbatch {}", sw.points.len(), f.display()),
+            serde_json::json!({ "points": sw.points.len(), "tasks": t, "sbatch": f.display().to_string() }),
+        );
     }
     if a.merge {
         let rs = rocelab_sweep::gather(&sw, &a.out).map_err(|e| Failure::bad_input(format!("error: {e}")))?;
@@ -61,8 +79,12 @@ pub fn run(a: Args) -> VerbResult {
         let json = serde_json::to_string_pretty(&rs).map_err(|e| Failure::bad_input(format!("error: {e}")))? + "\n";
         write_atomic(&a.out.join("sweep.json"), json.as_bytes())?;
         write_atomic(&a.out.join("sweep.html"), rocelab_sweep::html(&sw, &rs, a.figure.as_deref()).as_bytes())?;
-        println!("{} points merged into {}/sweep.csv, sweep.json, sweep.html", rs.len(), a.out.display());
-        return Ok(ExitCode::SUCCESS);
+        let files = ["sweep.csv", "sweep.json", "sweep.html"].map(|f| a.out.join(f).display().to_string());
+        return done(
+            a.format,
+            format!("{} points merged into {}/sweep.csv, sweep.json, sweep.html", rs.len(), a.out.display()),
+            serde_json::json!({ "points": rs.len(), "merged": files }),
+        );
     }
     let tasks = a.tasks.unwrap_or(1).max(1);
     let task = match (a.task, a.tasks) {
@@ -87,12 +109,21 @@ pub fn run(a: Args) -> VerbResult {
     };
     let ran = rocelab_sweep::run(&sw, &points, &a.out, jobs, &progress)
         .map_err(|e| Failure::bad_input(format!("error: {e}")))?;
-    println!(
-        "{ran} points run, {} already done ({} in this task, {} in the sweep); results in {}/points/",
-        points.len() - ran,
-        points.len(),
-        sw.points.len(),
-        a.out.display()
-    );
-    Ok(ExitCode::SUCCESS)
+    done(
+        a.format,
+        format!(
+            "{ran} points run, {} already done ({} in this task, {} in the sweep); results in {}/points/",
+            points.len() - ran,
+            points.len(),
+            sw.points.len(),
+            a.out.display()
+        ),
+        serde_json::json!({
+            "ran": ran,
+            "already_done": points.len() - ran,
+            "points_in_task": points.len(),
+            "points_in_sweep": sw.points.len(),
+            "results": a.out.join("points").display().to_string(),
+        }),
+    )
 }

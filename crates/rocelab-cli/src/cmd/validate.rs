@@ -119,7 +119,7 @@ pub fn run(a: Args) -> VerbResult {
     }
     match a.format {
         Format::Text => print!("{}", rocelab_validate::render_text(&report)),
-        Format::Json => print!("{}", rocelab_validate::to_json(&report)),
+        Format::Json => print!("{}", crate::output::envelope("validate.report", &rocelab_validate::to_json(&report))),
     }
     Ok(if report.failed() > 0 { ExitCode::from(EXIT_FAILED_CHECK) } else { ExitCode::SUCCESS })
 }
