@@ -52,6 +52,13 @@ pub fn load_fabric_shown(path: &Path, stages: &Stages) -> Result<Model, Failure>
     Ok(rocelab_model::load_file_observed(path, &|s| stages.stage(s))?)
 }
 
+/// Whether progress may be drawn: not under `-q`, only when standard error is a terminal, and
+/// never under CI (`CI` set, as GitHub Actions, GitLab and most runners set it), where a
+/// terminal may be emulated and the log would fill with redraws.
+pub fn progress_allowed(quiet: bool) -> bool {
+    !quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()) && std::env::var_os("CI").is_none()
+}
+
 /// A spinner on standard error naming the stage of a long job and its elapsed time
 /// (`indicatif`). It appears only on a terminal and only once the job has run for a second, so
 /// quick runs, pipes and files see nothing; standard output is never touched.
@@ -68,9 +75,10 @@ impl Stages {
         bar.set_style(style);
         bar.set_prefix(what.to_string());
         let later = bar.clone();
+        let allowed = progress_allowed(false);
         std::thread::spawn(move || {
             std::thread::sleep(std::time::Duration::from_secs(1));
-            if !later.is_finished() {
+            if allowed && !later.is_finished() {
                 // `stderr()` draws nothing when standard error is not a terminal.
                 later.set_draw_target(ProgressDrawTarget::stderr());
                 later.enable_steady_tick(std::time::Duration::from_millis(100));
@@ -139,7 +147,7 @@ pub struct ProgressLine {
 
 impl ProgressLine {
     pub fn new(quiet: bool) -> Self {
-        let bar = (!quiet).then(|| {
+        let bar = progress_allowed(quiet).then(|| {
             let b = indicatif::ProgressBar::with_draw_target(Some(1000), indicatif::ProgressDrawTarget::hidden());
             let style = indicatif::ProgressStyle::with_template("[{bar:30}] {percent:>3}% ETA {eta:>4} {wide_msg}")
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())

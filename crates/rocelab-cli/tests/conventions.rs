@@ -294,3 +294,24 @@ fn man_pages_carry_each_verbs_docs() {
     let plan = std::fs::read_to_string(d.join("man/rocelab-plan.1")).unwrap();
     assert!(!plan.contains("docs/plan.md"), "rocelab-plan.1 points into the source tree");
 }
+
+/// `.ci/run` runs exactly the README's test command, and fails when a test was skipped.
+#[test]
+fn ci_runs_the_readmes_test_command_and_refuses_skips() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let command = readme
+        .lines()
+        .find(|l| l.starts_with("cargo nextest run") && l.contains("# run the tests"))
+        .and_then(|l| l.split('#').next())
+        .map(str::trim)
+        .expect("the README names its test command");
+    let ci = std::fs::read_to_string(root.join(".ci/run")).unwrap();
+    let runs: Vec<&str> = ci.lines().filter(|l| l.trim_start().starts_with("cargo nextest")).collect();
+    assert_eq!(runs, [command], ".ci/run must run the README's test command, only it");
+    assert!(ci.contains("export ROCELAB_SKIP_LOG=") && ci.contains("if [ -s \"$ROCELAB_SKIP_LOG\" ]"), "{ci}");
+    let nextest = std::fs::read_to_string(root.join(".config/nextest.toml")).unwrap();
+    for t in ["binary(browser)", "binary(promtool)", "a_real_slurm_job_array_gives_the_local_table"] {
+        assert!(nextest.contains(t), "{t}'s SKIP line is not shown by .config/nextest.toml");
+    }
+}

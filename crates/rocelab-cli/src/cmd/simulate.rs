@@ -426,9 +426,18 @@ fn run_step(
     let plan = rocelab_workload::step::StepPlan::from_estimate(&scenario, &estimate)
         .map_err(|e| Failure::bad_input(format!("error: {}: {e}", plan_file.display())))?;
     let bar = ProgressLine::new(a.quiet);
+    // The step reports no progress of its own: a spinner with the elapsed time, from 1 s on.
+    let spinner = (!a.quiet).then(|| crate::common::Stages::start("simulate --step"));
+    if let Some(s) = &spinner {
+        s.stage(match opts.engine {
+            rocelab_sim::EngineKind::Flow => "the step on the flow engine",
+            _ => "the step on the packet engine",
+        });
+    }
     let opts = rocelab_sim::SimOptions { recycle_qps: true, ..opts };
     let r = rocelab_workload::step::run_step(model, &plan, opts)
         .map_err(|d| located_or_flag(file, d, &[("step", "--step")]))?;
+    drop(spinner);
     let phase = estimate.phases.iter().find(|p| p.name == "step");
     let plan_fig = phase.map(|p| PlanStep {
         step_us: p.seconds * 1e6,
@@ -470,10 +479,14 @@ fn run_step(
 fn run_scenario(a: &Args, name: &str, model: &rocelab_model::Model, file: &std::path::Path, seed: u64) -> VerbResult {
     rocelab_scenario::check_all(model).map_err(|d| located(file, d))?;
     let (c, path) = rocelab_scenario::find(model, name).map_err(|d| located(file, vec![d]))?;
-    let mut bar = ProgressLine::new(a.quiet);
-    bar.update(None, &format!("running scenario `{name}`"));
+    let bar = ProgressLine::new(a.quiet);
+    // One call with no progress of its own: a spinner with the elapsed time, from 1 s on.
+    let spinner = (!a.quiet).then(|| crate::common::Stages::start(&format!("scenario `{name}`")));
+    if let Some(s) = &spinner {
+        s.stage("running");
+    }
     let r = rocelab_scenario::run(model, &c, &path, seed).map_err(|d| located(file, d))?;
-    bar.finish();
+    drop(spinner);
     let json = envelope("simulate.scenario", &r.to_json());
     if !a.no_files {
         let summary = envelope("simulate.summary", &r.report.to_json());

@@ -100,15 +100,16 @@ pub fn run(a: Args) -> VerbResult {
     }
     let points = sw.task_points(task, tasks);
     let jobs = crate::cmd::validate::jobs_or_cores(a.jobs);
-    let started = std::time::Instant::now();
-    let quiet = a.quiet;
-    let progress = move |done: usize, total: usize| {
-        if !quiet {
-            eprintln!("[{done}/{total}] points ({:.1} s)", started.elapsed().as_secs_f64());
-        }
+    // A bar with the share of points done and an ETA, on a terminal only (points finish on
+    // several threads: the bar is behind a lock).
+    let bar = std::sync::Mutex::new(crate::common::ProgressLine::new(a.quiet));
+    let progress = |done: usize, total: usize| {
+        let mut b = bar.lock().unwrap_or_else(|e| e.into_inner());
+        b.update(Some(done as f64 / total.max(1) as f64), &format!("{done}/{total} points"));
     };
-    let ran = rocelab_sweep::run(&sw, &points, &a.out, jobs, &progress)
-        .map_err(|e| Failure::bad_input(format!("error: {e}")))?;
+    let ran = rocelab_sweep::run(&sw, &points, &a.out, jobs, &progress);
+    bar.lock().unwrap_or_else(|e| e.into_inner()).finish();
+    let ran = ran.map_err(|e| Failure::bad_input(format!("error: {e}")))?;
     done(
         a.format,
         format!(

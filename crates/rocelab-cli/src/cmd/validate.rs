@@ -84,11 +84,23 @@ pub fn run(a: Args) -> VerbResult {
     let jobs = jobs_or_cores(a.jobs);
     let seed = a.seed.unwrap_or_else(|| rocelab_sim::options_from_model(&model).seed);
     let opts = rocelab_validate::Options { policy, only: a.only.clone(), jobs, seed, engine: a.engine.kind() };
-    let started = std::time::Instant::now();
     // On a terminal, a spinner per running scenario (the runs are parallel), each left as a
-    // line with its time when done; elsewhere, a plain line per finished scenario.
-    let terminal = !a.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    // line with its time when done; in a pipe, a file or CI, nothing (the report says it all).
+    let terminal = crate::common::progress_allowed(a.quiet);
     let multi = indicatif::MultiProgress::new();
+    // One line for the whole run, so the phases without a scenario (lint, the workloads'
+    // steps) are not silent either.
+    let overall =
+        if terminal { multi.add(indicatif::ProgressBar::new_spinner()) } else { indicatif::ProgressBar::hidden() };
+    if terminal {
+        overall.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} {prefix}: {msg} ({elapsed})")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+        );
+        overall.set_prefix(format!("validate {}", path.display()));
+        overall.set_message("lint, then the scenarios");
+        overall.enable_steady_tick(std::time::Duration::from_millis(120));
+    }
     let bars: std::sync::Mutex<std::collections::BTreeMap<String, indicatif::ProgressBar>> = Default::default();
     let style = indicatif::ProgressStyle::with_template("{spinner} {msg} {elapsed}")
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());
@@ -103,14 +115,17 @@ pub fn run(a: Args) -> VerbResult {
             if let Some(b) = bars.lock().unwrap_or_else(|e| e.into_inner()).remove(scenario) {
                 b.finish_with_message(format!("{scenario}: done [{done}/{total}]"));
             }
-        }
-        rocelab_validate::Progress::Finished { scenario, done, total } if !a.quiet => {
-            eprintln!("[{done}/{total}] {scenario} done ({:.1} s)", started.elapsed().as_secs_f64());
+            overall.set_message(if done == total {
+                "the workloads' steps, then the verdicts".to_string()
+            } else {
+                format!("{done} of {total} scenarios done")
+            });
         }
         _ => {}
     };
     let file = path.display().to_string();
     let report = rocelab_validate::validate(&model, &file, &text, &opts, &progress).map_err(|d| located(&path, d))?;
+    overall.finish_and_clear();
     if let Some(p) = &a.html {
         write_atomic(p, rocelab_validate::html::render(&report).as_bytes())?;
     }
