@@ -122,9 +122,9 @@ const EARLIER_OUTPUTS: &[&str] = &[
 ];
 
 /// The candidate nearest to `word` by edit distance, if it is near enough to be a typo
-/// (at most a third of the word's length, and at least one edit).
+/// (about a third of the word's length, at least one edit: `leafs` → `leaves` is two).
 pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    let limit = (word.chars().count() / 3).max(1);
+    let limit = ((word.chars().count() + 2) / 3).max(1);
     candidates
         .into_iter()
         .map(|c| (edit_distance(&word.to_lowercase(), &c.to_lowercase()), c))
@@ -248,5 +248,7 @@ mod tests {
         assert_eq!(with_suggestions("unknown field `zzzzzz`, expected `a`"), "unknown field `zzzzzz`, expected `a`");
         assert_eq!(did_you_mean("incst", ["incast", "sendrecv"]), Some("incast"));
         assert_eq!(did_you_mean("x", ["incast"]), None);
+        assert_eq!(did_you_mean("leafs", ["spines", "leaves", "hosts_per_leaf"]), Some("leaves"));
+        assert_eq!(did_you_mean("sed", ["seed", "duration_us"]), Some("seed"));
     }
 }

@@ -38,6 +38,9 @@ fn run(args: &[&str], cwd: &Path) -> Output {
 fn every_verb_exits_0_1_or_2_for_the_same_reasons() {
     let d = tmpdir("exit");
     std::fs::write(d.join("existing.toml"), "# mine\n").unwrap();
+    let typo = std::fs::read_to_string(example("incast-16to1.toml")).unwrap().replace("\nseed = 1", "\nsed = 1");
+    assert!(typo.contains("\nsed = 1"));
+    std::fs::write(d.join("typo.toml"), typo).unwrap();
     let incast = example("incast-16to1.toml");
     let rail = example("rail-128gpu.toml");
     let mistakes = example("common-mistakes.toml");
@@ -62,6 +65,8 @@ fn every_verb_exits_0_1_or_2_for_the_same_reasons() {
         // 2: bad input — a missing file, a bad flag value, an unknown name.
         (vec!["init", "existing.toml"], 2, "already exists"),
         (vec!["topo", missing], 2, "cannot read"),
+        (vec!["simulate", "typo.toml", "--no-files"], 2, "typo.toml:48:1: error: `simulation`: unknown field `sed`"),
+        (vec!["topo", "typo.toml"], 2, "\n  = help: did you mean `seed`?"),
         (vec!["lint", missing], 2, "cannot read"),
         (vec!["simulate", missing], 2, "cannot read"),
         (vec!["simulate", &incast, "--ack-interval", "0", "--no-files"], 2, "--ack-interval"),
