@@ -124,7 +124,7 @@ const EARLIER_OUTPUTS: &[&str] = &[
 /// The candidate nearest to `word` by edit distance, if it is near enough to be a typo
 /// (about a third of the word's length, at least one edit: `leafs` → `leaves` is two).
 pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    let limit = ((word.chars().count() + 2) / 3).max(1);
+    let limit = word.chars().count().div_ceil(3).max(1);
     candidates
         .into_iter()
         .map(|c| (edit_distance(&word.to_lowercase(), &c.to_lowercase()), c))
