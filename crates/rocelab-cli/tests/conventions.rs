@@ -249,6 +249,17 @@ fn every_verb_prints_json_in_one_envelope_under_format_json_or_json() {
             let _ = i;
         }
     }
+    // Where a verb writes several files, `-o/--out` names their directory.
+    for args in [
+        &["simulate", "--help"][..],
+        &["import", "ns3", "--help"],
+        &["import", "htsim", "--help"],
+        &["sweep", "--help"],
+        &["collect", "--help"],
+    ] {
+        let help = String::from_utf8_lossy(&run(args, &d).stdout).into_owned();
+        assert!(help.contains("-o, --out <OUT>"), "rocelab {}: no -o/--out: {help}", args.join(" "));
+    }
     // Every verb of the binary is in the table, but the exporter (its output is Prometheus
     // text over HTTP) and the two that print shell scripts and roff.
     let help = String::from_utf8_lossy(&run(&["--help"], &d).stdout).into_owned();
@@ -319,4 +330,24 @@ fn ci_runs_the_readmes_test_command_and_refuses_skips() {
     for t in ["binary(browser)", "binary(promtool)", "a_real_slurm_job_array_gives_the_local_table"] {
         assert!(nextest.contains(t), "{t}'s SKIP line is not shown by .config/nextest.toml");
     }
+}
+
+/// `validate --only NAME` takes a `[[scenario]]`'s name (docs/validate.md), alone or with a check.
+#[test]
+fn validate_only_takes_a_scenarios_name() {
+    let d = tmpdir("only");
+    let mut fabric = std::fs::read_to_string(example("leaf-spine-small.toml")).unwrap();
+    fabric.push_str("\n[[scenario]]\nkind = \"incast\"\nname = \"incast-4\"\nfan_in = 4\n");
+    std::fs::write(d.join("f.toml"), fabric).unwrap();
+    for only in ["incast-4", "incast-4.completion"] {
+        let o = run(&["validate", "f.toml", "--only", only, "-q", "--format", "json"], &d);
+        assert!(o.status.code() == Some(0) || o.status.code() == Some(1), "--only {only}: {o:?}");
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let text = v.to_string();
+        assert!(text.contains("incast-4.completion"), "--only {only}: {text}");
+        assert!(!text.contains("\"incast.completion\""), "--only {only} ran the default incast too: {text}");
+    }
+    let o = run(&["validate", "f.toml", "--only", "incast-5"], &d);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("did you mean `incast-4`?"), "{o:?}");
 }

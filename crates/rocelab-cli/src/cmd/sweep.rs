@@ -77,6 +77,7 @@ pub fn run(a: Args) -> VerbResult {
         let rs = rocelab_sweep::gather(&sw, &a.out).map_err(|e| Failure::bad_input(format!("error: {e}")))?;
         write_atomic(&a.out.join("sweep.csv"), rocelab_sweep::csv(&sw, &rs).as_bytes())?;
         let json = serde_json::to_string_pretty(&rs).map_err(|e| Failure::bad_input(format!("error: {e}")))? + "\n";
+        let json = envelope("sweep.merged", &json);
         write_atomic(&a.out.join("sweep.json"), json.as_bytes())?;
         write_atomic(&a.out.join("sweep.html"), rocelab_sweep::html(&sw, &rs, a.figure.as_deref()).as_bytes())?;
         let files = ["sweep.csv", "sweep.json", "sweep.html"].map(|f| a.out.join(f).display().to_string());
