@@ -183,6 +183,7 @@ impl OutputSet {
         std::fs::rename(&self.staging, &self.target)?;
         self.committed = true;
         sync_dir(&dir)?;
+        test_hook("after-swap");
         let _ = std::fs::remove_dir_all(&backup);
         Ok(())
     }
@@ -195,8 +196,11 @@ impl OutputSet {
             return Ok(());
         }
         for e in std::fs::read_dir(&self.target)? {
-            let name = e?.file_name().to_string_lossy().into_owned();
-            if !self.names.contains(&name) {
+            let e = e?;
+            let name = e.file_name().to_string_lossy().into_owned();
+            // A sub-directory that is itself a set (a workload's, under `simulate --out`).
+            let nested_set = e.path().join(MARKER).is_file();
+            if !self.names.contains(&name) && !nested_set {
                 return Err(io::Error::new(
                     io::ErrorKind::AlreadyExists,
                     format!(
@@ -405,6 +409,11 @@ mod tests {
         s.also_replaces(&["timeseries.csv"]);
         s.write("summary.json", b"new").unwrap();
         s.commit().unwrap();
+        assert_eq!(listing(&old), [MARKER, "summary.json"]);
+        // A directory holding sets of its own (one per workload) is a set's to replace too.
+        write_set(&old.join("all-reduce"), &[("collective.txt", "x")]);
+        std::fs::remove_file(old.join(MARKER)).unwrap(); // as an older rocelab left it
+        write_set(&old, &[("summary.json", "newer")]);
         assert_eq!(listing(&old), [MARKER, "summary.json"]);
     }
 
