@@ -155,6 +155,8 @@ fn edit_distance(a: &str, b: &str) -> usize {
 pub fn with_suggestions(message: &str) -> String {
     let mut out = String::with_capacity(message.len());
     for line in message.split_inclusive('\n') {
+        let plain = plain_types(line);
+        let line = plain.as_str();
         out.push_str(line);
         let Some(hint) = suggestion_for(line) else { continue };
         if !line.ends_with('\n') {
@@ -166,6 +168,38 @@ pub fn with_suggestions(message: &str) -> String {
         }
     }
     out
+}
+
+/// serde's Rust type names in "invalid type: ..., expected u64" said as a user says them.
+fn plain_types(line: &str) -> String {
+    if !line.contains("invalid type:") && !line.contains("invalid value:") {
+        return line.to_string();
+    }
+    const WORDS: [(&str, &str); 12] = [
+        ("expected u8", "expected a whole number from 0 to 255"),
+        ("expected u16", "expected a whole number from 0 to 65535"),
+        ("expected u32", "expected a whole number, 0 or more"),
+        ("expected u64", "expected a whole number, 0 or more"),
+        ("expected usize", "expected a whole number, 0 or more"),
+        ("expected i32", "expected a whole number"),
+        ("expected i64", "expected a whole number"),
+        ("expected f32", "expected a number"),
+        ("expected f64", "expected a number"),
+        ("expected a boolean", "expected true or false"),
+        ("expected a sequence", "expected a list in [ ]"),
+        ("expected a map", "expected a table"),
+    ];
+    let mut s = line.to_string();
+    for (rust, said) in WORDS {
+        // Whole words only: "expected u64" but not "expected u64s".
+        if let Some(i) = s.find(rust) {
+            let end = i + rust.len();
+            if !s[end..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+                s.replace_range(i..end, said);
+            }
+        }
+    }
+    s
 }
 
 fn suggestion_for(line: &str) -> Option<String> {
@@ -248,6 +282,14 @@ mod tests {
         assert_eq!(with_suggestions("unknown field `zzzzzz`, expected `a`"), "unknown field `zzzzzz`, expected `a`");
         assert_eq!(did_you_mean("incst", ["incast", "sendrecv"]), Some("incast"));
         assert_eq!(did_you_mean("x", ["incast"]), None);
+        assert_eq!(
+            with_suggestions("f.toml:48:8: error: `simulation.seed`: invalid type: string \"one\", expected u64\n"),
+            "f.toml:48:8: error: `simulation.seed`: invalid type: string \"one\", expected a whole number, 0 or more\n"
+        );
+        assert_eq!(
+            with_suggestions("invalid type: integer `1`, expected f64"),
+            "invalid type: integer `1`, expected a number"
+        );
         assert_eq!(did_you_mean("leafs", ["spines", "leaves", "hosts_per_leaf"]), Some("leaves"));
         assert_eq!(did_you_mean("sed", ["seed", "duration_us"]), Some("seed"));
     }
