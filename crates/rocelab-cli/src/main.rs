@@ -18,7 +18,17 @@ use std::process::ExitCode;
 static GLOBAL: rocelab_sim::alloc::HugePages = rocelab_sim::alloc::HugePages;
 
 #[derive(Parser)]
-#[command(name = "rocelab", version, about = "A lab and a doctor for RoCEv2 fabrics in AI clusters")]
+#[command(
+    name = "rocelab",
+    version,
+    about = "A lab and a doctor for RoCEv2 fabrics in AI clusters",
+    after_long_help = "Every command: --format text|json (--json is short for --format json; JSON output starts \
+with `schema` and `version`); -o/--out DIR where a command writes several files (swapped in whole); \
+-q/--quiet for no progress (progress is drawn on a terminal only, never under CI).\n\n\
+Exit status, the same on every command: 0 done and every check passed; 1 a check failed, or a run's flows or \
+collectives did not complete (the reason on stderr, the outputs written); 2 bad input (a file, a flag value, \
+an unknown name), with file:line:column or the flag and a hint."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -55,8 +55,9 @@ pub struct Args {
     /// The report: text for people, JSON for tools (`--json` is short for `--format json`).
     #[arg(long, value_enum, default_value = "text")]
     format: crate::output::Format,
-    /// Write the report to this file (atomically) instead of standard output.
-    #[arg(long, short)]
+    /// Write the report to this file (atomically) instead of standard output (`--out` is
+    /// the same; elsewhere `--out` names a directory of files).
+    #[arg(long = "output", short, alias = "out", value_name = "FILE")]
     out: Option<PathBuf>,
 }
 
