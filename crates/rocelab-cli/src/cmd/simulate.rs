@@ -478,7 +478,14 @@ fn run_step(
 /// `scenario.json`, `summary.json` and `timeseries.csv` in `--out`.
 fn run_scenario(a: &Args, name: &str, model: &rocelab_model::Model, file: &std::path::Path, seed: u64) -> VerbResult {
     rocelab_scenario::check_all(model).map_err(|d| located(file, d))?;
-    let (c, path) = rocelab_scenario::find(model, name).map_err(|d| located(file, vec![d]))?;
+    let (c, path) = rocelab_scenario::find(model, name).map_err(|mut d| {
+        // A name from the command line: a flag error, with the nearest of the names it lists.
+        let names: Vec<&str> = d.hint.split_once("one of: ").map(|(_, l)| l.split(", ").collect()).unwrap_or_default();
+        if let Some(n) = crate::output::did_you_mean(name, names) {
+            d.hint = format!("did you mean `{n}`? {}", d.hint);
+        }
+        located_or_flag(file, vec![d], &[("scenario", "--scenario")])
+    })?;
     let bar = ProgressLine::new(a.quiet);
     // One call with no progress of its own: a spinner with the elapsed time, from 1 s on.
     let spinner = (!a.quiet).then(|| crate::common::Stages::start(&format!("scenario `{name}`")));
