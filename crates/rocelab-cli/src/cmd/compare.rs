@@ -40,6 +40,9 @@ pub fn run(a: Args) -> VerbResult {
     let mut seed = a.seed;
     let mut reports = vec![];
     for path in [&a.a, &a.b] {
+        // A spinner with the side and its elapsed time, on a terminal from the first second.
+        let stages = crate::common::Stages::start(&format!("compare: the checklist on {}", path.display()));
+        stages.stage("running");
         let model = load_fabric(path)?;
         let text = std::fs::read_to_string(path)
             .map_err(|e| Failure::bad_input(format!("error: cannot read {}: {e}", path.display())))?;

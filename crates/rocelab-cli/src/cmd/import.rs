@@ -245,7 +245,12 @@ pub fn simulate_ns3(
         opts.duration = Some(SimTime::from_secs_f64(d * 1e-6));
     }
     let wall = std::time::Instant::now();
+    let spinner = (!quiet).then(|| crate::common::Stages::start(&format!("simulate {}", path.display())));
+    if let Some(s) = &spinner {
+        s.stage("running the imported scenario");
+    }
     let r = ns3::run(&imp, &model, opts).map_err(|d| located(&path, d))?;
+    drop(spinner);
     let summary = envelope("simulate.summary", &r.report.to_json());
     let (flows_csv, prom) = (r.report.flows_csv(), r.report.prometheus());
     write_set(
