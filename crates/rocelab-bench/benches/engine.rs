@@ -33,16 +33,25 @@ static GLOBAL: Counting = Counting;
 
 fn main() {
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
-    for s in rocelab_bench::all() {
+    let all = rocelab_bench::all();
+    let width = all.iter().map(|s| s.name.len()).max().unwrap_or(8);
+    println!("{}  allocations", rocelab_bench::measure::table_header(width, false));
+    for s in all {
         if !filter.is_empty() && !filter.iter().any(|f| s.name.contains(f.as_str())) {
             continue;
         }
-        match rocelab_bench::run_probed(&s, &|| ALLOCS.load(Ordering::Relaxed)) {
-            Ok((r, allocs)) => {
+        // The same measurement as `rocelab bench` (warmup, then timed runs).
+        match rocelab_bench::measure(
+            &s,
+            rocelab_bench::Plan::default(),
+            &|| ALLOCS.load(Ordering::Relaxed),
+            &mut |_| {},
+        ) {
+            Ok((m, allocs)) => {
                 // Counted over the event loop only (loading and routing are excluded).
-                let per_event = allocs as f64 / r.events.max(1) as f64;
-                println!("{}  allocations {allocs} ({per_event:.5} per event)", r.line());
-                assert!(per_event < 0.01, "{}: {allocs} allocations for {} events", s.name, r.events);
+                let per_event = allocs as f64 / m.events.max(1) as f64;
+                println!("{}  {allocs} ({per_event:.5} per event)", rocelab_bench::measure::table_row(&m, width, None));
+                assert!(per_event < 0.01, "{}: {allocs} allocations for {} events", s.name, m.events);
             }
             Err(e) => eprintln!("{}: {e}", s.name),
         }

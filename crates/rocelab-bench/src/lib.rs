@@ -9,6 +9,9 @@
 
 pub mod flow_error;
 pub mod flow_speed;
+pub mod measure;
+
+pub use measure::{measure, Measurement, Plan};
 
 use rocelab_model::{Model, NodeId};
 use rocelab_sim::workload::{Delivered, Message, Net, Workload};
@@ -191,49 +194,6 @@ pub fn all() -> Vec<Scenario> {
     ]
 }
 
-/// What one benchmark run measured.
-#[derive(Clone, Debug)]
-pub struct BenchResult {
-    pub name: &'static str,
-    pub wall_seconds: f64,
-    /// CPU time of the engine thread (differs from wall time on a busy machine).
-    pub cpu_seconds: Option<f64>,
-    pub simulated_seconds: f64,
-    pub events: u64,
-    pub data_packets: u64,
-    pub packet_hops: u64,
-    pub peak_rss_bytes: Option<u64>,
-    /// Most packets alive at once (queues, wires, NIC buffers).
-    pub peak_packets: usize,
-    /// Runs made; the times are those of the median run (by CPU time).
-    pub runs: usize,
-}
-
-impl BenchResult {
-    /// One line; rates are per second of the engine thread's CPU time when it is known (so a
-    /// busy machine does not distort them), else per wall second.
-    pub fn line(&self) -> String {
-        let (t, basis) = match self.cpu_seconds {
-            Some(c) if c > 0.0 => (c, "cpu"),
-            _ => (self.wall_seconds.max(1e-9), "wall"),
-        };
-        format!(
-            "{:<17} {:>10.0} data pkts/s {:>10.0} pkt-hops/s {:>10.0} events/s ({basis})  peak RSS {:>6}  wall {:>7.3} s  cpu {:>7.3} s  (median of {} runs; {:.0} µs simulated, {} data packets, peak {} in flight)",
-            self.name,
-            self.data_packets as f64 / t,
-            self.packet_hops as f64 / t,
-            self.events as f64 / t,
-            self.peak_rss_bytes.map(|b| format!("{} MB", b / 1_000_000)).unwrap_or_else(|| "n/a".into()),
-            self.wall_seconds,
-            self.cpu_seconds.unwrap_or(f64::NAN),
-            self.runs,
-            self.simulated_seconds * 1e6,
-            self.data_packets,
-            self.peak_packets
-        )
-    }
-}
-
 /// Peak resident set size of this process so far (Linux `VmHWM`).
 pub fn peak_rss_bytes() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -247,74 +207,6 @@ pub fn thread_cpu_seconds() -> Option<f64> {
     let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
     let ns: u64 = s.split_whitespace().next()?.parse().ok()?;
     Some(ns as f64 * 1e-9)
-}
-
-/// Loads and runs one scenario, timing only the engine (not parsing or routing).
-pub fn run(s: &Scenario) -> Result<BenchResult, String> {
-    run_probed(s, &|| 0).map(|(r, _)| r)
-}
-
-/// Runs a scenario at least this many times...
-const MIN_RUNS: usize = 3;
-/// ...and until this much engine time has passed (short scenarios repeat more: on a shared
-/// machine one run of a few milliseconds says little).
-const MIN_TOTAL_SECONDS: f64 = 1.0;
-const MAX_RUNS: usize = 50;
-
-/// Like `run`, and also returns how much `probe` grew across the event loop of one run at
-/// most (the engine bench passes an allocation counter). The scenario runs several times
-/// (fresh engine each time; the runs are identical but for their timing) and the median run
-/// by CPU time is reported.
-pub fn run_probed(s: &Scenario, probe: &dyn Fn() -> u64) -> Result<(BenchResult, u64), String> {
-    let m = rocelab_model::load_str(s.name, &s.fabric).map_err(|e| e.to_string())?;
-    let mut results = Vec::new();
-    let mut probed_max = 0;
-    let mut total = 0.0;
-    while results.len() < MIN_RUNS || (total < MIN_TOTAL_SECONDS && results.len() < MAX_RUNS) {
-        let (r, probed) = run_once(s, &m, probe)?;
-        total += r.cpu_seconds.unwrap_or(r.wall_seconds);
-        probed_max = probed_max.max(probed);
-        results.push(r);
-    }
-    let runs = results.len();
-    results.sort_by(|a, b| a.cpu_seconds.unwrap_or(a.wall_seconds).total_cmp(&b.cpu_seconds.unwrap_or(b.wall_seconds)));
-    let mut r = results.swap_remove(runs / 2);
-    r.runs = runs;
-    r.peak_rss_bytes = peak_rss_bytes();
-    Ok((r, probed_max))
-}
-
-fn run_once(s: &Scenario, m: &rocelab_model::Model, probe: &dyn Fn() -> u64) -> Result<(BenchResult, u64), String> {
-    let opts = rocelab_sim::options_from_model(m);
-    let mut sim = match s.workload {
-        Some(w) => rocelab_sim::Sim::with_workload(m, w(m), Vec::new(), opts),
-        None => rocelab_sim::build(m, opts),
-    }
-    .map_err(|d| format!("{d:?}"))?;
-    let c0 = thread_cpu_seconds();
-    let p0 = probe();
-    let t0 = std::time::Instant::now();
-    sim.run(&mut |_| {});
-    let wall = t0.elapsed().as_secs_f64();
-    let probed = probe() - p0;
-    let cpu = match (c0, thread_cpu_seconds()) {
-        (Some(a), Some(b)) => Some(b - a),
-        _ => None,
-    };
-    let st = sim.stats();
-    let r = BenchResult {
-        name: s.name,
-        wall_seconds: wall,
-        cpu_seconds: cpu,
-        simulated_seconds: sim.now().as_secs_f64(),
-        events: sim.events(),
-        data_packets: st.data_sent,
-        packet_hops: st.packet_hops,
-        peak_rss_bytes: None,
-        peak_packets: sim.peak_packets(),
-        runs: 1,
-    };
-    Ok((r, probed))
 }
 
 #[cfg(test)]

@@ -3,7 +3,6 @@
 
 use rocelab_model::{load_file, LoadError, Model};
 use std::fmt;
-use std::io::Write;
 use std::path::Path;
 
 /// Exit statuses: 1 a check failed, 2 bad input (file, flag, counter dump).
@@ -20,6 +19,12 @@ pub struct Failure {
 impl Failure {
     pub fn bad_input(message: impl Into<String>) -> Self {
         Failure { status: EXIT_BAD_INPUT, message: message.into() }
+    }
+
+    /// The run was done but its result is a failure: a check failed, or flows or collectives
+    /// did not complete. The message says why; outputs were written before it.
+    pub fn failed_check(message: impl Into<String>) -> Self {
+        Failure { status: EXIT_FAILED_CHECK, message: message.into() }
     }
 }
 
@@ -47,6 +52,13 @@ pub fn load_fabric_shown(path: &Path, stages: &Stages) -> Result<Model, Failure>
     Ok(rocelab_model::load_file_observed(path, &|s| stages.stage(s))?)
 }
 
+/// Whether progress may be drawn: not under `-q`, only when standard error is a terminal, and
+/// never under CI (`CI` set, as GitHub Actions, GitLab and most runners set it), where a
+/// terminal may be emulated and the log would fill with redraws.
+pub fn progress_allowed(quiet: bool) -> bool {
+    !quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()) && std::env::var_os("CI").is_none()
+}
+
 /// A spinner on standard error naming the stage of a long job and its elapsed time
 /// (`indicatif`). It appears only on a terminal and only once the job has run for a second, so
 /// quick runs, pipes and files see nothing; standard output is never touched.
@@ -63,9 +75,10 @@ impl Stages {
         bar.set_style(style);
         bar.set_prefix(what.to_string());
         let later = bar.clone();
+        let allowed = progress_allowed(false);
         std::thread::spawn(move || {
             std::thread::sleep(std::time::Duration::from_secs(1));
-            if !later.is_finished() {
+            if allowed && !later.is_finished() {
                 // `stderr()` draws nothing when standard error is not a terminal.
                 later.set_draw_target(ProgressDrawTarget::stderr());
                 later.enable_steady_tick(std::time::Duration::from_millis(100));
@@ -85,33 +98,37 @@ impl Drop for Stages {
     }
 }
 
-/// Writes `bytes` to `path` through a temporary file and a rename, so an interrupted run never
-/// leaves a half-written file that looks whole.
+/// Writes `bytes` to `path` through a temporary file, fsync and a rename
+/// (`rocelab_model::atomic::write_atomic`), so an interrupted run never leaves a half-written
+/// file that looks whole. A run's set of files goes through `output::write_set` instead.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
-    let tmp = path.with_extension(match path.extension() {
-        Some(e) => format!("{}.tmp", e.to_string_lossy()),
-        None => "tmp".to_string(),
-    });
-    let res = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    res.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Failure { status: EXIT_BAD_INPUT, message: format!("error: cannot write {}: {e}", path.display()) }
-    })
+    rocelab_model::atomic::write_atomic(path, bytes)
+        .map_err(|e| Failure::bad_input(format!("error: cannot write {}: {e}", path.display())))
 }
 
 /// Turns diagnostics from a verb (key paths into the fabric file) into a located failure.
 pub fn located(path: &Path, diags: Vec<rocelab_model::Diagnostic>) -> Failure {
+    located_or_flag(path, diags, &[])
+}
+
+/// `located`, except that a diagnostic about a value the command line gave (its key path
+/// starts with one of `flags`' roots, e.g. `collective` for `--nodes 0`) is reported as a flag
+/// error naming the flags, not at `file:1:1` of a file that never said it.
+pub fn located_or_flag(path: &Path, diags: Vec<rocelab_model::Diagnostic>, flags: &[(&str, &str)]) -> Failure {
     let file = path.display().to_string();
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let map = rocelab_model::SourceMap::new(&file, &text);
     let msgs: Vec<String> = diags
         .into_iter()
         .map(|mut d| {
+            let root = d.path.split(['.', '[']).next().unwrap_or("");
+            if let Some((_, flag)) = flags.iter().find(|(r, _)| *r == root) {
+                let mut s = format!("error: {flag}: {}", d.message);
+                if !d.hint.is_empty() {
+                    s.push_str(&format!("\n  = help: {}", d.hint));
+                }
+                return s;
+            }
             d.location = Some(map.locate(&text, &d.path));
             d.to_string()
         })
@@ -130,7 +147,7 @@ pub struct ProgressLine {
 
 impl ProgressLine {
     pub fn new(quiet: bool) -> Self {
-        let bar = (!quiet).then(|| {
+        let bar = progress_allowed(quiet).then(|| {
             let b = indicatif::ProgressBar::with_draw_target(Some(1000), indicatif::ProgressDrawTarget::hidden());
             let style = indicatif::ProgressStyle::with_template("[{bar:30}] {percent:>3}% ETA {eta:>4} {wide_msg}")
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())

@@ -6,6 +6,7 @@
 
 mod cmd;
 mod common;
+mod output;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use std::io::Write;
@@ -17,7 +18,17 @@ use std::process::ExitCode;
 static GLOBAL: rocelab_sim::alloc::HugePages = rocelab_sim::alloc::HugePages;
 
 #[derive(Parser)]
-#[command(name = "rocelab", version, about = "A lab and a doctor for RoCEv2 fabrics in AI clusters")]
+#[command(
+    name = "rocelab",
+    version,
+    about = "A lab and a doctor for RoCEv2 fabrics in AI clusters",
+    after_long_help = "Every command: --format text|json (--json is short for --format json; JSON output starts \
+with `schema` and `version`); -o/--out DIR where a command writes several files (swapped in whole); \
+-q/--quiet for no progress (progress is drawn on a terminal only, never under CI).\n\n\
+Exit status, the same on every command: 0 done and every check passed; 1 a check failed, or a run's flows or \
+collectives did not complete (the reason on stderr, the outputs written); 2 bad input (a file, a flag value, \
+an unknown name), with file:line:column or the flag and a hint."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -70,7 +81,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // `--json` on any verb is `--format json` (output::expand_json_alias).
+    let cli = Cli::parse_from(output::expand_json_alias(std::env::args_os()));
     // `rocelab simulate ... | head` must end quietly when the reader goes away, as Unix tools
     // do, not panic in `println!`. The exporter keeps Rust's default (SIGPIPE ignored): a
     // scraper that hangs up mid-response is an I/O error to handle, not a reason to die.
@@ -98,7 +110,9 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(f) => {
-            eprintln!("{f}");
+            // Every file's errors pass here: "unknown field `x`, expected one of ..." gains
+            // its "did you mean".
+            eprintln!("{}", output::with_suggestions(&f.message));
             ExitCode::from(f.status)
         }
     }
@@ -135,12 +149,37 @@ fn man_pages(out_dir: Option<&std::path::Path>) -> common::VerbResult {
     let mut written = 0;
     while let Some(cmd) = stack.pop() {
         stack.extend(cmd.get_subcommands().filter(|c| !c.is_hide_set()).cloned());
-        let name = format!("{}.1", cmd.get_display_name().unwrap_or_else(|| cmd.get_name()));
-        common::write_atomic(&dir.join(name), &render(cmd)?)?;
+        let name = cmd.get_display_name().unwrap_or_else(|| cmd.get_name()).to_string();
+        // Each verb's page carries its documentation (an installed page has no docs/ beside it).
+        let cmd = match verb_docs(&name) {
+            Some(md) => cmd.after_long_help(output::man_text(md)),
+            None => cmd,
+        };
+        common::write_atomic(&dir.join(format!("{name}.1")), &render(cmd)?)?;
         written += 1;
     }
     eprintln!("wrote {written} manual pages to {}; read one with `man {}/rocelab.1`", dir.display(), dir.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// The documentation page of a verb's manual page (by its man name, `rocelab-import-ns3`).
+fn verb_docs(man_name: &str) -> Option<&'static str> {
+    let verb = man_name.strip_prefix("rocelab-")?;
+    Some(match verb.split('-').next()? {
+        "init" => include_str!("../../../docs/first-fabric.md"),
+        "topo" => include_str!("../../../docs/topo.md"),
+        "lint" => include_str!("../../../docs/lint.md"),
+        "simulate" | "bench" => include_str!("../../../docs/simulate.md"),
+        "scenarios" => include_str!("../../../docs/scenarios.md"),
+        "validate" | "compare" => include_str!("../../../docs/validate.md"),
+        "sweep" => include_str!("../../../docs/sweep.md"),
+        "import" => include_str!("../../../docs/import.md"),
+        "plan" => include_str!("../../../docs/plan.md"),
+        "collect" => include_str!("../../../docs/collect.md"),
+        "doctor" => include_str!("../../../docs/doctor.md"),
+        "exporter" => include_str!("../../../docs/exporter.md"),
+        _ => return None,
+    })
 }
 
 fn print_bytes(b: &[u8]) -> common::VerbResult {

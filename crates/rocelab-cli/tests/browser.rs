@@ -9,18 +9,10 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-fn chromium() -> Option<PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p)
-            .flat_map(|d| ["chromium", "chromium-browser"].map(|n| d.join(n)))
-            .find(|p| p.is_file())
-    });
-    if found.is_none() {
-        let in_ci = std::env::var("CI").map(|v| !v.is_empty()).unwrap_or(false);
-        assert!(!in_ci, "chromium is not installed in CI: .ci/run must install the Debian package `chromium`");
-        eprintln!("\n*** SKIPPED browser test: chromium is not installed (apt-get install chromium) ***\n");
-    }
-    found
+mod skip;
+
+fn chromium(test: &str) -> Option<PathBuf> {
+    skip::tool_or_skip(test, &["chromium", "chromium-browser"], "chromium")
 }
 
 /// Appended to a copy of the report: counts the charts and checks each one drew something.
@@ -41,7 +33,7 @@ window.addEventListener('load', () => {
 
 #[test]
 fn the_validate_report_renders_every_chart_in_chromium() {
-    let Some(browser) = chromium() else { return };
+    let Some(browser) = chromium("the_validate_report_renders_every_chart_in_chromium") else { return };
     render_in_chromium(&browser, "leaf-spine-small.toml", "sustained,incast,microburst", 0, "a");
 }
 
@@ -49,7 +41,7 @@ fn the_validate_report_renders_every_chart_in_chromium() {
 /// section of its own) renders as well.
 #[test]
 fn a_failing_report_with_named_scenarios_renders_in_chromium() {
-    let Some(browser) = chromium() else { return };
+    let Some(browser) = chromium("a_failing_report_with_named_scenarios_renders_in_chromium") else { return };
     let page = render_in_chromium(&browser, "ib-vs-roce/roce-best.toml", "collective", 1, "b");
     for id in ["alltoall", "allreduce-beside-incast", "alltoall-beside-incast"] {
         assert!(page.contains(&format!("<h2 id=\"{id}\">")), "a section for {id}");

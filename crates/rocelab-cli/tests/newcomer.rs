@@ -191,15 +191,34 @@ fn long_topo_and_lint_runs_show_progress_on_a_terminal_only() {
          size_bytes = 6000000\n",
     )
     .unwrap();
+    // On a terminal, not under CI (which may emulate one: its logs would fill with redraws).
+    let on_terminal = |cmd: &str, ci: bool| {
+        let mut c = Command::new(script);
+        c.args(["-qec", cmd, "/dev/null"]).current_dir(&dir).env_remove("CI");
+        if ci {
+            c.env("CI", "true");
+        }
+        text(&c.output().unwrap().stdout)
+    };
     let cmd = format!("{} simulate simulate.toml --no-files > out.txt", env!("CARGO_BIN_EXE_rocelab"));
-    let o = Command::new(script).args(["-qec", &cmd, "/dev/null"]).current_dir(&dir).output().unwrap();
-    let shown = text(&o.stdout);
+    let shown = on_terminal(&cmd, false);
     assert!(shown.contains("% ETA") && shown.contains("simulated "), "simulate: {shown}");
     let out = std::fs::read_to_string(dir.join("out.txt")).unwrap();
     assert!(out.starts_with("simulated ") && !out.contains("ETA"), "{out}");
+    let shown = on_terminal(&cmd, true);
+    assert!(!shown.contains("% ETA"), "progress under CI: {shown}");
+    let quiet = format!("{} simulate simulate.toml --no-files -q > out.txt", env!("CARGO_BIN_EXE_rocelab"));
+    assert!(!on_terminal(&quiet, false).contains("% ETA"), "progress under -q");
+    // The bench: the run under way, from its first second.
+    let cmd = format!("{} bench chain-10k --warmup 0 --runs 40 > out.txt", env!("CARGO_BIN_EXE_rocelab"));
+    let shown = on_terminal(&cmd, false);
+    assert!(shown.contains("chain-10k: run "), "bench: {shown}");
+    let out = std::fs::read_to_string(dir.join("out.txt")).unwrap();
+    assert!(out.lines().nth(1).is_some_and(|l| l.starts_with("chain-10k ")) && !out.contains(": run "), "{out}");
     for verb in ["topo", "lint"] {
         let cmd = format!("{} {verb} {verb}.toml > out.txt", env!("CARGO_BIN_EXE_rocelab"));
-        let o = Command::new(script).args(["-qec", &cmd, "/dev/null"]).current_dir(&dir).output().unwrap();
+        let o =
+            Command::new(script).args(["-qec", &cmd, "/dev/null"]).current_dir(&dir).env_remove("CI").output().unwrap();
         let shown = text(&o.stdout);
         assert!(shown.contains(&format!("{verb} {verb}.toml: ")), "{verb}: {shown}");
         let out = std::fs::read_to_string(dir.join("out.txt")).unwrap();

@@ -26,20 +26,12 @@ fn repo(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(rel)
 }
 
-/// The promtool binary, or `None` (with a loud message) outside CI.
-fn promtool() -> Option<PathBuf> {
-    let found = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).map(|d| d.join("promtool")).find(|p| p.is_file()))
-        .unwrap_or(None);
-    if found.is_none() {
-        let in_ci = std::env::var("CI").map(|v| !v.is_empty()).unwrap_or(false);
-        assert!(!in_ci, "promtool is not installed in CI: .ci/run must install the Debian package `prometheus`");
-        eprintln!(
-            "\n*** SKIPPED promtool checks: promtool is not installed (apt-get install prometheus); \
-             only rocelab's own format checks ran ***\n"
-        );
-    }
-    found
+mod skip;
+
+/// The promtool binary, or `None` after a `SKIP` line for `test` (rocelab's own format
+/// checks still run).
+fn promtool(test: &str) -> Option<PathBuf> {
+    skip::tool_or_skip(test, &["promtool"], "prometheus")
 }
 
 /// One `# HELP` and `# TYPE` per family, each family's samples in one block, no sample
@@ -90,7 +82,7 @@ fn check_metrics(tool: Option<&Path>, what: &str, text: &str) {
 
 #[test]
 fn simulator_metrics_prom_passes_promtool() {
-    let tool = promtool();
+    let tool = promtool("simulator_metrics_prom_passes_promtool");
     let out = tmpdir("sim");
     let example = "incast-16to1.toml";
     let o = rocelab()
@@ -108,7 +100,7 @@ fn simulator_metrics_prom_passes_promtool() {
 
 #[test]
 fn doctor_metric_pages_pass_promtool() {
-    let tool = promtool();
+    let tool = promtool("doctor_metric_pages_pass_promtool");
     let dumps = repo("crates/rocelab-doctor/tests/fixtures/dumps");
     let mut names: Vec<PathBuf> = std::fs::read_dir(&dumps).unwrap().map(|e| e.unwrap().path()).collect();
     names.sort();
@@ -130,7 +122,7 @@ fn doctor_metric_pages_pass_promtool() {
 
 #[test]
 fn exporter_page_with_its_comments_passes_promtool() {
-    let tool = promtool();
+    let tool = promtool("exporter_page_with_its_comments_passes_promtool");
     let root = tmpdir("exporter");
     for (rel, v) in [
         ("class/infiniband/mlx5_0/ports/1/hw_counters/np_cnp_sent", "42"),
@@ -166,7 +158,7 @@ fn description_of(rules: &str, alert: &str) -> String {
 
 #[test]
 fn alert_rules_pass_promtool_check_and_unit_tests() {
-    let tool = promtool();
+    let tool = promtool("alert_rules_pass_promtool_check_and_unit_tests");
     let dir = tmpdir("rules");
     for example in ["rail-128gpu.toml", "incast-16to1.toml"] {
         let rules = dir.join(format!("{example}.rules.yml"));

@@ -120,6 +120,8 @@ fn scenarios_list_prints_every_kind_with_its_defaults() {
     assert!(out.contains("min(hosts − 1, 32)"));
     let o = rocelab(&d, &["scenarios", "--list", "--format", "json"]);
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["schema"], "rocelab.scenarios.list/v1");
+    let j = &j["results"];
     assert_eq!(j.as_array().unwrap().len(), 12);
     assert_eq!(j[1]["kind"], "incast");
     assert_eq!(j[1]["params"][0]["key"], "fan_in");

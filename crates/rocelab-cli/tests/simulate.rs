@@ -87,7 +87,7 @@ fn simulate_writes_the_report_of_the_runs_snapshot() {
         let snap = sim.snapshot();
         let rep = rocelab_sim::RunReport::from_snapshot(&snap, &m);
         let read = |f: &str| std::fs::read_to_string(out.join(f)).unwrap();
-        assert_eq!(rep.to_json(), read("summary.json"), "{name}: summary.json");
+        assert_eq!(rep.to_json(), without_envelope(&read("summary.json")), "{name}: summary.json");
         assert_eq!(rep.flows_csv(), read("flows.csv"), "{name}: flows.csv");
         assert_eq!(rep.prometheus(), read("metrics.prom"), "{name}: metrics.prom");
         assert!(!snap.series.is_empty(), "{name} is sampled");
@@ -181,6 +181,8 @@ fn collectives_run_under_nccl_tests_names() {
         rocelab().args(base).args(["--collective", "broadcast", "--root", "1", "--format", "json"]).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["schema"], "rocelab.simulate.collective/v1");
+    let v = &v["results"];
     assert_eq!(v[0]["op"], "broadcast");
     assert_eq!(v[0]["root"], 1);
     assert_eq!(v.as_array().unwrap().len(), 2);
@@ -209,7 +211,7 @@ fn on_a_rail_fabric_collectives_place_a_rank_per_gpu() {
         let o = rocelab().args(base).args(extra).args(["--format", "json"]).output().unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-        v[0]["data_packets"].as_u64().unwrap()
+        v["results"][0]["data_packets"].as_u64().unwrap()
     };
     // (Same channel count: GPU placement defaults to one channel per NIC, 8, host NICs to 2.)
     assert_eq!(packets(&["--placement", "nics", "--channels", "8"]), 8 * packets(&[]));
@@ -304,11 +306,11 @@ fn a_fabric_file_runs_the_workloads_it_names() {
     let docs: Vec<serde_json::Value> =
         serde_json::Deserializer::from_slice(&o.stdout).into_iter().collect::<Result<_, _>>().unwrap();
     assert_eq!(docs.len(), 4);
-    let ring = docs[0].as_array().unwrap();
-    let tree = docs[1].as_array().unwrap();
+    let ring = docs[0]["results"].as_array().unwrap();
+    let tree = docs[1]["results"].as_array().unwrap();
     assert_eq!(ring.len(), 5, "1M, 4M, 16M, 64M, 256M");
     assert!(ring.iter().all(|r| r["algo"] == "ring") && tree.iter().all(|r| r["algo"] == "tree"));
-    assert_eq!(docs[2][0]["op"], "alltoall");
+    assert_eq!(docs[2]["results"][0]["op"], "alltoall");
     assert!(docs[3]["twin"]["step_us"].as_f64().unwrap() > docs[3]["twin"]["compute_only_us"].as_f64().unwrap());
     for (dir, file) in [("all-reduce", "collective.txt"), ("all-reduce-tree", "collective.json"), ("step", "step.json")]
     {
@@ -364,8 +366,8 @@ fn the_flow_engine_runs_traffic_and_collectives_and_says_so() {
         let o = rocelab().args(base).args(["--engine", engine, "--format", "json"]).output().unwrap();
         serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
     };
-    assert_eq!(json("flow")[0]["engine"], "flow");
-    assert!(json("packet")[0].get("engine").is_none());
+    assert_eq!(json("flow")["results"][0]["engine"], "flow");
+    assert!(json("packet")["results"][0].get("engine").is_none());
     // Sampling queues has no meaning there: refused.
     let o = rocelab()
         .args(["simulate", f.to_str().unwrap(), "--engine", "flow", "--sample-us", "5", "--no-files"])
@@ -381,4 +383,11 @@ fn the_flow_engine_runs_traffic_and_collectives_and_says_so() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("does not model") && err.contains("--engine packet"), "{err}");
     assert!(o.stdout.is_empty(), "no scenario table: {}", String::from_utf8_lossy(&o.stdout));
+}
+
+/// A JSON file as the library wrote it, before the CLI put the envelope (`schema`, `version`,
+/// its first two keys) on it.
+fn without_envelope(json: &str) -> String {
+    assert!(json.starts_with("{\n  \"schema\": \"rocelab."), "no envelope: {json}");
+    json.lines().enumerate().filter(|(i, _)| !(1..=2).contains(i)).map(|(_, l)| format!("{l}\n")).collect()
 }

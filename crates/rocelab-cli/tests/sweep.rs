@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod skip;
+
 fn rocelab(dir: &Path, args: &[&str], task: Option<usize>) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_rocelab"));
     c.current_dir(dir).args(args);
@@ -111,7 +113,10 @@ fn a_bad_spec_names_its_line_and_the_fix() {
 fn a_real_slurm_job_array_gives_the_local_table() {
     // `.ci/run` starts a single-node Slurm (`.ci/slurm-up`) and says so in ROCELAB_SLURM.
     if std::env::var("ROCELAB_SLURM").map(|v| v != "1").unwrap_or(true) {
-        eprintln!("\n*** SKIPPED real Slurm array: ROCELAB_SLURM is not 1 (run .ci/slurm-up and set it) ***\n");
+        skip::skipped(
+            "a_real_slurm_job_array_gives_the_local_table",
+            "no running Slurm (ROCELAB_SLURM is not 1: run .ci/slurm-up and set it); the array's local twin ran",
+        );
         return;
     }
     let d = setup("slurm");

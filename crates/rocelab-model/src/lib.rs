@@ -22,6 +22,7 @@
 //! * `diag`     — diagnostics that carry file:line:column;
 //! * `units`    — `SimTime` (ps) and `BitsPerSec`.
 
+pub mod atomic;
 pub mod cc;
 pub mod config;
 pub mod diag;

@@ -263,15 +263,20 @@ pub fn point_file(out: &Path, index: usize) -> PathBuf {
     out.join("points").join(format!("{index:06}.json"))
 }
 
-/// Writes `bytes` to `path` through a temporary file and a rename (a point is either there
-/// whole or not at all).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    if let Some(d) = path.parent() {
-        std::fs::create_dir_all(d)?;
+/// The `schema` of a point's file (the JSON envelope every rocelab output carries).
+pub const POINT_SCHEMA: &str = "rocelab.sweep.point/v1";
+
+/// A point's file: the envelope (`schema`, `version`) first, then the point.
+pub fn point_json(r: &PointResult) -> Result<String, String> {
+    #[derive(Serialize)]
+    struct File<'a> {
+        schema: &'static str,
+        version: &'static str,
+        #[serde(flatten)]
+        point: &'a PointResult,
     }
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)
+    let f = File { schema: POINT_SCHEMA, version: env!("CARGO_PKG_VERSION"), point: r };
+    Ok(serde_json::to_string_pretty(&f).map_err(|e| e.to_string())? + "\n")
 }
 
 /// Runs the points not done yet on `jobs` threads; returns how many ran.
@@ -294,8 +299,10 @@ pub fn run(
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(p) = todo.get(i) else { break };
                 let r = run_point(sw, p).and_then(|r| {
-                    let json = serde_json::to_string_pretty(&r).map_err(|e| e.to_string())? + "\n";
-                    write_atomic(&point_file(out, p.index), json.as_bytes()).map_err(|e| e.to_string())
+                    let json = point_json(&r)?;
+                    // A point is there whole (fsynced) or not at all: a killed task resumes cleanly.
+                    rocelab_model::atomic::write_atomic(&point_file(out, p.index), json.as_bytes())
+                        .map_err(|e| e.to_string())
                 });
                 if let Err(e) = r {
                     error.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(e);
@@ -495,6 +502,20 @@ pub fn html(sw: &Sweep, rs: &[PointResult], figure: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_point_file_carries_the_envelope_and_reads_back() {
+        let r = PointResult {
+            index: 3,
+            values: [("seed".to_string(), serde_json::Value::from(2))].into_iter().collect(),
+            figures: [("incast.completion".to_string(), Some(1.25))].into_iter().collect(),
+            verdicts: [("incast.completion".to_string(), "pass".to_string())].into_iter().collect(),
+            failed: 0,
+        };
+        let text = point_json(&r).unwrap();
+        assert!(text.starts_with("{\n  \"schema\": \"rocelab.sweep.point/v1\",\n  \"version\": \""), "{text}");
+        assert_eq!(serde_json::from_str::<PointResult>(&text).unwrap(), r);
+    }
 
     #[test]
     fn paths_select_tables_by_name_or_index_and_create_what_is_missing() {

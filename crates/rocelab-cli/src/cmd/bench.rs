@@ -1,10 +1,17 @@
-//! `rocelab bench [NAME...]`: the engine's fixed benchmark scenarios, one line each.
+//! `rocelab bench [NAME...]`: the engine's fixed benchmark scenarios, measured as hyperfine
+//! measures commands: warmup runs, then timed runs; mean ± σ, min and max per scenario;
+//! `--export-json` / `--export-markdown` (rewritten after each scenario, so a crash loses
+//! nothing); `--baseline FILE` for the ratio against a saved run. The measurement and the
+//! exporters are `rocelab_bench::measure`, which `cargo bench -p rocelab-bench` uses too.
 //!
 //! Each scenario runs in a fresh child process (so peak memory is per scenario) unless
 //! `--in-process`. Build with `--release` for meaningful figures.
 
-use crate::common::{Failure, VerbResult};
+use crate::common::{write_atomic, Failure, ProgressLine, VerbResult};
+use crate::output::{envelope, Format};
 use rocelab_bench as scenarios;
+use rocelab_bench::measure::{self, Measurement, Progress};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -12,6 +19,28 @@ pub struct Args {
     /// Scenarios to run (default: all): incast, permutation-16, permutation-128,
     /// permutation-1024, permutation-1024-htsim, rail-1024, chain-10k.
     names: Vec<String>,
+    /// Runs before the timed ones, not counted (caches, page faults, CPU frequency).
+    #[arg(long, short = 'w', default_value_t = 1, value_name = "N")]
+    warmup: usize,
+    /// Timed runs per scenario; default: at least 3, and until 1 s of engine time (at most 50).
+    #[arg(long, short = 'r', value_name = "N")]
+    runs: Option<usize>,
+    /// Write every scenario's figures (each run's time included) as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    export_json: Option<PathBuf>,
+    /// Write the results as a Markdown table to FILE.
+    #[arg(long, value_name = "FILE")]
+    export_markdown: Option<PathBuf>,
+    /// A saved `--export-json` file: each scenario's mean time is shown as a ratio to its mean
+    /// there (above 1: slower now).
+    #[arg(long, value_name = "FILE")]
+    baseline: Option<PathBuf>,
+    /// The results on standard output: a table, or the JSON of --export-json.
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    /// No progress display.
+    #[arg(long, short)]
+    quiet: bool,
     /// Run every scenario in this process (peak memory then accumulates).
     #[arg(long)]
     in_process: bool,
@@ -43,47 +72,117 @@ pub fn run(a: Args) -> VerbResult {
     }
     let all = scenarios::all();
     if a.list {
-        for s in &all {
-            println!("{:<17} {}", s.name, s.about);
+        match a.format {
+            Format::Text => {
+                for s in &all {
+                    println!("{:<22} {}", s.name, s.about);
+                }
+            }
+            Format::Json => {
+                let list: Vec<_> =
+                    all.iter().map(|s| serde_json::json!({ "scenario": s.name, "about": s.about })).collect();
+                let text = serde_json::to_string_pretty(&serde_json::json!({ "scenarios": list })).unwrap_or_default();
+                print!("{}", envelope("bench.list", &(text + "\n")));
+            }
         }
         return Ok(ExitCode::SUCCESS);
     }
+    let names: Vec<&str> = all.iter().map(|s| s.name).collect();
     for n in &a.names {
-        if !all.iter().any(|s| s.name == n) {
-            let names: Vec<&str> = all.iter().map(|s| s.name).collect();
+        if !names.contains(&n.as_str()) {
+            let guess = crate::output::did_you_mean(n, names.iter().copied())
+                .map(|g| format!("did you mean `{g}`? "))
+                .unwrap_or_default();
             return Err(Failure::bad_input(format!(
-                "error: unknown scenario `{n}`\n  = help: use one of: {}",
+                "error: unknown scenario `{n}`\n  = help: {guess}use one of: {}",
                 names.join(", ")
             )));
         }
     }
-    if cfg!(debug_assertions) {
+    if a.runs == Some(0) {
+        return Err(Failure::bad_input("error: --runs must be at least 1"));
+    }
+    let baseline = match &a.baseline {
+        None => Vec::new(),
+        Some(p) => {
+            let t = std::fs::read_to_string(p)
+                .map_err(|e| Failure::bad_input(format!("error: cannot read {}: {e}", p.display())))?;
+            measure::parse_export(&t)
+                .map_err(|e| Failure::bad_input(format!("error: --baseline {}: {e}", p.display())))?
+        }
+    };
+    let child = a.in_process || a.names.len() == 1;
+    if cfg!(debug_assertions) && !(child && a.format == Format::Json) {
         eprintln!("warning: this is a debug build; run `cargo run --release -p rocelab-cli -- bench` for real figures");
     }
     let chosen: Vec<&scenarios::Scenario> =
         all.iter().filter(|s| a.names.is_empty() || a.names.iter().any(|n| n == s.name)).collect();
+    let width = names.iter().map(|n| n.len()).max().unwrap_or(8);
+    let base_of = |m: &Measurement| baseline.iter().find(|b| b.scenario == m.scenario);
+    if a.format == Format::Text {
+        println!("{}", measure::table_header(width, !baseline.is_empty()));
+    }
+    let plan = scenarios::Plan { warmup: a.warmup, runs: a.runs };
+    let mut results: Vec<Measurement> = Vec::new();
     for s in chosen {
-        if a.in_process || chosen_single(&a) {
-            let r = scenarios::run(s).map_err(|e| Failure::bad_input(format!("error: {e}")))?;
-            println!("{}", r.line());
-        } else {
-            let exe = std::env::current_exe().map_err(|e| Failure::bad_input(format!("error: {e}")))?;
-            let out = std::process::Command::new(exe)
-                .args(["bench", s.name])
-                .output()
-                .map_err(|e| Failure::bad_input(format!("error: cannot run scenario {}: {e}", s.name)))?;
-            print!("{}", String::from_utf8_lossy(&out.stdout));
-            if !out.status.success() {
-                eprint!("{}", String::from_utf8_lossy(&out.stderr));
-                return Err(Failure::bad_input(format!("error: scenario {} failed", s.name)));
-            }
+        let m = if child { measure_here(s, plan, a.quiet)? } else { measure_in_child(s, &a)? };
+        if a.format == Format::Text {
+            println!("{}", measure::table_row(&m, width, base_of(&m)));
         }
+        results.push(m);
+        // Rewritten after each scenario: a crash or Ctrl-C keeps what was measured.
+        export(&a, &results, &baseline)?;
+    }
+    if a.format == Format::Json {
+        print!("{}", measure::export_json(&results));
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn chosen_single(a: &Args) -> bool {
-    a.names.len() == 1
+fn export(a: &Args, results: &[Measurement], baseline: &[Measurement]) -> Result<(), Failure> {
+    if let Some(p) = &a.export_json {
+        write_atomic(p, measure::export_json(results).as_bytes())?;
+    }
+    if let Some(p) = &a.export_markdown {
+        write_atomic(p, measure::export_markdown(results, baseline).as_bytes())?;
+    }
+    Ok(())
+}
+
+/// Measures `s` in this process, with a progress line on a terminal.
+fn measure_here(s: &scenarios::Scenario, plan: scenarios::Plan, quiet: bool) -> Result<Measurement, Failure> {
+    let mut bar = ProgressLine::new(quiet);
+    let r = scenarios::measure(s, plan, &|| 0, &mut |p| match p {
+        Progress::Warmup { run, of } => bar.update(Some(0.0), &format!("{}: warmup {run}/{of}", s.name)),
+        Progress::Timed { run, share, last_seconds } => {
+            bar.update(Some(share), &format!("{}: run {run}, last {}", s.name, measure::fmt_seconds(last_seconds)))
+        }
+    });
+    bar.finish();
+    r.map(|(m, _)| m).map_err(|e| Failure::bad_input(format!("error: scenario {}: {e}", s.name)))
+}
+
+/// Measures `s` in a fresh `rocelab bench NAME --format json` (its progress on our stderr).
+fn measure_in_child(s: &scenarios::Scenario, a: &Args) -> Result<Measurement, Failure> {
+    let exe = std::env::current_exe().map_err(|e| Failure::bad_input(format!("error: {e}")))?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(["bench", s.name, "--format", "json", "--warmup", &a.warmup.to_string()]);
+    if let Some(r) = a.runs {
+        cmd.args(["--runs", &r.to_string()]);
+    }
+    if a.quiet {
+        cmd.arg("--quiet");
+    }
+    let out = cmd
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| Failure::bad_input(format!("error: cannot run scenario {}: {e}", s.name)))?;
+    if !out.status.success() {
+        return Err(Failure::bad_input(format!("error: scenario {} failed", s.name)));
+    }
+    let mut ms = measure::parse_export(&String::from_utf8_lossy(&out.stdout))
+        .map_err(|e| Failure::bad_input(format!("error: scenario {}: {e}", s.name)))?;
+    ms.pop().ok_or_else(|| Failure::bad_input(format!("error: scenario {} measured nothing", s.name)))
 }
 
 fn bad(e: impl std::fmt::Display) -> Failure {

@@ -11,8 +11,11 @@ use std::time::Duration;
 #[derive(clap::Args)]
 pub struct Args {
     /// Output: a directory (one sub-directory per snapshot) or a file ending in `.tar.gz`.
-    #[arg(long, default_value = "rocelab-dump")]
+    #[arg(long, short, default_value = "rocelab-dump")]
     out: PathBuf,
+    /// What is printed when done: text, or a JSON document listing the snapshots.
+    #[arg(long, value_enum, default_value = "text")]
+    format: crate::output::Format,
     /// Time between snapshots (`10s`, `500ms`, `1m`).
     #[arg(long, default_value = "10s", value_parser = rocelab_doctor::util::parse_duration)]
     interval: Duration,
@@ -48,10 +51,22 @@ pub fn run(a: Args) -> VerbResult {
     let ports = collect::discover(&a.sysfs_root);
     if ports.is_empty() {
         // Nothing was written: a success would send the user to a doctor run on nothing.
-        eprintln!(
-            "error: no RDMA devices under {}: nothing to collect on this host (to try the doctor without one: rocelab doctor examples/doctor-dump/)",
+        let note = format!(
+            "no RDMA devices under {}: nothing to collect on this host (to try the doctor without one: rocelab doctor examples/doctor-dump/)",
             a.sysfs_root.join("class/infiniband").display()
         );
+        if a.format == crate::output::Format::Json {
+            let doc = serde_json::json!({ "out": null, "snapshots": [], "note": note });
+            print!(
+                "{}",
+                crate::output::envelope(
+                    "collect.result",
+                    &(serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n")
+                )
+            );
+        } else {
+            eprintln!("error: {note}");
+        }
         return Ok(ExitCode::from(crate::common::EXIT_FAILED_CHECK));
     }
     let opts = CollectOptions {
@@ -92,6 +107,17 @@ pub fn run(a: Args) -> VerbResult {
         let res = collect::pack_tar_gz(&dir, &a.out);
         let _ = std::fs::remove_dir_all(&dir);
         res.map_err(|e| Failure::bad_input(format!("error: {e}")))?;
+    }
+    if a.format == crate::output::Format::Json {
+        let doc = serde_json::json!({
+            "out": a.out.display().to_string(),
+            "snapshots": written.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+        });
+        print!(
+            "{}",
+            crate::output::envelope("collect.result", &(serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"))
+        );
+        return Ok(ExitCode::SUCCESS);
     }
     println!("wrote {} snapshot(s) to {}; next: rocelab doctor {}", written.len(), a.out.display(), a.out.display());
     Ok(ExitCode::SUCCESS)

@@ -40,6 +40,9 @@ pub fn run(a: Args) -> VerbResult {
     let mut seed = a.seed;
     let mut reports = vec![];
     for path in [&a.a, &a.b] {
+        // A spinner with the side and its elapsed time, on a terminal from the first second.
+        let stages = crate::common::Stages::start(&format!("compare: the checklist on {}", path.display()));
+        stages.stage("running");
         let model = load_fabric(path)?;
         let text = std::fs::read_to_string(path)
             .map_err(|e| Failure::bad_input(format!("error: cannot read {}: {e}", path.display())))?;
@@ -63,7 +66,15 @@ pub fn run(a: Args) -> VerbResult {
     }
     match a.format {
         Format::Text => print!("{}", rocelab_validate::render_compare(&c)),
-        Format::Json => print!("{}", serde_json::to_string_pretty(&c).unwrap_or_default() + "\n"),
+        Format::Json => {
+            print!(
+                "{}",
+                crate::output::envelope(
+                    "compare.report",
+                    &(serde_json::to_string_pretty(&c).unwrap_or_default() + "\n")
+                )
+            )
+        }
     }
     Ok(if c.regressions().is_empty() { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED_CHECK) })
 }

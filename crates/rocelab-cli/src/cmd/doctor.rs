@@ -56,11 +56,12 @@ pub struct Args {
     /// Priority of the switch-side RoCE counters (Cumulus `qos roce counters`).
     #[arg(long, default_value_t = 3)]
     roce_priority: u8,
-    /// Print JSON instead of the human report.
-    #[arg(long)]
-    json: bool,
-    /// Write the report to this file (atomically) instead of standard output.
-    #[arg(long, short)]
+    /// The report: text for people, JSON for tools (`--json` is short for `--format json`).
+    #[arg(long, value_enum, default_value = "text")]
+    format: crate::output::Format,
+    /// Write the report to this file (atomically) instead of standard output (`--out` is
+    /// the same; elsewhere `--out` names a directory of files).
+    #[arg(long = "output", short, alias = "out", value_name = "FILE")]
     out: Option<PathBuf>,
 }
 
@@ -149,7 +150,10 @@ pub fn run(a: Args) -> VerbResult {
         twin,
     };
     let dx = diagnose::diagnose(snaps, &opts);
-    let text = if a.json { report::json(&dx) } else { report::human(&dx) };
+    let text = match a.format {
+        crate::output::Format::Text => report::human(&dx),
+        crate::output::Format::Json => crate::output::envelope("doctor.report", &report::json(&dx)),
+    };
     match &a.out {
         Some(p) => write_atomic(p, text.as_bytes())?,
         None => print!("{text}"),

@@ -8,7 +8,9 @@
 //! one step. The work is in `rocelab_import`; docs/import.md documents the mappings.
 
 use crate::common::{located, write_atomic, Failure, VerbResult};
+use crate::output::{envelope, write_set, Format};
 use rocelab_import::{fabric, htsim, ns3, ImportError, Scenario};
+use rocelab_model::Model;
 use rocelab_model::SimTime;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -61,6 +63,10 @@ struct Ns3Args {
     /// Seed of the run (with --run).
     #[arg(long)]
     seed: Option<u64>,
+    /// What is printed: text, or one JSON document (the fabric's counts and, with --run, the
+    /// run's summary).
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
     /// No progress or notes on stderr.
     #[arg(long, short)]
     quiet: bool,
@@ -86,10 +92,21 @@ struct HtsimArgs {
     /// One-way delay of every link, in ns.
     #[arg(long, default_value_t = 1000.0)]
     link_delay_ns: f64,
-    /// Output directory for fabric.toml.
+    /// Output directory for fabric.toml (and, with --run, the results).
     #[arg(long, short, default_value = "rocelab-import")]
     out: PathBuf,
-    /// No notes on stderr.
+    /// Also simulate the imported fabric (as `rocelab simulate OUT/fabric.toml`) and write its
+    /// summary.json, flows.csv and metrics.prom beside fabric.toml.
+    #[arg(long)]
+    run: bool,
+    /// Seed of the run (with --run).
+    #[arg(long, requires = "run")]
+    seed: Option<u64>,
+    /// What is printed: text, or one JSON document (the fabric's counts and, with --run, the
+    /// run's summary).
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    /// No progress or notes on stderr.
     #[arg(long, short)]
     quiet: bool,
 }
@@ -106,20 +123,53 @@ fn notes(s: &Scenario, quiet: bool) {
     }
 }
 
-fn write_fabric(s: &Scenario, dialect: &fabric::Dialect, out: &Path) -> Result<PathBuf, Failure> {
-    std::fs::create_dir_all(out)
-        .map_err(|e| Failure::bad_input(format!("error: cannot create {}: {e}", out.display())))?;
+/// Writes `OUT/fabric.toml` alone, as the output set of an import without `--run`.
+fn write_fabric(s: &Scenario, dialect: &fabric::Dialect, out: &Path, format: Format) -> Result<PathBuf, Failure> {
     let path = out.join("fabric.toml");
-    write_atomic(&path, fabric::to_toml_with(s, dialect).as_bytes())?;
-    println!(
-        "wrote {} ({} hosts, {} switches, {} links, {} flows)",
-        path.display(),
-        s.nodes.iter().filter(|n| !n.is_switch).count(),
-        s.nodes.iter().filter(|n| n.is_switch).count(),
-        s.links.len(),
-        s.flows.len()
-    );
+    write_set(out, &[("fabric.toml", fabric::to_toml_with(s, dialect).as_bytes())])?;
+    announce(s, &path, format, None);
     Ok(path)
+}
+
+/// The imported fabric as a model, loaded from its text under the name it will have in `out`
+/// (the run's files, fabric.toml included, are then written as one set).
+fn load_imported(s: &Scenario, dialect: &fabric::Dialect, out: &Path) -> Result<(String, PathBuf, Model), Failure> {
+    let text = fabric::to_toml_with(s, dialect);
+    let path = out.join("fabric.toml");
+    let model = rocelab_model::load_str(&path.display().to_string(), &text)?;
+    Ok((text, path, model))
+}
+
+/// What was imported (and, with `--run`, the run's report) on standard output.
+fn announce(s: &Scenario, path: &Path, format: Format, run: Option<&rocelab_sim::RunReport>) {
+    let hosts = s.nodes.iter().filter(|n| !n.is_switch).count();
+    let switches = s.nodes.iter().filter(|n| n.is_switch).count();
+    match format {
+        Format::Text => {
+            println!(
+                "wrote {} ({hosts} hosts, {switches} switches, {} links, {} flows)",
+                path.display(),
+                s.links.len(),
+                s.flows.len()
+            );
+            if let Some(r) = run {
+                print!("{}", r.render_text());
+            }
+        }
+        Format::Json => {
+            let summary = run.and_then(|r| serde_json::from_str::<serde_json::Value>(&r.to_json()).ok());
+            let doc = serde_json::json!({
+                "fabric": path.display().to_string(),
+                "hosts": hosts,
+                "switches": switches,
+                "links": s.links.len(),
+                "flows": s.flows.len(),
+                "run": summary,
+            });
+            let text = serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n";
+            print!("{}", envelope("import.result", &text));
+        }
+    }
 }
 
 pub fn run(a: Args) -> VerbResult {
@@ -134,11 +184,12 @@ pub fn run(a: Args) -> VerbResult {
                     n.seed,
                     None,
                     n.quiet,
+                    n.format,
                 );
             }
             let imp = ns3::import(&n.config, n.topology.as_deref(), n.flows.as_deref()).map_err(failure)?;
             notes(&imp.scenario, n.quiet);
-            write_fabric(&imp.scenario, &fabric::NS3, &n.out)?;
+            write_fabric(&imp.scenario, &fabric::NS3, &n.out, n.format)?;
             Ok(ExitCode::SUCCESS)
         }
         What::Htsim(h) => {
@@ -150,8 +201,32 @@ pub fn run(a: Args) -> VerbResult {
             };
             let s = htsim::import(&h.cm, h.topo.as_deref(), &net).map_err(failure)?;
             notes(&s, h.quiet);
-            write_fabric(&s, &htsim::DIALECT, &h.out)?;
-            Ok(ExitCode::SUCCESS)
+            if !h.run {
+                write_fabric(&s, &htsim::DIALECT, &h.out, h.format)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            let (text, path, model) = load_imported(&s, &htsim::DIALECT, &h.out)?;
+            let mut opts = rocelab_sim::options_from_model(&model);
+            if let Some(seed) = h.seed {
+                opts.seed = seed;
+            }
+            let (rep, _, wall) = crate::cmd::simulate::run_traffic(&model, &path, opts, h.quiet, None)?;
+            let summary = envelope("simulate.summary", &rep.to_json());
+            let (flows, prom) = (rep.flows_csv(), rep.prometheus());
+            write_set(
+                &h.out,
+                &[
+                    ("fabric.toml", text.as_bytes()),
+                    ("summary.json", summary.as_bytes()),
+                    ("flows.csv", flows.as_bytes()),
+                    ("metrics.prom", prom.as_bytes()),
+                ],
+            )?;
+            announce(&s, &path, h.format, Some(&rep));
+            if h.format == Format::Text {
+                println!("  results in {}/", h.out.display());
+            }
+            crate::cmd::simulate::finish_traffic(&rep, wall, h.quiet)
         }
         What::Sonic(a) => {
             let imp = rocelab_import::sonic::import(&a.config_db).map_err(failure)?;
@@ -173,6 +248,8 @@ pub fn run(a: Args) -> VerbResult {
 /// Imports an ns-3 scenario into `out`, runs it, and writes rocelab's outputs (summary.json,
 /// flows.csv, metrics.prom) plus the ns-3 FCT and PFC files (named as the config names them).
 /// Used by `rocelab import ns3 --run` and `rocelab simulate --ns3-config`.
+// The flags of two verbs (`import ns3 --run`, `simulate --ns3-config`), passed as they are.
+#[allow(clippy::too_many_arguments)]
 pub fn simulate_ns3(
     config: &Path,
     topology: Option<&Path>,
@@ -181,11 +258,11 @@ pub fn simulate_ns3(
     seed: Option<u64>,
     duration_us: Option<f64>,
     quiet: bool,
+    format: Format,
 ) -> VerbResult {
     let imp = ns3::import(config, topology, flows).map_err(failure)?;
     notes(&imp.scenario, quiet);
-    let path = write_fabric(&imp.scenario, &fabric::NS3, out)?;
-    let model = crate::common::load_fabric(&path)?;
+    let (text, path, model) = load_imported(&imp.scenario, &fabric::NS3, out)?;
     let mut opts = rocelab_sim::options_from_model(&model);
     if let Some(s) = seed {
         opts.seed = s;
@@ -197,12 +274,26 @@ pub fn simulate_ns3(
         opts.duration = Some(SimTime::from_secs_f64(d * 1e-6));
     }
     let wall = std::time::Instant::now();
+    let spinner = (!quiet).then(|| crate::common::Stages::start(&format!("simulate {}", path.display())));
+    if let Some(s) = &spinner {
+        s.stage("running the imported scenario");
+    }
     let r = ns3::run(&imp, &model, opts).map_err(|d| located(&path, d))?;
-    write_atomic(&out.join("summary.json"), r.report.to_json().as_bytes())?;
-    write_atomic(&out.join("flows.csv"), r.report.flows_csv().as_bytes())?;
-    write_atomic(&out.join("metrics.prom"), r.report.prometheus().as_bytes())?;
-    write_atomic(&out.join(&imp.fct_file), r.fct.as_bytes())?;
-    write_atomic(&out.join(&imp.pfc_file), r.pfc.as_bytes())?;
+    drop(spinner);
+    let summary = envelope("simulate.summary", &r.report.to_json());
+    let (flows_csv, prom) = (r.report.flows_csv(), r.report.prometheus());
+    write_set(
+        out,
+        &[
+            ("fabric.toml", text.as_bytes()),
+            ("summary.json", summary.as_bytes()),
+            ("flows.csv", flows_csv.as_bytes()),
+            ("metrics.prom", prom.as_bytes()),
+            (&imp.fct_file, r.fct.as_bytes()),
+            (&imp.pfc_file, r.pfc.as_bytes()),
+        ],
+    )?;
+    announce(&imp.scenario, &path, format, Some(&r.report));
     // Also where ns-3 itself writes them, so scripts that read ns-3's outputs find them; a
     // file already there (ns-3's own results, to compare with) is never overwritten.
     if let Some((fct, pfc)) = &imp.ns3_outputs {
@@ -222,7 +313,9 @@ pub fn simulate_ns3(
             write_atomic(path, text.as_bytes())?;
         }
     }
-    print!("{}", r.report.render_text());
+    if format == Format::Json {
+        return crate::cmd::simulate::finish_traffic(&r.report, wall.elapsed(), quiet);
+    }
     println!(
         "  results in {}/ (ns-3 layouts: {}, {})",
         out.display(),
@@ -232,8 +325,5 @@ pub fn simulate_ns3(
     if let Some((fct, pfc)) = &imp.ns3_outputs {
         println!("  and where ns-3 writes them: {}, {}", fct.display(), pfc.display());
     }
-    if !quiet {
-        eprintln!("wall {:.2} s", wall.elapsed().as_secs_f64());
-    }
-    Ok(ExitCode::SUCCESS)
+    crate::cmd::simulate::finish_traffic(&r.report, wall.elapsed(), quiet)
 }

@@ -19,6 +19,9 @@ pub struct Args {
     /// Where to write the file.
     #[arg(default_value = "fabric.toml")]
     path: PathBuf,
+    /// What is printed: text (the next steps, on stderr), or a JSON document naming the file.
+    #[arg(long, value_enum, default_value = "text")]
+    format: crate::output::Format,
 }
 
 pub fn run(a: Args) -> VerbResult {
@@ -30,8 +33,11 @@ pub fn run(a: Args) -> VerbResult {
     }
     let Some(t) = template(&a.template) else {
         let names: Vec<&str> = TEMPLATES.iter().map(|t| t.name).collect();
+        let guess = crate::output::did_you_mean(&a.template, names.iter().copied())
+            .map(|n| format!("did you mean `{n}`? "))
+            .unwrap_or_default();
         return Err(Failure::bad_input(format!(
-            "error: unknown template `{}`\n  = help: use one of: {}",
+            "error: unknown template `{}`\n  = help: {guess}use one of: {}",
             a.template,
             names.join(", ")
         )));
@@ -44,6 +50,14 @@ pub fn run(a: Args) -> VerbResult {
     }
     write_atomic(&a.path, format!("{}{CHECKLIST}", t.text).as_bytes())?;
     let p = a.path.display();
+    if a.format == crate::output::Format::Json {
+        let doc = serde_json::json!({ "wrote": p.to_string(), "template": t.name });
+        print!(
+            "{}",
+            crate::output::envelope("init.result", &(serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"))
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     eprintln!("wrote {p} ({}); next: rocelab topo {p}, rocelab lint {p}, rocelab simulate {p}", t.about);
     Ok(ExitCode::SUCCESS)
 }

@@ -11,7 +11,9 @@ use std::process::ExitCode;
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum Format {
-    Human,
+    /// For people (`human` is the same).
+    #[value(alias = "human")]
+    Text,
     Json,
     Sarif,
 }
@@ -35,7 +37,7 @@ pub struct Args {
     #[arg(required_unless_present_any = ["list_rules", "explain"])]
     files: Vec<PathBuf>,
     /// Output format; `sarif` is SARIF 2.1.0 for code-scanning UIs.
-    #[arg(long, value_enum, default_value = "human")]
+    #[arg(long, value_enum, default_value = "text")]
     format: Format,
     /// `--deny warnings`: exit 1 on warnings too.
     #[arg(long, value_enum)]
@@ -113,12 +115,12 @@ pub fn run(a: Args) -> VerbResult {
         Colour::Auto => a.output.is_none() && std::env::var_os("NO_COLOR").is_none() && std::io::stdout().is_terminal(),
     };
     let text = match a.format {
-        Format::Human => output::human(&reports, colour),
-        Format::Json => output::json(&reports),
+        Format::Text => output::human(&reports, colour),
+        Format::Json => crate::output::envelope("lint.report", &output::json(&reports)),
         Format::Sarif => output::sarif(&reports),
     };
     // A human report of nothing (every file failed to load) would only be noise before the errors.
-    let nothing = reports.is_empty() && matches!(a.format, Format::Human);
+    let nothing = reports.is_empty() && matches!(a.format, Format::Text);
     match &a.output {
         Some(path) => write_atomic(path, text.as_bytes())?,
         None if nothing => {}

@@ -14,7 +14,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
-#[command(after_help = "Formulas, sources and the plan file keys: docs/plan.md")]
+#[command(
+    after_help = "Formulas, sources and the plan file keys: `rocelab man --out-dir man/`, then `man man/rocelab-plan.1`"
+)]
 pub struct Args {
     /// Plan file: its `[plan]` table, or its top level as the plan (flags override it).
     #[arg(long, value_name = "FILE")]
@@ -43,8 +45,8 @@ pub struct Args {
     /// Print the wall time of the computation to stderr.
     #[arg(long)]
     timings: bool,
-    /// Output format.
-    #[arg(long, default_value = "table", value_parser = ["table", "json", "markdown"])]
+    /// Output format: text (a table; `table` is the same), json or markdown.
+    #[arg(long, default_value = "text", value_parser = ["text", "table", "json", "markdown"])]
     format: String,
     /// Write the result to FILE (atomically) instead of stdout.
     #[arg(long, short, value_name = "FILE")]
@@ -405,6 +407,7 @@ pub fn run(a: Args) -> VerbResult {
         let scenario = resolve(&spec).map_err(|e| sources.failure(e))?;
         render_plan(&scenario, &estimate(&scenario), format)
     };
+    let out = if format == Format::Json { crate::output::envelope("plan.result", &out) } else { out };
     if a.timings {
         eprintln!("plan: computed in {:.1} ms", started.elapsed().as_secs_f64() * 1e3);
     }

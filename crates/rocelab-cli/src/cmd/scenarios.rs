@@ -18,7 +18,9 @@ pub fn run(a: Args) -> VerbResult {
     let _ = a.list;
     match a.format {
         Format::Text => print!("{}", rocelab_scenario::catalog::list_text()),
-        Format::Json => print!("{}", rocelab_scenario::catalog::list_json()),
+        Format::Json => {
+            print!("{}", crate::output::envelope("scenarios.list", &rocelab_scenario::catalog::list_json()))
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -5,18 +5,14 @@
 //! `--out DIR`: `summary.json`, `flows.csv`, `metrics.prom` and, with sampling on,
 //! `timeseries.csv`. Seed, version, fabric hash and simulated time are in every report.
 
-use crate::common::{load_fabric_shown, located, parse_size, write_atomic, Failure, ProgressLine, VerbResult};
+use crate::common::{load_fabric_shown, located, located_or_flag, parse_size, Failure, ProgressLine, VerbResult};
+use crate::output::{envelope, write_set};
 use rocelab_model::SimTime;
 use rocelab_sim::{report, RunReport};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Text for people, JSON for tools (shared with `rocelab scenarios`).
-#[derive(Clone, Copy, clap::ValueEnum)]
-pub enum Format {
-    Text,
-    Json,
-}
+pub use crate::output::Format;
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub(crate) enum Engine {
@@ -81,14 +77,18 @@ pub struct Args {
     #[arg(long, value_name = "PLAN", conflicts_with_all = ["ns3_config", "collective"])]
     step: Option<PathBuf>,
     /// Smallest size of the sweep (nccl-tests' -b; K, M, G suffixes are powers of 1024).
-    #[arg(long, default_value = "8", requires = "collective")]
+    #[arg(long, short = 'b', default_value = "8", requires = "collective")]
     min_bytes: String,
     /// Largest size of the sweep (nccl-tests' -e); default: --min-bytes.
-    #[arg(long, requires = "collective")]
+    #[arg(long, short = 'e', requires = "collective")]
     max_bytes: Option<String>,
     /// Size multiplier between steps of the sweep (nccl-tests' -f).
-    #[arg(long, default_value_t = 2, requires = "collective")]
+    #[arg(long, short = 'f', default_value_t = 2, requires = "collective")]
     step_factor: u64,
+    /// GPUs of the run (nccl-tests' -g, one process): a whole number of GPU nodes, as
+    /// `--nodes` counts them; default: every GPU of the fabric.
+    #[arg(long, short = 'g', value_name = "N", requires = "collective", conflicts_with = "nodes")]
+    gpus: Option<u32>,
     /// NCCL channels (NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS); default: one per NIC of a GPU
     /// node when the ranks are GPUs (every rail carries a ring), else 2.
     #[arg(long, requires = "collective")]
@@ -145,7 +145,7 @@ fn positive_time(v: Option<f64>, flag: &str) -> Result<Option<SimTime>, Failure>
 
 pub fn run(a: Args) -> VerbResult {
     if let Some(c) = &a.ns3_config {
-        return crate::cmd::import::simulate_ns3(c, None, None, &a.out, a.seed, a.duration_us, a.quiet);
+        return crate::cmd::import::simulate_ns3(c, None, None, &a.out, a.seed, a.duration_us, a.quiet, Format::Text);
     }
     let file = a.file.clone().unwrap_or_default();
     let stages = crate::common::Stages::start(&format!("simulate {}", file.display()));
@@ -198,11 +198,43 @@ pub fn run(a: Args) -> VerbResult {
         drop(stages);
         return run_workloads(&a, &model, &file, opts);
     }
-    let end = opts.duration;
     stages.stage("building the simulation");
-    let mut sim = rocelab_sim::build_run(&model, opts).map_err(|d| located(&file, d))?;
+    let (rep, series, wall) = run_traffic(&model, &file, opts, a.quiet, Some(stages))?;
+    let json = envelope("simulate.summary", &rep.to_json());
+    if !a.no_files {
+        let (flows, prom) = (rep.flows_csv(), rep.prometheus());
+        let mut files: Vec<(&str, &[u8])> =
+            vec![("summary.json", json.as_bytes()), ("flows.csv", flows.as_bytes()), ("metrics.prom", prom.as_bytes())];
+        if let Some(t) = &series {
+            files.push(("timeseries.csv", t.as_bytes()));
+        }
+        write_set(&a.out, &files)?;
+    }
+    match a.format {
+        Format::Text => {
+            print!("{}", rep.render_text());
+            if !a.no_files {
+                println!("  results in {}/", a.out.display());
+            }
+        }
+        Format::Json => print!("{json}"),
+    }
+    finish_traffic(&rep, wall, a.quiet)
+}
+
+/// Runs a fabric's own traffic (and faults) with a progress bar; returns the report, the
+/// sampled time series (`timeseries.csv`, when sampling is on) and the wall time.
+pub(crate) fn run_traffic(
+    model: &rocelab_model::Model,
+    file: &std::path::Path,
+    opts: rocelab_sim::SimOptions,
+    quiet: bool,
+    stages: Option<crate::common::Stages>,
+) -> Result<(RunReport, Option<String>, std::time::Duration), Failure> {
+    let end = opts.duration;
+    let mut sim = rocelab_sim::build_run(model, opts).map_err(|d| located(file, d))?;
     drop(stages);
-    let mut bar = ProgressLine::new(a.quiet);
+    let mut bar = ProgressLine::new(quiet);
     sim.run(&mut |p| {
         let el = bar.elapsed().as_secs_f64().max(1e-9);
         let frac = match end {
@@ -224,27 +256,14 @@ pub fn run(a: Args) -> VerbResult {
     bar.finish();
     let wall = bar.elapsed();
     let snap = sim.snapshot();
-    let rep = RunReport::from_snapshot(&snap, &model);
-    if !a.no_files {
-        std::fs::create_dir_all(&a.out)
-            .map_err(|e| Failure::bad_input(format!("error: cannot create {}: {e}", a.out.display())))?;
-        write_atomic(&a.out.join("summary.json"), rep.to_json().as_bytes())?;
-        write_atomic(&a.out.join("flows.csv"), rep.flows_csv().as_bytes())?;
-        write_atomic(&a.out.join("metrics.prom"), rep.prometheus().as_bytes())?;
-        if snap.sample_interval.is_some() {
-            write_atomic(&a.out.join("timeseries.csv"), report::series_csv(&snap, &model).as_bytes())?;
-        }
-    }
-    match a.format {
-        Format::Text => {
-            print!("{}", rep.render_text());
-            if !a.no_files {
-                println!("  results in {}/", a.out.display());
-            }
-        }
-        Format::Json => print!("{}", rep.to_json()),
-    }
-    if !a.quiet {
+    let rep = RunReport::from_snapshot(&snap, model);
+    let series = snap.sample_interval.map(|_| report::series_csv(&snap, model));
+    Ok((rep, series, wall))
+}
+
+/// The wall-time line and the exit status of a run of a fabric's traffic.
+pub(crate) fn finish_traffic(rep: &RunReport, wall: std::time::Duration, quiet: bool) -> VerbResult {
+    if !quiet {
         eprintln!(
             "wall {:.2} s, {:.2} M events/s, {:.2} M data packets/s",
             wall.as_secs_f64(),
@@ -252,7 +271,42 @@ pub fn run(a: Args) -> VerbResult {
             rep.totals.data_packets_sent as f64 / wall.as_secs_f64().max(1e-9) / 1e6
         );
     }
-    Ok(ExitCode::SUCCESS)
+    match incomplete(rep) {
+        Some(why) => Err(Failure::failed_check(why)),
+        None => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// Why a run's flows did not all complete, if they did not: the run is then a failure (exit
+/// 1), its outputs written first.
+pub(crate) fn incomplete(rep: &RunReport) -> Option<String> {
+    let (done, all) = (rep.flows_completed, rep.flows.len());
+    if done >= all {
+        return None;
+    }
+    let mut why = Vec::new();
+    if rep.stopped_no_progress {
+        why.push(format!(
+            "{} packets stuck and none delivered or dropped for {} s of simulated time (a host that never \
+             resumes, or a PFC deadlock)",
+            rep.totals.packets_in_flight,
+            rocelab_sim::engine::NO_PROGRESS_LIMIT.as_secs_f64()
+        ));
+    }
+    if rep.totals.qps_failed > 0 {
+        why.push(format!("{} queue pairs gave up (retries exhausted)", rep.totals.qps_failed));
+    }
+    if rep.stopped_at_duration {
+        why.push(format!(
+            "the run stopped at its duration limit, {:.1} µs of simulated time (raise --duration-us or \
+             [simulation] duration_us, or remove it to run to completion)",
+            rep.simulated_seconds * 1e6
+        ));
+    }
+    if why.is_empty() {
+        why.push("the engine ran out of events with data still to send".into());
+    }
+    Some(format!("error: {} of {all} flows did not complete: {}", all - done, why.join("; ")))
 }
 
 /// `--collective`: the sweep nccl-tests would run, on the twin; the table on stdout (or JSON)
@@ -264,7 +318,12 @@ fn run_collective(
     file: &std::path::Path,
     opts: rocelab_sim::SimOptions,
 ) -> VerbResult {
-    let op = rocelab_workload::parse_op(name).map_err(|e| Failure::bad_input(format!("error: --collective: {e}")))?;
+    let op = rocelab_workload::parse_op(name).map_err(|e| {
+        const NAMES: [&str; 7] =
+            ["all_reduce", "all_gather", "reduce_scatter", "alltoall", "all_to_all", "broadcast", "sendrecv"];
+        let guess = crate::output::did_you_mean(name, NAMES).map(|n| format!("\n  = help: did you mean `{n}`?"));
+        Failure::bad_input(format!("error: --collective: {e}{}", guess.unwrap_or_default()))
+    })?;
     let min = parse_size(&a.min_bytes, "--min-bytes")?;
     let max = match &a.max_bytes {
         Some(s) => parse_size(s, "--max-bytes")?,
@@ -294,7 +353,10 @@ fn run_collective(
         chunk_bytes: parse_size(&a.chunk_bytes, "--chunk-bytes")?,
         root: a.root,
         ranks: (a.placement == "nics").then(|| rocelab_workload::default_ranks(model)),
-        gpu_nodes: a.nodes,
+        gpu_nodes: match a.gpus {
+            Some(g) => Some(gpu_nodes_of(model, g)?),
+            None => a.nodes,
+        },
         pxn: !a.pxn_disable,
         ..rocelab_workload::CollectiveSpec::new(op, min)
     };
@@ -306,15 +368,13 @@ fn run_collective(
     let results = rocelab_workload::sweep(model, &spec, &sizes, opts, &mut |i, r| {
         bar.update(Some((i + 1) as f64 / total as f64), &format!("{} B: {:.1} µs", r.bytes, r.time_us));
     })
-    .map_err(|d| located(file, d))?;
+    .map_err(|d| located_or_flag(file, d, COLLECTIVE_FLAGS))?;
     bar.finish();
     let table = rocelab_workload::table::render(&results, &model.config.fabric.name);
     let json = serde_json::to_string_pretty(&results).map_err(|e| Failure::bad_input(format!("error: {e}")))? + "\n";
+    let json = envelope("simulate.collective", &json);
     if !a.no_files {
-        std::fs::create_dir_all(&a.out)
-            .map_err(|e| Failure::bad_input(format!("error: cannot create {}: {e}", a.out.display())))?;
-        write_atomic(&a.out.join("collective.txt"), table.as_bytes())?;
-        write_atomic(&a.out.join("collective.json"), json.as_bytes())?;
+        write_set(&a.out, &[("collective.txt", table.as_bytes()), ("collective.json", json.as_bytes())])?;
     }
     match a.format {
         Format::Text => print!("{table}"),
@@ -323,8 +383,42 @@ fn run_collective(
     if !a.quiet {
         eprintln!("wall {:.2} s", bar.elapsed().as_secs_f64());
     }
+    let failed: Vec<String> = results
+        .iter()
+        .filter(|r| r.failed_chunks > 0)
+        .map(|r| format!("{} B ({} chunks)", r.bytes, r.failed_chunks))
+        .collect();
+    if !failed.is_empty() {
+        return Err(Failure::failed_check(format!(
+            "error: the {name} did not complete at {}: chunks never arrived (a queue pair gave up after its retries)",
+            failed.join(", ")
+        )));
+    }
     Ok(ExitCode::SUCCESS)
 }
+
+/// `-g N` as the GPU nodes that hold N GPUs.
+#[allow(clippy::manual_is_multiple_of)] // is_multiple_of is newer than the workspace's rust-version
+fn gpu_nodes_of(model: &rocelab_model::Model, gpus: u32) -> Result<u32, Failure> {
+    let per = match rocelab_workload::placement::placement(model) {
+        Ok(rocelab_workload::placement::Placement::Gpus(g)) => g.gpus,
+        _ => {
+            return Err(Failure::bad_input(
+                "error: -g/--gpus: this fabric has no GPU nodes (its ranks are host NICs)\n  = help: leave -g out",
+            ))
+        }
+    };
+    if gpus == 0 || gpus % per != 0 {
+        return Err(Failure::bad_input(format!(
+            "error: -g/--gpus {gpus}: the fabric's GPU nodes hold {per} GPUs each\n  = help: give a multiple of {per}, or --nodes K"
+        )));
+    }
+    Ok(gpus / per)
+}
+
+/// The flags whose values a collective's diagnostics (key path `collective`) are about.
+const COLLECTIVE_FLAGS: &[(&str, &str)] =
+    &[("collective", "--collective (with --nodes, --channels, --root, --placement)")];
 
 /// `--step PLAN`: one training step of a plan on the twin, beside plan's own estimate; the
 /// report on stdout (or JSON) and, unless `--no-files`, `step.txt` and `step.json` in `--out`.
@@ -339,8 +433,18 @@ fn run_step(
     let plan = rocelab_workload::step::StepPlan::from_estimate(&scenario, &estimate)
         .map_err(|e| Failure::bad_input(format!("error: {}: {e}", plan_file.display())))?;
     let bar = ProgressLine::new(a.quiet);
+    // The step reports no progress of its own: a spinner with the elapsed time, from 1 s on.
+    let spinner = (!a.quiet).then(|| crate::common::Stages::start("simulate --step"));
+    if let Some(s) = &spinner {
+        s.stage(match opts.engine {
+            rocelab_sim::EngineKind::Flow => "the step on the flow engine",
+            _ => "the step on the packet engine",
+        });
+    }
     let opts = rocelab_sim::SimOptions { recycle_qps: true, ..opts };
-    let r = rocelab_workload::step::run_step(model, &plan, opts).map_err(|d| located(file, d))?;
+    let r = rocelab_workload::step::run_step(model, &plan, opts)
+        .map_err(|d| located_or_flag(file, d, &[("step", "--step")]))?;
+    drop(spinner);
     let phase = estimate.phases.iter().find(|p| p.name == "step");
     let plan_fig = phase.map(|p| PlanStep {
         step_us: p.seconds * 1e6,
@@ -357,11 +461,9 @@ fn run_step(
     let json = serde_json::to_string_pretty(&serde_json::json!({ "twin": r, "plan": plan_fig }))
         .map_err(|e| Failure::bad_input(format!("error: {e}")))?
         + "\n";
+    let json = envelope("simulate.step", &json);
     if !a.no_files {
-        std::fs::create_dir_all(&a.out)
-            .map_err(|e| Failure::bad_input(format!("error: cannot create {}: {e}", a.out.display())))?;
-        write_atomic(&a.out.join("step.txt"), text.as_bytes())?;
-        write_atomic(&a.out.join("step.json"), json.as_bytes())?;
+        write_set(&a.out, &[("step.txt", text.as_bytes()), ("step.json", json.as_bytes())])?;
     }
     match a.format {
         Format::Text => print!("{text}"),
@@ -370,6 +472,12 @@ fn run_step(
     if !a.quiet {
         eprintln!("wall {:.2} s", bar.elapsed().as_secs_f64());
     }
+    if r.failed_messages > 0 {
+        return Err(Failure::failed_check(format!(
+            "error: the step did not complete: {} messages never arrived (a queue pair gave up after its retries)",
+            r.failed_messages
+        )));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -377,18 +485,33 @@ fn run_step(
 /// `scenario.json`, `summary.json` and `timeseries.csv` in `--out`.
 fn run_scenario(a: &Args, name: &str, model: &rocelab_model::Model, file: &std::path::Path, seed: u64) -> VerbResult {
     rocelab_scenario::check_all(model).map_err(|d| located(file, d))?;
-    let (c, path) = rocelab_scenario::find(model, name).map_err(|d| located(file, vec![d]))?;
-    let mut bar = ProgressLine::new(a.quiet);
-    bar.update(None, &format!("running scenario `{name}`"));
+    let (c, path) = rocelab_scenario::find(model, name).map_err(|mut d| {
+        // A name from the command line: a flag error, with the nearest of the names it lists.
+        let names: Vec<&str> = d.hint.split_once("one of: ").map(|(_, l)| l.split(", ").collect()).unwrap_or_default();
+        if let Some(n) = crate::output::did_you_mean(name, names) {
+            d.hint = format!("did you mean `{n}`? {}", d.hint);
+        }
+        located_or_flag(file, vec![d], &[("scenario", "--scenario")])
+    })?;
+    let bar = ProgressLine::new(a.quiet);
+    // One call with no progress of its own: a spinner with the elapsed time, from 1 s on.
+    let spinner = (!a.quiet).then(|| crate::common::Stages::start(&format!("scenario `{name}`")));
+    if let Some(s) = &spinner {
+        s.stage("running");
+    }
     let r = rocelab_scenario::run(model, &c, &path, seed).map_err(|d| located(file, d))?;
-    bar.finish();
-    let json = r.to_json();
+    drop(spinner);
+    let json = envelope("simulate.scenario", &r.to_json());
     if !a.no_files {
-        std::fs::create_dir_all(&a.out)
-            .map_err(|e| Failure::bad_input(format!("error: cannot create {}: {e}", a.out.display())))?;
-        write_atomic(&a.out.join("scenario.json"), json.as_bytes())?;
-        write_atomic(&a.out.join("summary.json"), r.report.to_json().as_bytes())?;
-        write_atomic(&a.out.join("timeseries.csv"), r.series_csv.as_bytes())?;
+        let summary = envelope("simulate.summary", &r.report.to_json());
+        write_set(
+            &a.out,
+            &[
+                ("scenario.json", json.as_bytes()),
+                ("summary.json", summary.as_bytes()),
+                ("timeseries.csv", r.series_csv.as_bytes()),
+            ],
+        )?;
     }
     match a.format {
         Format::Text => {

@@ -4,6 +4,7 @@
 //! Exit status: 0 done, 2 bad input or a point that could not run.
 
 use crate::common::{write_atomic, Failure, VerbResult};
+use crate::output::{envelope, Format};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -38,6 +39,20 @@ pub struct Args {
     /// No progress lines.
     #[arg(long, short)]
     quiet: bool,
+    /// What is printed when done: a line of text, or a JSON document with the same counts.
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+}
+
+/// The closing line, or its JSON document.
+fn done(format: Format, text: String, doc: serde_json::Value) -> VerbResult {
+    match format {
+        Format::Text => println!("{text}"),
+        Format::Json => {
+            print!("{}", envelope("sweep.result", &(serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n")))
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 pub fn run(a: Args) -> VerbResult {
@@ -52,17 +67,25 @@ pub fn run(a: Args) -> VerbResult {
         let script = rocelab_sweep::sbatch(&a.spec, &a.out, t, &exe);
         let f = a.out.join("sweep.sbatch");
         write_atomic(&f, script.as_bytes())?;
-        println!("{} points over {t} array tasks: sbatch {}", sw.points.len(), f.display());
-        return Ok(ExitCode::SUCCESS);
+        return done(
+            a.format,
+            format!("{} points over {t} array tasks: sbatch {}", sw.points.len(), f.display()),
+            serde_json::json!({ "points": sw.points.len(), "tasks": t, "sbatch": f.display().to_string() }),
+        );
     }
     if a.merge {
         let rs = rocelab_sweep::gather(&sw, &a.out).map_err(|e| Failure::bad_input(format!("error: {e}")))?;
         write_atomic(&a.out.join("sweep.csv"), rocelab_sweep::csv(&sw, &rs).as_bytes())?;
         let json = serde_json::to_string_pretty(&rs).map_err(|e| Failure::bad_input(format!("error: {e}")))? + "\n";
+        let json = envelope("sweep.merged", &json);
         write_atomic(&a.out.join("sweep.json"), json.as_bytes())?;
         write_atomic(&a.out.join("sweep.html"), rocelab_sweep::html(&sw, &rs, a.figure.as_deref()).as_bytes())?;
-        println!("{} points merged into {}/sweep.csv, sweep.json, sweep.html", rs.len(), a.out.display());
-        return Ok(ExitCode::SUCCESS);
+        let files = ["sweep.csv", "sweep.json", "sweep.html"].map(|f| a.out.join(f).display().to_string());
+        return done(
+            a.format,
+            format!("{} points merged into {}/sweep.csv, sweep.json, sweep.html", rs.len(), a.out.display()),
+            serde_json::json!({ "points": rs.len(), "merged": files }),
+        );
     }
     let tasks = a.tasks.unwrap_or(1).max(1);
     let task = match (a.task, a.tasks) {
@@ -78,21 +101,31 @@ pub fn run(a: Args) -> VerbResult {
     }
     let points = sw.task_points(task, tasks);
     let jobs = crate::cmd::validate::jobs_or_cores(a.jobs);
-    let started = std::time::Instant::now();
-    let quiet = a.quiet;
-    let progress = move |done: usize, total: usize| {
-        if !quiet {
-            eprintln!("[{done}/{total}] points ({:.1} s)", started.elapsed().as_secs_f64());
-        }
+    // A bar with the share of points done and an ETA, on a terminal only (points finish on
+    // several threads: the bar is behind a lock).
+    let bar = std::sync::Mutex::new(crate::common::ProgressLine::new(a.quiet));
+    let progress = |done: usize, total: usize| {
+        let mut b = bar.lock().unwrap_or_else(|e| e.into_inner());
+        b.update(Some(done as f64 / total.max(1) as f64), &format!("{done}/{total} points"));
     };
-    let ran = rocelab_sweep::run(&sw, &points, &a.out, jobs, &progress)
-        .map_err(|e| Failure::bad_input(format!("error: {e}")))?;
-    println!(
-        "{ran} points run, {} already done ({} in this task, {} in the sweep); results in {}/points/",
-        points.len() - ran,
-        points.len(),
-        sw.points.len(),
-        a.out.display()
-    );
-    Ok(ExitCode::SUCCESS)
+    let ran = rocelab_sweep::run(&sw, &points, &a.out, jobs, &progress);
+    bar.lock().unwrap_or_else(|e| e.into_inner()).finish();
+    let ran = ran.map_err(|e| Failure::bad_input(format!("error: {e}")))?;
+    done(
+        a.format,
+        format!(
+            "{ran} points run, {} already done ({} in this task, {} in the sweep); results in {}/points/",
+            points.len() - ran,
+            points.len(),
+            sw.points.len(),
+            a.out.display()
+        ),
+        serde_json::json!({
+            "ran": ran,
+            "already_done": points.len() - ran,
+            "points_in_task": points.len(),
+            "points_in_sweep": sw.points.len(),
+            "results": a.out.join("points").display().to_string(),
+        }),
+    )
 }

@@ -29,7 +29,7 @@ pub fn run(a: Args) -> VerbResult {
         Format::Json => {
             let mut s = serde_json::to_string_pretty(&summary::summarize(&model)).expect("summary serializes");
             s.push('\n');
-            s
+            crate::output::envelope("topo.summary", &s)
         }
         Format::Dot => summary::render_dot(&model),
     };

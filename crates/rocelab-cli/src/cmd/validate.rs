@@ -56,25 +56,51 @@ pub fn run(a: Args) -> VerbResult {
     let text = std::fs::read_to_string(&path)
         .map_err(|e| Failure::bad_input(format!("error: cannot read {}: {e}", path.display())))?;
     let policy = load_policy(a.policy.as_deref())?;
+    // A check (`incast.completion`), a kind (`incast`), or a scenario of the file by its name
+    // (`incast-15`, `incast-15.completion`), as docs/validate.md says.
+    let scenario_names: Vec<&str> = model.config.scenario.iter().map(|s| s.display_name()).collect();
     let known = |n: &str| {
         n == "lint"
             || n == "workload"
             || n.starts_with("workload.")
             || rocelab_validate::CHECKS.iter().any(|c| c.name == n || c.kind.name() == n)
+            || scenario_names
+                .iter()
+                .any(|s| n == *s || n.strip_prefix(*s).and_then(|r| r.strip_prefix('.')).is_some_and(|c| !c.is_empty()))
     };
     if let Some(bad) = a.only.iter().find(|n| !known(n)) {
+        let names = ["lint", "workload"]
+            .into_iter()
+            .chain(rocelab_validate::CHECKS.iter().flat_map(|c| [c.name, c.kind.name()]))
+            .chain(scenario_names.iter().copied());
+        let hint = match crate::output::did_you_mean(bad, names) {
+            Some(n) => format!("did you mean `{n}`? `rocelab validate --list` names every check"),
+            None => "`rocelab validate --list` names every check".to_string(),
+        };
         return Err(Failure::bad_input(format!(
-            "error: --only `{bad}`: no check or scenario of that name\n  = help: `rocelab validate --list` names every check"
+            "error: --only `{bad}`: no check or scenario of that name\n  = help: {hint}"
         )));
     }
     let jobs = jobs_or_cores(a.jobs);
     let seed = a.seed.unwrap_or_else(|| rocelab_sim::options_from_model(&model).seed);
     let opts = rocelab_validate::Options { policy, only: a.only.clone(), jobs, seed, engine: a.engine.kind() };
-    let started = std::time::Instant::now();
     // On a terminal, a spinner per running scenario (the runs are parallel), each left as a
-    // line with its time when done; elsewhere, a plain line per finished scenario.
-    let terminal = !a.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    // line with its time when done; in a pipe, a file or CI, nothing (the report says it all).
+    let terminal = crate::common::progress_allowed(a.quiet);
     let multi = indicatif::MultiProgress::new();
+    // One line for the whole run, so the phases without a scenario (lint, the workloads'
+    // steps) are not silent either.
+    let overall =
+        if terminal { multi.add(indicatif::ProgressBar::new_spinner()) } else { indicatif::ProgressBar::hidden() };
+    if terminal {
+        overall.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} {prefix}: {msg} ({elapsed})")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+        );
+        overall.set_prefix(format!("validate {}", path.display()));
+        overall.set_message("lint, then the scenarios");
+        overall.enable_steady_tick(std::time::Duration::from_millis(120));
+    }
     let bars: std::sync::Mutex<std::collections::BTreeMap<String, indicatif::ProgressBar>> = Default::default();
     let style = indicatif::ProgressStyle::with_template("{spinner} {msg} {elapsed}")
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());
@@ -89,14 +115,17 @@ pub fn run(a: Args) -> VerbResult {
             if let Some(b) = bars.lock().unwrap_or_else(|e| e.into_inner()).remove(scenario) {
                 b.finish_with_message(format!("{scenario}: done [{done}/{total}]"));
             }
-        }
-        rocelab_validate::Progress::Finished { scenario, done, total } if !a.quiet => {
-            eprintln!("[{done}/{total}] {scenario} done ({:.1} s)", started.elapsed().as_secs_f64());
+            overall.set_message(if done == total {
+                "the workloads' steps, then the verdicts".to_string()
+            } else {
+                format!("{done} of {total} scenarios done")
+            });
         }
         _ => {}
     };
     let file = path.display().to_string();
     let report = rocelab_validate::validate(&model, &file, &text, &opts, &progress).map_err(|d| located(&path, d))?;
+    overall.finish_and_clear();
     if let Some(p) = &a.html {
         write_atomic(p, rocelab_validate::html::render(&report).as_bytes())?;
     }
@@ -105,7 +134,7 @@ pub fn run(a: Args) -> VerbResult {
     }
     match a.format {
         Format::Text => print!("{}", rocelab_validate::render_text(&report)),
-        Format::Json => print!("{}", rocelab_validate::to_json(&report)),
+        Format::Json => print!("{}", crate::output::envelope("validate.report", &rocelab_validate::to_json(&report))),
     }
     Ok(if report.failed() > 0 { ExitCode::from(EXIT_FAILED_CHECK) } else { ExitCode::SUCCESS })
 }
