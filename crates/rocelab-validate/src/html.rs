@@ -376,47 +376,52 @@ fn collective_svg(sc: &rocelab_scenario::ScenarioResult) -> String {
 /// The whole page.
 pub fn render(r: &Report) -> String {
     let mut s = String::new();
-    let failed = r.failed();
     let _ = write!(
         s,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>rocelab validate {}</title>\
 <style>body{{font-family:sans-serif;margin:2em;max-width:1200px}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:left;font-size:13px}}\
-.fail{{background:#fdd}}.pass{{background:#dfd}}.info{{background:#eee}}figure{{display:inline-block;margin:6px}}figcaption{{font-size:12px;text-align:center}}</style></head><body>\n",
+.fail{{background:#fdd}}.warn{{background:#ffc}}.pass{{background:#dfd}}.info{{background:#eee}}figure{{display:inline-block;margin:6px}}figcaption{{font-size:12px;text-align:center}}</style></head><body>\n",
         xml(&r.fabric)
     );
     let _ = writeln!(
         s,
-        "<h1>rocelab validate: {}</h1><p>{} · seed {} · {} checks, <b>{} failed</b>, {} scenarios run</p>",
+        "<h1>rocelab validate: {}</h1><p>{} · seed {} · <b>{}</b> · {} scenarios run</p>",
         xml(&r.fabric),
         xml(&r.file),
         r.seed,
-        r.checks.len(),
-        failed,
+        xml(&r.tally.line()),
         r.scenarios.len()
     );
     s.push_str("<h2>Summary</h2><table id=\"summary\"><tr><th>check</th><th>verdict</th><th>figure</th><th>limit</th><th>evidence</th></tr>\n");
     let mut order: Vec<&crate::CheckResult> = r.checks.iter().collect();
     order.sort_by_key(|c| match c.verdict {
         Verdict::Fail => 0,
-        Verdict::Pass => 1,
-        Verdict::Info => 2,
-        Verdict::Refused => 3,
+        Verdict::NotConverged => 1,
+        Verdict::Warn => 2,
+        Verdict::Pass => 3,
+        Verdict::Info => 4,
+        Verdict::Refused => 5,
     });
     for c in order {
         let (cls, tag) = match c.verdict {
             Verdict::Fail => ("fail", "FAIL"),
+            Verdict::NotConverged => ("fail", "NOT CONVERGED"),
+            Verdict::Warn => ("warn", "warning"),
             Verdict::Pass => ("pass", "pass"),
             Verdict::Info => ("info", "reported"),
             Verdict::Refused => ("info", "refused"),
         };
-        let limit = c.limit.map_or("-".to_string(), |l| format!("{} {}", c.cmp, fmt(Some(l))));
-        let ev =
-            if matches!(c.verdict, Verdict::Fail | Verdict::Refused) { c.evidence.join("<br>") } else { String::new() };
+        let limit = c.limit.map_or("-".to_string(), |l| format!("{} {}", c.cmp, crate::with_unit(Some(l), &c.unit)));
+        let ev = if c.verdict.fails() || matches!(c.verdict, Verdict::Refused | Verdict::Warn) {
+            c.evidence.join("<br>")
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             s,
             "<tr class=\"{cls}\"><td>{}</td><td>{tag}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             xml(&c.name),
-            fmt(c.figure),
+            xml(&crate::with_unit(c.figure, &c.unit)),
             xml(&limit),
             if ev.is_empty() { xml(&c.why) } else { ev.split("<br>").map(xml).collect::<Vec<_>>().join("<br>") }
         );
