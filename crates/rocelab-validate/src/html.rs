@@ -484,7 +484,7 @@ pub fn render(r: &Report) -> String {
         };
         let limit = c.limit.map_or("-".to_string(), |l| format!("{} {}", c.cmp, crate::with_unit(Some(l), &c.unit)));
         let ev = if c.verdict.fails() || matches!(c.verdict, Verdict::Refused | Verdict::Warn) {
-            c.evidence.join("<br>")
+            c.evidence.iter().cloned().chain(crate::explanation(c)).collect::<Vec<_>>().join("<br>")
         } else {
             String::new()
         };

@@ -16,6 +16,7 @@
 //! cannot fail the run unless a policy gives a limit (a what-if scenario such as a partial
 //! firmware rollout measures a risk; it is not a property the fabric file can pass).
 
+pub mod causes;
 pub mod html;
 
 use rocelab_model::config::{ScenarioConfig, ScenarioKind};
@@ -331,6 +332,12 @@ pub struct CheckResult {
     pub why: String,
     /// The evidence: the figures it was computed from, findings, what to look at.
     pub evidence: Vec<String>,
+    /// Why it failed (failed and not-converged checks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cause: Option<causes::Cause>,
+    /// The change that should make it pass, and what the twin measured with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<causes::Fix>,
 }
 
 /// Everything a validation run found.
@@ -459,6 +466,140 @@ pub struct Options {
     /// The packet engine runs every check; the flow engine only those it can answer (the
     /// collective's busbw, the training steps), and refuses the rest.
     pub engine: EngineKind,
+    /// Re-run each failing scenario with the fix proposed for its top cause (`rocelab
+    /// validate` does unless `--no-verify-fixes`; off by default for library callers such as
+    /// sweeps).
+    pub verify_fixes: bool,
+}
+
+/// Gives every failed check of a scenario run its cause and fix, and, with
+/// `opts.verify_fixes`, re-runs the scenario with the fix (the first candidate, then the
+/// second if the first does not pass) and records the figure before → after. One re-run per
+/// scenario and change, shared by the checks it answers; re-runs in parallel over `jobs`.
+fn explain(
+    m: &Model,
+    runs: &[(ScenarioConfig, String)],
+    results: &[ScenarioResult],
+    checks: &mut [CheckResult],
+    failing: &[(usize, &CheckDef, usize)],
+    opts: &Options,
+    progress: &(dyn Fn(Progress) + Sync),
+) {
+    let mut cands: Vec<Vec<causes::Candidate>> = vec![];
+    for &(k, c, i) in failing {
+        let nc = checks[k].verdict == Verdict::NotConverged;
+        let (cause, cs) = causes::diagnose(c, &results[i], m, nc, &[]);
+        checks[k].cause = Some(cause);
+        cands.push(cs);
+    }
+    // (failing index, candidate index) still to settle; results by (run, change).
+    let mut tried: BTreeMap<(usize, String), Option<ScenarioResult>> = BTreeMap::new();
+    let mut best: Vec<Option<causes::Fix>> = vec![None; failing.len()];
+    for round in 0..2 {
+        let mut jobs: Vec<(usize, String, &causes::Candidate)> = vec![];
+        for (f, &(_, _, i)) in failing.iter().enumerate() {
+            let settled = best[f].as_ref().is_some_and(|x| x.verified);
+            if let Some(cand) = cands[f].get(round).filter(|_| !settled && opts.verify_fixes) {
+                let key = (i, cand.change.clone());
+                if !tried.contains_key(&key) && !jobs.iter().any(|j| j.0 == i && j.1 == cand.change) {
+                    jobs.push((i, cand.change.clone(), cand));
+                }
+            }
+        }
+        let done = rerun(m, runs, &jobs, opts, progress);
+        for ((i, change, _), r) in jobs.iter().zip(done) {
+            tried.insert((*i, change.clone()), r);
+        }
+        for (f, &(k, c, i)) in failing.iter().enumerate() {
+            let Some(cand) = cands[f].get(round) else { continue };
+            if best[f].as_ref().is_some_and(|x| x.verified) {
+                continue;
+            }
+            let before = checks[k].figure;
+            let unit = checks[k].unit.clone();
+            let fix = match tried.get(&(i, cand.change.clone())) {
+                Some(Some(r)) => {
+                    let after = judge(c, checks[k].name.clone(), r, &opts.policy);
+                    causes::Fix {
+                        change: cand.change.clone(),
+                        before,
+                        after: after.figure,
+                        unit,
+                        verdict_after: Some(after.verdict),
+                        verified: !after.verdict.fails(),
+                        note: None,
+                    }
+                }
+                Some(None) => causes::Fix {
+                    change: cand.change.clone(),
+                    before,
+                    after: None,
+                    unit,
+                    verdict_after: None,
+                    verified: false,
+                    note: Some("the changed fabric did not load or run".into()),
+                },
+                None => causes::Fix {
+                    change: cand.change.clone(),
+                    before,
+                    after: None,
+                    unit,
+                    verdict_after: None,
+                    verified: false,
+                    note: Some("not re-run (--no-verify-fixes)".into()),
+                },
+            };
+            // A later candidate replaces an earlier one only when it passes.
+            if best[f].is_none() || fix.verified {
+                best[f] = Some(fix);
+            }
+        }
+    }
+    for (f, &(k, _, _)) in failing.iter().enumerate() {
+        checks[k].fix = Some(best[f].take().unwrap_or_else(|| causes::Fix {
+            change: "none found: the twin has no change to try for this cause".into(),
+            before: checks[k].figure,
+            after: None,
+            unit: checks[k].unit.clone(),
+            verdict_after: None,
+            verified: false,
+            note: Some("see the cause's keys".into()),
+        }));
+    }
+}
+
+/// Runs `jobs` (a run of `runs`, its fix applied to the file's configuration) on `opts.jobs`
+/// threads; `None` where the changed fabric does not load or run.
+fn rerun(
+    m: &Model,
+    runs: &[(ScenarioConfig, String)],
+    jobs: &[(usize, String, &causes::Candidate)],
+    opts: &Options,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Vec<Option<ScenarioResult>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let next = AtomicUsize::new(0);
+    let slots: Mutex<Vec<Option<ScenarioResult>>> = Mutex::new(vec![None; jobs.len()]);
+    std::thread::scope(|sc| {
+        for _ in 0..opts.jobs.clamp(1, jobs.len().max(1)) {
+            sc.spawn(|| loop {
+                let j = next.fetch_add(1, Ordering::Relaxed);
+                let Some((i, change, cand)) = jobs.get(j) else { break };
+                let (c, path) = &runs[*i];
+                let label = format!("{} with {}", c.display_name(), change);
+                progress(Progress::Started(&label));
+                let mut cfg = m.config.clone();
+                (cand.apply)(&mut cfg);
+                let r = Model::from_config(cfg, "").ok().and_then(|fm| {
+                    rocelab_scenario::run_with(&fm, c, path, opts.seed, &opts.policy.steady.options()).ok()
+                });
+                slots.lock().unwrap_or_else(|e| e.into_inner())[j] = r;
+                progress(Progress::Finished { scenario: &label, done: j + 1, total: jobs.len() });
+            });
+        }
+    });
+    slots.into_inner().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The scenarios of `kind` this fabric runs: the file's own `[[scenario]]`s of that kind
@@ -551,6 +692,8 @@ pub fn validate(
                 limit: Some(0.0),
                 unit: "lint errors".into(),
                 cmp: "<=",
+                cause: None,
+                fix: None,
                 why: why.into(),
                 evidence: vec![format!("{} warnings", lint.count(rocelab_lint::Severity::Warning))],
             });
@@ -573,6 +716,20 @@ pub fn validate(
                 limit: Some(0.0),
                 unit: "lint errors".into(),
                 cmp: "<=",
+                cause: Some(causes::Cause {
+                    mechanism: of[0].title.to_string(),
+                    evidence: of.iter().map(|f| format!("{}:{}:{}: {}", f.file, f.line, f.column, f.message)).collect(),
+                    keys: of.iter().map(|f| format!("line {}", f.line)).collect(),
+                }),
+                fix: Some(causes::Fix {
+                    change: of.iter().map(|f| f.hint.to_string()).collect::<Vec<_>>().join("; "),
+                    before: Some(of.len() as f64),
+                    after: None,
+                    unit: "lint errors".into(),
+                    verdict_after: None,
+                    verified: false,
+                    note: Some("a static rule: `rocelab lint` on the changed file checks the fix".into()),
+                }),
                 why: of[0].title.to_string(),
                 evidence,
             });
@@ -598,6 +755,8 @@ pub fn validate(
                 limit: None,
                 unit: "lint warnings".into(),
                 cmp: "<=",
+                cause: None,
+                fix: None,
                 why: of[0].title.to_string(),
                 evidence,
             });
@@ -649,14 +808,20 @@ pub fn validate(
         }
     }
     let results = if opts.engine == EngineKind::Packet { run_all(m, &runs, opts, progress)? } else { vec![] };
+    let mut failing: Vec<(usize, &CheckDef, usize)> = vec![];
     for (c, i) in pairs {
         let name = check_name(c, runs[i].0.display_name());
-        checks.push(match results.get(i) {
+        let res = match results.get(i) {
             Some(r) => judge(c, name, r, &opts.policy),
             None if c.name == "collective.busbw" => flow_busbw(m, c, name, &runs[i], opts)?,
             None => refused(c, name, runs[i].0.display_name(), opts.engine),
-        });
+        };
+        if res.verdict.fails() && i < results.len() {
+            failing.push((checks.len(), c, i));
+        }
+        checks.push(res);
     }
+    explain(m, &runs, &results, &mut checks, &failing, opts, progress);
     checks.extend(training_steps(m, file, text, opts)?);
     let drawing = Drawing::of(m, &results);
     let mut r = Report {
@@ -683,6 +848,8 @@ fn refused(c: &CheckDef, name: String, scenario: &str, engine: EngineKind) -> Ch
         limit: None,
         unit: c.unit.into(),
         cmp: c.cmp.sign(),
+        cause: None,
+        fix: None,
         why: c.why.to_string(),
         evidence: vec![format!(
             "not answered on the {}-level engine: it models no queues, PFC, ECN, CNPs or drops, and shares a congested link perfectly at once (docs/flow-engine.md); run `validate` on the packet engine for this check",
@@ -716,6 +883,8 @@ fn flow_busbw(
         limit,
         unit: c.unit.into(),
         cmp: c.cmp.sign(),
+        cause: None,
+        fix: None,
         why: c.why.to_string(),
         evidence: vec![format!(
             "{} of {} B over {} ranks, {} channels on the flow-level engine: {:.1} µs, busbw {:.2} GB/s against {} NIC(s) at {:.0} Gb/s",
@@ -782,6 +951,8 @@ fn training_steps(
             limit,
             unit: "GPU time waiting on the network / step time".into(),
             cmp: "<=",
+            cause: None,
+            fix: None,
             why: "the share of the training step its GPUs wait on the network (rocelab_comm_wait_ratio), against the same DAG on an ideal network; `rocelab plan` calls ≤ 5 % GOOD".into(),
             evidence: vec![
                 format!(
@@ -1012,6 +1183,8 @@ fn judge(c: &CheckDef, name: String, r: &ScenarioResult, p: &Policy) -> CheckRes
         limit,
         unit: c.unit.into(),
         cmp: c.cmp.sign(),
+        cause: None,
+        fix: None,
         why: c.why.to_string(),
         evidence,
     }
@@ -1061,16 +1234,65 @@ pub fn with_unit(v: Option<f64>, unit: &str) -> String {
     }
 }
 
+/// A failed check's cause and fix as lines: the mechanism, its evidence, the keys, and the
+/// fix with the figure before → after on the twin.
+pub fn explanation(c: &CheckResult) -> Vec<String> {
+    let mut v = vec![];
+    if let Some(cause) = &c.cause {
+        v.push(format!("cause: {}", cause.mechanism));
+        v.extend(cause.evidence.iter().map(|e| format!("  {e}")));
+        if !cause.keys.is_empty() {
+            v.push(format!("keys to change: {}", cause.keys.join(", ")));
+        }
+    }
+    if let Some(f) = &c.fix {
+        let limit = c.limit.map_or(String::new(), |l| format!(" (limit {} {})", c.cmp, fmt(Some(l))));
+        match (f.after, &f.note) {
+            (Some(after), _) => v.push(format!(
+                "fix: {} — {} on the twin: {} → {} {}{limit}",
+                f.change,
+                if f.verified { "verified" } else { "NOT enough" },
+                fmt(f.before),
+                fmt(Some(after)),
+                f.unit
+            )),
+            (None, note) => v.push(format!("fix: {} ({})", f.change, note.as_deref().unwrap_or("not re-run"))),
+        }
+    }
+    v
+}
+
 /// The test-runner view: a line per check, then the count.
 pub fn render_text(r: &Report) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "rocelab validate `{}` ({}, seed {}):", r.fabric, r.file, r.seed);
+    let mut told: Vec<(String, String, String)> = vec![];
     for c in &r.checks {
         let limit = c.limit.map_or(String::new(), |l| format!("  (limit {} {})", c.cmp, fmt(Some(l))));
         let _ = writeln!(s, "  {:<4}  {:<40} {:>14}{limit}  {}", c.verdict.tag(), c.name, fmt(c.figure), c.unit);
         if c.verdict.fails() || c.verdict == Verdict::Warn {
             for e in &c.evidence {
                 let _ = writeln!(s, "        {e}");
+            }
+            // A cause shared by a scenario's checks is told once, at the first of them.
+            let said = c.cause.as_ref().and_then(|x| {
+                told.iter().find(|(sc, m, _)| *sc == c.scenario && *m == x.mechanism).map(|t| t.2.clone())
+            });
+            match said {
+                Some(first) => {
+                    let _ = writeln!(s, "        cause: as for {first}");
+                    if let Some(fix) = explanation(c).into_iter().find(|l| l.starts_with("fix: ")) {
+                        let _ = writeln!(s, "        {fix}");
+                    }
+                }
+                None => {
+                    for e in explanation(c) {
+                        let _ = writeln!(s, "        {e}");
+                    }
+                    if let Some(x) = &c.cause {
+                        told.push((c.scenario.clone(), x.mechanism.clone(), c.name.clone()));
+                    }
+                }
             }
         }
     }
@@ -1143,7 +1365,7 @@ pub fn junit(r: &Report) -> String {
                         s,
                         ">\n      <failure message=\"{tag}{}\">{}</failure>\n    </testcase>",
                         xml(&detail),
-                        xml(&c.evidence.join("\n"))
+                        xml(&c.evidence.iter().cloned().chain(explanation(c)).collect::<Vec<_>>().join("\n"))
                     );
                 }
                 Verdict::Warn => {

@@ -53,10 +53,35 @@ fn the_correct_example_fails_at_steady_state_and_passes_every_check_once_its_dcq
     // As shipped (the byte counter taken in bytes: at 100 Gb/s an increase every 2.6 µs, six per
     // cut period), the sustained load fills the shared buffer and PFC brakes it: a 200 µs run
     // passed this fabric, the steady state does not.
-    let r = run("leaf-spine-small.toml", Policy::default(), &["sustained"]);
+    // Validate names the cause and re-runs the load with the fix it proposes: the figure moves
+    // past the limit on the twin.
+    let (m, file, text) = example("leaf-spine-small.toml");
+    let opts = Options { only: vec!["sustained".into()], jobs: 2, seed: 1, verify_fixes: true, ..Options::default() };
+    let r = validate(&m, &file, &text, &opts, &|_| {}).unwrap();
     let share = r.checks.iter().find(|c| c.name == "sustained.paused-share").unwrap();
     assert!(share.verdict.fails(), "{}", render_text(&r));
     assert!(r.checks.iter().all(|c| c.verdict != Verdict::Pass), "{}", render_text(&r));
+    let cause = share.cause.as_ref().unwrap();
+    assert!(cause.mechanism.contains("byte counter") && cause.mechanism.contains("PFC does the braking"), "{cause:?}");
+    assert!(cause.keys.iter().any(|k| k == "[nic.dcqcn] byte_counter_bytes"), "{cause:?}");
+    let fix = share.fix.as_ref().unwrap();
+    assert!(fix.change.starts_with("[nic.dcqcn] byte_counter_bytes = 2097088"), "{fix:?}");
+    let limit = share.limit.unwrap();
+    assert!(fix.before.unwrap() > limit && fix.after.unwrap() <= limit && fix.verified, "{fix:?}");
+    assert_eq!(fix.verdict_after, Some(Verdict::Pass));
+    assert!(render_text(&r).contains("— verified on the twin: "), "{}", render_text(&r));
+    // JSON: a cause and a fix with before and after on every failed check.
+    let j: serde_json::Value = serde_json::from_str(&to_json(&r)).unwrap();
+    for c in j["checks"].as_array().unwrap().iter().filter(|c| c["verdict"] != "pass") {
+        assert!(c["cause"]["mechanism"].is_string() && c["fix"]["change"].is_string(), "{c}");
+        assert!(c["fix"].get("before").is_some() && c["fix"].get("after").is_some(), "{c}");
+        assert!(c["unit"].as_str().is_some_and(|u| !u.is_empty()), "{c}");
+    }
+    // Without verification the fix is proposed, not measured.
+    let quick = Options { verify_fixes: false, ..opts };
+    let r = validate(&m, &file, &text, &quick, &|_| {}).unwrap();
+    let fix = r.checks.iter().find(|c| c.name == "sustained.paused-share").unwrap().fix.clone().unwrap();
+    assert!(fix.after.is_none() && !fix.verified && fix.note.unwrap().contains("--no-verify-fixes"));
 }
 
 #[test]
