@@ -138,6 +138,9 @@ fn every_command_of_the_readme_tour_runs() {
                 args.push("incast".into());
             }
             "lint" if args.iter().any(|a| a.ends_with("common-mistakes.toml")) => want_status = 1,
+            // Judged at steady state, the shipped leaf-spine-small fills its buffer under the
+            // sustained load (DCQCN's byte counter as shipped; docs/validate.md): a failed check.
+            "validate" if args.iter().any(|a| a.ends_with("leaf-spine-small.toml")) => want_status = 1,
             "init" | "simulate" | "topo" | "lint" | "import" | "plan" | "doctor" | "validate" | "completions"
             | "man" => {}
             other => panic!("{shown}: the tour test does not know how to run `{other}`; teach it"),

@@ -79,6 +79,13 @@ const B: Param = p("b", "node", "-", "the other end of the link");
 const FAULT_DURATION: Param = p("duration_us", "µs", "400", "simulated time, background load throughout");
 const CONVERGENCE: Param =
     p("convergence_us", "µs", "[routing] convergence_us_per_hop", "routing convergence per switch hop, for this run");
+/// The steady kinds' run length: a horizon, not a fixed duration (`steady`).
+const STEADY_HORIZON: Param = p(
+    "duration_us",
+    "µs",
+    "2000 (the checklist's [steady] horizon_us)",
+    "horizon: the run stops at the first 200 µs window that agrees with the one before it (docs/validate.md), at the latest here, and is judged on that window",
+);
 const DST: Param = p("dst", "host", "the first host", "the receiver");
 /// What the four fault kinds share, after their own parameters.
 const UNDER_LOAD: &[Param] = &[FAULT_DURATION, CONVERGENCE, LOAD, HOSTS, SAMPLE];
@@ -94,7 +101,7 @@ pub const KINDS: &[KindInfo] = &[
         headline: "goodput_fraction",
         headline_unit: "payload delivered / (senders × line rate × duration)",
         own: &[
-            p("duration_us", "µs", "200", "simulated time"),
+            STEADY_HORIZON,
             p("pattern", "permutation | all-to-all", "permutation", "who sends to whom (a seeded derangement)"),
             LOAD,
         ],
@@ -138,7 +145,7 @@ pub const KINDS: &[KindInfo] = &[
         own: &[
             p("target", "receiver | uplink", "receiver", "where the congestion is"),
             p("fan_in", "senders", "min(hosts − 2, 8)", "receiver: senders onto the hot receiver"),
-            p("duration_us", "µs", "200", "simulated time"),
+            STEADY_HORIZON,
             LOAD,
         ],
         shared: RECEIVER,
@@ -228,7 +235,7 @@ pub const KINDS: &[KindInfo] = &[
             p("congestion_control", "dcqcn | none", "none, or dcqcn when `dcqcn` is given", "the other profile's CC"),
             p("dcqcn", "table", "the fleet's [nic.dcqcn]", "the other profile's DCQCN keys (e.g. { cnp_interval_us = 50, rate_ai_mbps = 20 })"),
             p("fan_in", "senders", "min(hosts − 1, 8)", "senders into the receiver"),
-            p("duration_us", "µs", "200", "simulated time"),
+            STEADY_HORIZON,
         ],
         shared: RECEIVER,
     },

@@ -11,6 +11,30 @@ use std::collections::BTreeMap;
 
 type Metrics = BTreeMap<&'static str, Option<f64>>;
 
+/// The unit of a metric of [`evaluate`], by its name (ratios say what they are a ratio of).
+pub fn unit_of(name: &str) -> &'static str {
+    match name {
+        "pfc_frames" | "tcp_priority_pause_frames" => "PFC frames",
+        "pfc_storms" | "watchdog_storms" => "watchdog storm events",
+        "ecn_marked" => "packets marked",
+        "cnp_sent" => "CNPs",
+        "jain_fairness" => "Jain index over the flows' bytes (1 = equal)",
+        "victim_goodput_fraction" | "hot_goodput_fraction" => "payload / (senders × line rate × time)",
+        "tcp_goodput_fraction" => "TCP payload / (receiver line rate × time)",
+        "bursts_completed" => "bursts",
+        "paused_ports" => "ports",
+        "failed_chunks" => "chunks",
+        "ecmp_imbalance_before" | "ecmp_imbalance_after" => "max / mean uplink bytes − 1",
+        "timeouts" => "transport timeouts",
+        n if n.ends_with("_us") => "µs",
+        n if n.ends_with("_bytes") => "B",
+        n if n.ends_with("_gbps") || n.ends_with("_gbps_mean") => "Gb/s",
+        "busbw_gbytes_per_s" => "GB/s",
+        n if n.ends_with("_packets") || n.ends_with("_drops") || n.starts_with("packets_") => "packets",
+        _ => "count",
+    }
+}
+
 /// Payload goodput between two instants, b/s (from the nearest samples at or before them).
 fn goodput(series: &Series, t0: SimTime, t1: SimTime) -> Option<f64> {
     let (a, b) = (series.at(t0), series.at(t1));
@@ -74,6 +98,8 @@ pub struct Outcome<'a> {
     pub first_pause: Option<SimTime>,
     /// The reference run (mixed: the RDMA messages alone).
     pub alone: Option<&'a Snapshot>,
+    /// The steady-state kinds' judged window.
+    pub steady: Option<&'a crate::steady::Steady>,
 }
 
 pub fn evaluate(cx: &Ctx, m: &Model, s: &Setup, o: &Outcome) -> (Option<f64>, Metrics) {
@@ -91,12 +117,25 @@ pub fn evaluate(cx: &Ctx, m: &Model, s: &Setup, o: &Outcome) -> (Option<f64>, Me
     mt.insert("max_queue_bytes", Some(max_queue(m, snap) as f64));
     mt.insert("goodput_gbps", goodput(series, SimTime::ZERO, now).map(|g| g / 1e9));
     let k = &s.marks;
+    // A steady kind's rates are the judged window's; the others', the whole run's.
+    let st = o.steady;
+    if let Some(w) = st {
+        mt.insert("goodput_gbps", Some(w.goodput_gbps));
+    }
+    let span = st.map_or(now.as_secs_f64(), |w| (w.to_us - w.from_us) * 1e-6);
+    let flow_bytes = |idx: &mut dyn Iterator<Item = usize>| -> Vec<f64> {
+        match st {
+            Some(w) => idx.filter_map(|i| w.flow_bytes.get(i)).map(|b| *b as f64).collect(),
+            None => flow_bytes(snap, idx),
+        }
+    };
     let head = match cx.c.kind {
         ScenarioKind::Sustained => {
-            let ideal = k.senders.len() as f64 * rate * now.as_secs_f64() / 8.0;
-            let jain = rocelab_sim::report::jain(&flow_bytes(snap, 0..s.msgs.len()));
-            mt.insert("jain_fairness", Some(jain));
-            Some(c.payload_delivered_bytes as f64 / ideal)
+            let ideal = k.senders.len() as f64 * rate * span / 8.0;
+            let bytes = flow_bytes(&mut (0..s.msgs.len()));
+            mt.insert("jain_fairness", Some(rocelab_sim::report::jain(&bytes)));
+            let delivered = st.map_or(c.payload_delivered_bytes as f64, |_| bytes.iter().sum());
+            Some(delivered / ideal)
         }
         ScenarioKind::Incast => {
             let fin = snap.flows.iter().map(|f| f.finish).collect::<Option<Vec<SimTime>>>();
@@ -114,14 +153,14 @@ pub fn evaluate(cx: &Ctx, m: &Model, s: &Setup, o: &Outcome) -> (Option<f64>, Me
             Some(c.pfc_frames_sent as f64)
         }
         ScenarioKind::Hotspot => {
-            let dur = now.as_secs_f64();
+            let dur = span;
             if !k.others.is_empty() {
-                let v = flow_bytes(snap, k.flows_of_others.iter().copied());
+                let v = flow_bytes(&mut k.flows_of_others.iter().copied());
                 let frac = v.iter().sum::<f64>() * 8.0 / (v.len().max(1) as f64 * rate * dur);
                 mt.insert("victim_goodput_fraction", Some(frac));
             }
             // The hot messages come first, the victims' after them.
-            let hot = flow_bytes(snap, 0..k.flows_of_others.first().copied().unwrap_or(s.msgs.len()));
+            let hot = flow_bytes(&mut (0..k.flows_of_others.first().copied().unwrap_or(s.msgs.len())));
             mt.insert("hot_goodput_fraction", Some(hot.iter().sum::<f64>() * 8.0 / (rate * dur)));
             k.port.map(|p| snap.ports[p.idx()].queue_peak_bytes.iter().copied().max().unwrap_or(0) as f64)
         }
@@ -228,15 +267,15 @@ pub fn evaluate(cx: &Ctx, m: &Model, s: &Setup, o: &Outcome) -> (Option<f64>, Me
         }
         ScenarioKind::FirmwareMix => {
             let (mut other, mut fleet) = (Vec::new(), Vec::new());
-            for i in 0..k.senders.len() {
-                let b = snap.flows.get(i).map_or(0.0, |f| f.delivered_bytes as f64);
+            let bytes = flow_bytes(&mut (0..k.senders.len()));
+            for (i, &b) in bytes.iter().enumerate() {
                 if k.flows_of_others.contains(&i) {
                     other.push(b)
                 } else {
                     fleet.push(b)
                 }
             }
-            let dur = now.as_secs_f64().max(1e-12);
+            let dur = span.max(1e-12);
             mt.insert("other_goodput_gbps_mean", mean(&other).map(|b| b * 8.0 / dur / 1e9));
             mt.insert("fleet_goodput_gbps_mean", mean(&fleet).map(|b| b * 8.0 / dur / 1e9));
             match (mean(&other), mean(&fleet)) {

@@ -26,6 +26,7 @@ pub mod catalog;
 mod evaluate;
 pub mod fabric;
 pub mod setup;
+pub mod steady;
 pub mod telemetry;
 
 use rocelab_model::config::{NicAssign, ScenarioConfig, ScenarioKind};
@@ -131,6 +132,11 @@ pub struct ScenarioResult {
     pub events: u64,
     pub stopped_at_duration: bool,
     pub timeseries: SeriesInfo,
+    /// The steady-state kinds' convergence verdict and judged window (`steady`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steady: Option<steady::Steady>,
+    /// The unit of every metric, by name.
+    pub units: BTreeMap<&'static str, &'static str>,
     /// `timeseries.csv`.
     #[serde(skip)]
     pub series_csv: String,
@@ -158,11 +164,43 @@ impl ScenarioResult {
             self.headline.unit
         );
         for (k, v) in &self.metrics {
-            o += &format!("            {k:<34} {:>14}\n", f(*v));
+            o += &format!("            {k:<34} {:>14}   {}\n", f(*v), self.units.get(k).copied().unwrap_or(""));
+        }
+        if let Some(st) = &self.steady {
+            o += &format!(
+                "  steady    {} (windows of {:.0} µs, horizon {:.0} µs); judged on {:.0}–{:.0} µs\n",
+                if st.converged { "converged" } else { "NOT converged" },
+                st.window_us,
+                st.horizon_us,
+                st.from_us,
+                st.to_us
+            );
+            for a in &st.agreement {
+                o += &format!(
+                    "            {:<52} {} → {} {} (allowed ±{}){}\n",
+                    a.figure,
+                    short(a.previous),
+                    short(a.last),
+                    a.unit,
+                    short(a.allowed),
+                    if a.agree { "" } else { "  differs" }
+                );
+            }
         }
         let ps: Vec<String> = self.params.iter().map(|(k, v)| format!("{k} = {v}")).collect();
         o += &format!("  params    {}\n", ps.join(", "));
         o
+    }
+}
+
+/// A figure with four significant digits at most, as the text views print it.
+pub fn short(v: f64) -> String {
+    if v == v.trunc() && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else if v.abs() >= 100.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.4}")
     }
 }
 
@@ -217,9 +255,33 @@ pub fn check_all(m: &Model) -> Result<(), Vec<Diagnostic>> {
     }
 }
 
-/// Runs scenario `c` (found at key path `path`) on `m` with `seed`.
+/// Runs scenario `c` (found at key path `path`) on `m` with `seed`, the steady-state kinds
+/// at the default window, horizon and tolerance.
 pub fn run(m: &Model, c: &ScenarioConfig, path: &str, seed: u64) -> Result<ScenarioResult, Vec<Diagnostic>> {
+    run_with(m, c, path, seed, &steady::SteadyOptions::default())
+}
+
+/// The kinds judged on a converged window (`steady`): a load held indefinitely.
+pub fn is_steady(kind: ScenarioKind) -> bool {
+    matches!(kind, ScenarioKind::Sustained | ScenarioKind::Hotspot | ScenarioKind::FirmwareMix)
+}
+
+/// Runs scenario `c` with the steady-state options `so` (used by the steady kinds only).
+pub fn run_with(
+    m: &Model,
+    c: &ScenarioConfig,
+    path: &str,
+    seed: u64,
+    so: &steady::SteadyOptions,
+) -> Result<ScenarioResult, Vec<Diagnostic>> {
     catalog::check_keys(c, path)?;
+    let plan = is_steady(c.kind).then(|| steady::plan(so, c.duration_us));
+    let mut c_run = c.clone();
+    if let Some((_, horizon, _)) = plan {
+        // The traffic lasts to the horizon; the run stops earlier once it has converged.
+        c_run.duration_us = Some(horizon.as_us_f64());
+    }
+    let c = &c_run;
     let scale = fabric::Scale::new(m, &c.hosts, path).map_err(|d| vec![d])?;
     let cx = setup::Ctx { m, c, path: path.to_string(), seed, scale };
     let s = setup::build(&cx)?;
@@ -231,10 +293,13 @@ pub fn run(m: &Model, c: &ScenarioConfig, path: &str, seed: u64) -> Result<Scena
     }
     // Faults at one time happen in the order given (the sort is stable).
     faults.sort_by_key(|f| f.at);
-    let interval = telemetry::interval(
-        cx.c.sample_us.map(|x| SimTime::from_secs_f64(x.max(1e-3) * 1e-6)),
-        s.duration.unwrap_or(s.horizon).max(SimTime::from_ns(1)),
-    );
+    let interval = match plan {
+        Some((_, _, iv)) => iv,
+        None => telemetry::interval(
+            cx.c.sample_us.map(|x| SimTime::from_secs_f64(x.max(1e-3) * 1e-6)),
+            s.duration.unwrap_or(s.horizon).max(SimTime::from_ns(1)),
+        ),
+    };
     let (main, prepared) = match &s.collective {
         Some(spec) => {
             let mut p = rocelab_workload::prepare(&dm, spec, seed).map_err(|ds| relabel(ds, path))?;
@@ -256,7 +321,15 @@ pub fn run(m: &Model, c: &ScenarioConfig, path: &str, seed: u64) -> Result<Scena
         let port = dm.port(dm.node(dst).first_port_id()).peer;
         sim.add_observer(Box::new(FirstPause { port, at: first_pause.clone() }));
     }
-    let series = telemetry::run_sampled(&mut sim, &dm, interval);
+    let (series, tracker) = match plan {
+        Some((window, horizon, _)) => {
+            let mut t = steady::Tracker::new(&dm, *so, window, horizon, &cx.scale);
+            let (series, _) = telemetry::run_sampled_until(&mut sim, &dm, interval, &mut |sim, cur| t.sample(sim, cur));
+            (series, Some(t))
+        }
+        None => (telemetry::run_sampled(&mut sim, &dm, interval), None),
+    };
+    let steady = tracker.as_ref().and_then(|t| t.finish());
     let snap = sim.snapshot();
     let report = RunReport::from_snapshot(&snap, &dm);
     let info = catalog::info(c.kind);
@@ -278,10 +351,18 @@ pub fn run(m: &Model, c: &ScenarioConfig, path: &str, seed: u64) -> Result<Scena
         collective: prepared.as_ref(),
         first_pause: first_pause.get(),
         alone: alone.as_ref(),
+        steady: steady.as_ref(),
     };
     let (value, metrics) = evaluate::evaluate(&cx, &dm, &s, &outcome);
     let mut params = s.params.clone();
     params.insert("sample_us".into(), serde_json::json!(interval.as_us_f64()));
+    if let Some(st) = &steady {
+        params.insert("window_us".into(), serde_json::json!(st.window_us));
+        params.insert("horizon_us".into(), serde_json::json!(st.horizon_us));
+    }
+    let metrics: BTreeMap<&'static str, Option<f64>> =
+        metrics.into_iter().map(|(k, v)| (k, v.filter(|x| x.is_finite()))).collect();
+    let units = metrics.keys().map(|k| (*k, evaluate::unit_of(k))).collect();
     Ok(ScenarioResult {
         scenario: c.display_name().to_string(),
         kind: info.name,
@@ -290,7 +371,7 @@ pub fn run(m: &Model, c: &ScenarioConfig, path: &str, seed: u64) -> Result<Scena
         seed,
         params,
         headline: Headline { metric: info.headline, value: value.filter(|v| v.is_finite()), unit: info.headline_unit },
-        metrics: metrics.into_iter().map(|(k, v)| (k, v.filter(|x| x.is_finite()))).collect(),
+        metrics,
         simulated_us: snap.now.as_us_f64(),
         events: snap.events,
         stopped_at_duration: snap.stopped_at_duration,
@@ -301,6 +382,8 @@ pub fn run(m: &Model, c: &ScenarioConfig, path: &str, seed: u64) -> Result<Scena
             rows: series.rows.len(),
             rows_dropped: series.rows_dropped,
         },
+        steady,
+        units,
         series_csv: series.csv(&dm),
         report,
     })

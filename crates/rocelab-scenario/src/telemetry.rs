@@ -138,10 +138,22 @@ pub fn interval(want: Option<SimTime>, horizon: SimTime) -> SimTime {
 /// Runs `sim` to its end (its duration, or completion), sampling every `interval`, then closes
 /// its books. Stops sampling after `MAX_SAMPLES` instants (the run itself goes on).
 pub fn run_sampled(sim: &mut Sim, m: &Model, interval: SimTime) -> Series {
+    run_sampled_until(sim, m, interval, &mut |_, _| false).0
+}
+
+/// The same, with `stop` hearing every sample: when it returns true the run ends there, its
+/// books left open (a snapshot still counts open pauses up to now). Returns whether it did.
+pub fn run_sampled_until(
+    sim: &mut Sim,
+    m: &Model,
+    interval: SimTime,
+    stop: &mut dyn FnMut(&Sim, &Snapshot) -> bool,
+) -> (Series, bool) {
     let mut s = Series { interval, ..Series::default() };
     let groups = Groups::new(m);
     let mut prev = sim.snapshot_totals();
     s.samples.push(sample(&prev));
+    stop(sim, &prev);
     let mut t = SimTime::ZERO;
     let end = sim.duration();
     for _ in 0..MAX_SAMPLES {
@@ -153,6 +165,9 @@ pub fn run_sampled(sim: &mut Sim, m: &Model, interval: SimTime) -> Series {
         let cur = sim.snapshot_totals();
         record(&mut s, m, &groups, &prev, &cur);
         s.samples.push(sample(&cur));
+        if stop(sim, &cur) {
+            return (s, true);
+        }
         prev = cur;
         // Ended before the instant (completion), or reached the duration.
         if sim.now() < t || end == Some(t) || sim.finished() {
@@ -160,7 +175,7 @@ pub fn run_sampled(sim: &mut Sim, m: &Model, interval: SimTime) -> Series {
         }
     }
     sim.run(&mut |_| {});
-    s
+    (s, false)
 }
 
 /// Host ports by rail (or all together), and the spine uplinks.

@@ -1341,6 +1341,18 @@ impl<'m> Sim<'m> {
         }
     }
 
+    /// Time port `i` has spent paused on priority `pi`, an open pause counted up to now (what
+    /// `finish_accounting` will add): a mid-run snapshot's paused share is then exact.
+    pub(crate) fn paused_ps_to_now(&self, i: usize, pi: usize) -> u64 {
+        let p = &self.ports[i];
+        let open = if p.paused_since[pi] != SimTime::MAX {
+            p.pause[pi].until.min(self.now).saturating_sub(p.paused_since[pi]).0
+        } else {
+            0
+        };
+        p.st.paused_ps[pi] + open
+    }
+
     /// Packets currently in queues, on wires, or buffered at NICs.
     pub fn in_flight(&self) -> u64 {
         self.pkts.live() as u64

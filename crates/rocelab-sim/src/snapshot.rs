@@ -230,7 +230,7 @@ impl<'m> Sim<'m> {
                 tx_bytes: p.tx_bytes,
                 pfc_tx: p.st.pfc_tx,
                 pfc_rx: p.st.pfc_rx,
-                paused_ps: p.st.paused_ps,
+                paused_ps: std::array::from_fn(|q| self.paused_ps_to_now(i, q)),
                 storms: p.st.storms,
                 ecn_marked: p.st.ecn_marked,
                 drops: p.st.drops,

@@ -135,6 +135,14 @@ impl Histogram {
     pub fn max(&self) -> u64 {
         self.max
     }
+    /// The samples recorded since `earlier` (a copy of this histogram taken before): a
+    /// window's distribution. Its max is the bucket bound of its largest sample.
+    pub fn since(&self, earlier: &Histogram) -> Histogram {
+        let buckets: Vec<u64> = self.buckets.iter().zip(&earlier.buckets).map(|(a, b)| a.saturating_sub(*b)).collect();
+        let max = buckets.iter().rposition(|c| *c > 0).map_or(0, |i| Self::upper(i).min(self.max));
+        Histogram { count: buckets.iter().sum(), buckets, max }
+    }
+
     /// The value below which a fraction `q` of samples fall (bucket upper bound, capped at max).
     pub fn quantile(&self, q: f64) -> u64 {
         if self.count == 0 {
@@ -168,6 +176,15 @@ mod tests {
         assert!((p99 / 99_000_000.0 - 1.0).abs() < 0.13, "{p99}");
         assert_eq!(h.max(), 100_000_000);
         assert_eq!(h.quantile(1.0), 100_000_000);
+        // The window after the first half: the second half's samples only.
+        let mut half = Histogram::default();
+        for v in 1..=50_000u64 {
+            half.record(v * 1000);
+        }
+        let w = h.since(&half);
+        assert_eq!(w.count(), 50_000);
+        assert!((w.quantile(0.01) as f64 / 50_500_000.0 - 1.0).abs() < 0.13, "{}", w.quantile(0.01));
+        assert_eq!(w.max(), 100_000_000);
     }
 
     #[test]

@@ -26,28 +26,60 @@ struct Line {
     points: Vec<(f64, f64)>,
 }
 
+/// metric → line label → (time µs, value) points.
+type Series = BTreeMap<String, BTreeMap<String, Vec<(f64, f64)>>>;
+
 /// The time series of a `timeseries.csv` (long format: `time_seconds,metric,node,port,priority,value`)
-/// as metric → label → points; per-port metrics are folded into their maximum over ports.
-fn series(csv: &str) -> BTreeMap<String, BTreeMap<String, Vec<(f64, f64)>>> {
-    let mut out: BTreeMap<String, BTreeMap<String, Vec<(f64, f64)>>> = BTreeMap::new();
+/// as metric → label → points. Per-port rows fold into their maximum over ports (`deepest
+/// port`), per-switch rows (a node, no port: the shared buffer) into their maximum over
+/// switches (`fullest switch`), so a queue and a whole switch's occupancy never share a line.
+fn series(csv: &str) -> Series {
+    let mut out: Series = BTreeMap::new();
     for x in crate::telemetry(csv) {
-        let per_port = !x.node.is_empty();
-        let label = if per_port {
-            "max over ports".to_string()
-        } else if x.port.is_empty() {
-            "fabric".into()
-        } else {
-            x.port.to_string()
+        let per_node = !x.node.is_empty();
+        let label = match (per_node, x.port.is_empty()) {
+            (true, false) => "deepest port".to_string(),
+            (true, true) => "fullest switch".to_string(),
+            (false, true) => "fabric".into(),
+            (false, false) => x.port.to_string(),
         };
         let pts = out.entry(x.metric.to_string()).or_default().entry(label).or_default();
         match pts.last_mut() {
-            Some(last) if per_port && last.0 == x.t_us => last.1 = last.1.max(x.value),
+            Some(last) if per_node && last.0 == x.t_us => last.1 = last.1.max(x.value),
             _ => pts.push((x.t_us, x.value)),
         }
     }
     out
 }
 
+/// A round step for about `n` ticks over `0..max`: 1, 2 or 5 times a power of ten.
+fn nice_step(max: f64, n: f64) -> f64 {
+    let raw = (max / n).max(f64::MIN_POSITIVE);
+    let p = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * p).find(|s| *s >= raw).unwrap_or(10.0 * p)
+}
+
+/// The unit an axis prints, and the factor its values are divided by: bit/s in Gb/s or Tb/s,
+/// bytes in KB or MB (10³, 10⁶), others as they are.
+fn axis_unit(unit: &str, max: f64) -> (String, f64) {
+    match unit {
+        "bit/s" if max >= 1e12 => ("Tb/s".into(), 1e12),
+        "bit/s" => ("Gb/s".into(), 1e9),
+        "B" if max >= 1e6 => ("MB".into(), 1e6),
+        "B" if max >= 1e3 => ("KB".into(), 1e3),
+        u => (u.to_string(), 1.0),
+    }
+}
+
+/// A tick label: as few decimals as the step needs.
+fn tick(v: f64, step: f64) -> String {
+    let d = if step >= 1.0 { 0 } else { (-step.log10().floor()) as usize };
+    format!("{v:.d$}")
+}
+
+/// A line chart over time: axes with ticks and gridlines in round steps, the y axis in the
+/// metric's unit (scaled: Gb/s, MB), the x axis in µs, and a legend under the plot, off the
+/// lines. Empty without two instants.
 fn chart(title: &str, unit: &str, lines: &[Line]) -> String {
     let pts = lines.iter().flat_map(|l| l.points.iter());
     let (mut x0, mut x1, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
@@ -59,69 +91,108 @@ fn chart(title: &str, unit: &str, lines: &[Line]) -> String {
     if !x0.is_finite() || x1 <= x0 {
         return String::new();
     }
-    let y1 = if y1 > 0.0 { y1 * 1.05 } else { 1.0 };
-    let sx = |x: f64| PAD_L + (x - x0) / (x1 - x0) * (W - PAD_L - 10.0);
-    let sy = |y: f64| (H - PAD_B) - y / y1 * (H - PAD_B - 10.0);
+    let (yunit, div) = axis_unit(unit, y1);
+    let ymax = if y1 > 0.0 { y1 / div } else { 1.0 };
+    let ystep = nice_step(ymax, 4.0);
+    let ytop = (ymax / ystep).ceil() * ystep;
+    let xstep = nice_step(x1 - x0, 5.0);
+    // The legend: three lines to a row, under the time axis.
+    let rows = lines.len().div_ceil(3) as f64;
+    let (top, plot_h) = (16.0, H - PAD_B - 30.0);
+    let h = H + 14.0 * rows;
+    let (left, right) = (PAD_L, W - 10.0);
+    let sx = |x: f64| left + (x - x0) / (x1 - x0) * (right - left);
+    let sy = |y: f64| top + plot_h - (y / div) / ytop * plot_h;
     let mut s = String::new();
     let _ = write!(
         s,
-        "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H}\" viewBox=\"0 0 {W} {H}\" role=\"img\" aria-label=\"{}\">",
+        "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{h}\" viewBox=\"0 0 {W} {h}\" role=\"img\" aria-label=\"{}\">",
         xml(title)
     );
+    let bottom = top + plot_h;
+    // Horizontal gridlines and the y ticks.
+    let mut k = 0.0;
+    while k <= ytop + ystep * 1e-9 {
+        let y = top + plot_h - k / ytop * plot_h;
+        let _ = write!(
+            s,
+            "<line x1=\"{left}\" y1=\"{y:.1}\" x2=\"{right}\" y2=\"{y:.1}\" stroke=\"#e4e4e4\"/><text x=\"{}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\">{}</text>",
+            left - 4.0,
+            y + 3.0,
+            tick(k, ystep)
+        );
+        k += ystep;
+    }
+    // Vertical gridlines and the time ticks.
+    let mut t = (x0 / xstep).ceil() * xstep;
+    while t <= x1 + xstep * 1e-9 {
+        let x = sx(t);
+        let _ = write!(
+            s,
+            "<line x1=\"{x:.1}\" y1=\"{top}\" x2=\"{x:.1}\" y2=\"{bottom}\" stroke=\"#e4e4e4\"/><text x=\"{x:.1}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\">{}</text>",
+            bottom + 12.0,
+            tick(t, xstep)
+        );
+        t += xstep;
+    }
     let _ = write!(
         s,
-        "<line x1=\"{PAD_L}\" y1=\"{b}\" x2=\"{r}\" y2=\"{b}\" stroke=\"#888\"/><line x1=\"{PAD_L}\" y1=\"10\" x2=\"{PAD_L}\" y2=\"{b}\" stroke=\"#888\"/>",
-        b = H - PAD_B,
-        r = W - 10.0
+        "<line x1=\"{left}\" y1=\"{bottom}\" x2=\"{right}\" y2=\"{bottom}\" stroke=\"#888\"/><line x1=\"{left}\" y1=\"{top}\" x2=\"{left}\" y2=\"{bottom}\" stroke=\"#888\"/>"
     );
+    let _ = write!(s, "<text x=\"4\" y=\"10\" font-size=\"10\">{}</text>", xml(&yunit));
     let _ = write!(
         s,
-        "<text x=\"{}\" y=\"14\" font-size=\"10\" text-anchor=\"end\">{}</text>",
-        PAD_L - 4.0,
-        xml(&short(y1))
-    );
-    let _ = write!(s, "<text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"end\">0</text>", PAD_L - 4.0, H - PAD_B);
-    let _ = write!(s, "<text x=\"{PAD_L}\" y=\"{}\" font-size=\"10\">{:.1} µs</text>", H - 10.0, x0);
-    let _ = write!(
-        s,
-        "<text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"end\">{:.1} µs</text>",
-        W - 10.0,
-        H - 10.0,
-        x1
+        "<text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\">time (µs)</text>",
+        (left + right) / 2.0,
+        bottom + 24.0
     );
     for (i, l) in lines.iter().enumerate() {
         let c = COLORS[i % COLORS.len()];
         let d: Vec<String> = l.points.iter().map(|&(x, y)| format!("{:.1},{:.1}", sx(x), sy(y))).collect();
         let _ = write!(s, "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"1.5\" points=\"{}\"/>", d.join(" "));
+        let (lx, ly) = (left + 160.0 * (i % 3) as f64, bottom + 38.0 + 14.0 * (i / 3) as f64);
         let _ = write!(
             s,
-            "<text x=\"{}\" y=\"{}\" font-size=\"10\" fill=\"{c}\">{}</text>",
-            PAD_L + 6.0,
-            22.0 + 12.0 * i as f64,
+            "<rect x=\"{lx}\" y=\"{}\" width=\"12\" height=\"3\" fill=\"{c}\"/><text x=\"{}\" y=\"{ly}\" font-size=\"10\">{}</text>",
+            ly - 4.0,
+            lx + 16.0,
             xml(&l.label)
         );
     }
-    let _ = write!(s, "</svg><figcaption>{} ({})</figcaption></figure>", xml(title), xml(unit));
+    let _ = write!(s, "</svg><figcaption>{} ({})</figcaption></figure>", xml(title), xml(&yunit));
     s
 }
 
-fn short(v: f64) -> String {
-    match v {
-        v if v >= 1e9 => format!("{:.1} G", v / 1e9),
-        v if v >= 1e6 => format!("{:.1} M", v / 1e6),
-        v if v >= 1e3 => format!("{:.1} k", v / 1e3),
-        v => format!("{v:.2}"),
-    }
-}
-
-/// The charts a scenario's telemetry supports, in a fixed order.
-const CHARTS: &[(&str, &str, &str)] = &[
-    ("rocelab_goodput_bits_per_second", "goodput", "bit/s"),
-    ("rocelab_link_utilization_ratio", "link utilization", "share of line rate"),
-    ("rocelab_buffer_occupancy_bytes", "deepest egress queue", "bytes"),
-    ("rocelab_ecn_marked_packets_total", "ECN-marked packets", "cumulative"),
-    ("rocelab_cnp_sent_total", "CNPs sent", "cumulative"),
+/// The charts a scenario's telemetry supports, in a fixed order: metric, the line of it
+/// plotted (`None`: every line), title, unit.
+const CHARTS: &[(&str, Option<&str>, &str, &str)] = &[
+    ("rocelab_goodput_bits_per_second", None, "fabric goodput (payload delivered)", "bit/s"),
+    ("rocelab_link_utilization_ratio", None, "link utilization", "bytes sent / line rate"),
+    (
+        "rocelab_buffer_occupancy_bytes",
+        Some("deepest port"),
+        "deepest egress queue (the deepest switch port at each sample)",
+        "B",
+    ),
+    (
+        "rocelab_buffer_occupancy_bytes",
+        Some("fullest switch"),
+        "switch buffer used (the fullest switch at each sample)",
+        "B",
+    ),
+    ("rocelab_ecn_marked_packets_total", None, "ECN-marked packets since the start", "packets"),
+    ("rocelab_cnp_sent_total", None, "CNPs sent since the start", "CNPs"),
 ];
+
+/// The lines of chart `(metric, only)` of a series.
+fn lines_of(ser: &Series, metric: &str, only: Option<&str>) -> Vec<Line> {
+    ser.get(metric).map_or(vec![], |by| {
+        by.iter()
+            .filter(|(l, _)| only.is_none_or(|o| o == l.as_str()))
+            .map(|(l, p)| Line { label: l.clone(), points: p.clone() })
+            .collect()
+    })
+}
 
 /// Rows of the pause heat map at most: the ports that paused most.
 const HEAT_ROWS: usize = 16;
@@ -376,47 +447,52 @@ fn collective_svg(sc: &rocelab_scenario::ScenarioResult) -> String {
 /// The whole page.
 pub fn render(r: &Report) -> String {
     let mut s = String::new();
-    let failed = r.failed();
     let _ = write!(
         s,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>rocelab validate {}</title>\
 <style>body{{font-family:sans-serif;margin:2em;max-width:1200px}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:left;font-size:13px}}\
-.fail{{background:#fdd}}.pass{{background:#dfd}}.info{{background:#eee}}figure{{display:inline-block;margin:6px}}figcaption{{font-size:12px;text-align:center}}</style></head><body>\n",
+.fail{{background:#fdd}}.warn{{background:#ffc}}.pass{{background:#dfd}}.info{{background:#eee}}figure{{display:inline-block;margin:6px}}figcaption{{font-size:12px;text-align:center}}</style></head><body>\n",
         xml(&r.fabric)
     );
     let _ = writeln!(
         s,
-        "<h1>rocelab validate: {}</h1><p>{} · seed {} · {} checks, <b>{} failed</b>, {} scenarios run</p>",
+        "<h1>rocelab validate: {}</h1><p>{} · seed {} · <b>{}</b> · {} scenarios run</p>",
         xml(&r.fabric),
         xml(&r.file),
         r.seed,
-        r.checks.len(),
-        failed,
+        xml(&r.tally.line()),
         r.scenarios.len()
     );
     s.push_str("<h2>Summary</h2><table id=\"summary\"><tr><th>check</th><th>verdict</th><th>figure</th><th>limit</th><th>evidence</th></tr>\n");
     let mut order: Vec<&crate::CheckResult> = r.checks.iter().collect();
     order.sort_by_key(|c| match c.verdict {
         Verdict::Fail => 0,
-        Verdict::Pass => 1,
-        Verdict::Info => 2,
-        Verdict::Refused => 3,
+        Verdict::NotConverged => 1,
+        Verdict::Warn => 2,
+        Verdict::Pass => 3,
+        Verdict::Info => 4,
+        Verdict::Refused => 5,
     });
     for c in order {
         let (cls, tag) = match c.verdict {
             Verdict::Fail => ("fail", "FAIL"),
+            Verdict::NotConverged => ("fail", "NOT CONVERGED"),
+            Verdict::Warn => ("warn", "warning"),
             Verdict::Pass => ("pass", "pass"),
             Verdict::Info => ("info", "reported"),
             Verdict::Refused => ("info", "refused"),
         };
-        let limit = c.limit.map_or("-".to_string(), |l| format!("{} {}", c.cmp, fmt(Some(l))));
-        let ev =
-            if matches!(c.verdict, Verdict::Fail | Verdict::Refused) { c.evidence.join("<br>") } else { String::new() };
+        let limit = c.limit.map_or("-".to_string(), |l| format!("{} {}", c.cmp, crate::with_unit(Some(l), &c.unit)));
+        let ev = if c.verdict.fails() || matches!(c.verdict, Verdict::Refused | Verdict::Warn) {
+            c.evidence.iter().cloned().chain(crate::explanation(c)).collect::<Vec<_>>().join("<br>")
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             s,
             "<tr class=\"{cls}\"><td>{}</td><td>{tag}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             xml(&c.name),
-            fmt(c.figure),
+            xml(&crate::with_unit(c.figure, &c.unit)),
             xml(&limit),
             if ev.is_empty() { xml(&c.why) } else { ev.split("<br>").map(xml).collect::<Vec<_>>().join("<br>") }
         );
@@ -437,16 +513,44 @@ pub fn render(r: &Report) -> String {
             sc.simulated_us,
             sc.events
         );
-        s.push_str("<table><tr><th>metric</th><th>value</th></tr>");
+        if let Some(st) = &sc.steady {
+            let _ = write!(
+                s,
+                "<p class=\"{}\">steady state: <b>{}</b> — windows of {:.0} µs up to a horizon of {:.0} µs; judged on {:.0}–{:.0} µs</p><table><tr><th>convergence test</th><th>window before</th><th>judged window</th><th>allowed difference</th><th>unit</th></tr>",
+                if st.converged { "pass" } else { "fail" },
+                if st.converged { "converged" } else { "NOT converged" },
+                st.window_us,
+                st.horizon_us,
+                st.from_us,
+                st.to_us
+            );
+            for a in &st.agreement {
+                let _ = write!(
+                    s,
+                    "<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>± {}</td><td>{}</td></tr>",
+                    if a.agree { "pass" } else { "fail" },
+                    xml(a.figure),
+                    rocelab_scenario::short(a.previous),
+                    rocelab_scenario::short(a.last),
+                    rocelab_scenario::short(a.allowed),
+                    xml(a.unit)
+                );
+            }
+            s.push_str("</table>\n");
+        }
+        s.push_str("<table><tr><th>metric</th><th>value</th><th>unit</th></tr>");
         for (k, v) in &sc.metrics {
-            let _ = write!(s, "<tr><td>{k}</td><td>{}</td></tr>", fmt(*v));
+            let _ = write!(
+                s,
+                "<tr><td>{k}</td><td>{}</td><td>{}</td></tr>",
+                fmt(*v),
+                xml(sc.units.get(k).copied().unwrap_or(""))
+            );
         }
         s.push_str("</table>\n<div>");
         let ser = series(&sc.series_csv);
-        for (metric, title, unit) in CHARTS {
-            let Some(by) = ser.get(*metric) else { continue };
-            let lines: Vec<Line> = by.iter().map(|(l, p)| Line { label: l.clone(), points: p.clone() }).collect();
-            s.push_str(&chart(title, unit, &lines));
+        for (metric, only, title, unit) in CHARTS {
+            s.push_str(&chart(title, unit, &lines_of(&ser, metric, *only)));
         }
         s.push_str(&pause_heatmap(&sc.series_csv));
         s.push_str(&ecmp_svg(&r.drawing, sc));
@@ -490,12 +594,14 @@ pub fn render_compare(c: &crate::Comparison) -> String {
         let Some(sb) = rb.scenarios.iter().find(|x| x.scenario == sa.scenario) else { continue };
         let _ = writeln!(s, "<h2>{}</h2><div>", xml(&sa.scenario));
         let (xa, xb) = (series(&sa.series_csv), series(&sb.series_csv));
-        for (metric, title, unit) in CHARTS {
+        for (metric, only, title, unit) in CHARTS {
             let mut lines = vec![];
             for (side, ser) in [("A", &xa), ("B", &xb)] {
-                if let Some(by) = ser.get(*metric) {
-                    lines.extend(by.iter().map(|(l, p)| Line { label: format!("{side}: {l}"), points: p.clone() }));
-                }
+                lines.extend(
+                    lines_of(ser, metric, *only)
+                        .into_iter()
+                        .map(|l| Line { label: format!("{side}: {}", l.label), ..l }),
+                );
             }
             s.push_str(&chart(title, unit, &lines));
         }
@@ -515,13 +621,58 @@ mod tests {
                    0.000001,q,leaf0,swp1,,10\n0.000001,q,leaf0,swp2,,30\n0.000002,q,leaf0,swp1,,5\n\
                    0.000001,u,,host-links,,0.5\n0.000001,u,,spine-uplinks,,0.25\n";
         let s = series(csv);
-        assert_eq!(s["q"]["max over ports"], vec![(1.0, 30.0), (2.0, 5.0)]);
+        assert_eq!(s["q"]["deepest port"], vec![(1.0, 30.0), (2.0, 5.0)]);
         assert_eq!(s["u"]["host-links"], vec![(1.0, 0.5)]);
         assert_eq!(s["u"]["spine-uplinks"], vec![(1.0, 0.25)]);
         let c = chart("q", "B", &[Line { label: "a".into(), points: vec![(0.0, 0.0), (10.0, 4.0)] }]);
         assert!(c.starts_with("<figure><svg") && c.contains("<polyline") && c.ends_with("</figure>"), "{c}");
         // A chart needs two instants.
         assert!(chart("q", "B", &[Line { label: "a".into(), points: vec![(1.0, 1.0)] }]).is_empty());
+    }
+
+    #[test]
+    fn a_queue_and_a_whole_switch_are_charted_apart() {
+        let csv = "time_seconds,metric,node,port,priority,value\n\
+                   0.000001,rocelab_buffer_occupancy_bytes,leaf0,leaf0:swp1,,1000\n\
+                   0.000001,rocelab_buffer_occupancy_bytes,leaf0,,,9000\n\
+                   0.000002,rocelab_buffer_occupancy_bytes,leaf0,leaf0:swp1,,3000\n\
+                   0.000002,rocelab_buffer_occupancy_bytes,leaf0,,,7000\n";
+        let s = series(csv);
+        let q = lines_of(&s, "rocelab_buffer_occupancy_bytes", Some("deepest port"));
+        assert_eq!(q.len(), 1);
+        assert_eq!(q[0].points, vec![(1.0, 1000.0), (2.0, 3000.0)]);
+        let sw = lines_of(&s, "rocelab_buffer_occupancy_bytes", Some("fullest switch"));
+        assert_eq!(sw[0].points, vec![(1.0, 9000.0), (2.0, 7000.0)]);
+    }
+
+    #[test]
+    fn charts_have_unit_axes_round_ticks_gridlines_and_a_legend_below_the_lines() {
+        let l = |label: &str, k: f64| Line { label: label.into(), points: vec![(0.0, 0.0), (100.0, 3.2e13 * k)] };
+        let c = chart("goodput", "bit/s", &[l("a", 1.0), l("b", 0.5)]);
+        // 32 Tb/s at most: the axis in Tb/s, ticks every 10 up to 40; time every 20 µs.
+        assert!(c.contains(">Tb/s</text>") && c.contains(">time (µs)</text>"), "{c}");
+        for t in ["0", "10", "20", "30", "40"] {
+            assert!(c.contains(&format!("text-anchor=\"end\">{t}</text>")), "{t}: {c}");
+        }
+        for t in ["0", "20", "40", "60", "80", "100"] {
+            assert!(c.contains(&format!("text-anchor=\"middle\">{t}</text>")), "{t}: {c}");
+        }
+        assert_eq!(c.matches("stroke=\"#e4e4e4\"").count(), 5 + 6);
+        // The top line reaches the 32 Tb/s mark of a 0..40 axis; the legend sits under the axis.
+        let bottom = 16.0 + (H - PAD_B - 30.0);
+        let y_of = |v: f64| 16.0 + (H - PAD_B - 30.0) * (1.0 - v / 40.0);
+        assert!(c.contains(&format!("{:.1},{:.1}\"", W - 10.0, y_of(32.0))), "{c}");
+        // The legend's swatches.
+        let legend_y: Vec<f64> = c
+            .split("<rect ")
+            .skip(1)
+            .filter(|r| r.contains("width=\"12\" height=\"3\""))
+            .map(|r| r.split("y=\"").nth(1).unwrap().split('"').next().unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(legend_y.len(), 2, "{c}");
+        assert!(legend_y.iter().all(|y| *y > bottom + 24.0), "{legend_y:?}");
+        // Bytes in MB.
+        assert!(chart("q", "B", &[l("q", 1e-6)]).contains(">MB</text>"));
     }
 
     #[test]

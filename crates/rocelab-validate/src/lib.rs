@@ -16,11 +16,12 @@
 //! cannot fail the run unless a policy gives a limit (a what-if scenario such as a partial
 //! firmware rollout measures a risk; it is not a property the fabric file can pass).
 
+pub mod causes;
 pub mod html;
 
 use rocelab_model::config::{ScenarioConfig, ScenarioKind};
 use rocelab_model::Model;
-use rocelab_scenario::ScenarioResult;
+use rocelab_scenario::{short, ScenarioResult};
 use rocelab_sim::EngineKind;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -67,6 +68,8 @@ pub struct CheckDef {
     pub cmp: Cmp,
     /// `None`: reported only.
     pub limit: Option<f64>,
+    /// The figure's unit (a ratio says what it is a ratio of).
+    pub unit: &'static str,
     /// What the check means and where its default comes from.
     pub why: &'static str,
 }
@@ -120,37 +123,37 @@ pub const MIXED_DURATION_US: f64 = 5000.0;
 
 /// The checklist, in catalog order of the scenarios.
 pub const CHECKS: &[CheckDef] = &[
-    CheckDef { name: "sustained.lossless-drops", kind: ScenarioKind::Sustained, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), why: LOSSLESS },
-    CheckDef { name: "sustained.no-pause-storm", kind: ScenarioKind::Sustained, figure: Figure::Metric("pfc_storms"), cmp: Cmp::AtMost, limit: Some(0.0), why: NO_STORM },
-    CheckDef { name: "sustained.paused-share", kind: ScenarioKind::Sustained, figure: Figure::MaxPausedShare, cmp: Cmp::AtMost, limit: Some(0.05), why: PAUSED },
-    CheckDef { name: "sustained.p99-queueing-delay", kind: ScenarioKind::Sustained, figure: Figure::QueueDelayP99Us, cmp: Cmp::AtMost, limit: None, why: "the 99th percentile of every packet's time in switch queues, µs: what ECN thresholds keep short" },
-    CheckDef { name: "sustained.cnp-delay", kind: ScenarioKind::Sustained, figure: Figure::CnpDelayP99Us, cmp: Cmp::AtMost, limit: Some(CNP_DELAY_US), why: CNP_DELAY },
-    CheckDef { name: "sustained.goodput", kind: ScenarioKind::Sustained, figure: Figure::Headline, cmp: Cmp::AtLeast, limit: None, why: "payload delivered against the senders' line rate; bounded by the fabric's oversubscription, so reported, not judged" },
-    CheckDef { name: "sustained.fairness", kind: ScenarioKind::Sustained, figure: Figure::Metric("jain_fairness"), cmp: Cmp::AtLeast, limit: None, why: "Jain's fairness index over the flows (Jain, Chiu and Hawe, DEC-TR-301, 1984); below 1 by design where some flows cross an oversubscribed tier and others do not" },
-    CheckDef { name: "incast.completion", kind: ScenarioKind::Incast, figure: Figure::Headline, cmp: Cmp::AtMost, limit: Some(1.25), why: "an N:1 incast cannot finish before N·size / the receiver's line rate; 25 % above it allows for headers (2 % at MTU 4096) and DCQCN's convergence" },
-    CheckDef { name: "incast.lossless-drops", kind: ScenarioKind::Incast, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), why: LOSSLESS },
-    CheckDef { name: "microburst.lossless-drops", kind: ScenarioKind::Microburst, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), why: LOSSLESS },
-    CheckDef { name: "microburst.no-pause-storm", kind: ScenarioKind::Microburst, figure: Figure::Metric("pfc_storms"), cmp: Cmp::AtMost, limit: Some(0.0), why: NO_STORM },
-    CheckDef { name: "microburst.paused-share", kind: ScenarioKind::Microburst, figure: Figure::MaxPausedShare, cmp: Cmp::AtMost, limit: None, why: "the largest share of the run a port and priority spent paused: bursts are expected to pause" },
-    CheckDef { name: "microburst.pauses", kind: ScenarioKind::Microburst, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, why: "PFC frames the bursts cause; fewer with ECN and DCQCN acting first" },
-    CheckDef { name: "hotspot.lossless-drops", kind: ScenarioKind::Hotspot, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), why: LOSSLESS },
-    CheckDef { name: "hotspot.queue", kind: ScenarioKind::Hotspot, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, why: "deepest queue at the hot port, bytes" },
-    CheckDef { name: "slow-receiver.lossless-drops", kind: ScenarioKind::SlowReceiver, figure: Figure::Difference("dropped_packets", "watchdog_drops"), cmp: Cmp::AtMost, limit: Some(0.0), why: "a stalled receiver must not make the fabric drop, except what the PFC watchdog discards on purpose to break the storm" },
-    CheckDef { name: "slow-receiver.pause-spread", kind: ScenarioKind::SlowReceiver, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, why: "hops from the stalled host to the farthest paused node: how far a PFC storm spreads" },
-    CheckDef { name: "link-loss.drops-outside-the-link", kind: ScenarioKind::LinkLoss, figure: Figure::Difference("dropped_packets", "packets_lost_link_down"), cmp: Cmp::AtMost, limit: Some(0.0), why: "losing a link loses what was on it; everything else must reroute without a drop" },
-    CheckDef { name: "link-loss.recovery", kind: ScenarioKind::LinkLoss, figure: Figure::RecoveryUs, cmp: Cmp::AtMost, limit: Some(RECOVERY_US), why: "µs from the loss until the fabric's goodput is back to 90 % of what it carries after it, at the telemetry's sampling resolution. Rerouting plus go-back-N after a NAK recovers within a few round trips; 1 ms catches a recovery that waits for the transport timeout (4.096 µs · 2^timeout: 4.3 s at NCCL_IB_TIMEOUT = 20) or never comes" },
-    CheckDef { name: "link-loss.goodput-after", kind: ScenarioKind::LinkLoss, figure: Figure::Headline, cmp: Cmp::AtLeast, limit: None, why: "fabric goodput after the loss over before: the capacity the fabric keeps" },
-    CheckDef { name: "link-flap.drops-outside-the-link", kind: ScenarioKind::LinkFlap, figure: Figure::Difference("dropped_packets", "headline"), cmp: Cmp::AtMost, limit: Some(0.0), why: "a flapping link loses what was on it each time it goes down, nothing else" },
-    CheckDef { name: "switch-reboot.losses-outside-the-switch", kind: ScenarioKind::SwitchReboot, figure: Figure::Metric("packets_lost_elsewhere"), cmp: Cmp::AtMost, limit: Some(0.0), why: "a rebooting switch loses what it held; the rest of the fabric must reroute around it losslessly" },
-    CheckDef { name: "routing-change.lossless-drops", kind: ScenarioKind::RoutingChange, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), why: "a hash or route change moves flows; nothing in flight may be lost" },
-    CheckDef { name: "routing-change.ecmp-imbalance", kind: ScenarioKind::RoutingChange, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, why: "ECMP imbalance after the change minus before (max / mean uplink bytes − 1)" },
-    CheckDef { name: "firmware-mix.goodput-ratio", kind: ScenarioKind::FirmwareMix, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, why: "goodput of the NICs on the other profile over the fleet's, as a partial rollout leaves a fleet: a risk to read, not a property of the file" },
-    CheckDef { name: "collective.busbw", kind: ScenarioKind::Collective, figure: Figure::Headline, cmp: Cmp::AtLeast, limit: Some(0.8), why: "nccl-tests busbw over the line rate of the NICs the collective can use; 80 % is the share below which `rocelab doctor` warns (busbw_warn)" },
-    CheckDef { name: "collective.paused-share", kind: ScenarioKind::Collective, figure: Figure::MaxPausedShare, cmp: Cmp::AtMost, limit: Some(0.05), why: PAUSED },
-    CheckDef { name: "collective.lossless-drops", kind: ScenarioKind::Collective, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), why: LOSSLESS },
-    CheckDef { name: "mixed.rdma-lossless", kind: ScenarioKind::Mixed, figure: Figure::Metric("rdma_class_drops"), cmp: Cmp::AtMost, limit: Some(0.0), why: "TCP beside RDMA may lose packets in its lossy class; the RDMA class none" },
-    CheckDef { name: "mixed.pfc-on-tcp", kind: ScenarioKind::Mixed, figure: Figure::Metric("tcp_priority_pause_frames"), cmp: Cmp::AtMost, limit: Some(0.0), why: PFC_ON_TCP },
-    CheckDef { name: "mixed.rdma-slowdown", kind: ScenarioKind::Mixed, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, why: "RDMA completion time beside TCP over alone: what sharing links costs RDMA" },
+    CheckDef { name: "sustained.lossless-drops", kind: ScenarioKind::Sustained, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), unit: "packets dropped", why: LOSSLESS },
+    CheckDef { name: "sustained.no-pause-storm", kind: ScenarioKind::Sustained, figure: Figure::Metric("pfc_storms"), cmp: Cmp::AtMost, limit: Some(0.0), unit: "watchdog storm events", why: NO_STORM },
+    CheckDef { name: "sustained.paused-share", kind: ScenarioKind::Sustained, figure: Figure::MaxPausedShare, cmp: Cmp::AtMost, limit: Some(0.05), unit: "paused time / time judged (the worst port and priority)", why: PAUSED },
+    CheckDef { name: "sustained.p99-queueing-delay", kind: ScenarioKind::Sustained, figure: Figure::QueueDelayP99Us, cmp: Cmp::AtMost, limit: None, unit: "µs", why: "the 99th percentile of every packet's time in switch queues, µs: what ECN thresholds keep short" },
+    CheckDef { name: "sustained.cnp-delay", kind: ScenarioKind::Sustained, figure: Figure::CnpDelayP99Us, cmp: Cmp::AtMost, limit: Some(CNP_DELAY_US), unit: "µs per switch hop", why: CNP_DELAY },
+    CheckDef { name: "sustained.goodput", kind: ScenarioKind::Sustained, figure: Figure::Headline, cmp: Cmp::AtLeast, limit: None, unit: "payload delivered / (senders × line rate × time)", why: "payload delivered against the senders' line rate; bounded by the fabric's oversubscription, so reported, not judged" },
+    CheckDef { name: "sustained.fairness", kind: ScenarioKind::Sustained, figure: Figure::Metric("jain_fairness"), cmp: Cmp::AtLeast, limit: None, unit: "Jain index over the flows (1 = equal)", why: "Jain's fairness index over the flows (Jain, Chiu and Hawe, DEC-TR-301, 1984); below 1 by design where some flows cross an oversubscribed tier and others do not" },
+    CheckDef { name: "incast.completion", kind: ScenarioKind::Incast, figure: Figure::Headline, cmp: Cmp::AtMost, limit: Some(1.25), unit: "completion time / (N × size / receiver line rate)", why: "an N:1 incast cannot finish before N·size / the receiver's line rate; 25 % above it allows for headers (2 % at MTU 4096) and DCQCN's convergence" },
+    CheckDef { name: "incast.lossless-drops", kind: ScenarioKind::Incast, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), unit: "packets dropped", why: LOSSLESS },
+    CheckDef { name: "microburst.lossless-drops", kind: ScenarioKind::Microburst, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), unit: "packets dropped", why: LOSSLESS },
+    CheckDef { name: "microburst.no-pause-storm", kind: ScenarioKind::Microburst, figure: Figure::Metric("pfc_storms"), cmp: Cmp::AtMost, limit: Some(0.0), unit: "watchdog storm events", why: NO_STORM },
+    CheckDef { name: "microburst.paused-share", kind: ScenarioKind::Microburst, figure: Figure::MaxPausedShare, cmp: Cmp::AtMost, limit: None, unit: "paused time / time judged (the worst port and priority)", why: "the largest share of the run a port and priority spent paused: bursts are expected to pause" },
+    CheckDef { name: "microburst.pauses", kind: ScenarioKind::Microburst, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, unit: "PFC frames", why: "PFC frames the bursts cause; fewer with ECN and DCQCN acting first" },
+    CheckDef { name: "hotspot.lossless-drops", kind: ScenarioKind::Hotspot, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), unit: "packets dropped", why: LOSSLESS },
+    CheckDef { name: "hotspot.queue", kind: ScenarioKind::Hotspot, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, unit: "B", why: "deepest queue at the hot port, bytes" },
+    CheckDef { name: "slow-receiver.lossless-drops", kind: ScenarioKind::SlowReceiver, figure: Figure::Difference("dropped_packets", "watchdog_drops"), cmp: Cmp::AtMost, limit: Some(0.0), unit: "packets dropped", why: "a stalled receiver must not make the fabric drop, except what the PFC watchdog discards on purpose to break the storm" },
+    CheckDef { name: "slow-receiver.pause-spread", kind: ScenarioKind::SlowReceiver, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, unit: "links from the slow host", why: "hops from the stalled host to the farthest paused node: how far a PFC storm spreads" },
+    CheckDef { name: "link-loss.drops-outside-the-link", kind: ScenarioKind::LinkLoss, figure: Figure::Difference("dropped_packets", "packets_lost_link_down"), cmp: Cmp::AtMost, limit: Some(0.0), unit: "packets dropped", why: "losing a link loses what was on it; everything else must reroute without a drop" },
+    CheckDef { name: "link-loss.recovery", kind: ScenarioKind::LinkLoss, figure: Figure::RecoveryUs, cmp: Cmp::AtMost, limit: Some(RECOVERY_US), unit: "µs", why: "µs from the loss until the fabric's goodput is back to 90 % of what it carries after it, at the telemetry's sampling resolution. Rerouting plus go-back-N after a NAK recovers within a few round trips; 1 ms catches a recovery that waits for the transport timeout (4.096 µs · 2^timeout: 4.3 s at NCCL_IB_TIMEOUT = 20) or never comes" },
+    CheckDef { name: "link-loss.goodput-after", kind: ScenarioKind::LinkLoss, figure: Figure::Headline, cmp: Cmp::AtLeast, limit: None, unit: "goodput after the loss / before", why: "fabric goodput after the loss over before: the capacity the fabric keeps" },
+    CheckDef { name: "link-flap.drops-outside-the-link", kind: ScenarioKind::LinkFlap, figure: Figure::Difference("dropped_packets", "headline"), cmp: Cmp::AtMost, limit: Some(0.0), unit: "packets dropped", why: "a flapping link loses what was on it each time it goes down, nothing else" },
+    CheckDef { name: "switch-reboot.losses-outside-the-switch", kind: ScenarioKind::SwitchReboot, figure: Figure::Metric("packets_lost_elsewhere"), cmp: Cmp::AtMost, limit: Some(0.0), unit: "packets lost", why: "a rebooting switch loses what it held; the rest of the fabric must reroute around it losslessly" },
+    CheckDef { name: "routing-change.lossless-drops", kind: ScenarioKind::RoutingChange, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), unit: "packets dropped", why: "a hash or route change moves flows; nothing in flight may be lost" },
+    CheckDef { name: "routing-change.ecmp-imbalance", kind: ScenarioKind::RoutingChange, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, unit: "change of (max / mean uplink bytes − 1)", why: "ECMP imbalance after the change minus before (max / mean uplink bytes − 1)" },
+    CheckDef { name: "firmware-mix.goodput-ratio", kind: ScenarioKind::FirmwareMix, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, unit: "goodput of NICs on the other profile / on the fleet's", why: "goodput of the NICs on the other profile over the fleet's, as a partial rollout leaves a fleet: a risk to read, not a property of the file" },
+    CheckDef { name: "collective.busbw", kind: ScenarioKind::Collective, figure: Figure::Headline, cmp: Cmp::AtLeast, limit: Some(0.8), unit: "busbw / line rate of the NICs it can use", why: "nccl-tests busbw over the line rate of the NICs the collective can use; 80 % is the share below which `rocelab doctor` warns (busbw_warn)" },
+    CheckDef { name: "collective.paused-share", kind: ScenarioKind::Collective, figure: Figure::MaxPausedShare, cmp: Cmp::AtMost, limit: Some(0.05), unit: "paused time / time judged (the worst port and priority)", why: PAUSED },
+    CheckDef { name: "collective.lossless-drops", kind: ScenarioKind::Collective, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), unit: "packets dropped", why: LOSSLESS },
+    CheckDef { name: "mixed.rdma-lossless", kind: ScenarioKind::Mixed, figure: Figure::Metric("rdma_class_drops"), cmp: Cmp::AtMost, limit: Some(0.0), unit: "packets dropped", why: "TCP beside RDMA may lose packets in its lossy class; the RDMA class none" },
+    CheckDef { name: "mixed.pfc-on-tcp", kind: ScenarioKind::Mixed, figure: Figure::Metric("tcp_priority_pause_frames"), cmp: Cmp::AtMost, limit: Some(0.0), unit: "PFC frames", why: PFC_ON_TCP },
+    CheckDef { name: "mixed.rdma-slowdown", kind: ScenarioKind::Mixed, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, unit: "RDMA completion time beside TCP / alone", why: "RDMA completion time beside TCP over alone: what sharing links costs RDMA" },
 ];
 
 /// The policy: limits by check name, checks turned off.
@@ -164,6 +167,56 @@ pub struct Policy {
     /// Checks not run.
     #[serde(default)]
     pub skip: Vec<String>,
+    /// How the steady-state kinds are run and judged.
+    #[serde(default)]
+    pub steady: SteadyPolicy,
+}
+
+/// `[steady]` of a policy: the steady-state kinds' windows, horizon and tolerance, and what a
+/// run that did not converge by the horizon gets.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SteadyPolicy {
+    pub window_us: f64,
+    /// The horizon of a steady run (a `[[scenario]]`'s own `duration_us` wins).
+    pub horizon_us: Option<f64>,
+    pub tolerance: f64,
+    pub share_tolerance: f64,
+    /// `"fail"` (default): a figure that has not converged fails its check; `"report"`: it is
+    /// reported only.
+    pub not_converged: NotConverged,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum NotConverged {
+    #[default]
+    Fail,
+    Report,
+}
+
+impl Default for SteadyPolicy {
+    fn default() -> Self {
+        let d = rocelab_scenario::steady::SteadyOptions::default();
+        SteadyPolicy {
+            window_us: d.window_us,
+            horizon_us: d.horizon_us,
+            tolerance: d.tolerance,
+            share_tolerance: d.share_tolerance,
+            not_converged: NotConverged::Fail,
+        }
+    }
+}
+
+impl SteadyPolicy {
+    pub fn options(&self) -> rocelab_scenario::steady::SteadyOptions {
+        rocelab_scenario::steady::SteadyOptions {
+            window_us: self.window_us,
+            horizon_us: self.horizon_us,
+            tolerance: self.tolerance,
+            share_tolerance: self.share_tolerance,
+        }
+    }
 }
 
 impl Policy {
@@ -213,6 +266,12 @@ pub enum Verdict {
     /// Not answered: the engine asked for does not model what the check measures (queues,
     /// PFC, ECN and CNPs on the flow engine). Never a pass, never a failure.
     Refused,
+    /// The steady-state run reached its horizon before two windows agreed: its figure is not
+    /// a result. A failure unless the policy says `not_converged = "report"`.
+    #[serde(rename = "not-converged")]
+    NotConverged,
+    /// A lint warning: shown, never a failure.
+    Warn,
 }
 
 impl Verdict {
@@ -223,7 +282,26 @@ impl Verdict {
             Verdict::Fail => "fail",
             Verdict::Info => "info",
             Verdict::Refused => "refused",
+            Verdict::NotConverged => "not-converged",
+            Verdict::Warn => "warn",
         }
+    }
+
+    /// The tag the text and HTML views print.
+    pub fn tag(self) -> &'static str {
+        match self {
+            Verdict::Pass => "PASS",
+            Verdict::Fail => "FAIL",
+            Verdict::Info => "info",
+            Verdict::Refused => "skip",
+            Verdict::NotConverged => "NOT-CONVERGED",
+            Verdict::Warn => "warn",
+        }
+    }
+
+    /// Makes the run fail.
+    pub fn fails(self) -> bool {
+        matches!(self, Verdict::Fail | Verdict::NotConverged)
     }
 
     /// How `compare` prints it (a failure stands out).
@@ -233,6 +311,8 @@ impl Verdict {
             Verdict::Fail => "FAIL",
             Verdict::Info => "info",
             Verdict::Refused => "skip",
+            Verdict::NotConverged => "NOT-CONVERGED",
+            Verdict::Warn => "warn",
         }
     }
 }
@@ -245,11 +325,19 @@ pub struct CheckResult {
     /// The deciding figure (`None`: the scenario did not produce it, which fails a judged check).
     pub figure: Option<f64>,
     pub limit: Option<f64>,
+    /// The unit of `figure` and `limit`.
+    pub unit: String,
     /// `<=` or `>=`.
     pub cmp: &'static str,
     pub why: String,
     /// The evidence: the figures it was computed from, findings, what to look at.
     pub evidence: Vec<String>,
+    /// Why it failed (failed and not-converged checks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cause: Option<causes::Cause>,
+    /// The change that should make it pass, and what the twin measured with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<causes::Fix>,
 }
 
 /// Everything a validation run found.
@@ -260,6 +348,8 @@ pub struct Report {
     pub seed: u64,
     /// `packet` or `flow`.
     pub engine: &'static str,
+    /// How many checks had each verdict.
+    pub tally: Tally,
     pub checks: Vec<CheckResult>,
     /// The scenario runs, in catalog order.
     pub scenarios: Vec<ScenarioResult>,
@@ -322,8 +412,45 @@ impl Drawing {
 }
 
 impl Report {
+    /// Checks that make the run fail (failed, or not converged under the default policy).
     pub fn failed(&self) -> usize {
-        self.checks.iter().filter(|c| c.verdict == Verdict::Fail).count()
+        self.checks.iter().filter(|c| c.verdict.fails()).count()
+    }
+
+    /// The one count every output prints.
+    pub fn tally(&self) -> Tally {
+        let n = |v: Verdict| self.checks.iter().filter(|c| c.verdict == v).count();
+        Tally {
+            checks: self.checks.len(),
+            passed: n(Verdict::Pass),
+            failed: n(Verdict::Fail),
+            not_converged: n(Verdict::NotConverged),
+            reported: n(Verdict::Info),
+            warnings: n(Verdict::Warn),
+            refused: n(Verdict::Refused),
+        }
+    }
+}
+
+/// How many checks had each verdict: the same numbers in text, JSON, JUnit and HTML.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+pub struct Tally {
+    pub checks: usize,
+    pub passed: usize,
+    pub failed: usize,
+    pub not_converged: usize,
+    pub reported: usize,
+    pub warnings: usize,
+    pub refused: usize,
+}
+
+impl Tally {
+    /// `32 checks: 20 passed, 1 failed, 0 not converged, 9 reported only, 2 warnings, 0 refused`.
+    pub fn line(&self) -> String {
+        format!(
+            "{} checks: {} passed, {} failed, {} not converged, {} reported only, {} lint warnings, {} refused",
+            self.checks, self.passed, self.failed, self.not_converged, self.reported, self.warnings, self.refused
+        )
     }
 }
 
@@ -339,6 +466,140 @@ pub struct Options {
     /// The packet engine runs every check; the flow engine only those it can answer (the
     /// collective's busbw, the training steps), and refuses the rest.
     pub engine: EngineKind,
+    /// Re-run each failing scenario with the fix proposed for its top cause (`rocelab
+    /// validate` does unless `--no-verify-fixes`; off by default for library callers such as
+    /// sweeps).
+    pub verify_fixes: bool,
+}
+
+/// Gives every failed check of a scenario run its cause and fix, and, with
+/// `opts.verify_fixes`, re-runs the scenario with the fix (the first candidate, then the
+/// second if the first does not pass) and records the figure before → after. One re-run per
+/// scenario and change, shared by the checks it answers; re-runs in parallel over `jobs`.
+fn explain(
+    m: &Model,
+    runs: &[(ScenarioConfig, String)],
+    results: &[ScenarioResult],
+    checks: &mut [CheckResult],
+    failing: &[(usize, &CheckDef, usize)],
+    opts: &Options,
+    progress: &(dyn Fn(Progress) + Sync),
+) {
+    let mut cands: Vec<Vec<causes::Candidate>> = vec![];
+    for &(k, c, i) in failing {
+        let nc = checks[k].verdict == Verdict::NotConverged;
+        let (cause, cs) = causes::diagnose(c, &results[i], m, nc, &[]);
+        checks[k].cause = Some(cause);
+        cands.push(cs);
+    }
+    // (failing index, candidate index) still to settle; results by (run, change).
+    let mut tried: BTreeMap<(usize, String), Option<ScenarioResult>> = BTreeMap::new();
+    let mut best: Vec<Option<causes::Fix>> = vec![None; failing.len()];
+    for round in 0..2 {
+        let mut jobs: Vec<(usize, String, &causes::Candidate)> = vec![];
+        for (f, &(_, _, i)) in failing.iter().enumerate() {
+            let settled = best[f].as_ref().is_some_and(|x| x.verified);
+            if let Some(cand) = cands[f].get(round).filter(|_| !settled && opts.verify_fixes) {
+                let key = (i, cand.change.clone());
+                if !tried.contains_key(&key) && !jobs.iter().any(|j| j.0 == i && j.1 == cand.change) {
+                    jobs.push((i, cand.change.clone(), cand));
+                }
+            }
+        }
+        let done = rerun(m, runs, &jobs, opts, progress);
+        for ((i, change, _), r) in jobs.iter().zip(done) {
+            tried.insert((*i, change.clone()), r);
+        }
+        for (f, &(k, c, i)) in failing.iter().enumerate() {
+            let Some(cand) = cands[f].get(round) else { continue };
+            if best[f].as_ref().is_some_and(|x| x.verified) {
+                continue;
+            }
+            let before = checks[k].figure;
+            let unit = checks[k].unit.clone();
+            let fix = match tried.get(&(i, cand.change.clone())) {
+                Some(Some(r)) => {
+                    let after = judge(c, checks[k].name.clone(), r, &opts.policy);
+                    causes::Fix {
+                        change: cand.change.clone(),
+                        before,
+                        after: after.figure,
+                        unit,
+                        verdict_after: Some(after.verdict),
+                        verified: !after.verdict.fails(),
+                        note: None,
+                    }
+                }
+                Some(None) => causes::Fix {
+                    change: cand.change.clone(),
+                    before,
+                    after: None,
+                    unit,
+                    verdict_after: None,
+                    verified: false,
+                    note: Some("the changed fabric did not load or run".into()),
+                },
+                None => causes::Fix {
+                    change: cand.change.clone(),
+                    before,
+                    after: None,
+                    unit,
+                    verdict_after: None,
+                    verified: false,
+                    note: Some("not re-run (--no-verify-fixes)".into()),
+                },
+            };
+            // A later candidate replaces an earlier one only when it passes.
+            if best[f].is_none() || fix.verified {
+                best[f] = Some(fix);
+            }
+        }
+    }
+    for (f, &(k, _, _)) in failing.iter().enumerate() {
+        checks[k].fix = Some(best[f].take().unwrap_or_else(|| causes::Fix {
+            change: "none found: the twin has no change to try for this cause".into(),
+            before: checks[k].figure,
+            after: None,
+            unit: checks[k].unit.clone(),
+            verdict_after: None,
+            verified: false,
+            note: Some("see the cause's keys".into()),
+        }));
+    }
+}
+
+/// Runs `jobs` (a run of `runs`, its fix applied to the file's configuration) on `opts.jobs`
+/// threads; `None` where the changed fabric does not load or run.
+fn rerun(
+    m: &Model,
+    runs: &[(ScenarioConfig, String)],
+    jobs: &[(usize, String, &causes::Candidate)],
+    opts: &Options,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Vec<Option<ScenarioResult>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let next = AtomicUsize::new(0);
+    let slots: Mutex<Vec<Option<ScenarioResult>>> = Mutex::new(vec![None; jobs.len()]);
+    std::thread::scope(|sc| {
+        for _ in 0..opts.jobs.clamp(1, jobs.len().max(1)) {
+            sc.spawn(|| loop {
+                let j = next.fetch_add(1, Ordering::Relaxed);
+                let Some((i, change, cand)) = jobs.get(j) else { break };
+                let (c, path) = &runs[*i];
+                let label = format!("{} with {}", c.display_name(), change);
+                progress(Progress::Started(&label));
+                let mut cfg = m.config.clone();
+                (cand.apply)(&mut cfg);
+                let r = Model::from_config(cfg, "").ok().and_then(|fm| {
+                    rocelab_scenario::run_with(&fm, c, path, opts.seed, &opts.policy.steady.options()).ok()
+                });
+                slots.lock().unwrap_or_else(|e| e.into_inner())[j] = r;
+                progress(Progress::Finished { scenario: &label, done: j + 1, total: jobs.len() });
+            });
+        }
+    });
+    slots.into_inner().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The scenarios of `kind` this fabric runs: the file's own `[[scenario]]`s of that kind
@@ -429,7 +690,10 @@ pub fn validate(
                 verdict: Verdict::Pass,
                 figure: Some(0.0),
                 limit: Some(0.0),
+                unit: "lint errors".into(),
                 cmp: "<=",
+                cause: None,
+                fix: None,
                 why: why.into(),
                 evidence: vec![format!("{} warnings", lint.count(rocelab_lint::Severity::Warning))],
             });
@@ -450,7 +714,49 @@ pub fn validate(
                 verdict: Verdict::Fail,
                 figure: Some(of.len() as f64),
                 limit: Some(0.0),
+                unit: "lint errors".into(),
                 cmp: "<=",
+                cause: Some(causes::Cause {
+                    mechanism: of[0].title.to_string(),
+                    evidence: of.iter().map(|f| format!("{}:{}:{}: {}", f.file, f.line, f.column, f.message)).collect(),
+                    keys: of.iter().map(|f| format!("line {}", f.line)).collect(),
+                }),
+                fix: Some(causes::Fix {
+                    change: of.iter().map(|f| f.hint.to_string()).collect::<Vec<_>>().join("; "),
+                    before: Some(of.len() as f64),
+                    after: None,
+                    unit: "lint errors".into(),
+                    verdict_after: None,
+                    verified: false,
+                    note: Some("a static rule: `rocelab lint` on the changed file checks the fix".into()),
+                }),
+                why: of[0].title.to_string(),
+                evidence,
+            });
+        }
+        // Warnings are shown as warnings: one line per rule, never a failure.
+        let mut warnings: Vec<&rocelab_lint::Finding> =
+            lint.findings.iter().filter(|f| f.severity == rocelab_lint::Severity::Warning).collect();
+        warnings.sort_by_key(|f| (f.code, f.line, f.column));
+        let mut wcodes: Vec<&str> = warnings.iter().map(|f| f.code).collect();
+        wcodes.dedup();
+        for code in wcodes {
+            let of: Vec<&&rocelab_lint::Finding> = warnings.iter().filter(|f| f.code == code).collect();
+            let mut evidence = vec![];
+            for f in &of {
+                evidence.push(format!("{}:{}:{}: {}", f.file, f.line, f.column, f.message));
+                evidence.push(format!("fix: {}", f.hint));
+            }
+            checks.push(CheckResult {
+                name: format!("lint.{code}"),
+                scenario: "lint".into(),
+                verdict: Verdict::Warn,
+                figure: Some(of.len() as f64),
+                limit: None,
+                unit: "lint warnings".into(),
+                cmp: "<=",
+                cause: None,
+                fix: None,
                 why: of[0].title.to_string(),
                 evidence,
             });
@@ -502,25 +808,34 @@ pub fn validate(
         }
     }
     let results = if opts.engine == EngineKind::Packet { run_all(m, &runs, opts, progress)? } else { vec![] };
+    let mut failing: Vec<(usize, &CheckDef, usize)> = vec![];
     for (c, i) in pairs {
         let name = check_name(c, runs[i].0.display_name());
-        checks.push(match results.get(i) {
+        let res = match results.get(i) {
             Some(r) => judge(c, name, r, &opts.policy),
             None if c.name == "collective.busbw" => flow_busbw(m, c, name, &runs[i], opts)?,
             None => refused(c, name, runs[i].0.display_name(), opts.engine),
-        });
+        };
+        if res.verdict.fails() && i < results.len() {
+            failing.push((checks.len(), c, i));
+        }
+        checks.push(res);
     }
+    explain(m, &runs, &results, &mut checks, &failing, opts, progress);
     checks.extend(training_steps(m, file, text, opts)?);
     let drawing = Drawing::of(m, &results);
-    Ok(Report {
+    let mut r = Report {
         fabric: m.config.fabric.name.clone(),
         file: file.to_string(),
         seed: opts.seed,
         engine: opts.engine.name(),
+        tally: Tally { checks: 0, passed: 0, failed: 0, not_converged: 0, reported: 0, warnings: 0, refused: 0 },
         checks,
         scenarios: results,
         drawing,
-    })
+    };
+    r.tally = r.tally();
+    Ok(r)
 }
 
 /// A check the engine cannot answer: what it measures is not in the engine's model.
@@ -531,7 +846,10 @@ fn refused(c: &CheckDef, name: String, scenario: &str, engine: EngineKind) -> Ch
         verdict: Verdict::Refused,
         figure: None,
         limit: None,
+        unit: c.unit.into(),
         cmp: c.cmp.sign(),
+        cause: None,
+        fix: None,
         why: c.why.to_string(),
         evidence: vec![format!(
             "not answered on the {}-level engine: it models no queues, PFC, ECN, CNPs or drops, and shares a congested link perfectly at once (docs/flow-engine.md); run `validate` on the packet engine for this check",
@@ -563,7 +881,10 @@ fn flow_busbw(
         verdict,
         figure,
         limit,
+        unit: c.unit.into(),
         cmp: c.cmp.sign(),
+        cause: None,
+        fix: None,
         why: c.why.to_string(),
         evidence: vec![format!(
             "{} of {} B over {} ranks, {} channels on the flow-level engine: {:.1} µs, busbw {:.2} GB/s against {} NIC(s) at {:.0} Gb/s",
@@ -628,7 +949,10 @@ fn training_steps(
             verdict,
             figure,
             limit,
+            unit: "GPU time waiting on the network / step time".into(),
             cmp: "<=",
+            cause: None,
+            fix: None,
             why: "the share of the training step its GPUs wait on the network (rocelab_comm_wait_ratio), against the same DAG on an ideal network; `rocelab plan` calls ≤ 5 % GOOD".into(),
             evidence: vec![
                 format!(
@@ -668,7 +992,7 @@ fn run_all(
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some((c, path)) = runs.get(i) else { break };
                 progress(Progress::Started(c.display_name()));
-                let r = rocelab_scenario::run(m, c, path, opts.seed);
+                let r = rocelab_scenario::run_with(m, c, path, opts.seed, &opts.policy.steady.options());
                 slots.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
                 let done = done.fetch_add(1, Ordering::Relaxed) + 1;
                 progress(Progress::Finished { scenario: c.display_name(), done, total: runs.len() });
@@ -711,38 +1035,62 @@ fn metric(r: &ScenarioResult, name: &str) -> Option<f64> {
 }
 
 fn judge(c: &CheckDef, name: String, r: &ScenarioResult, p: &Policy) -> CheckResult {
+    let unit_of = |k: &str| r.units.get(k).copied().unwrap_or("");
+    let st = r.steady.as_ref();
+    // Where a steady kind's figure was taken: its judged window.
+    let span = match st {
+        Some(w) => format!(" (window {:.0}–{:.0} µs)", w.from_us, w.to_us),
+        None => format!(" (whole run, {:.1} µs)", r.simulated_us),
+    };
     let (figure, mut evidence) = match c.figure {
-        Figure::Headline => {
-            (r.headline.value, vec![format!("{} = {} {}", r.headline.metric, fmt(r.headline.value), r.headline.unit)])
-        }
-        Figure::Metric(k) => (metric(r, k), vec![format!("{k} = {}", fmt(metric(r, k)))]),
+        Figure::Headline => (
+            r.headline.value,
+            vec![format!("{} = {} ({}){span}", r.headline.metric, fmt(r.headline.value), r.headline.unit)],
+        ),
+        Figure::Metric(k) => (metric(r, k), vec![format!("{k} = {} {}", fmt(metric(r, k)), unit_of(k))]),
         Figure::Difference(a, b) => {
             let (x, y) = (metric(r, a), metric(r, b));
-            (x.zip(y).map(|(x, y)| x - y), vec![format!("{a} = {}, {b} = {}", fmt(x), fmt(y))])
+            let u = unit_of(a);
+            (x.zip(y).map(|(x, y)| x - y), vec![format!("{a} = {} {u}, {b} = {} {u}", fmt(x), fmt(y))])
         }
-        Figure::MaxPausedShare => {
-            let run = r.report.simulated_seconds.max(1e-12);
-            let worst = r
-                .report
-                .metrics
-                .iter()
-                .filter(|x| x.name == "rocelab_pfc_paused_seconds_total")
-                .max_by(|a, b| a.value.total_cmp(&b.value));
-            match worst {
-                Some(w) if w.value > 0.0 => (
-                    Some(w.value / run),
-                    vec![format!(
-                        "{}:{} priority {} paused {:.1} µs of {:.1} µs",
-                        w.labels["node"],
-                        w.labels["port"],
-                        w.labels["priority"],
-                        w.value * 1e6,
-                        run * 1e6
-                    )],
-                ),
-                _ => (Some(0.0), vec!["no port was paused".into()]),
+        Figure::MaxPausedShare => match st {
+            Some(w) => (
+                Some(w.paused_share_max),
+                vec![match &w.paused_port {
+                    Some(port) => format!(
+                        "{port} paused {:.1} µs of the {:.0} µs window {:.0}–{:.0} µs",
+                        w.paused_share_max * (w.to_us - w.from_us),
+                        w.to_us - w.from_us,
+                        w.from_us,
+                        w.to_us
+                    ),
+                    None => format!("no port was paused in the window {:.0}–{:.0} µs", w.from_us, w.to_us),
+                }],
+            ),
+            None => {
+                let run = r.report.simulated_seconds.max(1e-12);
+                let worst = r
+                    .report
+                    .metrics
+                    .iter()
+                    .filter(|x| x.name == "rocelab_pfc_paused_seconds_total")
+                    .max_by(|a, b| a.value.total_cmp(&b.value));
+                match worst {
+                    Some(w) if w.value > 0.0 => (
+                        Some(w.value / run),
+                        vec![format!(
+                            "{}:{} priority {} paused {:.1} µs of {:.1} µs",
+                            w.labels["node"],
+                            w.labels["port"],
+                            w.labels["priority"],
+                            w.value * 1e6,
+                            run * 1e6
+                        )],
+                    ),
+                    _ => (Some(0.0), vec!["no port was paused".into()]),
+                }
             }
-        }
+        },
         Figure::RecoveryUs => {
             let at = r.params.get("at_us").and_then(|v| v.as_f64()).unwrap_or(0.0);
             let after = metric(r, "goodput_after_gbps").map(|g| g * 1e9);
@@ -759,39 +1107,73 @@ fn judge(c: &CheckDef, name: String, r: &ScenarioResult, p: &Policy) -> CheckRes
             )
         }
         Figure::CnpDelayP99Us => {
-            let q = &r.report.cnp_queue_delay;
-            let sent = r.report.totals.cnp_sent;
+            let (sent, p50, p99, max) = match st {
+                Some(w) => (w.cnp_count, w.cnp_delay_p50_us, w.cnp_delay_p99_us, w.cnp_delay_max_us),
+                None => {
+                    let q = &r.report.cnp_queue_delay;
+                    (r.report.totals.cnp_sent, q.p50_seconds * 1e6, q.p99_seconds * 1e6, q.max_seconds * 1e6)
+                }
+            };
+            let what = if st.is_some() { "CNP waits at a switch hop" } else { "CNPs sent" };
             let mut ev = vec![format!(
-                "{sent} CNPs sent; their wait per switch hop p50 {:.2} µs, p99 {:.2} µs, max {:.2} µs",
-                q.p50_seconds * 1e6,
-                q.p99_seconds * 1e6,
-                q.max_seconds * 1e6
+                "{sent} {what}{span}; their wait per switch hop p50 {p50:.2} µs, p99 {p99:.2} µs, max {max:.2} µs"
             )];
-            if q.p99_seconds * 1e6 > CNP_DELAY_US {
+            if p99 > CNP_DELAY_US {
                 ev.push(
                     "CNPs wait behind data: give them a strict-priority queue of their own (lint CNP001, CNP002)"
                         .into(),
                 );
             }
-            (Some(q.p99_seconds * 1e6), ev)
+            (Some(p99), ev)
         }
         Figure::QueueDelayP99Us => {
-            let q = &r.report.queue_delay;
-            (
-                Some(q.p99_seconds * 1e6),
-                vec![format!(
-                    "queueing delay p50 {:.2} µs, p99 {:.2} µs, max {:.2} µs",
-                    q.p50_seconds * 1e6,
-                    q.p99_seconds * 1e6,
-                    q.max_seconds * 1e6
-                )],
-            )
+            let (p50, p99, max) = match st {
+                Some(w) => (w.queue_delay_p50_us, w.queue_delay_p99_us, w.queue_delay_max_us),
+                None => {
+                    let q = &r.report.queue_delay;
+                    (q.p50_seconds * 1e6, q.p99_seconds * 1e6, q.max_seconds * 1e6)
+                }
+            };
+            (Some(p99), vec![format!("queueing delay{span} p50 {p50:.2} µs, p99 {p99:.2} µs, max {max:.2} µs")])
         }
     };
     let limit = p.limit_of(c, &name);
-    let verdict = c.cmp.verdict(limit, figure);
+    let mut verdict = c.cmp.verdict(limit, figure);
     if verdict == Verdict::Fail {
         evidence.extend(likely_cause(r));
+    }
+    if let Some(w) = st.filter(|w| !w.converged) {
+        let differ: Vec<String> = w
+            .agreement
+            .iter()
+            .filter(|a| !a.agree)
+            .map(|a| {
+                format!(
+                    "{}: {} → {} {} (allowed ±{})",
+                    a.figure,
+                    short(a.previous),
+                    short(a.last),
+                    a.unit,
+                    short(a.allowed)
+                )
+            })
+            .collect();
+        evidence.insert(
+            0,
+            format!(
+                "not converged: no two successive {:.0} µs windows agreed by the horizon ({:.0} µs); last two windows differ in {}",
+                w.window_us,
+                w.horizon_us,
+                differ.join("; ")
+            ),
+        );
+        // A failure stays a failure; anything else is not a result.
+        if verdict != Verdict::Fail {
+            verdict = match p.steady.not_converged {
+                NotConverged::Fail => Verdict::NotConverged,
+                NotConverged::Report => Verdict::Info,
+            };
+        }
     }
     CheckResult {
         name,
@@ -799,7 +1181,10 @@ fn judge(c: &CheckDef, name: String, r: &ScenarioResult, p: &Policy) -> CheckRes
         verdict,
         figure,
         limit,
+        unit: c.unit.into(),
         cmp: c.cmp.sign(),
+        cause: None,
+        fix: None,
         why: c.why.to_string(),
         evidence,
     }
@@ -840,42 +1225,87 @@ fn fmt(v: Option<f64>) -> String {
     }
 }
 
+/// A figure and its unit (`-` when the run did not produce it).
+pub fn with_unit(v: Option<f64>, unit: &str) -> String {
+    match v {
+        None => "-".into(),
+        Some(_) if unit.is_empty() => fmt(v),
+        Some(_) => format!("{} {unit}", fmt(v)),
+    }
+}
+
+/// A failed check's cause and fix as lines: the mechanism, its evidence, the keys, and the
+/// fix with the figure before → after on the twin.
+pub fn explanation(c: &CheckResult) -> Vec<String> {
+    let mut v = vec![];
+    if let Some(cause) = &c.cause {
+        v.push(format!("cause: {}", cause.mechanism));
+        v.extend(cause.evidence.iter().map(|e| format!("  {e}")));
+        if !cause.keys.is_empty() {
+            v.push(format!("keys to change: {}", cause.keys.join(", ")));
+        }
+    }
+    if let Some(f) = &c.fix {
+        let limit = c.limit.map_or(String::new(), |l| format!(" (limit {} {})", c.cmp, fmt(Some(l))));
+        match (f.after, &f.note) {
+            (Some(after), _) => v.push(format!(
+                "fix: {} — {} on the twin: {} → {} {}{limit}",
+                f.change,
+                if f.verified { "verified" } else { "NOT enough" },
+                fmt(f.before),
+                fmt(Some(after)),
+                f.unit
+            )),
+            (None, note) => v.push(format!("fix: {} ({})", f.change, note.as_deref().unwrap_or("not re-run"))),
+        }
+    }
+    v
+}
+
 /// The test-runner view: a line per check, then the count.
 pub fn render_text(r: &Report) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "rocelab validate `{}` ({}, seed {}):", r.fabric, r.file, r.seed);
+    let mut told: Vec<(String, String, String)> = vec![];
     for c in &r.checks {
-        let tag = match c.verdict {
-            Verdict::Pass => "PASS",
-            Verdict::Fail => "FAIL",
-            Verdict::Info => "info",
-            Verdict::Refused => "skip",
-        };
         let limit = c.limit.map_or(String::new(), |l| format!("  (limit {} {})", c.cmp, fmt(Some(l))));
-        let _ = writeln!(s, "  {tag}  {:<40} {:>14}{limit}", c.name, fmt(c.figure));
-        if c.verdict == Verdict::Fail {
+        let _ = writeln!(s, "  {:<4}  {:<40} {:>14}{limit}  {}", c.verdict.tag(), c.name, fmt(c.figure), c.unit);
+        if c.verdict.fails() || c.verdict == Verdict::Warn {
             for e in &c.evidence {
                 let _ = writeln!(s, "        {e}");
             }
+            // A cause shared by a scenario's checks is told once, at the first of them.
+            let said = c.cause.as_ref().and_then(|x| {
+                told.iter().find(|(sc, m, _)| *sc == c.scenario && *m == x.mechanism).map(|t| t.2.clone())
+            });
+            match said {
+                Some(first) => {
+                    let _ = writeln!(s, "        cause: as for {first}");
+                    if let Some(fix) = explanation(c).into_iter().find(|l| l.starts_with("fix: ")) {
+                        let _ = writeln!(s, "        {fix}");
+                    }
+                }
+                None => {
+                    for e in explanation(c) {
+                        let _ = writeln!(s, "        {e}");
+                    }
+                    if let Some(x) = &c.cause {
+                        told.push((c.scenario.clone(), x.mechanism.clone(), c.name.clone()));
+                    }
+                }
+            }
         }
     }
-    let count = |v: Verdict| r.checks.iter().filter(|c| c.verdict == v).count();
-    let judged = count(Verdict::Pass) + count(Verdict::Fail);
-    let refused = match count(Verdict::Refused) {
-        0 => String::new(),
-        n => format!("; {n} refused by the {}-level engine", r.engine),
-    };
     // Every refusal has the same reason: say it once.
     if let Some(c) = r.checks.iter().find(|c| c.verdict == Verdict::Refused) {
         let _ = writeln!(s, "  skip: {}", c.evidence.join(" "));
     }
     let _ = writeln!(
         s,
-        "result: {} of {judged} checks passed, {} failed ({} reported only; {} scenarios run{refused})",
-        count(Verdict::Pass),
-        r.failed(),
-        count(Verdict::Info),
-        r.scenarios.len()
+        "result: {} ({} scenarios run on the {}-level engine)",
+        r.tally.line(),
+        r.scenarios.len(),
+        r.engine
     );
     s
 }
@@ -896,8 +1326,9 @@ pub fn junit(r: &Report) -> String {
     let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         s,
-        "<testsuites name=\"rocelab validate {}\" tests=\"{}\" failures=\"{}\">",
+        "<testsuites name=\"rocelab validate {}: {}\" tests=\"{}\" failures=\"{}\">",
         xml(&r.fabric),
+        xml(&r.tally.line()),
         r.checks.len(),
         r.failed()
     );
@@ -909,8 +1340,8 @@ pub fn junit(r: &Report) -> String {
     }
     for suite in suites {
         let cs: Vec<&CheckResult> = r.checks.iter().filter(|c| c.scenario == suite).collect();
-        let fails = cs.iter().filter(|c| c.verdict == Verdict::Fail).count();
-        let skipped = cs.iter().filter(|c| matches!(c.verdict, Verdict::Info | Verdict::Refused)).count();
+        let fails = cs.iter().filter(|c| c.verdict.fails()).count();
+        let skipped = cs.iter().filter(|c| !c.verdict.fails() && c.verdict != Verdict::Pass).count();
         let time = r.scenarios.iter().find(|x| x.scenario == suite).map_or(0.0, |x| x.simulated_us * 1e-6);
         let _ = writeln!(
             s,
@@ -923,17 +1354,25 @@ pub fn junit(r: &Report) -> String {
             let detail = format!(
                 "{} = {}{}",
                 c.name,
-                fmt(c.figure),
-                c.limit.map_or(String::new(), |l| format!(" (limit {} {})", c.cmp, fmt(Some(l))))
+                with_unit(c.figure, &c.unit),
+                c.limit.map_or(String::new(), |l| format!(" (limit {} {})", c.cmp, with_unit(Some(l), &c.unit)))
             );
             match c.verdict {
                 Verdict::Pass => s.push_str("/>\n"),
-                Verdict::Fail => {
+                Verdict::Fail | Verdict::NotConverged => {
+                    let tag = if c.verdict == Verdict::NotConverged { "not converged: " } else { "" };
                     let _ = writeln!(
                         s,
-                        ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>",
+                        ">\n      <failure message=\"{tag}{}\">{}</failure>\n    </testcase>",
                         xml(&detail),
-                        xml(&c.evidence.join("\n"))
+                        xml(&c.evidence.iter().cloned().chain(explanation(c)).collect::<Vec<_>>().join("\n"))
+                    );
+                }
+                Verdict::Warn => {
+                    let _ = writeln!(
+                        s,
+                        ">\n      <skipped message=\"lint warning: {}\"/>\n    </testcase>",
+                        xml(&c.evidence.join(" "))
                     );
                 }
                 Verdict::Info => {

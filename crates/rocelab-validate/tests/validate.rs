@@ -18,19 +18,99 @@ fn run(name: &str, policy: Policy, only: &[&str]) -> Report {
     validate(&m, &file, &text, &opts, &|_| {}).unwrap_or_else(|e| panic!("{e:?}"))
 }
 
+/// `leaf-spine-small.toml` as a careful engineer configures its NICs: DCQCN's rate-increase
+/// byte counter in the 64-byte units ConnectX counts (`byte_counter_bytes = 2097088`, docs/fabric-file.md),
+/// so the cuts hold the queues.
+fn careful(text: &str) -> String {
+    text.replace(
+        "congestion_control = \"dcqcn\"\n",
+        "congestion_control = \"dcqcn\"\n[nic.dcqcn]\nbyte_counter_bytes = 2097088\n",
+    )
+}
+
 #[test]
-fn the_correct_example_passes_every_default_check() {
-    let r = run("leaf-spine-small.toml", Policy::default(), &[]);
-    let failed: Vec<&str> = r.checks.iter().filter(|c| c.verdict == Verdict::Fail).map(|c| c.name.as_str()).collect();
+fn the_correct_example_fails_at_steady_state_and_passes_every_check_once_its_dcqcn_holds_the_queues() {
+    let (_, file, text) = example("leaf-spine-small.toml");
+    let fixed = careful(&text);
+    assert_ne!(fixed, text);
+    let m = rocelab_model::load_str(&file, &fixed).unwrap();
+    let opts = Options { jobs: 2, seed: 1, ..Options::default() };
+    let r = validate(&m, &file, &fixed, &opts, &|_| {}).unwrap();
+    let failed: Vec<&str> = r.checks.iter().filter(|c| c.verdict.fails()).map(|c| c.name.as_str()).collect();
     assert!(failed.is_empty(), "{failed:?}\n{}", render_text(&r));
-    // lint and every check of the catalog, each scenario run once.
-    assert_eq!(r.checks.len(), 1 + CHECKS.len());
+    // lint (and its one warning, the 2:1 leaf) and every check of the catalog, each scenario run once.
+    let warnings = r.checks.iter().filter(|c| c.verdict == Verdict::Warn).count();
+    assert_eq!(r.checks.len(), 1 + warnings + CHECKS.len());
     assert_eq!(r.scenarios.len(), 12);
     let judged = r.checks.iter().filter(|c| c.verdict == Verdict::Pass).count();
     assert_eq!(judged, 1 + CHECKS.iter().filter(|c| c.limit.is_some()).count());
     // The deciding figures are the physics: an incast no faster than N·size/B.
     let incast = r.checks.iter().find(|c| c.name == "incast.completion").unwrap();
     assert!(incast.figure.unwrap() >= 1.0 && incast.figure.unwrap() <= 1.25, "{incast:?}");
+    // The sustained load converged and was judged on a window past the warm-up.
+    let st = r.scenarios.iter().find(|s| s.kind == "sustained").unwrap().steady.clone().unwrap();
+    assert!(st.converged && st.from_us >= st.window_us, "{st:?}");
+    // As shipped (the byte counter taken in bytes: at 100 Gb/s an increase every 2.6 µs, six per
+    // cut period), the sustained load fills the shared buffer and PFC brakes it: a 200 µs run
+    // passed this fabric, the steady state does not.
+    // Validate names the cause and re-runs the load with the fix it proposes: the figure moves
+    // past the limit on the twin.
+    let (m, file, text) = example("leaf-spine-small.toml");
+    let opts = Options { only: vec!["sustained".into()], jobs: 2, seed: 1, verify_fixes: true, ..Options::default() };
+    let r = validate(&m, &file, &text, &opts, &|_| {}).unwrap();
+    let share = r.checks.iter().find(|c| c.name == "sustained.paused-share").unwrap();
+    assert!(share.verdict.fails(), "{}", render_text(&r));
+    assert!(r.checks.iter().all(|c| c.verdict != Verdict::Pass), "{}", render_text(&r));
+    let cause = share.cause.as_ref().unwrap();
+    assert!(cause.mechanism.contains("byte counter") && cause.mechanism.contains("PFC does the braking"), "{cause:?}");
+    assert!(cause.keys.iter().any(|k| k == "[nic.dcqcn] byte_counter_bytes"), "{cause:?}");
+    let fix = share.fix.as_ref().unwrap();
+    assert!(fix.change.starts_with("[nic.dcqcn] byte_counter_bytes = 2097088"), "{fix:?}");
+    let limit = share.limit.unwrap();
+    assert!(fix.before.unwrap() > limit && fix.after.unwrap() <= limit && fix.verified, "{fix:?}");
+    assert_eq!(fix.verdict_after, Some(Verdict::Pass));
+    assert!(render_text(&r).contains("— verified on the twin: "), "{}", render_text(&r));
+    // JSON: a cause and a fix with before and after on every failed check.
+    let j: serde_json::Value = serde_json::from_str(&to_json(&r)).unwrap();
+    for c in j["checks"].as_array().unwrap().iter().filter(|c| c["verdict"] != "pass") {
+        assert!(c["cause"]["mechanism"].is_string() && c["fix"]["change"].is_string(), "{c}");
+        assert!(c["fix"].get("before").is_some() && c["fix"].get("after").is_some(), "{c}");
+        assert!(c["unit"].as_str().is_some_and(|u| !u.is_empty()), "{c}");
+    }
+    // Without verification the fix is proposed, not measured.
+    let quick = Options { verify_fixes: false, ..opts };
+    let r = validate(&m, &file, &text, &quick, &|_| {}).unwrap();
+    let fix = r.checks.iter().find(|c| c.name == "sustained.paused-share").unwrap().fix.clone().unwrap();
+    assert!(fix.after.is_none() && !fix.verified && fix.note.unwrap().contains("--no-verify-fixes"));
+}
+
+#[test]
+fn a_scenario_whose_figures_have_not_converged_cannot_pass() {
+    // 1 ms of the shipped leaf-spine-small's sustained load: its buffer is still filling (49 MB
+    // in the fifth window, 79 MB in the sixth), so no two windows agree by the horizon.
+    let policy = Policy::parse("p.toml", "[steady]\nhorizon_us = 1000\n").unwrap();
+    let r = run("leaf-spine-small.toml", policy, &["sustained"]);
+    let st = r.scenarios[0].steady.clone().unwrap();
+    assert!(!st.converged && st.to_us == 1000.0, "{st:?}");
+    assert!(st.agreement.iter().any(|a| !a.agree && a.figure.starts_with("switch buffer")), "{st:?}");
+    for c in &r.checks {
+        assert!(c.verdict.fails(), "{c:?}");
+        assert!(c.evidence[0].starts_with("not converged:"), "{c:?}");
+    }
+    // Checks the window alone would pass are not-converged, not passes, in every output.
+    let drops = r.checks.iter().find(|c| c.name == "sustained.lossless-drops").unwrap();
+    assert_eq!((drops.verdict, drops.figure), (Verdict::NotConverged, Some(0.0)));
+    let j: serde_json::Value = serde_json::from_str(&to_json(&r)).unwrap();
+    assert_eq!(j["checks"][0]["verdict"], "not-converged");
+    assert_eq!(j["tally"]["not_converged"].as_u64().unwrap() as usize, r.tally.not_converged);
+    assert!(render_text(&r).contains("NOT-CONVERGED  sustained.lossless-drops"));
+    assert!(junit(&r).contains("<failure message=\"not converged: sustained.lossless-drops"));
+    assert!(html::render(&r).contains("<td>sustained.lossless-drops</td><td>NOT CONVERGED</td>"));
+    assert!(r.failed() == r.checks.len());
+    // A policy may report them instead; they are still never passes.
+    let policy = Policy::parse("p.toml", "[steady]\nhorizon_us = 1000\nnot_converged = \"report\"\n").unwrap();
+    let r = run("leaf-spine-small.toml", policy, &["sustained.lossless-drops"]);
+    assert_eq!(r.checks[0].verdict, Verdict::Info);
 }
 
 #[test]
@@ -81,7 +161,7 @@ fn text_json_junit_and_html_agree_on_every_verdict() {
     assert_eq!(x.matches("<failure ").count(), r.failed());
     assert!(
         x.contains(
-            "name=\"incast.completion\">\n      <failure message=\"incast.completion = 1.0205 (limit &lt;= 1)\""
+            "name=\"incast.completion\">\n      <failure message=\"incast.completion = 1.0205 completion time / (N × size / receiver line rate) (limit &lt;= 1 completion time / (N × size / receiver line rate))\""
         ),
         "{x}"
     );
@@ -135,7 +215,10 @@ fn a_policy_names_its_errors() {
 
 #[test]
 fn compare_of_a_fabric_with_itself_changes_nothing_and_congestion_control_off_deepens_the_queues() {
-    let (m, file, text) = example("leaf-spine-small.toml");
+    let (_, file, text) = example("leaf-spine-small.toml");
+    // DCQCN holding the queues (`careful`), so that turning it off has something to undo.
+    let text = careful(&text);
+    let m = rocelab_model::load_str(&file, &text).unwrap();
     let opts = Options { only: vec!["sustained".into(), "incast".into()], jobs: 2, seed: 1, ..Options::default() };
     let go = |m: &rocelab_model::Model, f: &str, t: &str| validate(m, f, t, &opts, &|_| {}).unwrap();
     let same = rocelab_validate::compare(go(&m, &file, &text), go(&m, &file, &text));
@@ -152,8 +235,11 @@ fn compare_of_a_fabric_with_itself_changes_nothing_and_congestion_control_off_de
     assert!(q.changed && q.b.unwrap() > 1.5 * q.a.unwrap(), "{q:?}");
     let marks = row("sustained.ecn_marked");
     assert!(marks.b.unwrap() > marks.a.unwrap(), "{marks:?}");
-    // Nothing judged regressed (lossless either way: PFC still holds).
-    assert!(c.regressions().is_empty());
+    // At steady state PFC is then the only brake: the paused share regresses, while the
+    // fabric stays lossless (PFC holds).
+    let reg: Vec<&str> = c.regressions().iter().map(|r| r.name.as_str()).collect();
+    assert!(reg.contains(&"sustained.paused-share"), "{reg:?}");
+    assert!(!reg.iter().any(|r| r.ends_with("lossless-drops")), "{reg:?}");
     let page = rocelab_validate::html::render_compare(&c);
     assert!(
         page.contains("<td>sustained.max_queue_bytes</td>") && page.contains("A: fabric") && page.contains("B: fabric")

@@ -44,6 +44,10 @@ pub struct Args {
     /// the collective's busbw and the training steps, and refuses the queue-based checks.
     #[arg(long, value_enum, default_value = "packet")]
     engine: crate::cmd::simulate::Engine,
+    /// Do not re-run a failing scenario with the fix proposed for its cause (by default each
+    /// fix is tried on the twin and its figure printed before → after).
+    #[arg(long)]
+    no_verify_fixes: bool,
 }
 
 pub fn run(a: Args) -> VerbResult {
@@ -83,7 +87,15 @@ pub fn run(a: Args) -> VerbResult {
     }
     let jobs = jobs_or_cores(a.jobs);
     let seed = a.seed.unwrap_or_else(|| rocelab_sim::options_from_model(&model).seed);
-    let opts = rocelab_validate::Options { policy, only: a.only.clone(), jobs, seed, engine: a.engine.kind() };
+    let opts = rocelab_validate::Options {
+        policy,
+        only: a.only.clone(),
+        jobs,
+        seed,
+        engine: a.engine.kind(),
+        verify_fixes: !a.no_verify_fixes,
+    };
+    let started = std::time::Instant::now();
     // On a terminal, a spinner per running scenario (the runs are parallel), each left as a
     // line with its time when done; in a pipe, a file or CI, nothing (the report says it all).
     let terminal = crate::common::progress_allowed(a.quiet);

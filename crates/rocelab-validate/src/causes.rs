@@ -1,0 +1,349 @@
+//! Why a check failed, and a fix the twin has tried.
+//!
+//! For every failed (or not-converged) check, [`diagnose`] reads the run for the mechanism
+//! behind the figure, in the field's terms (PFC doing the braking DCQCN should, DCQCN's rate
+//! increases outpacing its cuts, no ECN marking at the port's speed, a lossless class that
+//! carries TCP, CNPs waiting behind data, headroom or a NIC that ignores pauses), with the
+//! ports, priorities and figures that show it, the fabric-file keys to change, and candidate
+//! changes. `validate` then re-runs the failing scenario with the first candidate (and the
+//! second if the first does not move the figure past the limit), same seed, and records the
+//! figure before → after: a fix is *verified* when the re-run passes the check.
+
+use crate::{CheckDef, Figure, Verdict};
+use rocelab_model::config::{Config, CongestionControl, EcnConfig, SchedulerKind, TrafficClassConfig, TrafficKind};
+use rocelab_model::Model;
+use rocelab_scenario::ScenarioResult;
+use serde::Serialize;
+
+/// What made a check fail.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Cause {
+    /// The mechanism, in the field's words.
+    pub mechanism: String,
+    /// The ports, priorities, flows and figures that show it.
+    pub evidence: Vec<String>,
+    /// The fabric-file keys to change.
+    pub keys: Vec<String>,
+}
+
+/// A change tried on the twin, and what it did to the check's figure.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Fix {
+    /// The change as fabric-file lines.
+    pub change: String,
+    pub before: Option<f64>,
+    /// `None`: not re-run (`--no-verify-fixes`, or no change the twin can make by itself).
+    pub after: Option<f64>,
+    pub unit: String,
+    /// The check's verdict on the re-run.
+    pub verdict_after: Option<Verdict>,
+    /// The re-run passes the check.
+    pub verified: bool,
+    /// Why it was not re-run, when it was not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// A change the twin can make to a fabric file.
+pub struct Candidate {
+    /// As fabric-file lines (what the report prints).
+    pub change: String,
+    pub apply: Box<dyn Fn(&mut Config) + Send + Sync>,
+}
+
+/// The RDMA class's index in the file's `[[qos.class]]` (the model's classes are the file's,
+/// in order, when the file declares any).
+fn rdma_class_cfg(m: &Model) -> Option<usize> {
+    let name = &m.qos.classes[m.qos.rdma_class()].name;
+    m.config.qos.classes.iter().position(|c| &c.name == name)
+}
+
+/// Whether the check's failure is PFC doing the braking: the paused share, a not-converged
+/// run whose buffer or pauses were still moving, a busbw or queueing figure on a run that
+/// paused.
+fn pfc_braking(c: &CheckDef, r: &ScenarioResult, not_converged: bool) -> bool {
+    let pauses = r.metrics.get("pfc_frames").copied().flatten().unwrap_or(0.0) > 0.0;
+    match c.figure {
+        Figure::MaxPausedShare => true,
+        _ if not_converged => {
+            r.steady.as_ref().is_some_and(|s| s.agreement.iter().any(|a| !a.agree && !a.figure.starts_with("goodput")))
+        }
+        Figure::Headline if c.kind == rocelab_model::config::ScenarioKind::Collective => pauses,
+        Figure::QueueDelayP99Us => pauses,
+        _ => false,
+    }
+}
+
+/// The largest byte counter that still reads as bytes rather than ConnectX's 64-byte units
+/// (`rpg_byte_reset`, a 15-bit field: at most 32,767 units).
+const BYTE_COUNTER_IN_BYTES: u64 = 1 << 15;
+
+/// The cause of check `c` failing on run `r` of `m`, and the changes worth trying.
+pub fn diagnose(
+    c: &CheckDef,
+    r: &ScenarioResult,
+    m: &Model,
+    not_converged: bool,
+    evidence_of_run: &[String],
+) -> (Cause, Vec<Candidate>) {
+    let g = |k: &str| r.metrics.get(k).copied().flatten().unwrap_or(0.0);
+    let mut evidence: Vec<String> = evidence_of_run.to_vec();
+    let hosts: Vec<_> = m.hosts().collect();
+    let speed = hosts.iter().map(|h| m.host_speed(*h).gbps()).fold(0.0f64, f64::max);
+    let rdma = &m.qos.classes[m.qos.rdma_class()];
+    if pfc_braking(c, r, not_converged) {
+        if let Some(st) = &r.steady {
+            evidence.push(format!(
+                "window {:.0}–{:.0} µs: switch buffers hold {:.1} MB on average, the worst port and priority ({}) is paused {:.0} % of the time",
+                st.from_us,
+                st.to_us,
+                st.buffer_mean_bytes / 1e6,
+                st.paused_port.as_deref().unwrap_or("none"),
+                st.paused_share_max * 100.0
+            ));
+        }
+        evidence.push(format!(
+            "whole run: {:.0} PFC frames, {:.0} packets ECN-marked, {:.0} CNPs sent",
+            g("pfc_frames"),
+            g("ecn_marked"),
+            g("cnp_sent")
+        ));
+        let nic = m.nic_of(hosts[0]);
+        let ecn = rdma.ecn_for_speed(speed);
+        if nic.congestion_control == CongestionControl::None {
+            let cause = Cause {
+                mechanism: "no congestion control on the NICs: nothing slows the senders but PFC, so pauses spread hop by hop toward them (PFC doing the braking DCQCN should)".into(),
+                evidence,
+                keys: vec!["[nic] congestion_control".into()],
+            };
+            let cand = Candidate {
+                change: "[nic] congestion_control = \"dcqcn\"".into(),
+                apply: Box::new(|cfg: &mut Config| cfg.nic.congestion_control = Some(CongestionControl::Dcqcn)),
+            };
+            return (cause, vec![cand]);
+        }
+        if ecn.is_none() {
+            let name = rdma.name.clone();
+            let kmin = (150_000.0 * speed / 400.0).max(50_000.0) as u64;
+            let cause = Cause {
+                mechanism: format!(
+                    "no ECN marking on the RDMA class `{name}` at {speed:.0} Gb/s: DCQCN never hears of the congestion, and PFC is the only brake"
+                ),
+                evidence,
+                keys: vec![format!("[[qos.class]] name = \"{name}\": ecn")],
+            };
+            let cand = Candidate {
+                change: format!(
+                    "[[qos.class]] name = \"{name}\": ecn = {{ kmin_bytes = {kmin}, kmax_bytes = {}, pmax = 0.1 }}",
+                    kmin * 10
+                ),
+                apply: Box::new(move |cfg: &mut Config| {
+                    if let Some(cl) = cfg.qos.classes.iter_mut().find(|x| x.name == name) {
+                        cl.ecn = Some(EcnConfig { kmin_bytes: kmin, kmax_bytes: kmin * 10, pmax: 0.1 });
+                    }
+                }),
+            };
+            return (cause, vec![cand]);
+        }
+        let mut cands = vec![];
+        let d = &nic.dcqcn;
+        let mut keys = vec![];
+        let mut mech = String::from(
+            "PFC doing the braking DCQCN should: the queues grow past the XOFF threshold before the senders slow down",
+        );
+        if d.variant == rocelab_model::config::DcqcnVariant::Mlx5 && d.byte_counter_bytes < BYTE_COUNTER_IN_BYTES {
+            let every_us = d.byte_counter_bytes as f64 * 8.0 / (speed * 1e3);
+            let per_cut = d.rate_reduce_period.as_us_f64() / every_us;
+            mech = format!(
+                "DCQCN's rate increases outpace its cuts: the byte counter (byte_counter_bytes = {} B) raises each sender's rate every {every_us:.2} µs at {speed:.0} Gb/s, {per_cut:.1} times per rate_reduce_period ({:.0} µs) in which one cut may happen, so the senders climb back before the queues drain; the shared buffer fills to the XOFF threshold and PFC does the braking",
+                d.byte_counter_bytes,
+                d.rate_reduce_period.as_us_f64()
+            );
+            keys.push("[nic.dcqcn] byte_counter_bytes".into());
+            cands.push(Candidate {
+                change: "[nic.dcqcn] byte_counter_bytes = 2097088   # rpg_byte_reset 32767 in ConnectX's 64-byte units"
+                    .into(),
+                apply: Box::new(|cfg: &mut Config| {
+                    cfg.nic.dcqcn.byte_counter_bytes = Some(2_097_088);
+                    for p in cfg.nic_profiles.values_mut() {
+                        if p.dcqcn.byte_counter_bytes.is_some_and(|b| b < BYTE_COUNTER_IN_BYTES) {
+                            p.dcqcn.byte_counter_bytes = Some(2_097_088);
+                        }
+                    }
+                }),
+            });
+        }
+        if let (Some(e), Some(i)) = (ecn, rdma_class_cfg(m)) {
+            // Marking that starts within a few round trips of queue at this speed: Kmin at
+            // about one bandwidth-delay product, Kmax ten times it.
+            let scale = rocelab_scenario::fabric::Scale::new(m, &None, "scenario").ok();
+            let bdp = scale.map_or(100_000, |s| s.bdp_bytes).max(20_000);
+            if e.kmin_bytes > bdp {
+                evidence.push(format!(
+                    "ECN on `{}` at {speed:.0} Gb/s: Kmin {} B, Kmax {} B, Pmax {}; the fabric's bandwidth-delay product is {bdp} B",
+                    rdma.name, e.kmin_bytes, e.kmax_bytes, e.pmax
+                ));
+                keys.push(format!("[[qos.class]] name = \"{}\": ecn", rdma.name));
+                cands.push(Candidate {
+                    change: format!(
+                        "[[qos.class]] name = \"{}\": ecn = {{ kmin_bytes = {bdp}, kmax_bytes = {}, pmax = 0.2 }}",
+                        rdma.name,
+                        bdp * 10
+                    ),
+                    apply: Box::new(move |cfg: &mut Config| {
+                        if let Some(cl) = cfg.qos.classes.get_mut(i) {
+                            cl.ecn = Some(EcnConfig { kmin_bytes: bdp, kmax_bytes: bdp * 10, pmax: 0.2 });
+                            cl.ecn_per_speed.clear();
+                        }
+                    }),
+                });
+            }
+        }
+        if keys.is_empty() {
+            keys.push("[nic.dcqcn]".into());
+            keys.push(format!("[[qos.class]] name = \"{}\": ecn", rdma.name));
+        }
+        return (Cause { mechanism: mech, evidence, keys }, cands);
+    }
+    if matches!(c.figure, Figure::Metric("tcp_priority_pause_frames")) {
+        let class = r.params.get("tcp_class").and_then(|v| v.as_str()).unwrap_or("?").to_string();
+        let prio = r.params.get("tcp_priority").and_then(|v| v.as_u64()).unwrap_or(0);
+        evidence.push(format!(
+            "{:.0} PFC frames sent for priority {prio}, which TCP rides in class `{class}`",
+            g("tcp_priority_pause_frames")
+        ));
+        let cause = Cause {
+            mechanism: format!("TCP in a lossless class (`{class}`, priority {prio}): TCP never sees a loss and never backs off, its queue fills the buffer, and PFC pauses stop every flow of the priority on the paused links (head-of-line blocking)"),
+            evidence,
+            keys: vec![format!("[[qos.class]] name = \"{class}\": lossless"), "[qos.pfc] priorities".into(), "[nic.qos] pfc_priorities".into()],
+        };
+        let cand = Candidate {
+            change: format!("[[qos.class]] name = \"{class}\": lossless = false (and priority {prio} out of [qos.pfc] priorities and [nic.qos] pfc_priorities)"),
+            apply: Box::new(move |cfg: &mut Config| {
+                if let Some(cl) = cfg.qos.classes.iter_mut().find(|x| x.name == class) {
+                    cl.lossless = false;
+                }
+                if let Some(p) = &mut cfg.qos.pfc.priorities {
+                    p.retain(|x| *x as u64 != prio);
+                }
+                if let Some(p) = &mut cfg.nic.qos.pfc_priorities {
+                    p.retain(|x| *x as u64 != prio);
+                }
+            }),
+        };
+        return (cause, vec![cand]);
+    }
+    if matches!(c.figure, Figure::CnpDelayP99Us) {
+        let cnp = &m.qos.classes[m.qos.cnp_class];
+        let shared = m.qos.cnp_class == m.qos.rdma_class();
+        let cause = Cause {
+            mechanism: if shared {
+                format!("CNPs share the RDMA class `{}`: they wait behind the congested data they report on, and DCQCN cuts late", cnp.name)
+            } else {
+                format!("the CNP class `{}` is scheduled {:?} with data, not strict priority: CNPs wait their turn behind the congested data queues, and DCQCN cuts late", cnp.name, cnp.scheduler)
+            },
+            evidence,
+            keys: vec!["[qos] cnp_class".into(), "[[qos.class]] scheduler".into()],
+        };
+        let name = cnp.name.clone();
+        let cand = if shared {
+            let (dscp, prio) = {
+                let q = &m.nic_of(hosts[0]).qos;
+                (q.cnp_dscp, q.cnp_priority)
+            };
+            Candidate {
+                change: format!("a class of their own: [[qos.class]] name = \"cnp\", dscp = [{dscp}], priority = {prio}, scheduler = \"strict\", carries = [\"cnp\"]; [qos] cnp_class = \"cnp\""),
+                apply: Box::new(move |cfg: &mut Config| {
+                    for cl in &mut cfg.qos.classes {
+                        cl.dscp.retain(|d| *d != dscp);
+                        cl.carries.retain(|k| *k != TrafficKind::Cnp);
+                    }
+                    cfg.qos.classes.push(TrafficClassConfig {
+                        name: "cnp".into(),
+                        dscp: vec![dscp],
+                        priority: prio,
+                        scheduler: SchedulerKind::Strict,
+                        carries: vec![TrafficKind::Cnp],
+                        queue: None,
+                        lossless: false,
+                        weight: 1,
+                        ecn: None,
+                        ecn_per_speed: Default::default(),
+                    });
+                    cfg.qos.cnp_class = "cnp".into();
+                }),
+            }
+        } else {
+            Candidate {
+                change: format!("[[qos.class]] name = \"{name}\": scheduler = \"strict\""),
+                apply: Box::new(move |cfg: &mut Config| {
+                    if let Some(cl) = cfg.qos.classes.iter_mut().find(|x| x.name == name) {
+                        cl.scheduler = SchedulerKind::Strict;
+                    }
+                }),
+            }
+        };
+        return (cause, vec![cand]);
+    }
+    let drops = matches!(
+        c.figure,
+        Figure::Metric("dropped_packets")
+            | Figure::Difference("dropped_packets", _)
+            | Figure::Metric("rdma_class_drops")
+    );
+    if drops && g("dropped_packets") > 0.0 {
+        // Where the drops are, by port, queue and reason.
+        let mut at: Vec<(f64, String)> = r
+            .report
+            .metrics
+            .iter()
+            .filter(|x| x.name == "rocelab_drops_total" && x.value > 0.0)
+            .map(|x| {
+                (
+                    x.value,
+                    format!(
+                        "{}:{} queue {} ({})",
+                        x.labels["node"], x.labels["port"], x.labels["queue"], x.labels["reason"]
+                    ),
+                )
+            })
+            .collect();
+        at.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        for (v, w) in at.iter().take(3) {
+            evidence.push(format!("{v:.0} packets dropped at {w}"));
+        }
+        let nic_pfc = m.nic_of(hosts[0]).qos.pfc_mask;
+        let sw_pfc = m.qos.pfc_mask;
+        if nic_pfc & sw_pfc != sw_pfc {
+            let want: Vec<u8> = (0..8).filter(|p| sw_pfc & (1 << p) != 0).collect();
+            let cause = Cause {
+                mechanism: format!("the NICs do not pause on every lossless priority of the switches (NIC mask {nic_pfc:#04x}, switches {sw_pfc:#04x}): a NIC that ignores a pause overruns the switch's headroom, and the lossless class drops"),
+                evidence,
+                keys: vec!["[nic.qos] pfc_priorities".into()],
+            };
+            let cand = Candidate {
+                change: format!("[nic.qos] pfc_priorities = {want:?}"),
+                apply: Box::new(move |cfg: &mut Config| cfg.nic.qos.pfc_priorities = Some(want.clone())),
+            };
+            return (cause, vec![cand]);
+        }
+        let headroom = m.config.qos.pfc.headroom_bytes;
+        let cause = Cause {
+            mechanism: "drops in a lossless class: the PFC headroom does not cover what arrives after XOFF (the cable's round trip, the peer's response and a maximum frame each way)".into(),
+            evidence,
+            keys: vec!["[qos.pfc] headroom_bytes".into(), "[qos.pfc] xoff_bytes".into()],
+        };
+        let more = headroom.map_or(200_000, |h| h * 2);
+        let cand = Candidate {
+            change: format!("[qos.pfc] headroom_bytes = {more}"),
+            apply: Box::new(move |cfg: &mut Config| cfg.qos.pfc.headroom_bytes = Some(more)),
+        };
+        return (cause, vec![cand]);
+    }
+    let cause = Cause {
+        mechanism: format!("{} is past its limit; the run shows no PFC braking, drops, CNP delay or TCP in a lossless class that would explain it", c.name),
+        evidence,
+        keys: vec![],
+    };
+    (cause, vec![])
+}
