@@ -95,7 +95,6 @@ pub fn run(a: Args) -> VerbResult {
         engine: a.engine.kind(),
         verify_fixes: !a.no_verify_fixes,
     };
-    let started = std::time::Instant::now();
     // On a terminal, a spinner per running scenario (the runs are parallel), each left as a
     // line with its time when done; in a pipe, a file or CI, nothing (the report says it all).
     let terminal = crate::common::progress_allowed(a.quiet);

@@ -48,6 +48,9 @@ fn settings_diff(a: &NicProfile, b: &NicProfile, roce: bool) -> Vec<(&'static st
     let cc = |c: CongestionControl| match c {
         CongestionControl::Dcqcn => "\"dcqcn\"",
         CongestionControl::None => "\"none\"",
+        CongestionControl::Hpcc => "\"hpcc\"",
+        CongestionControl::Timely => "\"timely\"",
+        CongestionControl::Dctcp => "\"dctcp\"",
     };
     let speed = |n: &NicProfile| n.speed.map_or("the link's".to_string(), |s| format!("{}", s.gbps()));
     let timeout = |n: &NicProfile| n.retransmit_timeout.map_or("none".to_string(), |t| format!("{} µs", t.as_us_f64()));
