@@ -1084,7 +1084,20 @@ fn nccl_rules(snaps: &[Snapshot], by_host: &BTreeMap<String, Vec<&Snapshot>>, op
     }
     for run in &runs {
         let op = run.op.as_deref().unwrap_or("");
-        let Some((source, twin)) = opts.twin.iter().find(|(_, t)| t.op.as_deref() == Some(op)) else { continue };
+        let Some((source, twin)) = opts.twin.iter().find(|(_, t)| t.op.as_deref() == Some(op)) else {
+            if !opts.twin.is_empty() {
+                dx.notes.push(format!(
+                    "{}: no twin table for this collective (twin tables given: {}); not compared",
+                    if op.is_empty() { "a run without a named collective" } else { op },
+                    opts.twin
+                        .iter()
+                        .map(|(s, t)| format!("{s} ({})", t.op.as_deref().unwrap_or("?")))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            continue;
+        };
         let c = crate::twin::compare(run, twin, source, &opts.thresholds);
         if let Some((finding, verdict)) = crate::twin::finding(&c, &opts.thresholds) {
             dx.findings.push(finding);

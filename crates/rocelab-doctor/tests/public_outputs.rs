@@ -225,10 +225,23 @@ fn a_renamed_netdev_and_backward_time_are_data_problems() {
 #[test]
 fn a_twin_table_without_its_collective_is_named() {
     let twin = nccl::parse(&public("nccl-old-error-column.txt"), None).unwrap().remove(0);
-    let d = diagnose(Vec::new(), &Options { twin: vec![("twin.txt".into(), twin)], ..Options::default() });
+    let real = nccl::parse(&public("nccl-2node-tree.txt"), None).unwrap();
+    let d = diagnose(
+        Vec::new(),
+        &Options { twin: vec![("twin.txt".into(), twin)], extra_nccl: real, ..Options::default() },
+    );
     assert_eq!(d.data_problems.len(), 1);
     assert_eq!(d.data_problems[0].subject, "twin.txt");
     assert!(d.data_problems[0].message.contains("no `# Collective test starting:` line"));
+    // The real all_reduce run then has no twin to be compared with, and the notes say so.
+    assert!(
+        d.notes
+            .iter()
+            .any(|n| n
+                == "all_reduce: no twin table for this collective (twin tables given: twin.txt (?)); not compared"),
+        "{:?}",
+        d.notes
+    );
 }
 
 #[test]
