@@ -3,7 +3,7 @@
 
 use rocelab_doctor::diagnose::{diagnose, Diagnosis, Options, Severity};
 use rocelab_doctor::drift::Intent;
-use rocelab_doctor::parse::{ethtool, nccl, nccl_log, sonic};
+use rocelab_doctor::parse::{ethtool, nccl, nccl_log};
 use rocelab_doctor::snapshot::{Netdev, RdmaPort, Snapshot, SwitchData};
 use std::path::PathBuf;
 
@@ -120,15 +120,16 @@ fn large_nccl_logs_are_streamed() {
 }
 
 fn switch_snap(t_ms: u64, queues: &str, intent_drop: u64) -> Snapshot {
-    let mut q = sonic::parse_queue_counters(queues).unwrap();
+    let src = rocelab_doctor::sources::find("queue-counters.txt").unwrap();
+    let mut q = rocelab_doctor::sources::read(src, queues, "leaf1").unwrap();
     for c in &mut q {
-        if c.queue == "UC3" {
-            c.drop_packets = c.drop_packets.map(|d| d + intent_drop);
+        if c.label("queue") == Some("UC3") {
+            c.value += intent_drop as f64;
         }
     }
     let mut s =
         Snapshot { host: "leaf1".into(), taken_at_unix_ms: t_ms, origin: "dump/leaf1".into(), ..Default::default() };
-    s.switches.insert("leaf1".into(), SwitchData { queues: q, ..Default::default() });
+    s.switches.insert("leaf1".into(), SwitchData { counters: q, ..Default::default() });
     s
 }
 
