@@ -26,6 +26,11 @@ pub struct SwitchSource {
 pub static SWITCH_SOURCES: &[SwitchSource] = &[
     SwitchSource { file: "pfc-counters.txt", command: "SONiC `show pfc counters`", read: sonic::pfc_samples },
     SwitchSource { file: "queue-counters.txt", command: "SONiC `show queue counters`", read: sonic::queue_samples },
+    SwitchSource {
+        file: "pfcwd-stats.txt",
+        command: "SONiC `show pfcwd stats`",
+        read: crate::parse::sonic_pfcwd::storm_samples,
+    },
 ];
 
 pub fn find(file: &str) -> Option<&'static SwitchSource> {
