@@ -40,3 +40,35 @@ fn a_sonic_config_imports_to_a_file_that_lints_and_serves_as_intent() {
     assert!(!text.contains("drift-firmware"), "no firmware in a switch config: {text}");
     let _ = std::fs::remove_dir_all(&out);
 }
+
+#[test]
+fn a_containerlab_topology_imports_to_a_file_that_lints() {
+    let out = std::env::temp_dir().join(format!("rocelab-import-clab-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let topo = repo("crates/rocelab-import/tests/data/containerlab/symm-mlag.clab.yml");
+    let o = rocelab(&[
+        "import",
+        "containerlab",
+        topo.to_str().unwrap(),
+        "--speed-gbps",
+        "400",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("(12 hosts, 8 switches, 28 links)"));
+    let o = rocelab(&["lint", out.join("fabric.toml").to_str().unwrap()]);
+    // Lint runs on it (exit 0 or 1 by its findings); 2 would be a file that does not load.
+    assert_ne!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stdout));
+    let o = rocelab(&[
+        "import",
+        "containerlab",
+        topo.to_str().unwrap(),
+        "--speed-gbps",
+        "0",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -738,54 +738,71 @@ fn host_rules(
     // Switch data carried in this host's snapshots.
     for (sw, data) in &w.last.switches {
         let Some(prev) = w.first.switches.get(sw) else { continue };
-        if let (Some(a), Some(b)) = (&prev.pfc, &data.pfc) {
-            for (dir, ta, tb) in [("rx", &a.rx, &b.rx), ("tx", &a.tx, &b.tx)] {
-                for (port, vb) in tb {
-                    let Some(va) = ta.get(port) else { continue };
-                    for p in 0..8 {
-                        if let Some(d) = w.d(format!("{sw} {port} PFC{p} {dir}"), va[p], vb[p]).filter(|d| *d > 0) {
-                            fabric_pauses.push((d, format!("{sw} {port} priority {p} {dir}")));
-                            pause_flood(
-                                out,
-                                th,
-                                sw,
-                                format!("{port} priority {p} {dir}"),
-                                d,
-                                secs,
-                                "SONiC `show pfc counters` has no pause duration",
-                            );
+        // Registered sources, in the normalized model: one pass over every counter series.
+        let before: BTreeMap<String, f64> = prev.counters.iter().map(|c| (c.series(), c.value)).collect();
+        let pfc_delta = |port: &str, prio: u8, dir: &str| -> Option<u64> {
+            let find = |set: &[metrics::Sample]| {
+                set.iter()
+                    .find(|c| {
+                        c.name == metrics::PFC_PAUSE_FRAMES_TOTAL
+                            && c.label("port") == Some(port)
+                            && c.label("priority") == Some(prio.to_string().as_str())
+                            && c.label("direction") == Some(dir)
+                    })
+                    .map(|c| c.value)
+            };
+            Some((find(&data.counters)? - find(&prev.counters)?).max(0.0) as u64)
+        };
+        for c in &data.counters {
+            let Some(&a) = before.get(&c.series()) else { continue };
+            let (port, prio, dir) =
+                (c.label("port").unwrap_or(""), c.label("priority").unwrap_or(""), c.label("direction").unwrap_or(""));
+            let what = match c.name {
+                metrics::PFC_PAUSE_FRAMES_TOTAL => format!("{sw} {port} PFC{prio} {dir}"),
+                metrics::DROPS_TOTAL => format!("{sw} {port} {} Drop/pkts", c.label("queue").unwrap_or("")),
+                _ => format!("{sw} {}", c.series()),
+            };
+            let Some(d) = w.d(what, Some(a.max(0.0) as u64), Some(c.value.max(0.0) as u64)).filter(|d| *d > 0) else {
+                continue;
+            };
+            match c.name {
+                metrics::PFC_PAUSE_FRAMES_TOTAL => {
+                    fabric_pauses.push((d, format!("{sw} {port} priority {prio} {dir}")));
+                    pause_flood(
+                        out,
+                        th,
+                        sw,
+                        format!("{port} priority {prio} {dir}"),
+                        d,
+                        secs,
+                        "the source has no pause duration",
+                    );
+                }
+                metrics::ECN_MARKED_PACKETS_TOTAL => *fabric_ecn = Some(fabric_ecn.unwrap_or(0) + d),
+                metrics::PFC_STORM_EVENTS_TOTAL => {
+                    out.push(f("pfc-storm", Severity::Error, sw, port.to_string(), format!("the switch's PFC watchdog detected {} storm(s){}", thousands(d), if prio.is_empty() { String::new() } else { format!(" on priority {prio}") }), vec![format!("storm detections +{} {window}", thousands(d))], "a storm reached the switch: find the port that keeps sending pauses (a stalled host) and the cyclic buffer dependency, if any"));
+                }
+                metrics::DROPS_TOTAL => {
+                    let Some(queue) = c.label("queue") else { continue };
+                    let lossless_prio = unicast_queue(queue).and_then(|i| {
+                        opts.intent.as_ref().and_then(|t| t.lossless_queues.get(&i).map(|p| (*p, &t.source)))
+                    });
+                    if let Some((p, source)) = lossless_prio {
+                        let mut ev = vec![
+                            format!("queue drops +{} {window}", thousands(d)),
+                            format!("{source}: queue {queue} carries priority {p}, declared lossless"),
+                        ];
+                        for dir in ["rx", "tx"] {
+                            if let Some(f) = pfc_delta(port, p, dir) {
+                                ev.push(format!("PFC{p} {dir} frames on {port} +{}", thousands(f)));
+                            }
                         }
+                        out.push(f("lossless-drops", Severity::Error, sw, format!("{port} {queue}"), format!("{} packets dropped on queue {queue}, which carries lossless priority {p}: a lossless class must never drop", thousands(d)), ev, "PFC did not hold the senders back: check that PFC is enabled for this priority on the port (PORT_QOS_MAP pfc_enable) and its peer, that the DSCP maps this traffic to the priority, and that the headroom covers the cable (rocelab lint checks it)"));
+                    } else {
+                        out.push(f("switch-drops", Severity::Warning, sw, format!("{port} {queue}"), format!("{} packets dropped on egress queue {queue}", thousands(d)), vec![format!("queue drops +{} {window}", thousands(d))], "drops on the RoCE queue mean PFC did not hold the sender back (headroom, PFC not enabled on that priority); on other queues they are ordinary congestion"));
                     }
                 }
-            }
-        }
-        let prev_q: BTreeMap<(&str, &str), Option<u64>> =
-            prev.queues.iter().map(|q| ((q.port.as_str(), q.queue.as_str()), q.drop_packets)).collect();
-        for q in &data.queues {
-            let Some(a) = prev_q.get(&(q.port.as_str(), q.queue.as_str())) else { continue };
-            if let Some(d) =
-                w.d(format!("{sw} {} {} Drop/pkts", q.port, q.queue), *a, q.drop_packets).filter(|d| *d > 0)
-            {
-                let lossless_prio = unicast_queue(&q.queue).and_then(|i| {
-                    opts.intent.as_ref().and_then(|t| t.lossless_queues.get(&i).map(|p| (*p, &t.source)))
-                });
-                if let Some((p, source)) = lossless_prio {
-                    let mut ev = vec![
-                        format!("show queue counters Drop/pkts +{} {window}", thousands(d)),
-                        format!("{source}: queue {} carries priority {p}, declared lossless", q.queue),
-                    ];
-                    let pfc = |c: &Option<crate::parse::sonic::PfcCounters>, rx: bool| {
-                        c.as_ref().and_then(|c| if rx { &c.rx } else { &c.tx }.get(&q.port).and_then(|v| v[p as usize]))
-                    };
-                    for (dir, rx) in [("rx", true), ("tx", false)] {
-                        if let (Some(a), Some(b)) = (pfc(&prev.pfc, rx), pfc(&data.pfc, rx)) {
-                            ev.push(format!("PFC{p} {dir} frames on {} +{}", q.port, thousands(b.saturating_sub(a))));
-                        }
-                    }
-                    out.push(f("lossless-drops", Severity::Error, sw, format!("{} {}", q.port, q.queue), format!("{} packets dropped on queue {}, which carries lossless priority {p}: a lossless class must never drop", thousands(d), q.queue), ev, "PFC did not hold the senders back: check that PFC is enabled for this priority on the port (PORT_QOS_MAP pfc_enable) and its peer, that the DSCP maps this traffic to the priority, and that the headroom covers the cable (rocelab lint checks it)"));
-                    continue;
-                }
-                out.push(f("switch-drops", Severity::Warning, sw, format!("{} {}", q.port, q.queue), format!("{} packets dropped on egress queue {}", thousands(d), q.queue), vec![format!("show queue counters Drop/pkts +{} {window}", thousands(d))], "drops on the RoCE queue mean PFC did not hold the sender back (headroom, PFC not enabled on that priority); on other queues they are ordinary congestion"));
+                _ => {}
             }
         }
         for (port, rc) in &data.roce {
@@ -1084,7 +1101,20 @@ fn nccl_rules(snaps: &[Snapshot], by_host: &BTreeMap<String, Vec<&Snapshot>>, op
     }
     for run in &runs {
         let op = run.op.as_deref().unwrap_or("");
-        let Some((source, twin)) = opts.twin.iter().find(|(_, t)| t.op.as_deref() == Some(op)) else { continue };
+        let Some((source, twin)) = opts.twin.iter().find(|(_, t)| t.op.as_deref() == Some(op)) else {
+            if !opts.twin.is_empty() {
+                dx.notes.push(format!(
+                    "{}: no twin table for this collective (twin tables given: {}); not compared",
+                    if op.is_empty() { "a run without a named collective" } else { op },
+                    opts.twin
+                        .iter()
+                        .map(|(s, t)| format!("{s} ({})", t.op.as_deref().unwrap_or("?")))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            continue;
+        };
         let c = crate::twin::compare(run, twin, source, &opts.thresholds);
         if let Some((finding, verdict)) = crate::twin::finding(&c, &opts.thresholds) {
             dx.findings.push(finding);

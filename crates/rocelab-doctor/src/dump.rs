@@ -11,8 +11,10 @@
 //! <snapshot>/rdma/<dev>/<port>/hw_counters/<name>   one integer per file (sysfs layout)
 //! <snapshot>/rdma/<dev>/<port>/netdev       the port's netdev name
 //! <snapshot>/rdma-statistic.txt             `rdma statistic show` (fills missing hw_counters)
-//! <snapshot>/switch/<name>/pfc-counters.txt          SONiC `show pfc counters`
-//! <snapshot>/switch/<name>/queue-counters.txt        SONiC `show queue counters`
+//! <snapshot>/switch/<name>/<file>                   a registered switch source
+//!                                                    (`sources::SWITCH_SOURCES`: pfc-counters.txt
+//!                                                    = SONiC `show pfc counters`, queue-counters.txt
+//!                                                    = SONiC `show queue counters`, ...)
 //! <snapshot>/switch/<name>/pg-watermark-*.txt        SONiC `show priority-group watermark ..`
 //! <snapshot>/switch/<name>/roce-counters/<swp>.txt   Cumulus `nv show interface <swp> qos roce counters`
 //! <snapshot>/switch/<name>/pfc-watchdog/<swp>.txt    Cumulus `nv show interface <swp> qos pfc-watchdog`
@@ -89,8 +91,8 @@ pub struct RawRdmaPort {
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RawSwitch {
-    pub pfc_counters: Option<String>,
-    pub queue_counters: Option<String>,
+    /// (file name, text) of every file a registered source reads ([`crate::sources`]).
+    pub sources: Vec<(String, String)>,
     /// (file name, text) of each watermark table.
     pub pg_watermarks: Vec<(String, String)>,
     pub roce_counters: BTreeMap<String, String>,
@@ -188,18 +190,12 @@ impl RawSnapshot {
         for (name, raw) in &self.switches {
             let dir = base.join("switch").join(name);
             let mut sw = SwitchData::default();
-            if let Some(t) = &raw.pfc_counters {
+            for (file, t) in &raw.sources {
+                let Some(src) = crate::sources::find(file) else { continue };
                 handle(
-                    parse::sonic::parse_pfc_counters(t)
-                        .map(|v| sw.pfc = Some(v))
-                        .map_err(|e| e.in_file(&dir.join("pfc-counters.txt"))),
-                )?;
-            }
-            if let Some(t) = &raw.queue_counters {
-                handle(
-                    parse::sonic::parse_queue_counters(t)
-                        .map(|v| sw.queues = v)
-                        .map_err(|e| e.in_file(&dir.join("queue-counters.txt"))),
+                    crate::sources::read(src, t, name)
+                        .map(|v| sw.counters.extend(v))
+                        .map_err(|e| e.in_file(&dir.join(file))),
                 )?;
             }
             for (file, t) in &raw.pg_watermarks {
@@ -356,14 +352,14 @@ pub fn read_raw(dir: &Path) -> Result<RawSnapshot, DoctorError> {
     }
     raw.rdma_statistic = read_text(&dir.join("rdma-statistic.txt"))?;
     for sw in subdirs(&dir.join("switch")) {
-        let mut rs = RawSwitch {
-            pfc_counters: read_text(&sw.join("pfc-counters.txt"))?,
-            queue_counters: read_text(&sw.join("queue-counters.txt"))?,
-            ..Default::default()
-        };
+        let mut rs = RawSwitch::default();
         for f in files(&sw) {
             let n = name_of(&f);
-            if n.starts_with("pg-watermark") {
+            if crate::sources::find(&n).is_some() {
+                if let Some(t) = read_text(&f)? {
+                    rs.sources.push((n, t));
+                }
+            } else if n.starts_with("pg-watermark") {
                 if let Some(t) = read_text(&f)? {
                     rs.pg_watermarks.push((n, t));
                 }

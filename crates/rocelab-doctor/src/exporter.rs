@@ -93,8 +93,9 @@ fn collect_page(opts: &CollectOptions, roce_priority: u8) -> (String, usize) {
     (head + &crate::metrics::from_snapshot(&snap, roce_priority).to_prometheus(), raw.tool_errors)
 }
 
+/// A note as one comment line, with no control character a `curl` to a terminal would run.
 fn one_line(s: &str) -> String {
-    s.replace(['\n', '\r'], " ")
+    crate::util::escape_controls(&s.replace(['\n', '\r'], " "))
 }
 
 /// The last complete collection.

@@ -23,6 +23,9 @@
 //!   `show pfc counters` / `show queue counters` / `show priority-group watermark`, Cumulus
 //!   `nv show interface .. qos roce counters`). Every parser is total: malformed input is a
 //!   [`ParseError`] carrying its line number, never a panic (`tests/fuzz.rs` checks that).
+//! * `sources`   — the switch counter sources (file, command, parser) and the one normalized
+//!   counter model (samples of the metric schema) they fill; a new source is a parser and
+//!   one registry line.
 //! * `snapshot`  — the typed result of one collection; `dump` reads and writes its on-disk
 //!   layout (documented in `docs/collect.md`), which is just the raw tool outputs and sysfs
 //!   files, so a dump made by hand with `ethtool -S eth0 > ...` works too.
@@ -64,6 +67,7 @@ pub mod quality;
 pub mod report;
 pub mod rules;
 pub mod snapshot;
+pub mod sources;
 pub mod tools;
 pub mod twin;
 pub mod util;

@@ -270,30 +270,9 @@ pub fn from_snapshot(snap: &Snapshot, roce_priority: u8) -> MetricSet {
     }
     for (sw, data) in &snap.switches {
         let sw = sw.as_str();
-        if let Some(pfc) = &data.pfc {
-            for (dir, table) in [("rx", &pfc.rx), ("tx", &pfc.tx)] {
-                for (port, vals) in table {
-                    for (p, v) in vals.iter().enumerate() {
-                        if let Some(v) = v {
-                            let prio = p.to_string();
-                            m.push(Sample::new(
-                                PFC_PAUSE_FRAMES_TOTAL,
-                                &[("node", sw), ("port", port), ("priority", &prio), ("direction", dir)],
-                                *v as f64,
-                            ));
-                        }
-                    }
-                }
-            }
-        }
-        for q in &data.queues {
-            if let Some(v) = q.drop_packets {
-                m.push(Sample::new(
-                    DROPS_TOTAL,
-                    &[("node", sw), ("port", &q.port), ("queue", &q.queue), ("reason", "buffer")],
-                    v as f64,
-                ));
-            }
+        // Registered sources are already in the schema, labelled with this switch.
+        for c in &data.counters {
+            m.push(c.clone());
         }
         for wm in &data.pg_watermarks {
             for (port, vals) in &wm.ports {

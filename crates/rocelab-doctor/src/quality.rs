@@ -21,7 +21,7 @@
 use crate::snapshot::Snapshot;
 use crate::util::thousands;
 use serde::Serialize;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A piece of input that was not used, and why.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -194,20 +194,28 @@ pub fn scrub(first: &mut Snapshot, last: &mut Snapshot, secs: f64) -> Vec<DataPr
     for sw in &switches {
         let Some(prev) = first.switches.get(sw).cloned() else { continue };
         let cur = last.switches.get_mut(sw).expect("listed above");
-        if let (Some(pa), Some(pb)) = (&prev.pfc, cur.pfc.as_mut()) {
-            for (dir, ta, tb) in [("rx", &pa.rx, &mut pb.rx), ("tx", &pa.tx, &mut pb.tx)] {
-                for (port, vb) in tb.iter_mut() {
-                    for (p, v) in vb.iter_mut().enumerate() {
-                        let a = ta.get(port).and_then(|va| va[p]).unwrap_or(0);
-                        let Some(b) = *v else { continue };
-                        let label = format!("PFC{p} {dir} pause frames");
-                        if let Some(m) = implausible(&label, a, b, secs, None) {
-                            out.push(DataProblem { node: sw.clone(), subject: port.clone(), message: m });
-                            *v = None;
-                        }
-                    }
-                }
+        // Registered sources: every counter series against the same series before.
+        let before: BTreeMap<String, f64> = prev.counters.iter().map(|c| (c.series(), c.value)).collect();
+        let mut bad_series: BTreeSet<String> = BTreeSet::new();
+        for c in &cur.counters {
+            if !crate::metrics::is_counter(c.name) {
+                continue;
             }
+            let series = c.series();
+            let a = before.get(&series).copied().unwrap_or(0.0);
+            let label = counter_label(c);
+            if let Some(m) = implausible(&label, a.max(0.0) as u64, c.value.max(0.0) as u64, secs, None) {
+                out.push(DataProblem {
+                    node: sw.clone(),
+                    subject: c.label("port").unwrap_or("").to_string(),
+                    message: m,
+                });
+                bad_series.insert(series);
+            }
+        }
+        cur.counters.retain(|c| !bad_series.contains(&c.series()));
+        if let Some(p) = first.switches.get_mut(sw) {
+            p.counters.retain(|c| !bad_series.contains(&c.series()));
         }
         // Cumulus RoCE counters (watermarks are gauges and not checked).
         for (port, rc) in cur.roce.iter_mut() {
@@ -230,21 +238,24 @@ pub fn scrub(first: &mut Snapshot, last: &mut Snapshot, secs: f64) -> Vec<DataPr
                 }
             }
         }
-        for q in cur.queues.iter_mut() {
-            let a = prev
-                .queues
-                .iter()
-                .find(|x| x.port == q.port && x.queue == q.queue)
-                .and_then(|x| x.drop_packets)
-                .unwrap_or(0);
-            let Some(b) = q.drop_packets else { continue };
-            if let Some(m) = implausible(&format!("{} Drop/pkts", q.queue), a, b, secs, None) {
-                out.push(DataProblem { node: sw.clone(), subject: q.port.clone(), message: m });
-                q.drop_packets = None;
-            }
-        }
     }
     out
+}
+
+/// A switch counter as the bounds check names it: `PFC3 rx pause frames`, `UC3 Drop/pkts`.
+/// The name decides which bound applies (frames and packets: one per minimum frame time).
+fn counter_label(c: &crate::metrics::Sample) -> String {
+    use crate::metrics::{DROPS_TOTAL, PFC_PAUSED_SECONDS_TOTAL, PFC_PAUSE_FRAMES_TOTAL};
+    match c.name {
+        PFC_PAUSE_FRAMES_TOTAL => {
+            format!("PFC{} {} pause frames", c.label("priority").unwrap_or("?"), c.label("direction").unwrap_or("?"))
+        }
+        PFC_PAUSED_SECONDS_TOTAL => {
+            format!("PFC{} {} pause duration", c.label("priority").unwrap_or("?"), c.label("direction").unwrap_or("?"))
+        }
+        DROPS_TOTAL => format!("{} Drop/pkts", c.label("queue").unwrap_or("?")),
+        other => other.to_string(),
+    }
 }
 
 /// Counters the rules read, listed first when some are missing.

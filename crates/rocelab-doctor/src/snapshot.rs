@@ -9,7 +9,7 @@ use crate::parse::ethtool::{DriverInfo, EthtoolStats};
 use crate::parse::mlnx_qos::MlnxQos;
 use crate::parse::nccl::NcclRun;
 use crate::parse::rdma::Counters;
-use crate::parse::sonic::{PfcCounters, PgWatermarks, QueueCounter};
+use crate::parse::sonic::PgWatermarks;
 use crate::parse::sysfs::HostSysfs;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -66,8 +66,9 @@ impl RdmaPort {
 /// Switch outputs saved in a dump by hand or by automation (`switch/<name>/...`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct SwitchData {
-    pub pfc: Option<PfcCounters>,
-    pub queues: Vec<QueueCounter>,
+    /// Counters of every registered source ([`crate::sources`]) in the shared metric schema:
+    /// PFC frames, queue drops, ... labelled `node`, `port`, ...
+    pub counters: Vec<crate::metrics::Sample>,
     pub pg_watermarks: Vec<PgWatermarks>,
     /// Cumulus: per port (`swp1`).
     pub roce: BTreeMap<String, RoceCounters>,

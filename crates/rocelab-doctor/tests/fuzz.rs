@@ -86,6 +86,7 @@ fn parsers() -> Vec<(&'static str, Parser)> {
         ("sonic pfc", |t| sonic::parse_pfc_counters(t).map(drop)),
         ("sonic queue", |t| sonic::parse_queue_counters(t).map(drop)),
         ("sonic pg", |t| sonic::parse_pg_watermark(t).map(drop)),
+        ("sonic pfcwd", |t| rocelab_doctor::parse::sonic_pfcwd::storm_samples(t).map(drop)),
         ("cumulus roce", |t| cumulus::parse_roce_counters(t).map(drop)),
         ("cumulus watchdog", |t| cumulus::parse_pfc_watchdog(t).map(drop)),
         ("meta.json", |t| rocelab_doctor::dump::parse_meta(t).map(drop)),

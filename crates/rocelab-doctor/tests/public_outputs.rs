@@ -3,7 +3,7 @@
 
 use rocelab_doctor::diagnose::{diagnose, Diagnosis, Options, Severity};
 use rocelab_doctor::drift::Intent;
-use rocelab_doctor::parse::{ethtool, nccl, nccl_log, sonic};
+use rocelab_doctor::parse::{ethtool, nccl, nccl_log};
 use rocelab_doctor::snapshot::{Netdev, RdmaPort, Snapshot, SwitchData};
 use std::path::PathBuf;
 
@@ -120,15 +120,16 @@ fn large_nccl_logs_are_streamed() {
 }
 
 fn switch_snap(t_ms: u64, queues: &str, intent_drop: u64) -> Snapshot {
-    let mut q = sonic::parse_queue_counters(queues).unwrap();
+    let src = rocelab_doctor::sources::find("queue-counters.txt").unwrap();
+    let mut q = rocelab_doctor::sources::read(src, queues, "leaf1").unwrap();
     for c in &mut q {
-        if c.queue == "UC3" {
-            c.drop_packets = c.drop_packets.map(|d| d + intent_drop);
+        if c.label("queue") == Some("UC3") {
+            c.value += intent_drop as f64;
         }
     }
     let mut s =
         Snapshot { host: "leaf1".into(), taken_at_unix_ms: t_ms, origin: "dump/leaf1".into(), ..Default::default() };
-    s.switches.insert("leaf1".into(), SwitchData { queues: q, ..Default::default() });
+    s.switches.insert("leaf1".into(), SwitchData { counters: q, ..Default::default() });
     s
 }
 
@@ -225,10 +226,23 @@ fn a_renamed_netdev_and_backward_time_are_data_problems() {
 #[test]
 fn a_twin_table_without_its_collective_is_named() {
     let twin = nccl::parse(&public("nccl-old-error-column.txt"), None).unwrap().remove(0);
-    let d = diagnose(Vec::new(), &Options { twin: vec![("twin.txt".into(), twin)], ..Options::default() });
+    let real = nccl::parse(&public("nccl-2node-tree.txt"), None).unwrap();
+    let d = diagnose(
+        Vec::new(),
+        &Options { twin: vec![("twin.txt".into(), twin)], extra_nccl: real, ..Options::default() },
+    );
     assert_eq!(d.data_problems.len(), 1);
     assert_eq!(d.data_problems[0].subject, "twin.txt");
     assert!(d.data_problems[0].message.contains("no `# Collective test starting:` line"));
+    // The real all_reduce run then has no twin to be compared with, and the notes say so.
+    assert!(
+        d.notes
+            .iter()
+            .any(|n| n
+                == "all_reduce: no twin table for this collective (twin tables given: twin.txt (?)); not compared"),
+        "{:?}",
+        d.notes
+    );
 }
 
 #[test]

@@ -14,6 +14,7 @@
 //! * `ns3`    — config keys, topology and flow files; ns-3-style outputs (FCT file, PFC file);
 //! * `htsim`  — `.cm` connection matrices and the generated topology;
 //! * `sonic`  — a SONiC switch's `config_db.json` (QoS, buffers, PFC) as a fabric file;
+//! * `containerlab` — a `*.clab.yml` topology's nodes and links as an explicit fabric;
 //! * `fabric` — the shared `Scenario` and its TOML rendering;
 //! * `text`   — a token reader that keeps line numbers, and ns-3 rate/time strings.
 //!
@@ -22,6 +23,7 @@
 //! silence: they become `Scenario::notes`, printed by the CLI and written into the fabric file.
 //! `docs/import.md` documents every mapping.
 
+pub mod containerlab;
 pub mod fabric;
 pub mod htsim;
 pub mod ns3;

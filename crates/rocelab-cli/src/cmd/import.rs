@@ -1,5 +1,5 @@
-//! `rocelab import ns3|htsim|sonic`: turn another simulator's scenario, or a switch's
-//! configuration, into a rocelab fabric file.
+//! `rocelab import ns3|htsim|sonic|containerlab`: turn another simulator's scenario, a
+//! switch's configuration or a lab topology into a rocelab fabric file.
 //!
 //! Writes `OUT/fabric.toml` (commented; traffic included) and prints what could not be carried
 //! over exactly (unknown keys, settings rocelab models differently) as warnings on stderr; the
@@ -29,6 +29,23 @@ enum What {
     Htsim(HtsimArgs),
     /// A SONiC switch's config_db.json: its QoS, buffers and PFC as a fabric file.
     Sonic(SonicArgs),
+    /// A containerlab topology (*.clab.yml): its nodes and links as an explicit fabric.
+    Containerlab(ClabArgs),
+}
+
+#[derive(clap::Args)]
+struct ClabArgs {
+    /// The topology file.
+    topology: PathBuf,
+    /// Speed of every link in Gb/s (containerlab links carry none).
+    #[arg(long, default_value_t = 100.0)]
+    speed_gbps: f64,
+    /// Output directory for fabric.toml.
+    #[arg(long, short, default_value = "rocelab-import")]
+    out: PathBuf,
+    /// No notes on stderr.
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 #[derive(clap::Args)]
@@ -240,6 +257,20 @@ pub fn run(a: Args) -> VerbResult {
             let path = a.out.join("fabric.toml");
             write_atomic(&path, imp.toml.as_bytes())?;
             println!("wrote {} (switch {}, {} ports, {} classes)", path.display(), imp.switch, imp.ports, imp.classes);
+            Ok(ExitCode::SUCCESS)
+        }
+        What::Containerlab(a) => {
+            let imp = rocelab_import::containerlab::import(&a.topology, a.speed_gbps).map_err(failure)?;
+            if !a.quiet {
+                for n in &imp.notes {
+                    eprintln!("warning: {n}");
+                }
+            }
+            std::fs::create_dir_all(&a.out)
+                .map_err(|e| Failure::bad_input(format!("error: cannot create {}: {e}", a.out.display())))?;
+            let path = a.out.join("fabric.toml");
+            write_atomic(&path, imp.toml.as_bytes())?;
+            println!("wrote {} ({} hosts, {} switches, {} links)", path.display(), imp.hosts, imp.switches, imp.links);
             Ok(ExitCode::SUCCESS)
         }
     }

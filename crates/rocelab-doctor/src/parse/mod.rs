@@ -13,6 +13,7 @@ pub mod nccl;
 pub mod nccl_log;
 pub mod rdma;
 pub mod sonic;
+pub mod sonic_pfcwd;
 pub mod sysfs;
 
 use std::fmt;

@@ -263,6 +263,40 @@ pub fn parse_pg_watermark(text: &str) -> Result<PgWatermarks, ParseError> {
     Ok(out)
 }
 
+/// `show pfc counters` as samples: pause frames per port, priority and direction.
+pub fn pfc_samples(text: &str) -> Result<Vec<crate::metrics::Sample>, ParseError> {
+    use crate::metrics::{Sample, PFC_PAUSE_FRAMES_TOTAL};
+    let pfc = parse_pfc_counters(text)?;
+    let mut out = Vec::new();
+    for (dir, table) in [("rx", &pfc.rx), ("tx", &pfc.tx)] {
+        for (port, vals) in table {
+            for (p, v) in vals.iter().enumerate() {
+                if let Some(v) = v {
+                    let prio = p.to_string();
+                    out.push(Sample::new(
+                        PFC_PAUSE_FRAMES_TOTAL,
+                        &[("port", port), ("priority", &prio), ("direction", dir)],
+                        *v as f64,
+                    ));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `show queue counters` as samples: dropped packets per port and egress queue.
+pub fn queue_samples(text: &str) -> Result<Vec<crate::metrics::Sample>, ParseError> {
+    use crate::metrics::{Sample, DROPS_TOTAL};
+    Ok(parse_queue_counters(text)?
+        .into_iter()
+        .filter_map(|q| {
+            let v = q.drop_packets?;
+            Some(Sample::new(DROPS_TOTAL, &[("port", &q.port), ("queue", &q.queue), ("reason", "buffer")], v as f64))
+        })
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
