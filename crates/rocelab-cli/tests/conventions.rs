@@ -241,7 +241,9 @@ fn every_verb_prints_json_in_one_envelope_under_format_json_or_json() {
             let mut argv = args.clone();
             argv.push(flag);
             let o = run(&argv, &d);
-            assert!(o.status.success(), "rocelab {}: {o:?}", argv.join(" "));
+            // `collect` on a tree without RDMA devices fails (exit 1) but still answers in JSON.
+            let want = if *verb == "collect" { 1 } else { 0 };
+            assert_eq!(o.status.code(), Some(want), "rocelab {}: {o:?}", argv.join(" "));
             let v: serde_json::Value = serde_json::from_slice(&o.stdout)
                 .unwrap_or_else(|e| panic!("rocelab {}: not one JSON document ({e}): {o:?}", argv.join(" ")));
             assert_eq!(v["schema"], format!("rocelab.{schema}/v1"), "rocelab {}", argv.join(" "));

@@ -370,8 +370,21 @@ pub fn from_json(file: &str, text: &str) -> Result<SonicImport, ImportError> {
         .copied()
         .filter(|tc| !pfc.contains(tc))
         .or_else(|| classes.values().filter(|c| c.strict && !c.lossless).map(|c| c.tc).max());
+    // The added CNP class needs a queue and a priority of its own: a queue shared with an
+    // imported DWRR class would give one queue two schedulers, which the loader refuses.
+    let free = |used: &dyn Fn(u8) -> bool| [6u8, 7, 5, 4, 3, 2, 1, 0].into_iter().find(|&q| !used(q));
+    let cnp_slot =
+        free(&|q| classes.values().any(|c| c.queue == q)).zip(free(&|p| classes.values().any(|c| c.tc == p)));
     if !classes.is_empty() && cnp_tc.is_none() {
-        notes.push("no class for CNPs (DSCP 48 unmapped and no strict lossy class): rocelab's `cnp` class is added on priority 6, DSCP 48".into());
+        let Some((q, p)) = cnp_slot else {
+            return Err(ImportError::at(
+                file,
+                0,
+                "no class for CNPs (DSCP 48 unmapped and no strict lossy class) and no free egress queue or priority to add one",
+                "map DSCP 48 to a strict-priority traffic class of its own in DSCP_TO_TC_MAP and SCHEDULER",
+            ));
+        };
+        notes.push(format!("no class for CNPs (DSCP 48 unmapped and no strict lossy class): rocelab's `cnp` class is added on priority {p}, queue {q}, DSCP 48"));
     }
     let rdma_tc = classes.values().find(|c| c.lossless).map(|c| c.tc);
 
@@ -529,7 +542,8 @@ pub fn from_json(file: &str, text: &str) -> Result<SonicImport, ImportError> {
             }
         }
         if cnp_tc.is_none() {
-            let _ = writeln!(t, "\n[[qos.class]]   # not in the config: rocelab's CNP class\nname = \"cnp\"\ndscp = [48]\npriority = 6\nscheduler = \"strict\"\ncarries = [\"cnp\"]");
+            let (q, p) = cnp_slot.unwrap_or((6, 6));
+            let _ = writeln!(t, "\n[[qos.class]]   # not in the config: rocelab's CNP class\nname = \"cnp\"\ndscp = [48]\npriority = {p}\nqueue = {q}\nscheduler = \"strict\"\ncarries = [\"cnp\"]");
         }
         let pr: Vec<String> = pfc.iter().map(|p| p.to_string()).collect();
         let _ = writeln!(t, "\n[qos.pfc]\npriorities = [{}]   # pfc_enable", pr.join(", "));
