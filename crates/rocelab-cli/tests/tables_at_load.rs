@@ -164,11 +164,37 @@ impl Mix {
     }
 }
 
+/// Writes `key = value` for each key: for a key the table's kind reads, one of its values (a
+/// good one nine times in ten); for a key it does not read, nothing nine times in ten (a stray
+/// key is a mistake too).
+fn keys(r: &mut Mix, t: &mut String, reads: &dyn Fn(&str) -> bool, keys: &[(&str, &[&str], &[&str])]) {
+    for (key, good, bad) in keys {
+        let v = if reads(key) {
+            r.value(good, bad)
+        } else if r.next().is_multiple_of(10) {
+            r.pick(good)
+        } else {
+            ""
+        };
+        if !v.is_empty() {
+            *t += &format!("{key} = {v}\n");
+        }
+    }
+}
+
 fn traffic_table(r: &mut Mix) -> String {
-    let mut t = format!("[[traffic]]\npattern = \"{}\"\n", r.pick(&["flow", "incast", "permutation", "all-to-all"]));
+    let pattern = r.pick(&["flow", "incast", "permutation", "all-to-all"]);
+    let mut t = format!("[[traffic]]\npattern = \"{pattern}\"\n");
+    let reads = |key: &str| match key {
+        "src" => pattern == "flow",
+        "dst" => pattern == "flow" || pattern == "incast",
+        "hosts" => pattern != "flow",
+        "senders" => pattern == "incast",
+        _ => true,
+    };
     // (key, good values, bad values); "" leaves the key out.
-    let keys: [(&str, &[&str], &[&str]); 8] = [
-        ("src", &["\"host0\"", "\"host3\"", ""], &["\"host9\"", "\"leaf0\""]),
+    let table: [(&str, &[&str], &[&str]); 8] = [
+        ("src", &["\"host0\"", "\"host3\""], &["\"host9\"", "\"leaf0\"", ""]),
         ("dst", &["\"host1\"", "\"host2\"", "\"host0\""], &["\"host9\"", "\"spine0\"", ""]),
         ("hosts", &["", "[\"host*\"]", "[\"host0\", \"host1\", \"host2\"]"], &["[\"nic*\"]", "[\"host1\"]"]),
         ("senders", &["", "1", "2"], &["0", "3", "40", "4294967295"]),
@@ -177,12 +203,7 @@ fn traffic_table(r: &mut Mix) -> String {
         ("class", &["", "\"roce\"", "\"cnp\""], &["\"gold\""]),
         ("qps", &["", "1", "4", "1024"], &["0", "1025", "4294967295"]),
     ];
-    for (key, good, bad) in keys {
-        let v = r.value(good, bad);
-        if !v.is_empty() {
-            t += &format!("{key} = {v}\n");
-        }
-    }
+    keys(r, &mut t, &reads, &table);
     t
 }
 
@@ -199,23 +220,27 @@ fn fault_table(r: &mut Mix) -> String {
         "route-withdraw",
         "route-restore",
     ];
-    let mut t = format!("[[fault]]\nkind = \"{}\"\n", r.pick(&kinds));
-    let keys: [(&str, &[&str], &[&str]); 8] = [
+    let kind = r.pick(&kinds);
+    let mut t = format!("[[fault]]\nkind = \"{kind}\"\n");
+    let reads = |key: &str| match key {
+        "b" => kind.starts_with("link-") || kind.starts_with("route-"),
+        "duration_us" => kind == "switch-reboot",
+        "period_us" | "count" => kind == "link-flap",
+        "seed" => kind == "ecmp-reseed",
+        "fields" => kind == "ecmp-hash-fields",
+        _ => true,
+    };
+    let table: [(&str, &[&str], &[&str]); 8] = [
         ("at_us", &["0.0", "1.0", "5e11"], &["-1.0", "1e12", "nan", "inf"]),
         ("a", &["\"leaf0\"", "\"host0\"", "\"*\"", "\"spine0\""], &["\"nowhere\""]),
-        ("b", &["", "\"spine0\"", "\"leaf0\""], &["\"leaf1\"", "\"host3\""]),
-        ("duration_us", &["", "4.0", "1e11"], &["0.0", "-1.0", "1e12", "6e11"]),
-        ("period_us", &["", "4.0", "1e6"], &["0.0", "-1.0", "0.000001", "1e11"]),
-        ("count", &["", "3", "100000"], &["0", "100001"]),
-        ("seed", &["", "7"], &[]),
-        ("fields", &["", "[\"dst-ip\"]"], &[]),
+        ("b", &["\"spine0\"", "\"leaf0\""], &["\"leaf1\"", "\"host3\"", ""]),
+        ("duration_us", &["4.0", "1e11"], &["0.0", "-1.0", "1e12", "6e11", ""]),
+        ("period_us", &["4.0", "1e6"], &["0.0", "-1.0", "0.000001", "1e11", ""]),
+        ("count", &["3", "100000"], &["0", "100001", ""]),
+        ("seed", &["7"], &[""]),
+        ("fields", &["[\"dst-ip\"]"], &[""]),
     ];
-    for (key, good, bad) in keys {
-        let v = r.value(good, bad);
-        if !v.is_empty() {
-            t += &format!("{key} = {v}\n");
-        }
-    }
+    keys(r, &mut t, &reads, &table);
     t
 }
 

@@ -107,6 +107,30 @@ fn traffic_errors_are_located() {
 }
 
 #[test]
+fn keys_a_table_does_not_read_are_refused() {
+    refused(
+        &with("[[traffic]]\npattern = \"incast\"\ndst = \"host0\"\nsrc = \"host1\"\nsize_bytes = 1\n"),
+        "10:7",
+        &["`src` does not apply to pattern `incast`: only flow read it"],
+    );
+    refused(
+        &with("[[traffic]]\npattern = \"permutation\"\nsenders = 2\nsize_bytes = 1\n"),
+        "9:11",
+        &["`senders` does not apply to pattern `permutation`"],
+    );
+    refused(
+        &with("[[fault]]\nkind = \"link-down\"\nat_us = 1\na = \"leaf0\"\nb = \"spine0\"\nduration_us = 50\n"),
+        "12:15",
+        &["`duration_us` does not apply to a `link-down` fault", "until a `link-up` fault"],
+    );
+    refused(
+        &with("[[fault]]\nkind = \"host-stall\"\nat_us = 1\na = \"host0\"\nb = \"leaf0\"\n"),
+        "11:5",
+        &["`b` does not apply"],
+    );
+}
+
+#[test]
 fn traffic_bounds_absurd_values() {
     let flow =
         |extra: &str| with(&format!("[[traffic]]\npattern = \"flow\"\nsrc = \"host0\"\ndst = \"host1\"\n{extra}\n"));
