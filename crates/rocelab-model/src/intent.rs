@@ -679,6 +679,19 @@ fn workload_one(m: &Model, w: &WorkloadConfig, i: usize, p: &str) -> Result<Work
     gpu_nodes.sort_unstable();
     gpu_nodes.dedup();
     let by_gpu = !gpu_nodes.is_empty() && w.placement.as_deref() != Some("nics");
+    if by_gpu {
+        // GPU placement needs every host in a GPU node (the ranks are GPUs behind NICs).
+        if let Some(h) = m.nodes.iter().find(|n| matches!(n.role, crate::model::Role::Host { gpu_node: None, .. })) {
+            return Err(d(
+                "placement",
+                format!(
+                    "host `{}` belongs to no GPU node while others do, so the collective cannot place its GPU ranks",
+                    h.name
+                ),
+                "give every host a gpu_node (and rail), or none, or run on the NICs with placement = \"nics\"",
+            ));
+        }
+    }
     if let Some(k) = w.nodes {
         if !by_gpu {
             return Err(d(

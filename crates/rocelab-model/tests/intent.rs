@@ -280,3 +280,16 @@ fn workload_nodes_count_gpu_nodes() {
     // With placement "nics" the ranks are the 128 NICs.
     refused(&w("nodes = 2\nplacement = \"nics\""), "9:9", &["host NICs"]);
 }
+
+#[test]
+fn a_workload_on_gpus_needs_every_host_in_a_gpu_node() {
+    let fabric = "[[topology.explicit.node]]\nname = \"sw\"\nkind = \"switch\"\n\
+                  [[topology.explicit.node]]\nname = \"a\"\nkind = \"host\"\ngpu_node = \"n0\"\n\
+                  [[topology.explicit.node]]\nname = \"b\"\nkind = \"host\"\n\
+                  [[topology.explicit.link]]\na = \"a\"\nb = \"sw\"\nspeed_gbps = 100\n\
+                  [[topology.explicit.link]]\na = \"b\"\nb = \"sw\"\nspeed_gbps = 100\n";
+    load_str("f.toml", fabric).unwrap();
+    let t = format!("{fabric}[[workload]]\ncollective = \"alltoall\"\n");
+    refused(&t, "19:1", &["host `b` belongs to no GPU node while others do"]);
+    load_str("f.toml", &format!("{t}placement = \"nics\"\n")).unwrap();
+}
