@@ -650,6 +650,15 @@ fn workload_one(m: &Model, w: &WorkloadConfig, i: usize, p: &str) -> Result<Work
         if a != "ring" && a != "tree" {
             return Err(d("algo", format!("algorithm `{a}`"), "ring or tree (NCCL_ALGO)"));
         }
+        if let WorkloadRun::Collective { op, .. } = &run {
+            if a == "tree" && *op != "all_reduce" {
+                return Err(d(
+                    "algo",
+                    format!("NCCL_ALGO=tree for {op}"),
+                    "NCCL's tree runs all-reduce only; use the ring for the others",
+                ));
+            }
+        }
     }
     if let Some(pl) = &w.placement {
         if pl != "auto" && pl != "nics" {

@@ -255,6 +255,11 @@ fn workloads_resolve_and_errors_are_located() {
     refused(&w("collective = \"alltoall\"\nqps_per_connection = 4096"), "9:22", &["1 to 128"]);
     refused(&w("collective = \"alltoall\"\nchunk_bytes = \"2T\""), "9:15", &["\"2T\" is not a size"]);
     refused(&w("collective = \"alltoall\"\nalgo = \"butterfly\""), "9:8", &["ring or tree"]);
+    refused(
+        &w("collective = \"alltoall\"\nalgo = \"tree\""),
+        "9:8",
+        &["NCCL_ALGO=tree for alltoall", "all-reduce only"],
+    );
     refused(&w("collective = \"alltoall\"\nplacement = \"gpus\""), "9:13", &["auto or nics"]);
     // Leaf-spine hosts are NICs, not GPU nodes: `nodes` has nothing to count.
     refused(&w("collective = \"alltoall\"\nnodes = 2"), "9:9", &["the ranks are host NICs"]);
