@@ -164,11 +164,37 @@ impl Mix {
     }
 }
 
+/// Writes `key = value` for each key: for a key the table's kind reads, one of its values (a
+/// good one nine times in ten); for a key it does not read, nothing nine times in ten (a stray
+/// key is a mistake too).
+fn keys(r: &mut Mix, t: &mut String, reads: &dyn Fn(&str) -> bool, keys: &[(&str, &[&str], &[&str])]) {
+    for (key, good, bad) in keys {
+        let v = if reads(key) {
+            r.value(good, bad)
+        } else if r.next().is_multiple_of(10) {
+            r.pick(good)
+        } else {
+            ""
+        };
+        if !v.is_empty() {
+            *t += &format!("{key} = {v}\n");
+        }
+    }
+}
+
 fn traffic_table(r: &mut Mix) -> String {
-    let mut t = format!("[[traffic]]\npattern = \"{}\"\n", r.pick(&["flow", "incast", "permutation", "all-to-all"]));
+    let pattern = r.pick(&["flow", "incast", "permutation", "all-to-all"]);
+    let mut t = format!("[[traffic]]\npattern = \"{pattern}\"\n");
+    let reads = |key: &str| match key {
+        "src" => pattern == "flow",
+        "dst" => pattern == "flow" || pattern == "incast",
+        "hosts" => pattern != "flow",
+        "senders" => pattern == "incast",
+        _ => true,
+    };
     // (key, good values, bad values); "" leaves the key out.
-    let keys: [(&str, &[&str], &[&str]); 8] = [
-        ("src", &["\"host0\"", "\"host3\"", ""], &["\"host9\"", "\"leaf0\""]),
+    let table: [(&str, &[&str], &[&str]); 8] = [
+        ("src", &["\"host0\"", "\"host3\""], &["\"host9\"", "\"leaf0\"", ""]),
         ("dst", &["\"host1\"", "\"host2\"", "\"host0\""], &["\"host9\"", "\"spine0\"", ""]),
         ("hosts", &["", "[\"host*\"]", "[\"host0\", \"host1\", \"host2\"]"], &["[\"nic*\"]", "[\"host1\"]"]),
         ("senders", &["", "1", "2"], &["0", "3", "40", "4294967295"]),
@@ -177,12 +203,7 @@ fn traffic_table(r: &mut Mix) -> String {
         ("class", &["", "\"roce\"", "\"cnp\""], &["\"gold\""]),
         ("qps", &["", "1", "4", "1024"], &["0", "1025", "4294967295"]),
     ];
-    for (key, good, bad) in keys {
-        let v = r.value(good, bad);
-        if !v.is_empty() {
-            t += &format!("{key} = {v}\n");
-        }
-    }
+    keys(r, &mut t, &reads, &table);
     t
 }
 
@@ -199,23 +220,27 @@ fn fault_table(r: &mut Mix) -> String {
         "route-withdraw",
         "route-restore",
     ];
-    let mut t = format!("[[fault]]\nkind = \"{}\"\n", r.pick(&kinds));
-    let keys: [(&str, &[&str], &[&str]); 8] = [
+    let kind = r.pick(&kinds);
+    let mut t = format!("[[fault]]\nkind = \"{kind}\"\n");
+    let reads = |key: &str| match key {
+        "b" => kind.starts_with("link-") || kind.starts_with("route-"),
+        "duration_us" => kind == "switch-reboot",
+        "period_us" | "count" => kind == "link-flap",
+        "seed" => kind == "ecmp-reseed",
+        "fields" => kind == "ecmp-hash-fields",
+        _ => true,
+    };
+    let table: [(&str, &[&str], &[&str]); 8] = [
         ("at_us", &["0.0", "1.0", "5e11"], &["-1.0", "1e12", "nan", "inf"]),
         ("a", &["\"leaf0\"", "\"host0\"", "\"*\"", "\"spine0\""], &["\"nowhere\""]),
-        ("b", &["", "\"spine0\"", "\"leaf0\""], &["\"leaf1\"", "\"host3\""]),
-        ("duration_us", &["", "4.0", "1e11"], &["0.0", "-1.0", "1e12", "6e11"]),
-        ("period_us", &["", "4.0", "1e6"], &["0.0", "-1.0", "0.000001", "1e11"]),
-        ("count", &["", "3", "100000"], &["0", "100001"]),
-        ("seed", &["", "7"], &[]),
-        ("fields", &["", "[\"dst-ip\"]"], &[]),
+        ("b", &["\"spine0\"", "\"leaf0\""], &["\"leaf1\"", "\"host3\"", ""]),
+        ("duration_us", &["4.0", "1e11"], &["0.0", "-1.0", "1e12", "6e11", ""]),
+        ("period_us", &["4.0", "1e6"], &["0.0", "-1.0", "0.000001", "1e11", ""]),
+        ("count", &["3", "100000"], &["0", "100001", ""]),
+        ("seed", &["7"], &[""]),
+        ("fields", &["[\"dst-ip\"]"], &[""]),
     ];
-    for (key, good, bad) in keys {
-        let v = r.value(good, bad);
-        if !v.is_empty() {
-            t += &format!("{key} = {v}\n");
-        }
-    }
+    keys(r, &mut t, &reads, &table);
     t
 }
 
@@ -254,4 +279,79 @@ fn no_table_the_engine_refuses_gets_past_the_load() {
     // Both sides of the property are exercised.
     println!("loaded {loaded}, refused {refused}");
     assert!(loaded > 500 && refused > 500, "loaded {loaded}, refused {refused}");
+}
+
+fn workload_table(r: &mut Mix) -> String {
+    let mut t = format!(
+        "[[workload]]\ncollective = \"{}\"\n",
+        r.pick(&["all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "sendrecv"])
+    );
+    let table: [(&str, &[&str], &[&str]); 9] = [
+        ("min_bytes", &["", "1", "\"64K\"", "\"1M\""], &["0", "\"1024G\"", "\"x\""]),
+        ("max_bytes", &["", "\"4M\""], &["\"2T\"", "\"1K\""]),
+        ("step_factor", &["", "2", "4"], &["0", "1"]),
+        ("nodes", &["", "1", "2"], &["0", "3"]),
+        ("channels", &["", "1", "4"], &["0", "257"]),
+        ("qps_per_connection", &["", "1", "4"], &["0", "129"]),
+        ("chunk_bytes", &["", "\"128K\""], &["0"]),
+        ("root", &["", "0", "3"], &["16", "4294967295"]),
+        ("algo", &["", "\"ring\""], &["\"tree\"", "\"nvls\""]),
+    ];
+    keys(r, &mut t, &|_| true, &table);
+    t += r.value(&["", "", "placement = \"nics\"\n"], &["placement = \"gpus\"\n"]);
+    t
+}
+
+/// The same for `[[workload]]`: whatever loads, the collective's own checks (`prepare`, with
+/// the values `simulate` hands it) accept, at the smallest and largest size of the sweep; on a
+/// fabric of hosts and on one of GPU nodes.
+#[test]
+fn no_workload_the_collective_refuses_gets_past_the_load() {
+    let rail = "[topology.rail_optimized]\ngpu_nodes = 2\nrails = 2\nnodes_per_su = 2\n\
+                host_link = { speed_gbps = 400 }\nleaf_link = { speed_gbps = 400 }\n[gpu_node]\ngpus = 2\n";
+    let mut r = Mix(7);
+    let (mut loaded, mut refused) = (0, 0);
+    for i in 0..1500 {
+        let text = format!("{}{}", if i % 2 == 0 { BASE } else { rail }, workload_table(&mut r));
+        let m = match rocelab_model::load_str("w.toml", &text) {
+            Ok(m) => m,
+            Err(e) => {
+                refused += 1;
+                assert!(e.to_string().starts_with("w.toml:"), "{e}");
+                continue;
+            }
+        };
+        loaded += 1;
+        let w = &m.intent.workloads[0];
+        let rocelab_model::intent::WorkloadRun::Collective { op, min_bytes, max_bytes, step_factor } = &w.run else {
+            unreachable!()
+        };
+        let c = &m.config.workload[0];
+        let nics = c.placement.as_deref() == Some("nics");
+        let algo = rocelab_workload::Algo::parse(c.algo.as_deref().unwrap_or("ring")).unwrap();
+        let sizes = rocelab_workload::sweep_sizes(*min_bytes, *max_bytes, *step_factor).unwrap();
+        for bytes in [sizes[0], *sizes.last().unwrap()] {
+            // As `simulate --collective` builds it from the same values.
+            let spec = rocelab_workload::CollectiveSpec {
+                channels: match w.channels {
+                    Some(c) => c,
+                    None if nics => 2,
+                    None if algo == rocelab_workload::Algo::Tree => 2 * rocelab_workload::default_channels(&m),
+                    None => rocelab_workload::default_channels(&m),
+                },
+                qps_per_connection: w.qps_per_connection.unwrap_or(1),
+                algo,
+                chunk_bytes: w.chunk_bytes.unwrap_or(rocelab_workload::DEFAULT_CHUNK_BYTES),
+                root: w.root.unwrap_or(0),
+                ranks: nics.then(|| rocelab_workload::default_ranks(&m)),
+                gpu_nodes: w.nodes,
+                ..rocelab_workload::CollectiveSpec::new(rocelab_workload::parse_op(op).unwrap(), bytes)
+            };
+            if let Err(d) = rocelab_workload::prepare(&m, &spec, 1) {
+                panic!("the collective refuses what loaded:\n{text}\n{d:?}");
+            }
+        }
+    }
+    println!("loaded {loaded}, refused {refused}");
+    assert!(loaded > 200 && refused > 200, "loaded {loaded}, refused {refused}");
 }

@@ -315,6 +315,15 @@ pub static RULES: &[RuleInfo] = &[
         source: "Field practice (fleet-wide configuration baselines); the fairness argument of NIC001 (Zhu et al. 2015) for congestion control.",
     },
     RuleInfo {
+        code: "NIC005",
+        severity: Warning,
+        title: "NIC profile assignment matches no host",
+        checks: "A pattern of a `[[nic_assign]]` entry matches no host name of the fabric.",
+        why: "The hosts it was written for (a rack on older firmware, a batch set up by hand) take the default profile instead, so the fabric file describes a fleet more uniform than the real one, and every rule and run that should see the difference (NIC001, NIC002, NIC004, the checklist's firmware-mix) sees none. Host names change when a topology is regenerated, which is how such patterns go stale.",
+        fix: "Fix the pattern (`*` matches any run of characters, `?` one; `rocelab topo --format json` lists the host names), or remove it.",
+        source: "rocelab (the assignment rules of docs/fabric-file.md).",
+    },
+    RuleInfo {
         code: "TOP001",
         severity: Warning,
         title: "Oversubscribed GPU-to-GPU tier",

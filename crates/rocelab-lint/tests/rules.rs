@@ -531,10 +531,17 @@ fn nic004_settings_differ_across_the_fleet() {
     // One profile alike in everything but its name and hosts: nothing to say.
     quiet(&format!("{BASE}{SECOND_PROFILE}"), "NIC004");
     // A profile no host uses is not part of the fleet.
-    quiet(
-        &format!("{BASE}{}", SECOND_PROFILE.replace("mtu = 4096\n", "mtu = 1024\n").replace("host0", "nobody")),
-        "NIC004",
-    );
+    let unused = SECOND_PROFILE.replace("mtu = 4096\n", "mtu = 1024\n");
+    quiet(&format!("{BASE}{}", &unused[..unused.find("[[nic_assign]]").unwrap()]), "NIC004");
+}
+
+#[test]
+fn nic005_assignment_matches_no_host() {
+    let t = format!("{BASE}{}", SECOND_PROFILE.replace("hosts = [\"host0\"]", "hosts = [\"host0\", \"rack3-*\"]"));
+    let f = fires(&t, "NIC005");
+    assert_eq!(f.path, "nic_assign[0].hosts[1]");
+    assert!(f.message.contains("`rack3-*` matches no host") && f.message.contains("profile `old`"), "{}", f.message);
+    quiet(&format!("{BASE}{SECOND_PROFILE}"), "NIC005");
 }
 
 #[test]

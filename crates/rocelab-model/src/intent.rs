@@ -236,6 +236,25 @@ fn traffic_one(m: &Model, t: &crate::config::TrafficConfig, p: &str) -> Result<T
             format!("use 1 to {MAX_QPS_PER_FLOW}"),
         ));
     }
+    // A key the pattern does not read would be silently ignored: say so instead.
+    let stray: [(&str, bool, &[TrafficPattern]); 4] = [
+        ("src", t.src.is_some(), &[TrafficPattern::Flow]),
+        ("dst", t.dst.is_some(), &[TrafficPattern::Flow, TrafficPattern::Incast]),
+        ("hosts", t.hosts.is_some(), &[TrafficPattern::Incast, TrafficPattern::Permutation, TrafficPattern::AllToAll]),
+        ("senders", t.senders.is_some(), &[TrafficPattern::Incast]),
+    ];
+    if let Some((key, _, used_by)) = stray.iter().find(|(_, set, used_by)| *set && !used_by.contains(&t.pattern)) {
+        let users: Vec<&str> = used_by.iter().map(|u| pattern_name(*u)).collect();
+        return Err(Diagnostic::new(
+            format!("{p}.{key}"),
+            format!(
+                "`{key}` does not apply to pattern `{}`: only {} read it",
+                pattern_name(t.pattern),
+                users.join(" and ")
+            ),
+            "remove it, or use the pattern that reads it (docs/fabric-file.md, [[traffic]])",
+        ));
+    }
     let need = |v: &Option<String>, f: &str| {
         v.clone().ok_or_else(|| {
             Diagnostic::new(
@@ -364,6 +383,37 @@ fn fault_time(p: &str, key: &str, v: Option<f64>, zero_ok: bool, kind: FaultKind
 
 fn fault_one(m: &Model, f: &crate::config::FaultConfig, p: &str) -> Result<Fault, Diagnostic> {
     let at = fault_time(p, "at_us", Some(f.at_us), true, f.kind)?;
+    // A key the kind does not read would be silently ignored (a `duration_us` on a
+    // `link-down` does not bring the link back): say so instead.
+    let link_kinds = [
+        FaultKind::LinkDown,
+        FaultKind::LinkUp,
+        FaultKind::LinkFlap,
+        FaultKind::RouteWithdraw,
+        FaultKind::RouteRestore,
+    ];
+    let stray: [(&str, bool, &[FaultKind]); 6] = [
+        ("b", f.b.is_some(), &link_kinds),
+        ("duration_us", f.duration_us.is_some(), &[FaultKind::SwitchReboot]),
+        ("period_us", f.period_us.is_some(), &[FaultKind::LinkFlap]),
+        ("count", f.count.is_some(), &[FaultKind::LinkFlap]),
+        ("seed", f.seed.is_some(), &[FaultKind::EcmpReseed]),
+        ("fields", f.fields.is_some(), &[FaultKind::EcmpHashFields]),
+    ];
+    if let Some((key, _, used_by)) = stray.iter().find(|(_, set, used_by)| *set && !used_by.contains(&f.kind)) {
+        let users: Vec<&str> = used_by.iter().map(|u| fault_name(*u)).collect();
+        let hint = match (*key, f.kind) {
+            ("duration_us", FaultKind::LinkDown) => {
+                "a link stays down until a `link-up` fault; for down-then-up use `link-flap` with count = 1".to_string()
+            }
+            _ => format!("remove it; only {} read it (docs/fabric-file.md, [[fault]])", users.join(", ")),
+        };
+        return Err(Diagnostic::new(
+            format!("{p}.{key}"),
+            format!("`{key}` does not apply to a `{}` fault", fault_name(f.kind)),
+            hint,
+        ));
+    }
     let mut r = Fault {
         kind: f.kind,
         at,
@@ -600,6 +650,15 @@ fn workload_one(m: &Model, w: &WorkloadConfig, i: usize, p: &str) -> Result<Work
         if a != "ring" && a != "tree" {
             return Err(d("algo", format!("algorithm `{a}`"), "ring or tree (NCCL_ALGO)"));
         }
+        if let WorkloadRun::Collective { op, .. } = &run {
+            if a == "tree" && *op != "all_reduce" {
+                return Err(d(
+                    "algo",
+                    format!("NCCL_ALGO=tree for {op}"),
+                    "NCCL's tree runs all-reduce only; use the ring for the others",
+                ));
+            }
+        }
     }
     if let Some(pl) = &w.placement {
         if pl != "auto" && pl != "nics" {
@@ -629,6 +688,19 @@ fn workload_one(m: &Model, w: &WorkloadConfig, i: usize, p: &str) -> Result<Work
     gpu_nodes.sort_unstable();
     gpu_nodes.dedup();
     let by_gpu = !gpu_nodes.is_empty() && w.placement.as_deref() != Some("nics");
+    if by_gpu {
+        // GPU placement needs every host in a GPU node (the ranks are GPUs behind NICs).
+        if let Some(h) = m.nodes.iter().find(|n| matches!(n.role, crate::model::Role::Host { gpu_node: None, .. })) {
+            return Err(d(
+                "placement",
+                format!(
+                    "host `{}` belongs to no GPU node while others do, so the collective cannot place its GPU ranks",
+                    h.name
+                ),
+                "give every host a gpu_node (and rail), or none, or run on the NICs with placement = \"nics\"",
+            ));
+        }
+    }
     if let Some(k) = w.nodes {
         if !by_gpu {
             return Err(d(

@@ -107,6 +107,30 @@ fn traffic_errors_are_located() {
 }
 
 #[test]
+fn keys_a_table_does_not_read_are_refused() {
+    refused(
+        &with("[[traffic]]\npattern = \"incast\"\ndst = \"host0\"\nsrc = \"host1\"\nsize_bytes = 1\n"),
+        "10:7",
+        &["`src` does not apply to pattern `incast`: only flow read it"],
+    );
+    refused(
+        &with("[[traffic]]\npattern = \"permutation\"\nsenders = 2\nsize_bytes = 1\n"),
+        "9:11",
+        &["`senders` does not apply to pattern `permutation`"],
+    );
+    refused(
+        &with("[[fault]]\nkind = \"link-down\"\nat_us = 1\na = \"leaf0\"\nb = \"spine0\"\nduration_us = 50\n"),
+        "12:15",
+        &["`duration_us` does not apply to a `link-down` fault", "until a `link-up` fault"],
+    );
+    refused(
+        &with("[[fault]]\nkind = \"host-stall\"\nat_us = 1\na = \"host0\"\nb = \"leaf0\"\n"),
+        "11:5",
+        &["`b` does not apply"],
+    );
+}
+
+#[test]
 fn traffic_bounds_absurd_values() {
     let flow =
         |extra: &str| with(&format!("[[traffic]]\npattern = \"flow\"\nsrc = \"host0\"\ndst = \"host1\"\n{extra}\n"));
@@ -231,6 +255,11 @@ fn workloads_resolve_and_errors_are_located() {
     refused(&w("collective = \"alltoall\"\nqps_per_connection = 4096"), "9:22", &["1 to 128"]);
     refused(&w("collective = \"alltoall\"\nchunk_bytes = \"2T\""), "9:15", &["\"2T\" is not a size"]);
     refused(&w("collective = \"alltoall\"\nalgo = \"butterfly\""), "9:8", &["ring or tree"]);
+    refused(
+        &w("collective = \"alltoall\"\nalgo = \"tree\""),
+        "9:8",
+        &["NCCL_ALGO=tree for alltoall", "all-reduce only"],
+    );
     refused(&w("collective = \"alltoall\"\nplacement = \"gpus\""), "9:13", &["auto or nics"]);
     // Leaf-spine hosts are NICs, not GPU nodes: `nodes` has nothing to count.
     refused(&w("collective = \"alltoall\"\nnodes = 2"), "9:9", &["the ranks are host NICs"]);
@@ -255,4 +284,17 @@ fn workload_nodes_count_gpu_nodes() {
     refused(&w("nodes = 2\nroot = 16"), "10:8", &["root 16 of a broadcast over 16 ranks"]);
     // With placement "nics" the ranks are the 128 NICs.
     refused(&w("nodes = 2\nplacement = \"nics\""), "9:9", &["host NICs"]);
+}
+
+#[test]
+fn a_workload_on_gpus_needs_every_host_in_a_gpu_node() {
+    let fabric = "[[topology.explicit.node]]\nname = \"sw\"\nkind = \"switch\"\n\
+                  [[topology.explicit.node]]\nname = \"a\"\nkind = \"host\"\ngpu_node = \"n0\"\n\
+                  [[topology.explicit.node]]\nname = \"b\"\nkind = \"host\"\n\
+                  [[topology.explicit.link]]\na = \"a\"\nb = \"sw\"\nspeed_gbps = 100\n\
+                  [[topology.explicit.link]]\na = \"b\"\nb = \"sw\"\nspeed_gbps = 100\n";
+    load_str("f.toml", fabric).unwrap();
+    let t = format!("{fabric}[[workload]]\ncollective = \"alltoall\"\n");
+    refused(&t, "19:1", &["host `b` belongs to no GPU node while others do"]);
+    load_str("f.toml", &format!("{t}placement = \"nics\"\n")).unwrap();
 }

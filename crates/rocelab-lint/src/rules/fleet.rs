@@ -125,6 +125,21 @@ pub fn check(cx: &Ctx, out: &mut Findings) {
             }
         }
     }
+    // A `nic_assign` pattern that matches no host assigns nothing: the hosts it meant (a rack
+    // on old firmware) take the default profile, and the fabric file's heterogeneity is lost.
+    let m = cx.model;
+    for (i, a) in m.config.nic_assign.iter().enumerate() {
+        for (j, pat) in a.hosts.iter().enumerate() {
+            if !m.hosts().any(|h| rocelab_model::glob_match(pat, &m.node(h).name)) {
+                out.emit(
+                    "NIC005",
+                    format!("nic_assign[{i}].hosts[{j}]"),
+                    format!("the pattern `{pat}` matches no host, so it gives profile `{}` to none", a.profile),
+                    "fix the pattern (`*` and `?` over host names; `rocelab topo --format json` lists them), or remove it",
+                );
+            }
+        }
+    }
     if roce && !cx.lossless_priorities.is_empty() {
         for n in &nics {
             if n.congestion_control == CongestionControl::None {
