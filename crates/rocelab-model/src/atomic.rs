@@ -99,6 +99,15 @@ impl OutputSet {
     /// Starts a set for `target` (a directory, created on commit). Puts back an old set that a
     /// kill left under its backup name, and removes temporary directories that killed runs left.
     pub fn create(target: &Path) -> io::Result<OutputSet> {
+        // A symbolic link to a directory (`rocelab-out -> /scratch/run7`): the set replaces the
+        // directory it points to, and the link stays.
+        let resolved;
+        let target = if std::fs::symlink_metadata(target).is_ok_and(|m| m.file_type().is_symlink()) {
+            resolved = std::fs::canonicalize(target)?;
+            resolved.as_path()
+        } else {
+            target
+        };
         let dir = parent_of(target);
         std::fs::create_dir_all(dir)?;
         recover(target)?;
@@ -415,6 +424,18 @@ mod tests {
         std::fs::remove_file(old.join(MARKER)).unwrap(); // as an older rocelab left it
         write_set(&old, &[("summary.json", "newer")]);
         assert_eq!(listing(&old), [MARKER, "summary.json"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_to_a_directory_stays_a_link_to_the_new_set() {
+        let d = scratch("link");
+        write_set(&d.join("real"), &[("a.txt", "1")]);
+        std::os::unix::fs::symlink(d.join("real"), d.join("out")).unwrap();
+        write_set(&d.join("out"), &[("b.txt", "2")]);
+        assert!(std::fs::symlink_metadata(d.join("out")).unwrap().file_type().is_symlink());
+        assert_eq!(listing(&d.join("real")), [MARKER, "b.txt"]);
+        assert_eq!(listing(&d), ["out", "real"]);
     }
 
     #[test]
