@@ -9,6 +9,11 @@
 //! elsewhere (or on a file system that refuses the exchange) with two renames, the old set kept
 //! under a backup name in between, which the next `OutputSet::create` puts back if a kill came
 //! between the two.
+//!
+//! Two environment variables exist for the kill tests only (`crates/rocelab-cli/tests/
+//! conventions.rs`): `ROCELAB_TEST_OUTPUT_PAUSE=before-swap|after-swap|between-renames` makes
+//! `commit` stop there (so the test can SIGKILL it), `ROCELAB_TEST_NO_EXCHANGE` forces the
+//! two-rename path.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
