@@ -26,6 +26,13 @@ pub struct Args {
 
 pub fn run(a: Args) -> VerbResult {
     if a.list {
+        if a.format == crate::output::Format::Json {
+            let list: Vec<_> =
+                TEMPLATES.iter().map(|t| serde_json::json!({ "template": t.name, "about": t.about })).collect();
+            let text = serde_json::to_string_pretty(&serde_json::json!({ "templates": list })).unwrap_or_default();
+            print!("{}", crate::output::envelope("init.templates", &(text + "\n")));
+            return Ok(ExitCode::SUCCESS);
+        }
         for t in TEMPLATES {
             println!("{:<16} {}", t.name, t.about);
         }

@@ -48,6 +48,15 @@ pub struct Args {
 
 pub fn run(a: Args) -> VerbResult {
     if a.list {
+        if let Format::Json = a.format {
+            let checks: Vec<_> = rocelab_validate::CHECKS
+                .iter()
+                .map(|c| serde_json::json!({ "check": c.name, "scenario": c.kind.name(), "limit": c.limit, "why": c.why }))
+                .collect();
+            let text = serde_json::to_string_pretty(&serde_json::json!({ "checks": checks })).unwrap_or_default();
+            print!("{}", crate::output::envelope("validate.checks", &(text + "\n")));
+            return Ok(ExitCode::SUCCESS);
+        }
         print!("{}", rocelab_validate::list());
         return Ok(ExitCode::SUCCESS);
     }
