@@ -245,7 +245,8 @@ fn every_verb_prints_json_in_one_envelope_under_format_json_or_json() {
             let mut argv = args.clone();
             argv.push(flag);
             let o = run(&argv, &d);
-            assert!(o.status.success(), "rocelab {}: {o:?}", argv.join(" "));
+            // 1 is a verdict (e.g. `collect` on a host without RDMA ports), still a full report.
+            assert!(matches!(o.status.code(), Some(0 | 1)), "rocelab {}: {o:?}", argv.join(" "));
             let v: serde_json::Value = serde_json::from_slice(&o.stdout)
                 .unwrap_or_else(|e| panic!("rocelab {}: not one JSON document ({e}): {o:?}", argv.join(" ")));
             assert_eq!(v["schema"], format!("rocelab.{schema}/v1"), "rocelab {}", argv.join(" "));
