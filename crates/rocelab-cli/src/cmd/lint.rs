@@ -85,8 +85,7 @@ pub fn run(a: Args) -> VerbResult {
                 .iter()
                 .map(|r| serde_json::json!({ "code": r.code, "severity": r.severity.name(), "title": r.title }))
                 .collect();
-            let text = serde_json::to_string_pretty(&serde_json::json!({ "rules": rules })).unwrap_or_default() + "\n";
-            print!("{}", crate::output::envelope("lint.rules", &text));
+            crate::output::print_json("lint.rules", &serde_json::json!({ "rules": rules }));
             return Ok(ExitCode::SUCCESS);
         }
         let mut s = String::new();

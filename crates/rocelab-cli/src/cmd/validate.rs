@@ -53,8 +53,7 @@ pub fn run(a: Args) -> VerbResult {
                 .iter()
                 .map(|c| serde_json::json!({ "check": c.name, "scenario": c.kind.name(), "limit": c.limit, "why": c.why }))
                 .collect();
-            let text = serde_json::to_string_pretty(&serde_json::json!({ "checks": checks })).unwrap_or_default();
-            print!("{}", crate::output::envelope("validate.checks", &(text + "\n")));
+            crate::output::print_json("validate.checks", &serde_json::json!({ "checks": checks }));
             return Ok(ExitCode::SUCCESS);
         }
         print!("{}", rocelab_validate::list());
