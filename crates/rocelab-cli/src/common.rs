@@ -68,6 +68,11 @@ pub struct Stages {
 
 impl Stages {
     pub fn start(what: &str) -> Stages {
+        Stages::start_unless(false, what)
+    }
+
+    /// `start`, drawing nothing at all under `-q`.
+    pub fn start_unless(quiet: bool, what: &str) -> Stages {
         use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
         let style = ProgressStyle::with_template("{spinner} {prefix}: {msg} ({elapsed})")
@@ -75,7 +80,7 @@ impl Stages {
         bar.set_style(style);
         bar.set_prefix(what.to_string());
         let later = bar.clone();
-        let allowed = progress_allowed(false);
+        let allowed = progress_allowed(quiet);
         std::thread::spawn(move || {
             std::thread::sleep(std::time::Duration::from_secs(1));
             if allowed && !later.is_finished() {

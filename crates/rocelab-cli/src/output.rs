@@ -106,6 +106,12 @@ pub fn write_set(out: &Path, files: &[(&str, &[u8])]) -> Result<(), Failure> {
     set.commit().map_err(fail)
 }
 
+/// Prints a document built by the CLI itself (a listing, a closing count) as pretty JSON in
+/// the envelope.
+pub fn print_json(schema: &str, doc: &serde_json::Value) {
+    print!("{}", envelope(schema, &(serde_json::to_string_pretty(doc).unwrap_or_default() + "\n")));
+}
+
 /// What `simulate` and `import` wrote into `--out` before output sets had a marker: a directory
 /// holding only these is an earlier run's, replaced as a set.
 const EARLIER_OUTPUTS: &[&str] = &[

@@ -227,6 +227,10 @@ fn every_verb_prints_json_in_one_envelope_under_format_json_or_json() {
         ("plan", vec!["plan", "--model", "llama3-8b", "--gpus", "64"], "plan.result"),
         ("collect", vec!["collect", "--sysfs-root", "sys", "-o", "dump"], "collect.result"),
         ("doctor", vec!["doctor", &healthy], "doctor.report"),
+        // The listings too.
+        ("init", vec!["init", "--list"], "init.templates"),
+        ("lint", vec!["lint", "--list-rules"], "lint.rules"),
+        ("validate", vec!["validate", "--list"], "validate.checks"),
     ];
     let mut verbs_seen = Vec::new();
     for (verb, args, schema) in &table {

@@ -9,6 +9,11 @@
 //! elsewhere (or on a file system that refuses the exchange) with two renames, the old set kept
 //! under a backup name in between, which the next `OutputSet::create` puts back if a kill came
 //! between the two.
+//!
+//! Two environment variables exist for the kill tests only (`crates/rocelab-cli/tests/
+//! conventions.rs`): `ROCELAB_TEST_OUTPUT_PAUSE=before-swap|after-swap|between-renames` makes
+//! `commit` stop there (so the test can SIGKILL it), `ROCELAB_TEST_NO_EXCHANGE` forces the
+//! two-rename path.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -99,6 +104,15 @@ impl OutputSet {
     /// Starts a set for `target` (a directory, created on commit). Puts back an old set that a
     /// kill left under its backup name, and removes temporary directories that killed runs left.
     pub fn create(target: &Path) -> io::Result<OutputSet> {
+        // A symbolic link to a directory (`rocelab-out -> /scratch/run7`): the set replaces the
+        // directory it points to, and the link stays.
+        let resolved;
+        let target = if std::fs::symlink_metadata(target).is_ok_and(|m| m.file_type().is_symlink()) {
+            resolved = std::fs::canonicalize(target)?;
+            resolved.as_path()
+        } else {
+            target
+        };
         let dir = parent_of(target);
         std::fs::create_dir_all(dir)?;
         recover(target)?;
@@ -415,6 +429,18 @@ mod tests {
         std::fs::remove_file(old.join(MARKER)).unwrap(); // as an older rocelab left it
         write_set(&old, &[("summary.json", "newer")]);
         assert_eq!(listing(&old), [MARKER, "summary.json"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_to_a_directory_stays_a_link_to_the_new_set() {
+        let d = scratch("link");
+        write_set(&d.join("real"), &[("a.txt", "1")]);
+        std::os::unix::fs::symlink(d.join("real"), d.join("out")).unwrap();
+        write_set(&d.join("out"), &[("b.txt", "2")]);
+        assert!(std::fs::symlink_metadata(d.join("out")).unwrap().file_type().is_symlink());
+        assert_eq!(listing(&d.join("real")), [MARKER, "b.txt"]);
+        assert_eq!(listing(&d), ["out", "real"]);
     }
 
     #[test]

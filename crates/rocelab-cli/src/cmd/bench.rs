@@ -8,7 +8,7 @@
 //! `--in-process`. Build with `--release` for meaningful figures.
 
 use crate::common::{write_atomic, Failure, ProgressLine, VerbResult};
-use crate::output::{envelope, Format};
+use crate::output::Format;
 use rocelab_bench as scenarios;
 use rocelab_bench::measure::{self, Measurement, Progress};
 use std::path::PathBuf;
@@ -81,8 +81,7 @@ pub fn run(a: Args) -> VerbResult {
             Format::Json => {
                 let list: Vec<_> =
                     all.iter().map(|s| serde_json::json!({ "scenario": s.name, "about": s.about })).collect();
-                let text = serde_json::to_string_pretty(&serde_json::json!({ "scenarios": list })).unwrap_or_default();
-                print!("{}", envelope("bench.list", &(text + "\n")));
+                crate::output::print_json("bench.list", &serde_json::json!({ "scenarios": list }));
             }
         }
         return Ok(ExitCode::SUCCESS);

@@ -56,13 +56,9 @@ pub fn run(a: Args) -> VerbResult {
             a.sysfs_root.join("class/infiniband").display()
         );
         if a.format == crate::output::Format::Json {
-            let doc = serde_json::json!({ "out": null, "snapshots": [], "note": note });
-            print!(
-                "{}",
-                crate::output::envelope(
-                    "collect.result",
-                    &(serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n")
-                )
+            crate::output::print_json(
+                "collect.result",
+                &serde_json::json!({ "out": null, "snapshots": [], "note": note }),
             );
         } else {
             eprintln!("error: {note}");
@@ -113,10 +109,7 @@ pub fn run(a: Args) -> VerbResult {
             "out": a.out.display().to_string(),
             "snapshots": written.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
         });
-        print!(
-            "{}",
-            crate::output::envelope("collect.result", &(serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"))
-        );
+        crate::output::print_json("collect.result", &doc);
         return Ok(ExitCode::SUCCESS);
     }
     println!("wrote {} snapshot(s) to {}; next: rocelab doctor {}", written.len(), a.out.display(), a.out.display());

@@ -183,8 +183,7 @@ fn announce(s: &Scenario, path: &Path, format: Format, run: Option<&rocelab_sim:
                 "flows": s.flows.len(),
                 "run": summary,
             });
-            let text = serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n";
-            print!("{}", envelope("import.result", &text));
+            crate::output::print_json("import.result", &doc);
         }
     }
 }

@@ -26,6 +26,12 @@ pub struct Args {
 
 pub fn run(a: Args) -> VerbResult {
     if a.list {
+        if a.format == crate::output::Format::Json {
+            let list: Vec<_> =
+                TEMPLATES.iter().map(|t| serde_json::json!({ "template": t.name, "about": t.about })).collect();
+            crate::output::print_json("init.templates", &serde_json::json!({ "templates": list }));
+            return Ok(ExitCode::SUCCESS);
+        }
         for t in TEMPLATES {
             println!("{:<16} {}", t.name, t.about);
         }
@@ -51,11 +57,7 @@ pub fn run(a: Args) -> VerbResult {
     write_atomic(&a.path, format!("{}{CHECKLIST}", t.text).as_bytes())?;
     let p = a.path.display();
     if a.format == crate::output::Format::Json {
-        let doc = serde_json::json!({ "wrote": p.to_string(), "template": t.name });
-        print!(
-            "{}",
-            crate::output::envelope("init.result", &(serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"))
-        );
+        crate::output::print_json("init.result", &serde_json::json!({ "wrote": p.to_string(), "template": t.name }));
         return Ok(ExitCode::SUCCESS);
     }
     eprintln!("wrote {p} ({}); next: rocelab topo {p}, rocelab lint {p}, rocelab simulate {p}", t.about);

@@ -80,6 +80,14 @@ fn parse_disable(spec: &str) -> Result<(String, String), Failure> {
 
 pub fn run(a: Args) -> VerbResult {
     if a.list_rules {
+        if matches!(a.format, Format::Json) {
+            let rules: Vec<_> = registry::RULES
+                .iter()
+                .map(|r| serde_json::json!({ "code": r.code, "severity": r.severity.name(), "title": r.title }))
+                .collect();
+            crate::output::print_json("lint.rules", &serde_json::json!({ "rules": rules }));
+            return Ok(ExitCode::SUCCESS);
+        }
         let mut s = String::new();
         for r in registry::RULES {
             s.push_str(&format!("{:<8} {:<8} {}\n", r.code, r.severity.name(), r.title));

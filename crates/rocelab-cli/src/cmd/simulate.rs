@@ -148,7 +148,7 @@ pub fn run(a: Args) -> VerbResult {
         return crate::cmd::import::simulate_ns3(c, None, None, &a.out, a.seed, a.duration_us, a.quiet, Format::Text);
     }
     let file = a.file.clone().unwrap_or_default();
-    let stages = crate::common::Stages::start(&format!("simulate {}", file.display()));
+    let stages = crate::common::Stages::start_unless(a.quiet, &format!("simulate {}", file.display()));
     let model = load_fabric_shown(&file, &stages)?;
     let mut opts = rocelab_sim::options_from_model(&model);
     opts.engine = a.engine.kind();

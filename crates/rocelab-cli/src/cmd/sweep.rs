@@ -48,9 +48,7 @@ pub struct Args {
 fn done(format: Format, text: String, doc: serde_json::Value) -> VerbResult {
     match format {
         Format::Text => println!("{text}"),
-        Format::Json => {
-            print!("{}", envelope("sweep.result", &(serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n")))
-        }
+        Format::Json => crate::output::print_json("sweep.result", &doc),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -52,6 +52,14 @@ pub struct Args {
 
 pub fn run(a: Args) -> VerbResult {
     if a.list {
+        if let Format::Json = a.format {
+            let checks: Vec<_> = rocelab_validate::CHECKS
+                .iter()
+                .map(|c| serde_json::json!({ "check": c.name, "scenario": c.kind.name(), "limit": c.limit, "why": c.why }))
+                .collect();
+            crate::output::print_json("validate.checks", &serde_json::json!({ "checks": checks }));
+            return Ok(ExitCode::SUCCESS);
+        }
         print!("{}", rocelab_validate::list());
         return Ok(ExitCode::SUCCESS);
     }
