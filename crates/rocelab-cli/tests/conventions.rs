@@ -73,6 +73,8 @@ fn every_verb_exits_0_1_or_2_for_the_same_reasons() {
         (vec!["simulate", &rail, "--collective", "all_reduce", "--nodes", "0", "--no-files"], 2,
          "error: --collective (with --nodes"),
         (vec!["simulate", &rail, "--collective", "alreduce", "--no-files"], 2, "all_reduce"),
+        (vec!["simulate", &rail, "--collective", "all_reduce", "--channels", "0", "--no-files"], 2,
+         "error: --channels must be at least 1"),
         (vec!["simulate", &small, "--scenario", "incst", "--no-files"], 2,
          "error: --scenario: no [[scenario]] named `incst`, and no scenario kind of that name\n  = help: did you mean `incast`?"),
         (vec!["validate", missing], 2, "cannot read"),

@@ -182,6 +182,13 @@ pub fn run(a: Args) -> VerbResult {
         }
         opts.ack_interval = n;
     }
+    // Counts of one or more, refused here as the flags they are (NCCL itself takes 0 as "unset").
+    if a.channels == Some(0) {
+        return Err(Failure::bad_input("error: --channels must be at least 1 (NCCL_MIN_NCHANNELS)"));
+    }
+    if a.qps_per_connection == 0 {
+        return Err(Failure::bad_input("error: --qps-per-connection must be at least 1 (NCCL_IB_QPS_PER_CONNECTION)"));
+    }
     if let Some(name) = &a.scenario {
         drop(stages);
         return run_scenario(&a, name, &model, &file, opts.seed);
