@@ -441,7 +441,7 @@ pub fn write_raw(dir: &Path, raw: &RawSnapshot) -> std::io::Result<()> {
     // meta.json last: a dump without it is not a dump, so a crash before this point leaves
     // nothing that reads as whole.
     let meta = serde_json::to_string_pretty(&raw.meta).map_err(std::io::Error::other)?;
-    crate::util::write_atomic(&dir.join("meta.json"), format!("{meta}\n").as_bytes())
+    rocelab_model::atomic::write_atomic(&dir.join("meta.json"), format!("{meta}\n").as_bytes())
 }
 
 /// Reads one snapshot directory and parses it strictly.
