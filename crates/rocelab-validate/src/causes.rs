@@ -66,7 +66,12 @@ fn pfc_braking(c: &CheckDef, r: &ScenarioResult, not_converged: bool) -> bool {
     match c.figure {
         Figure::MaxPausedShare => true,
         _ if not_converged => {
-            r.steady.as_ref().is_some_and(|s| s.agreement.iter().any(|a| !a.agree && !a.figure.starts_with("goodput")))
+            pauses
+                && r.steady.as_ref().is_some_and(|s| {
+                    s.agreement
+                        .iter()
+                        .any(|a| !a.agree && (a.figure.starts_with("switch buffer") || a.figure.contains("paused")))
+                })
         }
         Figure::Headline if c.kind == rocelab_model::config::ScenarioKind::Collective => pauses,
         Figure::QueueDelayP99Us => pauses,
@@ -205,6 +210,22 @@ pub fn diagnose(
         }
         return (Cause { mechanism: mech, evidence, keys }, cands);
     }
+    if not_converged {
+        let differ: Vec<&str> = r
+            .steady
+            .as_ref()
+            .map(|s| s.agreement.iter().filter(|a| !a.agree).map(|a| a.figure).collect())
+            .unwrap_or_default();
+        let cause = Cause {
+            mechanism: format!(
+                "the load had not settled by the horizon: {} still moved between the last two windows, with no PFC braking behind it (DCQCN's rates still converging: its additive increase is slow at rpg_ai_rate)",
+                differ.join(", ")
+            ),
+            evidence,
+            keys: vec!["[steady] horizon_us (the policy)".into(), "[nic.dcqcn] rate_ai_mbps".into()],
+        };
+        return (cause, vec![]);
+    }
     if matches!(c.figure, Figure::Metric("tcp_priority_pause_frames")) {
         let class = r.params.get("tcp_class").and_then(|v| v.as_str()).unwrap_or("?").to_string();
         let prio = r.params.get("tcp_priority").and_then(|v| v.as_u64()).unwrap_or(0);
@@ -247,13 +268,13 @@ pub fn diagnose(
         };
         let name = cnp.name.clone();
         let cand = if shared {
-            let (dscp, prio) = {
-                let q = &m.nic_of(hosts[0]).qos;
-                (q.cnp_dscp, q.cnp_priority)
-            };
+            // NVIDIA's RoCE defaults: CNPs on DSCP 48, priority 6, strict priority.
+            let (dscp, prio) = (48u8, 6u8);
             Candidate {
-                change: format!("a class of their own: [[qos.class]] name = \"cnp\", dscp = [{dscp}], priority = {prio}, scheduler = \"strict\", carries = [\"cnp\"]; [qos] cnp_class = \"cnp\""),
+                change: format!("a class of their own: [[qos.class]] name = \"cnp\", dscp = [{dscp}], priority = {prio}, scheduler = \"strict\", carries = [\"cnp\"]; [qos] cnp_class = \"cnp\"; [nic.qos] cnp_dscp = {dscp}, cnp_priority = {prio}"),
                 apply: Box::new(move |cfg: &mut Config| {
+                    cfg.nic.qos.cnp_dscp = Some(dscp);
+                    cfg.nic.qos.cnp_priority = Some(prio);
                     for cl in &mut cfg.qos.classes {
                         cl.dscp.retain(|d| *d != dscp);
                         cl.carries.retain(|k| *k != TrafficKind::Cnp);

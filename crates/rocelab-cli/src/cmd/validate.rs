@@ -65,6 +65,7 @@ pub fn run(a: Args) -> VerbResult {
             || n == "workload"
             || n.starts_with("workload.")
             || rocelab_validate::CHECKS.iter().any(|c| c.name == n || c.kind.name() == n)
+            || n.split('.').next() == Some(rocelab_validate::CNP_PATH_RUN)
     };
     if let Some(bad) = a.only.iter().find(|n| !known(n)) {
         return Err(Failure::bad_input(format!(
