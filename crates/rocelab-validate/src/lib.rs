@@ -502,7 +502,7 @@ fn explain(
         let mut jobs: Vec<(usize, String, &causes::Candidate)> = vec![];
         for (f, &(_, _, i)) in failing.iter().enumerate() {
             let settled = best[f].as_ref().is_some_and(|x| x.verified);
-            if let Some(cand) = cands[f].get(round).filter(|_| !settled && opts.verify_fixes) {
+            if let Some(cand) = cands[f].get(round).filter(|c| !settled && opts.verify_fixes && !c.flow_engine) {
                 let key = (i, cand.change.clone());
                 if !tried.contains_key(&key) && !jobs.iter().any(|j| j.0 == i && j.1 == cand.change) {
                     jobs.push((i, cand.change.clone(), cand));
@@ -520,8 +520,36 @@ fn explain(
             }
             let before = checks[k].figure;
             let unit = checks[k].unit.clone();
-            let fix = match tried.get(&(i, cand.change.clone())) {
-                Some(Some(r)) => {
+            // A flow-engine fix (a collective at a size the packet engine would take minutes
+            // for) is measured there.
+            let flow = (cand.flow_engine && opts.verify_fixes).then(|| {
+                let (mut sc, path) = runs[i].clone();
+                if let Some(edit) = &cand.scenario {
+                    edit(&mut sc);
+                }
+                let fo = Options { engine: EngineKind::Flow, ..opts.clone() };
+                flow_busbw(m, c, checks[k].name.clone(), &(sc, path), &fo).ok()
+            });
+            let fix = match (flow, tried.get(&(i, cand.change.clone()))) {
+                (Some(Some(after)), _) => causes::Fix {
+                    change: cand.change.clone(),
+                    before,
+                    after: after.figure,
+                    unit,
+                    verdict_after: Some(after.verdict),
+                    verified: !after.verdict.fails(),
+                    note: Some("re-run on the flow-level engine".into()),
+                },
+                (Some(None), _) => causes::Fix {
+                    change: cand.change.clone(),
+                    before,
+                    after: None,
+                    unit,
+                    verdict_after: None,
+                    verified: false,
+                    note: Some("the changed run did not complete on the flow-level engine".into()),
+                },
+                (None, Some(Some(r))) => {
                     let after = judge(c, checks[k].name.clone(), r, &opts.policy);
                     causes::Fix {
                         change: cand.change.clone(),
@@ -533,7 +561,7 @@ fn explain(
                         note: None,
                     }
                 }
-                Some(None) => causes::Fix {
+                (None, Some(None)) => causes::Fix {
                     change: cand.change.clone(),
                     before,
                     after: None,
@@ -542,7 +570,7 @@ fn explain(
                     verified: false,
                     note: Some("the changed fabric did not load or run".into()),
                 },
-                None => causes::Fix {
+                (None, None) => causes::Fix {
                     change: cand.change.clone(),
                     before,
                     after: None,
@@ -590,6 +618,11 @@ fn rerun(
                 let j = next.fetch_add(1, Ordering::Relaxed);
                 let Some((i, change, cand)) = jobs.get(j) else { break };
                 let (c, path) = &runs[*i];
+                let mut c = c.clone();
+                if let Some(edit) = &cand.scenario {
+                    edit(&mut c);
+                }
+                let c = &c;
                 let label = format!("{} with {}", c.display_name(), change);
                 progress(Progress::Started(&label));
                 let mut cfg = m.config.clone();
