@@ -178,13 +178,21 @@ pub fn diagnose(
                 d.rate_reduce_period.as_us_f64()
             );
             keys.push("[nic.dcqcn] byte_counter_bytes".into());
+            keys.push("[nic.dcqcn] increase_timer_us".into());
+            // The byte counter alone slowed, the rate recovers on the timer only, and
+            // ConnectX's 300 µs timer leaves an incast's senders cut for hundreds of µs
+            // (rail-128gpu's incast: 1.34 × ideal); the DCQCN paper's 55 µs timer restores them.
+            let timer = d.increase_timer.as_us_f64();
             cands.push(Candidate {
                 scenario: None,
                 flow_engine: false,
-                change: "[nic.dcqcn] byte_counter_bytes = 2097088   # rpg_byte_reset 32767 in ConnectX's 64-byte units"
-                    .into(),
-                apply: Box::new(|cfg: &mut Config| {
+                change: format!(
+                    "[nic.dcqcn] byte_counter_bytes = 2097088, increase_timer_us = {}   # rpg_byte_reset 32767 in ConnectX's 64-byte units; the rate then recovers on the timer alone",
+                    timer.min(55.0)
+                ),
+                apply: Box::new(move |cfg: &mut Config| {
                     cfg.nic.dcqcn.byte_counter_bytes = Some(2_097_088);
+                    cfg.nic.dcqcn.increase_timer_us = Some(timer.min(55.0));
                     for p in cfg.nic_profiles.values_mut() {
                         if p.dcqcn.byte_counter_bytes.is_some_and(|b| b < BYTE_COUNTER_IN_BYTES) {
                             p.dcqcn.byte_counter_bytes = Some(2_097_088);

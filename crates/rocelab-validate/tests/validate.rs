@@ -19,13 +19,14 @@ fn run(name: &str, policy: Policy, only: &[&str]) -> Report {
     validate(&m, &file, &text, &opts, &|_| {}).unwrap_or_else(|e| panic!("{e:?}"))
 }
 
-/// `leaf-spine-small.toml` as a careful engineer configures its NICs: DCQCN's rate-increase
-/// byte counter in the 64-byte units ConnectX counts (`byte_counter_bytes = 2097088`, docs/fabric-file.md),
-/// so the cuts hold the queues.
+/// `leaf-spine-small.toml` as a careful engineer configures its NICs, the fix `validate`
+/// proposes: DCQCN's rate-increase byte counter in the 64-byte units ConnectX counts
+/// (`byte_counter_bytes = 2097088`, docs/fabric-file.md), so the cuts hold the queues, and the
+/// DCQCN paper's 55 µs rate-increase timer, so the rate recovers after an incast.
 fn careful(text: &str) -> String {
     text.replace(
         "congestion_control = \"dcqcn\"\n",
-        "congestion_control = \"dcqcn\"\n[nic.dcqcn]\nbyte_counter_bytes = 2097088\n",
+        "congestion_control = \"dcqcn\"\n[nic.dcqcn]\nbyte_counter_bytes = 2097088\nincrease_timer_us = 55\n",
     )
 }
 
