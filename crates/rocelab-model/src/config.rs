@@ -1071,6 +1071,9 @@ pub enum HotspotTarget {
     Receiver,
     /// One leaf's cross-leaf traffic squeezed onto one uplink (the others withdrawn).
     Uplink,
+    /// A flow into a hot receiver from a host whose own downlink is hot too: the CNPs it is
+    /// sent cross a congested egress on their way back (the test of the CNP class's scheduler).
+    CnpPath,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]

@@ -143,7 +143,7 @@ pub const KINDS: &[KindInfo] = &[
         headline: "max_queue_bytes",
         headline_unit: "deepest egress queue at the hotspot port",
         own: &[
-            p("target", "receiver | uplink", "receiver", "where the congestion is"),
+            p("target", "receiver | uplink | cnp-path", "receiver", "where the congestion is; cnp-path: a flow into a hot receiver from a host that is itself the receiver of an incast, so the CNPs it gets wait at a congested egress"),
             p("fan_in", "senders", "min(hosts − 2, 8)", "receiver: senders onto the hot receiver"),
             STEADY_HORIZON,
             LOAD,

@@ -26,10 +26,10 @@ pub fn unit_of(name: &str) -> &'static str {
         "failed_chunks" => "chunks",
         "ecmp_imbalance_before" | "ecmp_imbalance_after" => "max / mean uplink bytes − 1",
         "timeouts" => "transport timeouts",
+        "busbw_gbytes_per_s" => "GB/s",
+        n if n.contains("_gbps") => "Gb/s",
         n if n.ends_with("_us") => "µs",
         n if n.ends_with("_bytes") => "B",
-        n if n.ends_with("_gbps") || n.ends_with("_gbps_mean") => "Gb/s",
-        "busbw_gbytes_per_s" => "GB/s",
         n if n.ends_with("_packets") || n.ends_with("_drops") || n.starts_with("packets_") => "packets",
         _ => "count",
     }

@@ -497,6 +497,47 @@ fn build_kind(cx: &Ctx) -> Result<Setup, Diagnostic> {
                     s.param("target", json!("uplink"));
                     s.param("uplink", json!(m.port_name(ups[0])));
                 }
+                HotspotTarget::CnpPath => {
+                    // `a` streams into the hot receiver `dst` (k senders beside it there),
+                    // while k others stream into `a`: the receiver's CNPs for `a`'s flow
+                    // queue at the egress toward `a`, behind that incast's data.
+                    let k = cx.fan_in(4, 0)?.min((n.saturating_sub(2)) / 2);
+                    if k == 0 {
+                        return Err(err(
+                            &cx.path,
+                            "target",
+                            "a CNP-path hotspot needs 4 hosts".into(),
+                            "use target = \"receiver\"",
+                        ));
+                    }
+                    let dst = cx.dst()?;
+                    let others = cx.after(dst, 2 * k + 1);
+                    let a = others[0];
+                    let (into_a, into_dst) = others[1..].split_at(k);
+                    s.msgs.extend(stream(cx, a, dst, dur, load, 1, &mut rng));
+                    for &h in into_dst {
+                        s.msgs.extend(stream(cx, h, dst, dur, load, 1, &mut rng));
+                    }
+                    let hot = s.msgs.len();
+                    for &h in into_a {
+                        s.msgs.extend(stream(cx, h, a, dur, load, 1, &mut rng));
+                    }
+                    let mut senders = vec![a];
+                    senders.extend_from_slice(into_dst);
+                    s.marks = Marks {
+                        dst: Some(dst),
+                        senders,
+                        others: into_a.to_vec(),
+                        port: Some(m.port(m.node(dst).first_port_id()).peer),
+                        flows_of_others: (hot..s.msgs.len()).collect(),
+                        ..Marks::default()
+                    };
+                    s.param("target", json!("cnp-path"));
+                    s.param("fan_in", json!(k));
+                    s.param("dst", json!(m.node(dst).name));
+                    s.param("cnp_sender", json!(m.node(a).name));
+                    s.param("cnp_path_egress", json!(m.port_name(m.port(m.node(a).first_port_id()).peer)));
+                }
             }
             Ok(s)
         }

@@ -10,7 +10,9 @@
 //! figure before → after: a fix is *verified* when the re-run passes the check.
 
 use crate::{CheckDef, Figure, Verdict};
-use rocelab_model::config::{Config, CongestionControl, EcnConfig, SchedulerKind, TrafficClassConfig, TrafficKind};
+use rocelab_model::config::{
+    Config, CongestionControl, EcnConfig, ScenarioConfig, ScenarioKind, SchedulerKind, TrafficClassConfig, TrafficKind,
+};
 use rocelab_model::Model;
 use rocelab_scenario::ScenarioResult;
 use serde::Serialize;
@@ -44,11 +46,18 @@ pub struct Fix {
     pub note: Option<String>,
 }
 
+/// A change to a run's scenario table.
+pub type ScenarioEdit = Box<dyn Fn(&mut ScenarioConfig) + Send + Sync>;
+
 /// A change the twin can make to a fabric file.
 pub struct Candidate {
     /// As fabric-file lines (what the report prints).
     pub change: String,
     pub apply: Box<dyn Fn(&mut Config) + Send + Sync>,
+    /// A change to the scenario itself (a `[[scenario]]` table of the file).
+    pub scenario: Option<ScenarioEdit>,
+    /// Re-run on the flow-level engine (where the packet engine would take minutes).
+    pub flow_engine: bool,
 }
 
 /// The RDMA class's index in the file's `[[qos.class]]` (the model's classes are the file's,
@@ -66,7 +75,12 @@ fn pfc_braking(c: &CheckDef, r: &ScenarioResult, not_converged: bool) -> bool {
     match c.figure {
         Figure::MaxPausedShare => true,
         _ if not_converged => {
-            r.steady.as_ref().is_some_and(|s| s.agreement.iter().any(|a| !a.agree && !a.figure.starts_with("goodput")))
+            pauses
+                && r.steady.as_ref().is_some_and(|s| {
+                    s.agreement
+                        .iter()
+                        .any(|a| !a.agree && (a.figure.starts_with("switch buffer") || a.figure.contains("paused")))
+                })
         }
         Figure::Headline if c.kind == rocelab_model::config::ScenarioKind::Collective => pauses,
         Figure::QueueDelayP99Us => pauses,
@@ -117,6 +131,8 @@ pub fn diagnose(
                 keys: vec!["[nic] congestion_control".into()],
             };
             let cand = Candidate {
+                scenario: None,
+                flow_engine: false,
                 change: "[nic] congestion_control = \"dcqcn\"".into(),
                 apply: Box::new(|cfg: &mut Config| cfg.nic.congestion_control = Some(CongestionControl::Dcqcn)),
             };
@@ -133,6 +149,8 @@ pub fn diagnose(
                 keys: vec![format!("[[qos.class]] name = \"{name}\": ecn")],
             };
             let cand = Candidate {
+                scenario: None,
+                flow_engine: false,
                 change: format!(
                     "[[qos.class]] name = \"{name}\": ecn = {{ kmin_bytes = {kmin}, kmax_bytes = {}, pmax = 0.1 }}",
                     kmin * 10
@@ -160,11 +178,21 @@ pub fn diagnose(
                 d.rate_reduce_period.as_us_f64()
             );
             keys.push("[nic.dcqcn] byte_counter_bytes".into());
+            keys.push("[nic.dcqcn] increase_timer_us".into());
+            // The byte counter alone slowed, the rate recovers on the timer only, and
+            // ConnectX's 300 µs timer leaves an incast's senders cut for hundreds of µs
+            // (rail-128gpu's incast: 1.34 × ideal); the DCQCN paper's 55 µs timer restores them.
+            let timer = d.increase_timer.as_us_f64();
             cands.push(Candidate {
-                change: "[nic.dcqcn] byte_counter_bytes = 2097088   # rpg_byte_reset 32767 in ConnectX's 64-byte units"
-                    .into(),
-                apply: Box::new(|cfg: &mut Config| {
+                scenario: None,
+                flow_engine: false,
+                change: format!(
+                    "[nic.dcqcn] byte_counter_bytes = 2097088, increase_timer_us = {}   # rpg_byte_reset 32767 in ConnectX's 64-byte units; the rate then recovers on the timer alone",
+                    timer.min(55.0)
+                ),
+                apply: Box::new(move |cfg: &mut Config| {
                     cfg.nic.dcqcn.byte_counter_bytes = Some(2_097_088);
+                    cfg.nic.dcqcn.increase_timer_us = Some(timer.min(55.0));
                     for p in cfg.nic_profiles.values_mut() {
                         if p.dcqcn.byte_counter_bytes.is_some_and(|b| b < BYTE_COUNTER_IN_BYTES) {
                             p.dcqcn.byte_counter_bytes = Some(2_097_088);
@@ -185,6 +213,8 @@ pub fn diagnose(
                 ));
                 keys.push(format!("[[qos.class]] name = \"{}\": ecn", rdma.name));
                 cands.push(Candidate {
+                    scenario: None,
+                    flow_engine: false,
                     change: format!(
                         "[[qos.class]] name = \"{}\": ecn = {{ kmin_bytes = {bdp}, kmax_bytes = {}, pmax = 0.2 }}",
                         rdma.name,
@@ -205,6 +235,22 @@ pub fn diagnose(
         }
         return (Cause { mechanism: mech, evidence, keys }, cands);
     }
+    if not_converged {
+        let differ: Vec<&str> = r
+            .steady
+            .as_ref()
+            .map(|s| s.agreement.iter().filter(|a| !a.agree).map(|a| a.figure).collect())
+            .unwrap_or_default();
+        let cause = Cause {
+            mechanism: format!(
+                "the load had not settled by the horizon: {} still moved between the last two windows, with no PFC braking behind it (DCQCN's rates still converging: its additive increase is slow at rpg_ai_rate)",
+                differ.join(", ")
+            ),
+            evidence,
+            keys: vec!["[steady] horizon_us (the policy)".into(), "[nic.dcqcn] rate_ai_mbps".into()],
+        };
+        return (cause, vec![]);
+    }
     if matches!(c.figure, Figure::Metric("tcp_priority_pause_frames")) {
         let class = r.params.get("tcp_class").and_then(|v| v.as_str()).unwrap_or("?").to_string();
         let prio = r.params.get("tcp_priority").and_then(|v| v.as_u64()).unwrap_or(0);
@@ -218,6 +264,8 @@ pub fn diagnose(
             keys: vec![format!("[[qos.class]] name = \"{class}\": lossless"), "[qos.pfc] priorities".into(), "[nic.qos] pfc_priorities".into()],
         };
         let cand = Candidate {
+                scenario: None,
+                flow_engine: false,
             change: format!("[[qos.class]] name = \"{class}\": lossless = false (and priority {prio} out of [qos.pfc] priorities and [nic.qos] pfc_priorities)"),
             apply: Box::new(move |cfg: &mut Config| {
                 if let Some(cl) = cfg.qos.classes.iter_mut().find(|x| x.name == class) {
@@ -247,13 +295,15 @@ pub fn diagnose(
         };
         let name = cnp.name.clone();
         let cand = if shared {
-            let (dscp, prio) = {
-                let q = &m.nic_of(hosts[0]).qos;
-                (q.cnp_dscp, q.cnp_priority)
-            };
+            // NVIDIA's RoCE defaults: CNPs on DSCP 48, priority 6, strict priority.
+            let (dscp, prio) = (48u8, 6u8);
             Candidate {
-                change: format!("a class of their own: [[qos.class]] name = \"cnp\", dscp = [{dscp}], priority = {prio}, scheduler = \"strict\", carries = [\"cnp\"]; [qos] cnp_class = \"cnp\""),
+                scenario: None,
+                flow_engine: false,
+                change: format!("a class of their own: [[qos.class]] name = \"cnp\", dscp = [{dscp}], priority = {prio}, scheduler = \"strict\", carries = [\"cnp\"]; [qos] cnp_class = \"cnp\"; [nic.qos] cnp_dscp = {dscp}, cnp_priority = {prio}"),
                 apply: Box::new(move |cfg: &mut Config| {
+                    cfg.nic.qos.cnp_dscp = Some(dscp);
+                    cfg.nic.qos.cnp_priority = Some(prio);
                     for cl in &mut cfg.qos.classes {
                         cl.dscp.retain(|d| *d != dscp);
                         cl.carries.retain(|k| *k != TrafficKind::Cnp);
@@ -275,6 +325,8 @@ pub fn diagnose(
             }
         } else {
             Candidate {
+                scenario: None,
+                flow_engine: false,
                 change: format!("[[qos.class]] name = \"{name}\": scheduler = \"strict\""),
                 apply: Box::new(move |cfg: &mut Config| {
                     if let Some(cl) = cfg.qos.classes.iter_mut().find(|x| x.name == name) {
@@ -322,6 +374,8 @@ pub fn diagnose(
                 keys: vec!["[nic.qos] pfc_priorities".into()],
             };
             let cand = Candidate {
+                scenario: None,
+                flow_engine: false,
                 change: format!("[nic.qos] pfc_priorities = {want:?}"),
                 apply: Box::new(move |cfg: &mut Config| cfg.nic.qos.pfc_priorities = Some(want.clone())),
             };
@@ -335,8 +389,59 @@ pub fn diagnose(
         };
         let more = headroom.map_or(200_000, |h| h * 2);
         let cand = Candidate {
+            scenario: None,
+            flow_engine: false,
             change: format!("[qos.pfc] headroom_bytes = {more}"),
             apply: Box::new(move |cfg: &mut Config| cfg.qos.pfc.headroom_bytes = Some(more)),
+        };
+        return (cause, vec![cand]);
+    }
+    let latency_bound = c.kind == ScenarioKind::Collective && matches!(c.figure, Figure::Headline) && {
+        let p = |k: &str| r.params.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0);
+        let (ranks, channels) = (p("ranks").max(2.0), p("channels").max(1.0));
+        let op = r.params.get("op").and_then(|v| v.as_str()).unwrap_or("all_reduce");
+        let steps = rocelab_workload::parse_op(op).map(|o| o.ring_steps(ranks as u32)).unwrap_or(1).max(1) as f64;
+        let mtu = m.nic_of(hosts[0]).mtu as f64;
+        let wire_us = p("size_bytes") / (ranks * channels) * 8.0 * (mtu + 78.0) / mtu / (speed * 1e3);
+        // A tenth of every step or more spent on latency, with nothing queued behind it.
+        g("pfc_frames") == 0.0 && wire_us < 0.9 * g("time_us") / steps
+    };
+    if latency_bound {
+        let p = |k: &str| r.params.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0);
+        let (ranks, channels, size) = (p("ranks").max(2.0), p("channels").max(1.0), p("size_bytes"));
+        let op = r.params.get("op").and_then(|v| v.as_str()).unwrap_or("all_reduce").to_string();
+        let steps = rocelab_workload::parse_op(&op).map(|o| o.ring_steps(ranks as u32)).unwrap_or(1).max(1) as f64;
+        let step_us = g("time_us") / steps;
+        let per = size / (ranks * channels);
+        let mtu = m.nic_of(hosts[0]).mtu as f64;
+        let wire_us = per * 8.0 * (mtu + 78.0) / mtu / (speed * 1e3);
+        evidence.push(format!(
+            "{op} of {size:.0} B over {ranks:.0} ranks and {channels:.0} channels: {steps:.0} ring steps in {:.1} µs, {step_us:.2} µs each, of which {wire_us:.2} µs move the step's {per:.0} B per channel at {speed:.0} Gb/s; {:.2} µs per step is latency (hop latency inside a node, propagation, store-and-forward)",
+            g("time_us"),
+            (step_us - wire_us).max(0.0)
+        ));
+        evidence.push(format!(
+            "no congestion behind it: {:.0} PFC frames, {:.0} ECN marks, deepest queue {:.0} B",
+            g("pfc_frames"),
+            g("ecn_marked"),
+            g("max_queue_bytes")
+        ));
+        let bigger = (size * 8.0).min(64.0 * (1u64 << 30) as f64) as u64;
+        let cause = Cause {
+            mechanism: format!(
+                "the ring is latency-bound at this size, not limited by the fabric: each of its {steps:.0} steps moves only size / (ranks × channels) = {per:.0} B per channel, so the per-step latency is {:.0} % of every step",
+                (1.0 - wire_us / step_us).max(0.0) * 100.0
+            ),
+            evidence,
+            keys: vec!["[[scenario]] kind = \"collective\": size_bytes".into()],
+        };
+        let cand = Candidate {
+            change: format!(
+                "[[scenario]] kind = \"collective\", size_bytes = {bigger}   # each step moves 8× more per channel"
+            ),
+            apply: Box::new(|_: &mut Config| {}),
+            scenario: Some(Box::new(move |sc: &mut ScenarioConfig| sc.size_bytes = Some(bigger))),
+            flow_engine: true,
         };
         return (cause, vec![cand]);
     }

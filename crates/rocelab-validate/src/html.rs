@@ -527,7 +527,7 @@ pub fn render(r: &Report) -> String {
             for a in &st.agreement {
                 let _ = write!(
                     s,
-                    "<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>± {}</td><td>{}</td></tr>",
+                    "<tr><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td>± {}</td><td>{}</td></tr>",
                     if a.agree { "pass" } else { "fail" },
                     xml(a.figure),
                     rocelab_scenario::short(a.previous),

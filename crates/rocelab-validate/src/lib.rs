@@ -109,6 +109,8 @@ pub const CNP_DELAY_US: f64 = 4.0;
 
 const CNP_DELAY: &str = "the 99th percentile of a CNP's wait at one switch egress queue, µs: CNPs in a strict-priority queue of their own pass data at once; in a data class they wait behind the congestion they report, and DCQCN reacts late. 4 µs is ConnectX's rate_reduce_monitor_period and min_time_between_cnps (NVIDIA's DCQCN parameter docs)";
 
+const CNP_PATH: &str = "the 99th percentile of a CNP's wait at one switch egress queue, µs, where CNPs must cross congestion: the checklist's `cnp-path` hotspot sends a flow into a hot receiver from a host whose own downlink is an incast's, so the receiver's CNPs reach their sender through a congested egress. In a strict-priority CNP class they pass the data at once; scheduled DWRR beside data, or in the data class, they wait their turn behind it and DCQCN cuts late. 4 µs: ConnectX's rate_reduce_monitor_period";
+
 /// The default limit of `link-loss.recovery`, µs: far above the few round trips rerouting and
 /// go-back-N after a NAK take, far below the shortest transport timeout a NIC is given in
 /// practice (4.096 µs · 2^14 = 67 ms, NCCL's oldest `NCCL_IB_TIMEOUT`).
@@ -137,6 +139,7 @@ pub const CHECKS: &[CheckDef] = &[
     CheckDef { name: "microburst.paused-share", kind: ScenarioKind::Microburst, figure: Figure::MaxPausedShare, cmp: Cmp::AtMost, limit: None, unit: "paused time / time judged (the worst port and priority)", why: "the largest share of the run a port and priority spent paused: bursts are expected to pause" },
     CheckDef { name: "microburst.pauses", kind: ScenarioKind::Microburst, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, unit: "PFC frames", why: "PFC frames the bursts cause; fewer with ECN and DCQCN acting first" },
     CheckDef { name: "hotspot.lossless-drops", kind: ScenarioKind::Hotspot, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), unit: "packets dropped", why: LOSSLESS },
+    CheckDef { name: "hotspot.cnp-delay", kind: ScenarioKind::Hotspot, figure: Figure::CnpDelayP99Us, cmp: Cmp::AtMost, limit: Some(CNP_DELAY_US), unit: "µs per switch hop", why: CNP_PATH },
     CheckDef { name: "hotspot.queue", kind: ScenarioKind::Hotspot, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, unit: "B", why: "deepest queue at the hot port, bytes" },
     CheckDef { name: "slow-receiver.lossless-drops", kind: ScenarioKind::SlowReceiver, figure: Figure::Difference("dropped_packets", "watchdog_drops"), cmp: Cmp::AtMost, limit: Some(0.0), unit: "packets dropped", why: "a stalled receiver must not make the fabric drop, except what the PFC watchdog discards on purpose to break the storm" },
     CheckDef { name: "slow-receiver.pause-spread", kind: ScenarioKind::SlowReceiver, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, unit: "links from the slow host", why: "hops from the stalled host to the farthest paused node: how far a PFC storm spreads" },
@@ -499,7 +502,7 @@ fn explain(
         let mut jobs: Vec<(usize, String, &causes::Candidate)> = vec![];
         for (f, &(_, _, i)) in failing.iter().enumerate() {
             let settled = best[f].as_ref().is_some_and(|x| x.verified);
-            if let Some(cand) = cands[f].get(round).filter(|_| !settled && opts.verify_fixes) {
+            if let Some(cand) = cands[f].get(round).filter(|c| !settled && opts.verify_fixes && !c.flow_engine) {
                 let key = (i, cand.change.clone());
                 if !tried.contains_key(&key) && !jobs.iter().any(|j| j.0 == i && j.1 == cand.change) {
                     jobs.push((i, cand.change.clone(), cand));
@@ -517,8 +520,36 @@ fn explain(
             }
             let before = checks[k].figure;
             let unit = checks[k].unit.clone();
-            let fix = match tried.get(&(i, cand.change.clone())) {
-                Some(Some(r)) => {
+            // A flow-engine fix (a collective at a size the packet engine would take minutes
+            // for) is measured there.
+            let flow = (cand.flow_engine && opts.verify_fixes).then(|| {
+                let (mut sc, path) = runs[i].clone();
+                if let Some(edit) = &cand.scenario {
+                    edit(&mut sc);
+                }
+                let fo = Options { engine: EngineKind::Flow, ..opts.clone() };
+                flow_busbw(m, c, checks[k].name.clone(), &(sc, path), &fo).ok()
+            });
+            let fix = match (flow, tried.get(&(i, cand.change.clone()))) {
+                (Some(Some(after)), _) => causes::Fix {
+                    change: cand.change.clone(),
+                    before,
+                    after: after.figure,
+                    unit,
+                    verdict_after: Some(after.verdict),
+                    verified: !after.verdict.fails(),
+                    note: Some("re-run on the flow-level engine".into()),
+                },
+                (Some(None), _) => causes::Fix {
+                    change: cand.change.clone(),
+                    before,
+                    after: None,
+                    unit,
+                    verdict_after: None,
+                    verified: false,
+                    note: Some("the changed run did not complete on the flow-level engine".into()),
+                },
+                (None, Some(Some(r))) => {
                     let after = judge(c, checks[k].name.clone(), r, &opts.policy);
                     causes::Fix {
                         change: cand.change.clone(),
@@ -530,7 +561,7 @@ fn explain(
                         note: None,
                     }
                 }
-                Some(None) => causes::Fix {
+                (None, Some(None)) => causes::Fix {
                     change: cand.change.clone(),
                     before,
                     after: None,
@@ -539,7 +570,7 @@ fn explain(
                     verified: false,
                     note: Some("the changed fabric did not load or run".into()),
                 },
-                None => causes::Fix {
+                (None, None) => causes::Fix {
                     change: cand.change.clone(),
                     before,
                     after: None,
@@ -587,6 +618,11 @@ fn rerun(
                 let j = next.fetch_add(1, Ordering::Relaxed);
                 let Some((i, change, cand)) = jobs.get(j) else { break };
                 let (c, path) = &runs[*i];
+                let mut c = c.clone();
+                if let Some(edit) = &cand.scenario {
+                    edit(&mut c);
+                }
+                let c = &c;
                 let label = format!("{} with {}", c.display_name(), change);
                 progress(Progress::Started(&label));
                 let mut cfg = m.config.clone();
@@ -621,6 +657,13 @@ pub fn scenarios_of(m: &Model, kind: ScenarioKind) -> Vec<(ScenarioConfig, Strin
         return own;
     }
     let mut c = ScenarioConfig::bare(kind);
+    if kind == ScenarioKind::Hotspot {
+        // Beside the receiver hotspot, the run that makes CNPs cross a congested egress.
+        let mut cnp = ScenarioConfig::bare(kind);
+        cnp.name = Some(CNP_PATH_RUN.into());
+        cnp.target = Some(rocelab_model::config::HotspotTarget::CnpPath);
+        return vec![(c, "scenario".to_string()), (cnp, "scenario".to_string())];
+    }
     if kind == ScenarioKind::Collective {
         let ranks = rocelab_workload::placement::placement(m).map_or(2, |p| p.ranks()) as u64;
         let channels = rocelab_workload::default_channels(m) as u64;
@@ -632,6 +675,10 @@ pub fn scenarios_of(m: &Model, kind: ScenarioKind) -> Vec<(ScenarioConfig, Strin
     }
     vec![(c, "scenario".to_string())]
 }
+
+/// The checklist's own second hotspot run (`target = "cnp-path"`): its checks are
+/// `cnp-path.<check>`.
+pub const CNP_PATH_RUN: &str = "cnp-path";
 
 /// A name of the checklist's own: a check, a lint rule's, or a training step's.
 fn checklist_name(n: &str) -> bool {
@@ -799,7 +846,8 @@ pub fn validate(
             .scenario
             .iter()
             .any(|sc| CHECKS.iter().any(|c| c.kind == sc.kind && check_name(c, sc.display_name()) == *n));
-        if !generic && !run_check {
+        let default_run = CHECKS.iter().any(|c| c.kind == ScenarioKind::Hotspot && check_name(c, CNP_PATH_RUN) == *n);
+        if !generic && !run_check && !default_run {
             return Err(vec![rocelab_model::Diagnostic::new(
                 "scenario",
                 format!("the policy names check `{n}`, which no scenario of this fabric has"),

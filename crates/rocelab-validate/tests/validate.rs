@@ -1,6 +1,7 @@
 //! The checklist on shipped fabrics: the correct one passes every default check, the one full
 //! of mistakes fails the checks its mistakes imply, and every output says the same.
 
+use rocelab_model::config::ScenarioKind;
 use rocelab_validate::{html, junit, render_text, to_json, validate, Options, Policy, Report, Verdict, CHECKS};
 use std::path::PathBuf;
 
@@ -18,13 +19,14 @@ fn run(name: &str, policy: Policy, only: &[&str]) -> Report {
     validate(&m, &file, &text, &opts, &|_| {}).unwrap_or_else(|e| panic!("{e:?}"))
 }
 
-/// `leaf-spine-small.toml` as a careful engineer configures its NICs: DCQCN's rate-increase
-/// byte counter in the 64-byte units ConnectX counts (`byte_counter_bytes = 2097088`, docs/fabric-file.md),
-/// so the cuts hold the queues.
+/// `leaf-spine-small.toml` as a careful engineer configures its NICs, the fix `validate`
+/// proposes: DCQCN's rate-increase byte counter in the 64-byte units ConnectX counts
+/// (`byte_counter_bytes = 2097088`, docs/fabric-file.md), so the cuts hold the queues, and the
+/// DCQCN paper's 55 µs rate-increase timer, so the rate recovers after an incast.
 fn careful(text: &str) -> String {
     text.replace(
         "congestion_control = \"dcqcn\"\n",
-        "congestion_control = \"dcqcn\"\n[nic.dcqcn]\nbyte_counter_bytes = 2097088\n",
+        "congestion_control = \"dcqcn\"\n[nic.dcqcn]\nbyte_counter_bytes = 2097088\nincrease_timer_us = 55\n",
     )
 }
 
@@ -39,14 +41,25 @@ fn the_correct_example_fails_at_steady_state_and_passes_every_check_once_its_dcq
     let failed: Vec<&str> = r.checks.iter().filter(|c| c.verdict.fails()).map(|c| c.name.as_str()).collect();
     assert!(failed.is_empty(), "{failed:?}\n{}", render_text(&r));
     // lint (and its one warning, the 2:1 leaf) and every check of the catalog, each scenario run once.
+    // The hotspot kind runs twice: at the receiver, and on the CNPs' congested path.
     let warnings = r.checks.iter().filter(|c| c.verdict == Verdict::Warn).count();
-    assert_eq!(r.checks.len(), 1 + warnings + CHECKS.len());
-    assert_eq!(r.scenarios.len(), 12);
+    let hotspot = |judged: bool| {
+        CHECKS.iter().filter(|c| c.kind == ScenarioKind::Hotspot && (!judged || c.limit.is_some())).count()
+    };
+    assert_eq!(r.checks.len(), 1 + warnings + CHECKS.len() + hotspot(false));
+    assert_eq!(r.scenarios.len(), 13);
     let judged = r.checks.iter().filter(|c| c.verdict == Verdict::Pass).count();
-    assert_eq!(judged, 1 + CHECKS.iter().filter(|c| c.limit.is_some()).count());
+    assert_eq!(judged, 1 + CHECKS.iter().filter(|c| c.limit.is_some()).count() + hotspot(true));
     // The deciding figures are the physics: an incast no faster than N·size/B.
     let incast = r.checks.iter().find(|c| c.name == "incast.completion").unwrap();
     assert!(incast.figure.unwrap() >= 1.0 && incast.figure.unwrap() <= 1.25, "{incast:?}");
+    // Every metric of every scenario kind has its unit, and a specific one.
+    for sc in &r.scenarios {
+        for k in sc.metrics.keys() {
+            let u = sc.units.get(k).copied().unwrap_or("");
+            assert!(!u.is_empty() && u != "count", "{} {k}: {u:?}", sc.scenario);
+        }
+    }
     // The sustained load converged and was judged on a window past the warm-up.
     let st = r.scenarios.iter().find(|s| s.kind == "sustained").unwrap().steady.clone().unwrap();
     assert!(st.converged && st.from_us >= st.window_us, "{st:?}");
@@ -497,4 +510,100 @@ fn a_scenario_named_after_another_kind_is_refused() {
     let errs = validate(&m, "named.toml", text, &opts, &|_| {}).expect_err("refused");
     assert_eq!(errs[0].path, "scenario[0].name");
     assert!(errs[0].message.contains("a hotspot scenario named `incast`"), "{errs:?}");
+}
+
+#[test]
+fn every_shipped_examples_checklist_gives_a_unit_for_every_figure() {
+    assert!(CHECKS.iter().all(|c| !c.unit.is_empty()));
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .filter(|n| n.ends_with(".toml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 7, "{files:?}");
+    for f in files {
+        // Lint and the incast (a debug build cannot run 1,024 hosts' steady loads in a test;
+        // the units come from the same tables for every check).
+        let r = run(&f, Policy::default(), &["lint", "incast"]);
+        let j: serde_json::Value = serde_json::from_str(&to_json(&r)).unwrap();
+        for c in j["checks"].as_array().unwrap() {
+            assert!(c["unit"].as_str().is_some_and(|u| !u.is_empty()), "{f}: {c}");
+            if c["verdict"] == "fail" {
+                assert!(
+                    c["cause"].is_object() && c["fix"]["before"].is_number() && c["fix"].get("after").is_some(),
+                    "{f}: {c}"
+                );
+            }
+        }
+        for sc in j["scenarios"].as_array().unwrap() {
+            for k in sc["metrics"].as_object().unwrap().keys() {
+                assert!(sc["units"][k].as_str().is_some_and(|u| !u.is_empty()), "{f}: {k}");
+            }
+        }
+        assert_eq!(j["tally"]["checks"].as_u64().unwrap() as usize, r.checks.len());
+    }
+}
+
+/// A 2-leaf, 100 G fabric whose only mistake is the CNPs' class: `cnp_behind` puts them in the
+/// RoCE data class (DWRR, beside data); otherwise a strict class of their own. DCQCN's byte
+/// counter as `careful` sets it, so that the queues the CNPs cross are DCQCN's, not PFC's.
+fn cnp_fabric(cnp_behind: bool) -> (rocelab_model::Model, String) {
+    let cnp_class = if cnp_behind {
+        ""
+    } else {
+        "[[qos.class]]\nname = \"cnp\"\ndscp = [48]\npriority = 6\nscheduler = \"strict\"\ncarries = [\"cnp\"]\n"
+    };
+    let text = format!(
+        "[topology.leaf_spine]\nleaves = 2\nspines = 2\nhosts_per_leaf = 8\n\
+         host_link = {{ speed_gbps = 100, length_m = 3 }}\nfabric_link = {{ speed_gbps = 100, length_m = 30 }}\n\
+         [qos]\ntrust = \"dscp\"\ncnp_class = \"{}\"\n\
+         [[qos.class]]\nname = \"roce\"\ndscp = [26{}]\npriority = 3\nlossless = true\nscheduler = \"dwrr\"\nweight = 50\n\
+         carries = [\"rdma\"{}]\necn = {{ kmin_bytes = 50000, kmax_bytes = 500000, pmax = 0.1 }}\n{cnp_class}\
+         [[qos.class]]\nname = \"default\"\ndscp = [0, 8, 10, 16, 18, 24, 32, 34, 40, 46, 56]\npriority = 0\n\
+         scheduler = \"dwrr\"\nweight = 50\ncarries = [\"tcp\", \"storage\", \"management\"]\n\
+         [nic]\nmtu = 4096\ncongestion_control = \"dcqcn\"\n[nic.dcqcn]\nbyte_counter_bytes = 2097088\n\
+         [nic.qos]\ntrust = \"dscp\"\nroce_dscp = 26\ncnp_dscp = 48\ncnp_priority = 6\npfc_priorities = [3]\n\
+         ecn_np_priorities = [3]\necn_rp_priorities = [3]\n",
+        if cnp_behind { "roce" } else { "cnp" },
+        if cnp_behind { ", 48" } else { "" },
+        if cnp_behind { ", \"cnp\"" } else { "" },
+    );
+    (rocelab_model::load_str("cnp.toml", &text).unwrap_or_else(|e| panic!("{e}\n{text}")), text)
+}
+
+#[test]
+fn cnps_behind_data_fail_where_they_cross_a_congested_egress_and_the_fix_is_verified() {
+    let opts = Options {
+        only: vec!["cnp-path".into(), "lint".into()],
+        jobs: 2,
+        seed: 1,
+        verify_fixes: true,
+        ..Options::default()
+    };
+    let (m, text) = cnp_fabric(true);
+    let r = validate(&m, "cnp.toml", &text, &opts, &|_| {}).unwrap();
+    let c = r.checks.iter().find(|c| c.name == "cnp-path.cnp-delay").unwrap();
+    // The CNPs for the flow into the hot receiver wait behind the incast toward their sender:
+    // tens of µs at one hop (a 50–500 KB DCQCN-held queue drains at 12.5 GB/s).
+    assert_eq!(c.verdict, Verdict::Fail, "{}", render_text(&r));
+    assert!(c.figure.unwrap() > 3.0 * rocelab_validate::CNP_DELAY_US, "{c:?}");
+    let cause = c.cause.as_ref().unwrap();
+    assert!(cause.mechanism.contains("CNPs share the RDMA class `roce`"), "{cause:?}");
+    let fix = c.fix.as_ref().unwrap();
+    assert!(fix.change.contains("scheduler = \"strict\"") && fix.verified, "{fix:?}");
+    assert!(fix.after.unwrap() <= rocelab_validate::CNP_DELAY_US, "{fix:?}");
+    // The run's parameters name the congested egress the CNPs cross.
+    let sc = r.scenarios.iter().find(|s| s.scenario == "cnp-path").unwrap();
+    assert!(sc.params["cnp_path_egress"].as_str().unwrap().starts_with("leaf"), "{:?}", sc.params);
+    // Lint names the same mistake statically.
+    assert!(r.checks.iter().any(|c| c.name == "lint.CNP001" && c.verdict == Verdict::Fail));
+    // The same fabric with a strict CNP class of their own passes, with a CNP wait of about one
+    // frame on the wire (4,178 B at 100 Gb/s = 0.33 µs).
+    let (m, text) = cnp_fabric(false);
+    let r = validate(&m, "cnp.toml", &text, &opts, &|_| {}).unwrap();
+    let c = r.checks.iter().find(|c| c.name == "cnp-path.cnp-delay").unwrap();
+    assert_eq!(c.verdict, Verdict::Pass, "{}", render_text(&r));
+    assert!(c.figure.unwrap() < 0.5, "{c:?}");
 }

@@ -79,12 +79,14 @@ pub fn run(a: Args) -> VerbResult {
             || scenario_names
                 .iter()
                 .any(|s| n == *s || n.strip_prefix(*s).and_then(|r| r.strip_prefix('.')).is_some_and(|c| !c.is_empty()))
+            || n.split('.').next() == Some(rocelab_validate::CNP_PATH_RUN)
     };
     if let Some(bad) = a.only.iter().find(|n| !known(n)) {
         let names = ["lint", "workload"]
             .into_iter()
             .chain(rocelab_validate::CHECKS.iter().flat_map(|c| [c.name, c.kind.name()]))
-            .chain(scenario_names.iter().copied());
+            .chain(scenario_names.iter().copied())
+            .chain([rocelab_validate::CNP_PATH_RUN]);
         let hint = match crate::output::did_you_mean(bad, names) {
             Some(n) => format!("did you mean `{n}`? `rocelab validate --list` names every check"),
             None => "`rocelab validate --list` names every check".to_string(),
