@@ -964,6 +964,9 @@ pub struct WorkloadConfig {
     /// PXN for all-to-all and send/recv (false: `NCCL_PXN_DISABLE=1`).
     #[serde(default)]
     pub pxn: Option<bool>,
+    /// LL, LL128, Simple or auto (NCCL_PROTO; default: NCCL's choice).
+    #[serde(default)]
+    pub proto: Option<String>,
 }
 
 // ---------------------------------------------------------------------------------------------

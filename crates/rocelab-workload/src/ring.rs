@@ -11,6 +11,10 @@
 //! its path for the whole collective, as NCCL's long-lived QPs do. Reduction compute is not
 //! modelled (GPUs reduce at HBM speed, far above a NIC's).
 //!
+//! **Slices** (`crate::protocol`): a step's chunk larger than the protocol's step (512 KiB
+//! with Simple) goes as several messages, and a rank forwards each slice as soon as it has
+//! it, so a large buffer pipelines along the ring instead of waiting a whole chunk per hop.
+//!
 //! Each channel has its own ring ([`ChannelRing`]): with GPU placement the rings of different
 //! channels leave their nodes on different rails (`placement`). A hop between two GPUs of one
 //! node is not a message: it is served by the sending GPU's intra-node link, one transfer at
@@ -32,6 +36,7 @@
 //! cross the fabric, with one QP per connection, go in lockstep.
 
 use crate::placement::{ChannelRing, Hop, IntraNode, Placement};
+use crate::protocol::Wire;
 use crate::{Outcome, QpUse};
 use rocelab_model::SimTime;
 use rocelab_sim::rng::Rng;
@@ -51,6 +56,8 @@ pub struct RingPlan {
     pub qps: QpUse,
     /// Draws the source ports.
     pub seed: u64,
+    /// The protocol: bytes on the wire, slice size, post overhead.
+    pub wire: Wire,
 }
 
 /// Bits of a tag for the receiving position, the step and the channel; the 16 bits above them
@@ -84,8 +91,11 @@ pub struct Ring {
     /// placement's period, so many channels do not copy one ring many times).
     rings: Vec<ChannelRing>,
     steps: u32,
-    /// Chunk bytes per channel.
+    /// Chunk bytes per channel (data).
     chunk: Vec<u64>,
+    /// Slices per chunk: tags carry step × slices + slice.
+    slices: u32,
+    wire: Wire,
     /// UDP source port per (position, channel): position-major.
     sports: Vec<u16>,
     qps: QpUse,
@@ -104,7 +114,7 @@ impl Ring {
     /// A ring collective over `placement`'s ranks (callers keep ranks ≤ [`MAX_RANKS`], steps ≤
     /// [`MAX_STEPS`] and channels ≤ [`MAX_CHANNELS`]).
     pub fn new(placement: &Placement, plan: RingPlan, out: Rc<RefCell<Outcome>>) -> Ring {
-        let RingPlan { steps, chunk_bytes, channels, qps, seed } = plan;
+        let RingPlan { steps, chunk_bytes, channels, qps, seed, wire } = plan;
         let channels = channels.max(1) as u64;
         // Channel c takes an equal share; the first ones take the remainder. A channel left
         // with nothing (a tiny buffer) is not used.
@@ -112,6 +122,12 @@ impl Ring {
             .map(|c| chunk_bytes / channels + u64::from(c < chunk_bytes % channels))
             .filter(|&b| b > 0)
             .collect();
+        // As many slices as the largest chunk needs, never an empty one, and every (step,
+        // slice) nameable in a tag.
+        let smallest = chunk.iter().copied().min().unwrap_or(1).max(1);
+        let largest = chunk.iter().copied().max().unwrap_or(1);
+        let slices =
+            largest.div_ceil(wire.step_bytes.max(1)).min(smallest).min((MAX_STEPS / steps.max(1)) as u64).max(1);
         let n = placement.ranks();
         let distinct = (chunk.len() as u32).min(placement.ring_period()).max(1);
         let rings = (0..distinct).map(|c| placement.ring(c)).collect();
@@ -121,6 +137,8 @@ impl Ring {
             rings,
             steps,
             chunk,
+            slices: slices as u32,
+            wire,
             sports,
             qps,
             intra: placement.intra().cloned(),
@@ -141,22 +159,39 @@ impl Ring {
     /// Every hop of every step, all channels, as one lockstep group (started on round 0), if
     /// asked for, the engine can, and every hop is a message on one QP.
     fn start_lockstep(&mut self, net: &mut Net<'_, '_>) -> bool {
-        if !self.lockstep || !net.lockstep() || self.qps.qps > 1 {
+        if !self.lockstep || !net.lockstep() || self.qps.qps > 1 || self.slices > 1 {
             return false;
         }
         let n = self.ranks();
         let mut msgs = Vec::with_capacity(n * self.chunk.len());
         for p in 0..n {
             for ch in 0..self.chunk.len() {
-                let Some(msg) = self.hop_message(p, ch, 1, 0, 0) else { return false };
+                let Some(msg) = self.hop_message(p, ch, self.wire_bytes(ch, 0), 1, 0, 0) else { return false };
                 msgs.push(msg);
             }
         }
         let Ok(g) = net.lockstep_group(&msgs) else { return false };
-        // A fresh group has no round running: this cannot be refused.
-        net.post_round(g, self.tag_base | tag(0, 0, 0)).expect("the first round of a new group");
         self.group = Some(g);
+        self.post_round(net, 0);
         true
+    }
+
+    /// Posts step `step`'s round of the lockstep group once the proxy's post overhead has
+    /// passed (a wake-up; a round cannot be given a start).
+    fn post_round(&mut self, net: &mut Net<'_, '_>, step: u32) {
+        let t = self.tag_base | tag(0, 0, step);
+        if let Some(at) = self.wire.start(net.now()) {
+            // Rounds are posted at most once per delivery, far inside the clock range.
+            net.wake_at(at, t).expect("a round's post within the clock range");
+        } else {
+            self.post_now(net, t);
+        }
+    }
+
+    fn post_now(&mut self, net: &mut Net<'_, '_>, t: u64) {
+        let g = self.group.expect("a lockstep ring's group");
+        // The group's previous round has been delivered: it is idle, this is not refused.
+        net.post_round(g, t).expect("a round of an idle group");
     }
 
     /// The same collective with its tags carrying `instance` (below 2¹⁶), so several can run
@@ -170,9 +205,15 @@ impl Ring {
         self.rings.first().map_or(0, |r| r.order.len())
     }
 
-    /// Chunks the whole collective delivers: every step, rank and channel in use.
+    /// Chunks the whole collective delivers: every step, slice, rank and channel in use.
     pub fn chunks_to_deliver(&self) -> u64 {
-        self.steps as u64 * self.ranks() as u64 * self.chunk.len() as u64
+        self.steps as u64 * self.slices as u64 * self.ranks() as u64 * self.chunk.len() as u64
+    }
+
+    /// Wire bytes of slice `s` of channel `ch`'s chunk.
+    fn wire_bytes(&self, ch: usize, s: u32) -> u64 {
+        let (c, k) = (self.chunk[ch], self.slices as u64);
+        self.wire.wire_bytes(c / k + u64::from((s as u64) < c % k))
     }
 
     /// Channel `ch`'s ring.
@@ -180,15 +221,15 @@ impl Ring {
         &self.rings[ch % self.rings.len()]
     }
 
-    /// The message of channel `ch`'s hop from position `p` (`None` inside a GPU node): its
-    /// chunk on `qps` QPs from the connection's `first`, in the fabric's RDMA class, as
-    /// NCCL's traffic is.
-    fn hop_message(&self, p: usize, ch: usize, qps: u32, first: u32, tag: u64) -> Option<Message> {
+    /// The message of channel `ch`'s hop from position `p` (`None` inside a GPU node): `bytes`
+    /// on `qps` QPs from the connection's `first`, in the fabric's RDMA class, as NCCL's
+    /// traffic is.
+    fn hop_message(&self, p: usize, ch: usize, bytes: u64, qps: u32, first: u32, tag: u64) -> Option<Message> {
         let Hop::Net { src, dst } = self.rings[ch % self.rings.len()].hops[p] else { return None };
         Some(Message {
             src,
             dst,
-            size_bytes: self.chunk[ch],
+            size_bytes: bytes,
             class: None,
             qps,
             tag,
@@ -197,16 +238,18 @@ impl Ring {
         })
     }
 
-    /// Sends step `step` of channel `ch` from position `p` to the next position.
-    fn send(&mut self, net: &mut Net<'_, '_>, p: usize, ch: usize, step: u32) {
+    /// Sends slice `v` (step × slices + slice) of channel `ch` from position `p` to the next
+    /// position.
+    fn send(&mut self, net: &mut Net<'_, '_>, p: usize, ch: usize, v: u32) {
         let n = self.ranks();
-        let bytes = self.chunk[ch];
-        let t = self.tag_base | tag(ch, (p + 1) % n, step);
+        let bytes = self.wire_bytes(ch, v % self.slices);
+        let t = self.tag_base | tag(ch, (p + 1) % n, v);
         match self.rings[ch % self.rings.len()].hops[p] {
             Hop::Net { .. } => {
-                // A connection sends one chunk per step: the step is its message count.
-                let (qps, first) = self.qps.for_message(bytes, step as u64);
-                let msg = self.hop_message(p, ch, qps, first, t).expect("a network hop");
+                // A connection sends one message per slice: `v` is its message count.
+                let (qps, first) = self.qps.for_message(bytes, v as u64);
+                let mut msg = self.hop_message(p, ch, bytes, qps, first, t).expect("a network hop");
+                msg.start = self.wire.start(net.now());
                 // Ring hops join distinct hosts and chunks are 1 B..1 TB: a refusal is a bug.
                 net.post(msg).expect("a ring step between two hosts of the fabric");
             }
@@ -221,11 +264,11 @@ impl Ring {
         }
     }
 
-    /// A chunk has arrived at position `pos`: forward the next step.
+    /// A slice has arrived at position `pos`: forward it in the next step.
     fn arrived(&mut self, net: &mut Net<'_, '_>, t: u64) {
-        let (ch, pos, step) = untag(t);
-        if step + 1 < self.steps {
-            self.send(net, pos, ch, step + 1);
+        let (ch, pos, v) = untag(t);
+        if v / self.slices + 1 < self.steps {
+            self.send(net, pos, ch, v + self.slices);
         }
     }
 }
@@ -237,7 +280,9 @@ impl Workload for Ring {
         }
         for p in 0..self.ranks() {
             for ch in 0..self.chunk.len() {
-                self.send(net, p, ch, 0);
+                for s in 0..self.slices {
+                    self.send(net, p, ch, s);
+                }
             }
         }
     }
@@ -251,7 +296,7 @@ impl Workload for Ring {
             let step = untag(done.tag).2 + 1;
             // The group's round has just been delivered: it is idle, neither call is refused.
             if step < self.steps {
-                net.post_round(g, self.tag_base | tag(0, 0, step)).expect("a round of an idle group");
+                self.post_round(net, step);
             } else {
                 net.end_group(g).expect("the end of an idle group");
                 self.group = None;
@@ -267,6 +312,11 @@ impl Workload for Ring {
     }
 
     fn on_wake(&mut self, t: u64, net: &mut Net<'_, '_>) {
+        if self.group.is_some() {
+            // A lockstep ring has no hop inside a node: its wake-ups are rounds to post.
+            self.post_now(net, t);
+            return;
+        }
         self.out.borrow_mut().record_local(net.now());
         self.arrived(net, t);
     }

@@ -677,16 +677,14 @@ impl StepWork {
             let out = Rc::new(RefCell::new(Outcome::default()));
             let seed = self.seed ^ ((s as u64) << 40 | (e as u64) << 20 | gi as u64) ^ 0xE9;
             let id = self.free_ids.pop().expect("fewer collectives at once than instance numbers");
-            let mut w = crate::p2p::Exchange::new(
-                placement,
-                &transfers,
-                1,
-                crate::QpUse { qps: 1, split: false },
-                true,
+            let plan = crate::p2p::ExchangePlan {
+                channels: 1,
+                qps: crate::QpUse { qps: 1, split: false },
+                wire: crate::protocol::Wire::plain(),
+                pxn: true,
                 seed,
-                out.clone(),
-            )
-            .instance(id);
+            };
+            let mut w = crate::p2p::Exchange::new(placement, &transfers, plan, out.clone()).instance(id);
             let expected = w.chunks_to_deliver();
             w.start(net);
             self.rings[id as usize] = Some(RingRun { w: Box::new(w), out, expected, stage: s, phase: Phase::Ep(e) });
@@ -763,6 +761,7 @@ impl StepWork {
                 chunk_bytes: bytes.max(1).div_ceil(n as u64),
                 channels: self.plan.channels,
                 qps: crate::QpUse { qps: 1, split: false },
+                wire: crate::protocol::Wire::plain(),
                 // One communicator per group: the same ports for every bucket (parameters and
                 // gradients on NCCL communicators of their own).
                 seed: self.seed ^ ((s as u64) << 32 | gi as u64) ^ u64::from(ph == Phase::Params) << 63,

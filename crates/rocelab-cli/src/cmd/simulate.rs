@@ -97,9 +97,13 @@ pub struct Args {
     /// instead of the destination rail's (PXN, NCCL's default).
     #[arg(long, requires = "collective")]
     pxn_disable: bool,
-    /// NCCL_ALGO: ring, or tree (NCCL's double binary tree; all_reduce only).
-    #[arg(long, default_value = "ring", requires = "collective")]
+    /// NCCL_ALGO: auto (NCCL's choice by its tuning model, per size), ring, or tree (NCCL's
+    /// double binary tree; all_reduce only).
+    #[arg(long, default_value = "auto", requires = "collective")]
     algo: String,
+    /// NCCL_PROTO: auto (NCCL's choice, per size), LL, LL128 or Simple.
+    #[arg(long, default_value = "auto", requires = "collective")]
+    proto: String,
     /// NCCL_IB_QPS_PER_CONNECTION: QPs of every connection.
     #[arg(long, default_value_t = 1, requires = "collective")]
     qps_per_connection: u32,
@@ -188,7 +192,7 @@ pub fn run(a: Args) -> VerbResult {
     }
     if let Some(name) = &a.collective {
         drop(stages);
-        return run_collective(&a, name, &model, &file, opts);
+        return run_collective(&a, &collective_request(&a, name)?, &model, &file, opts);
     }
     if let Some(plan) = &a.step {
         drop(stages);
@@ -255,42 +259,37 @@ pub fn run(a: Args) -> VerbResult {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The collective the flags ask for (`--collective NAME` and its knobs), typed.
+fn collective_request(a: &Args, name: &str) -> Result<rocelab_workload::CollectiveRequest, Failure> {
+    let bad = |flag: &str, e: String| Failure::bad_input(format!("error: {flag}: {e}"));
+    Ok(rocelab_workload::CollectiveRequest {
+        collective: name.to_string(),
+        min_bytes: parse_size(&a.min_bytes, "--min-bytes")?,
+        max_bytes: a.max_bytes.as_deref().map(|s| parse_size(s, "--max-bytes")).transpose()?,
+        step_factor: a.step_factor,
+        channels: a.channels,
+        nodes: a.nodes,
+        qps_per_connection: a.qps_per_connection,
+        split_data_on_qps: a.split_data_on_qps == "1",
+        chunk_bytes: parse_size(&a.chunk_bytes, "--chunk-bytes")?,
+        root: a.root,
+        nics: a.placement == "nics",
+        pxn: !a.pxn_disable,
+        algo: rocelab_workload::CollectiveRequest::parse_algo(&a.algo).map_err(|e| bad("--algo", e))?,
+        proto: rocelab_workload::CollectiveRequest::parse_proto(&a.proto).map_err(|e| bad("--proto", e))?,
+    })
+}
+
 /// `--collective`: the sweep nccl-tests would run, on the twin; the table on stdout (or JSON)
 /// and, unless `--no-files`, `collective.txt` and `collective.json` in `--out`.
 fn run_collective(
     a: &Args,
-    name: &str,
+    req: &rocelab_workload::CollectiveRequest,
     model: &rocelab_model::Model,
     file: &std::path::Path,
     opts: rocelab_sim::SimOptions,
 ) -> VerbResult {
-    let op = rocelab_workload::parse_op(name).map_err(|e| Failure::bad_input(format!("error: --collective: {e}")))?;
-    let min = parse_size(&a.min_bytes, "--min-bytes")?;
-    let max = match &a.max_bytes {
-        Some(s) => parse_size(s, "--max-bytes")?,
-        None => min,
-    };
-    let sizes = rocelab_workload::sweep_sizes(min, max, a.step_factor)
-        .map_err(|e| Failure::bad_input(format!("error: {e}")))?;
-    let algo = rocelab_workload::Algo::parse(&a.algo).map_err(|e| Failure::bad_input(format!("error: --algo: {e}")))?;
-    let spec = rocelab_workload::CollectiveSpec {
-        channels: match a.channels {
-            Some(c) => c.max(1),
-            None if a.placement == "nics" => 2,
-            // Every NIC carries a channel of each of NCCL's two trees.
-            None if algo == rocelab_workload::Algo::Tree => 2 * rocelab_workload::default_channels(model),
-            None => rocelab_workload::default_channels(model),
-        },
-        qps_per_connection: a.qps_per_connection.max(1),
-        split_data_on_qps: a.split_data_on_qps == "1",
-        algo,
-        chunk_bytes: parse_size(&a.chunk_bytes, "--chunk-bytes")?,
-        root: a.root,
-        ranks: (a.placement == "nics").then(|| rocelab_workload::default_ranks(model)),
-        gpu_nodes: a.nodes,
-        pxn: !a.pxn_disable,
-        ..rocelab_workload::CollectiveSpec::new(op, min)
-    };
+    let (spec, sizes) = req.spec(model).map_err(|d| located(file, d))?;
     let mut bar = ProgressLine::new(a.quiet);
     let total = sizes.len();
     // A ring posts a message per step, chunk and channel (millions at 1,024 ranks): reuse the
@@ -450,55 +449,14 @@ fn run_workloads(
         }
         let mut wa = a.clone();
         wa.out = a.out.join(&name);
-        let size = |key: &str, v: &Option<rocelab_model::config::SizeInput>| -> Result<Option<String>, Failure> {
-            match v {
-                None => Ok(None),
-                Some(s) => s.bytes().map(|b| Some(b.to_string())).ok_or_else(|| {
-                    d(key, format!("{s:?} is not a size"), "a byte count, or a string such as \"64K\" or \"1G\"")
-                }),
-            }
-        };
-        if let Some(v) = size("min_bytes", &w.min_bytes)? {
-            wa.min_bytes = v;
-        }
-        wa.max_bytes = size("max_bytes", &w.max_bytes)?.or(wa.max_bytes);
-        if let Some(v) = size("chunk_bytes", &w.chunk_bytes)? {
-            wa.chunk_bytes = v;
-        }
-        if let Some(f) = w.step_factor {
-            wa.step_factor = f;
-        }
-        wa.channels = w.channels.or(a.channels);
-        wa.nodes = w.nodes.or(a.nodes);
-        if let Some(q) = w.qps_per_connection {
-            wa.qps_per_connection = q;
-        }
-        if let Some(split) = w.split_data_on_qps {
-            wa.split_data_on_qps = if split { "1" } else { "0" }.into();
-        }
-        if let Some(r) = w.root {
-            wa.root = r;
-        }
-        if let Some(pxn) = w.pxn {
-            wa.pxn_disable = !pxn;
-        }
-        if let Some(algo) = &w.algo {
-            rocelab_workload::Algo::parse(algo).map_err(|e| d("algo", e, "ring or tree"))?;
-            wa.algo = algo.clone();
-        }
-        if let Some(p) = &w.placement {
-            if p != "auto" && p != "nics" {
-                return Err(d("placement", format!("placement `{p}`"), "auto or nics"));
-            }
-            wa.placement = p.clone();
-        }
         if !a.quiet {
             eprintln!("workload {name}:");
         }
         match (&w.collective, &w.step) {
             (Some(c), None) => {
-                rocelab_workload::parse_op(c).map_err(|e| d("collective", e, "a collective as nccl-tests names it"))?;
-                run_collective(&wa, c, model, file, opts.clone())?;
+                // The table's keys over the flags', typed by the workload crate.
+                let req = collective_request(a, c)?.with_workload(w, i).map_err(|d| located(file, d))?;
+                run_collective(&wa, &req, model, file, opts.clone())?;
             }
             (None, Some(st)) => {
                 // "plan": this file's own [plan]; else a plan file next to this one.
