@@ -736,6 +736,9 @@ pub struct GpuNodeConfig {
     pub intra_node_gbytes_per_s: Option<f64>,
     #[serde(default)]
     pub gpu: Option<String>,
+    /// The GPU↔NIC leg (`[gpu_node.pcie]`, `crate::pcie`).
+    #[serde(default)]
+    pub pcie: Option<crate::pcie::PcieConfig>,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]

@@ -24,6 +24,7 @@ pub mod config;
 pub mod diag;
 pub mod infiniband;
 pub mod model;
+pub mod pcie;
 pub mod presets;
 pub mod routing;
 pub mod summary;

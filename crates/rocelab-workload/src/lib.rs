@@ -299,7 +299,16 @@ impl CollectiveSpec {
             };
             return err(format!("NCCL_ALGO={} for {name}", a.name()), hint);
         }
-        let sys = nccl_system(m, &placement);
+        // The GPU↔NIC leg of GPU nodes, and NCCL's rule that LL128 needs GPUDirect's reach
+        // (PXB, or PXN on Hopper and later: PHB and SYS are beyond both).
+        let pcie = match &placement {
+            Placement::Gpus(_) => {
+                Some(m.config.gpu_node.pcie.clone().unwrap_or_default().resolve().map_err(|d| vec![d])?)
+            }
+            Placement::Hosts(_) => None,
+        };
+        let mut sys = nccl_system(m, &placement);
+        sys.ll128 &= pcie.is_none_or(|l| l.affinity <= rocelab_model::pcie::Affinity::Pxb);
         let (algo, proto, nccl_us) = match self.op {
             // Point-to-point: NCCL sends on the ring's channels, LL up to 16 KiB per channel.
             Collective::AllToAll | Collective::SendRecv => {
@@ -319,7 +328,7 @@ impl CollectiveSpec {
                 }
             }
         };
-        let wire = Wire::new(proto, self.chunk_bytes);
+        let wire = Wire { pcie, ..Wire::new(proto, self.chunk_bytes) };
         if wire.wire_bytes(self.bytes) > MAX_COLLECTIVE_BYTES {
             return err(
                 format!("{} B with {} is {} B on the wire", self.bytes, proto.name(), wire.wire_bytes(self.bytes)),

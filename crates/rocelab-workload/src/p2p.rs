@@ -66,6 +66,7 @@ pub struct Exchange {
     /// One message per (transfer, channel in use): (hop, bytes, sport).
     msgs: Vec<(Hop, u64, u16)>,
     qps: crate::QpUse,
+    wire: crate::protocol::Wire,
     intra: Option<IntraNode>,
     /// When each rank's intra-node link is free again.
     intra_free: Vec<SimTime>,
@@ -125,7 +126,7 @@ impl Exchange {
             }
         }
         let intra_free = vec![SimTime(0); placement.ranks()];
-        Exchange { msgs, qps, intra: placement.intra().cloned(), intra_free, out, tag_base: 0 }
+        Exchange { msgs, qps, wire, intra: placement.intra().cloned(), intra_free, out, tag_base: 0 }
     }
 
     /// The same exchange with its tags carrying `instance`, so several run in one workload.
@@ -154,8 +155,9 @@ impl Workload for Exchange {
                         qps,
                         tag: self.tag_base | i as u64,
                         // Every transfer is posted at once: the proxy's post overhead, which
-                        // NCCL's model charges per ring step, is not on a chain here.
-                        start: None,
+                        // NCCL's model charges per ring step, is on no chain here; the
+                        // GPU↔NIC leg is.
+                        start: self.wire.p2p_start(net.now(), bytes),
                         sport: Some(crate::QpUse::sport(sport, first)),
                     };
                     // Ranks sit on distinct hosts and sizes are 1 B..1 TB: a refusal is a bug.

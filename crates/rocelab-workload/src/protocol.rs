@@ -17,6 +17,7 @@
 //!   (`baseLatencies[algo][proto]`), as NCCL's own model charges them.
 
 use crate::{Algo, Proto};
+use rocelab_model::pcie::PcieLeg;
 use rocelab_model::SimTime;
 use rocelab_plan::collective::HwClass;
 
@@ -43,13 +44,16 @@ fn p_idx(p: Proto) -> usize {
 }
 
 /// One protocol as the twin charges it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Wire {
     pub proto: Proto,
     /// Data bytes per network message (the protocol's step).
     pub step_bytes: u64,
     /// Added to each message between nodes: the proxy's post overhead.
     pub net_overhead: SimTime,
+    /// The GPU↔NIC leg of GPU nodes (`[gpu_node.pcie]`): its DMA latency on both ends and,
+    /// without GPUDirect RDMA, the copy through host memory; `None` where ranks are host NICs.
+    pub pcie: Option<PcieLeg>,
 }
 
 impl Wire {
@@ -61,13 +65,13 @@ impl Wire {
             Proto::Ll128 => LL128_STEP_BYTES,
         };
         let times = if proto == Proto::Simple { 3.0 } else { 1.0 };
-        Wire { proto, step_bytes, net_overhead: SimTime::from_secs_f64(NET_OVERHEAD_US * times * 1e-6) }
+        Wire { proto, step_bytes, net_overhead: SimTime::from_secs_f64(NET_OVERHEAD_US * times * 1e-6), pcie: None }
     }
 
     /// Simple, each step one message, no post overhead: the training step's collectives
     /// (`step`), whose buckets the twin has always sent whole.
     pub fn plain() -> Wire {
-        Wire { proto: Proto::Simple, step_bytes: u64::MAX, net_overhead: SimTime(0) }
+        Wire { proto: Proto::Simple, step_bytes: u64::MAX, net_overhead: SimTime(0), pcie: None }
     }
 
     /// Bytes on the wire for `data` bytes.
@@ -79,9 +83,23 @@ impl Wire {
         }
     }
 
-    /// When a message posted at `now` leaves: after the proxy's post overhead.
-    pub fn start(&self, now: SimTime) -> Option<SimTime> {
-        (self.net_overhead.0 > 0).then(|| SimTime(now.0 + self.net_overhead.0))
+    /// When a message of `bytes` on the wire, posted at `now` on a chain of steps (ring,
+    /// tree), leaves: after the proxy's post overhead and its GPU↔NIC leg. (The receiving
+    /// side's share of the leg is charged here too: on a chain of hops only the sum counts.)
+    pub fn start(&self, now: SimTime, bytes: u64) -> Option<SimTime> {
+        let d = self.net_overhead.0 + self.leg(bytes).0;
+        (d > 0).then_some(SimTime(now.0 + d))
+    }
+
+    /// When a point-to-point message posted at `now` leaves: after its GPU↔NIC leg only
+    /// (every transfer is posted at once, so the proxy's overhead is on no chain).
+    pub fn p2p_start(&self, now: SimTime, bytes: u64) -> Option<SimTime> {
+        let d = self.leg(bytes).0;
+        (d > 0).then_some(SimTime(now.0 + d))
+    }
+
+    fn leg(&self, bytes: u64) -> SimTime {
+        self.pcie.map_or(SimTime(0), |l| l.hop_cost(bytes))
     }
 }
 

@@ -180,7 +180,7 @@ impl Ring {
     /// passed (a wake-up; a round cannot be given a start).
     fn post_round(&mut self, net: &mut Net<'_, '_>, step: u32) {
         let t = self.tag_base | tag(0, 0, step);
-        if let Some(at) = self.wire.start(net.now()) {
+        if let Some(at) = self.wire.start(net.now(), self.wire_bytes(0, 0)) {
             // Rounds are posted at most once per delivery, far inside the clock range.
             net.wake_at(at, t).expect("a round's post within the clock range");
         } else {
@@ -249,7 +249,7 @@ impl Ring {
                 // A connection sends one message per slice: `v` is its message count.
                 let (qps, first) = self.qps.for_message(bytes, v as u64);
                 let mut msg = self.hop_message(p, ch, bytes, qps, first, t).expect("a network hop");
-                msg.start = self.wire.start(net.now());
+                msg.start = self.wire.start(net.now(), bytes);
                 // Ring hops join distinct hosts and chunks are 1 B..1 TB: a refusal is a bug.
                 net.post(msg).expect("a ring step between two hosts of the fabric");
             }

@@ -226,7 +226,7 @@ impl Tree {
                 class: None,
                 qps,
                 tag: tg,
-                start: self.wire.start(net.now()),
+                start: self.wire.start(net.now(), bytes),
                 sport: Some(QpUse::sport(base, first)),
             };
             net.post(msg).expect("a tree hop between two hosts of the fabric");
