@@ -127,9 +127,14 @@ pub fn default_channels(m: &Model) -> u32 {
 pub fn nccl_system(m: &Model, placement: &Placement) -> NcclSystem {
     let arch = GpuArch::from_gpu_name(&m.gpu_node.gpu);
     let (ranks, nodes, nics, first, intra) = match placement {
-        Placement::Hosts(h) => (h.len() as u32, h.len() as u32, 1, h.first().copied(), HwClass::Nvlink),
+        Placement::Hosts(h) => {
+            let ports = h.iter().map(|x| m.node(*x).num_ports.max(1)).min().unwrap_or(1);
+            (h.len() as u32, h.len() as u32, ports, h.first().copied(), HwClass::Nvlink)
+        }
         Placement::Gpus(g) => {
-            let nics = g.nodes.iter().map(|n| n.len() as u32).min().unwrap_or(1).max(1);
+            // NCCL sees each port of a dual-port NIC as a net device of its own.
+            let ports = |n: &Vec<NodeId>| n.iter().map(|h| m.node(*h).num_ports.max(1)).sum::<u32>();
+            let nics = g.nodes.iter().map(ports).min().unwrap_or(1).max(1);
             let intra = if g.intra.label.starts_with("pcie") { HwClass::Pci } else { HwClass::Nvlink };
             (
                 placement.ranks() as u32,

@@ -928,7 +928,14 @@ pub fn fabric_facts(model: &Model) -> rocelab_plan::FabricFacts {
         }
     }
     let (server_count, nics_per_server) = if !servers.is_empty() {
-        let nics = (hosts.len() as u32 - ungrouped) / servers.len() as u32;
+        // Ports, not NIC endpoints: a dual-port NIC (2 × 200G) is two 200G ports in the node,
+        // as NCCL sees two net devices.
+        let ports: u32 = hosts
+            .iter()
+            .filter(|h| matches!(h.role, Role::Host { gpu_node: Some(_), .. }))
+            .map(|h| h.num_ports.max(1))
+            .sum();
+        let nics = ports / servers.len() as u32;
         (servers.len() as u32 + ungrouped, nics)
     } else {
         (hosts.len() as u32, hosts.first().map(|h| h.num_ports).unwrap_or(1))

@@ -129,3 +129,30 @@ fn without_gpudirect_every_message_pays_the_bounce_through_host_memory() {
         Proto::Ll128
     );
 }
+
+#[test]
+fn a_dual_port_nic_counts_as_two_ports_for_the_planner_and_nccls_model() {
+    // 2 GPU servers, each one NIC with two 200G ports to a switch (2 × 200G).
+    let mut t = String::from("[fabric]\nname = \"dual-port\"\n[topology.explicit]\n");
+    t += "[[topology.explicit.node]]\nname = \"sw\"\nkind = \"switch\"\n";
+    for h in 0..2 {
+        t += &format!(
+            "[[topology.explicit.node]]\nname = \"gpu{h}-nic0\"\nkind = \"host\"\ngpu_node = \"gpu{h}\"\nrail = 0\n"
+        );
+    }
+    for h in 0..2 {
+        for _ in 0..2 {
+            t += &format!(
+                "[[topology.explicit.link]]\na = \"gpu{h}-nic0\"\nb = \"sw\"\nspeed_gbps = 200\nlength_m = 3\n"
+            );
+        }
+    }
+    let m = rocelab_model::load_str("dual-port.toml", &t).unwrap_or_else(|e| panic!("{e}"));
+    let f = rocelab_workload::step::fabric_facts(&m);
+    // Before ports were counted: one 200G NIC per node.
+    assert_eq!((f.nics_per_node, f.nic_rate_gbps), (Some(2), Some(200.0)));
+    let p = rocelab_workload::placement::placement(&m).unwrap();
+    let sys = nccl_system(&m, &p);
+    // Two net devices of 25 GB/s: NCCL's search gives each a channel at 24 GB/s.
+    assert_eq!((sys.channels, sys.bw_inter_gbytes), (2, 24.0));
+}
