@@ -108,7 +108,22 @@ pub struct Ring {
     /// Run in lockstep when the engine can ([`Ring::lockstep`]), and the group doing so.
     lockstep: bool,
     group: Option<GroupId>,
+    /// Per connection (position-major, then channel): messages on the wire, and the slices
+    /// waiting for a slot ([`WINDOW`]).
+    in_flight: Vec<u8>,
+    waiting: Vec<std::collections::VecDeque<u32>>,
 }
+
+/// Messages a connection keeps on the wire at once. An NCCL connection is a fixed set of RC
+/// QPs, on which a step's work requests execute after the previous step's: successive steps
+/// follow each other, they do not share the NIC. The engine gives each message its own QPs,
+/// so the ring keeps at most three per connection in flight (the next on the wire while the
+/// previous lands, and one more to cover a post's overhead and PCIe leg). Posted all at once,
+/// a connection's queued steps would share the NIC's round-robin and finish late together,
+/// and the next rank, which needs the oldest step first, would wait — the more QPs a message
+/// is striped over, the more evenly they share (`NCCL_IB_SPLIT_DATA_ON_QPS=1` over 16 QPs lost
+/// 30 % of busbw to it).
+const WINDOW: u8 = 3;
 
 impl Ring {
     /// A ring collective over `placement`'s ranks (callers keep ranks ≤ [`MAX_RANKS`], steps ≤
@@ -133,6 +148,7 @@ impl Ring {
         let rings = (0..distinct).map(|c| placement.ring(c)).collect();
         let mut rng = Rng::new(seed, 0x4e43_434c);
         let sports = (0..n * chunk.len()).map(|_| rng.sport()).collect();
+        let chunk_len = chunk.len();
         Ring {
             rings,
             steps,
@@ -147,6 +163,8 @@ impl Ring {
             tag_base: 0,
             lockstep: false,
             group: None,
+            in_flight: vec![0; n * chunk_len],
+            waiting: vec![std::collections::VecDeque::new(); n * chunk_len],
         }
     }
 
@@ -246,6 +264,12 @@ impl Ring {
         let t = self.tag_base | tag(ch, (p + 1) % n, v);
         match self.rings[ch % self.rings.len()].hops[p] {
             Hop::Net { .. } => {
+                let c = p * self.chunk.len() + ch;
+                if self.in_flight[c] >= WINDOW {
+                    self.waiting[c].push_back(v);
+                    return;
+                }
+                self.in_flight[c] += 1;
                 // A connection sends one message per slice: `v` is its message count.
                 let (qps, first) = self.qps.for_message(bytes, v as u64);
                 let mut msg = self.hop_message(p, ch, bytes, qps, first, t).expect("a network hop");
@@ -307,6 +331,14 @@ impl Workload for Ring {
             // A chunk that never arrives stops its channel at that rank: NCCL would hang and
             // time out; the run ends when nothing more can move.
             return;
+        }
+        // The sending connection has a slot again: its next waiting slice goes.
+        let (ch, pos, _) = untag(done.tag);
+        let from = (pos + self.ranks() - 1) % self.ranks();
+        let c = from * self.chunk.len() + ch;
+        self.in_flight[c] -= 1;
+        if let Some(v) = self.waiting[c].pop_front() {
+            self.send(net, from, ch, v);
         }
         self.arrived(net, done.tag);
     }

@@ -156,3 +156,23 @@ fn a_dual_port_nic_counts_as_two_ports_for_the_planner_and_nccls_model() {
     // Two net devices of 25 GB/s: NCCL's search gives each a channel at 24 GB/s.
     assert_eq!((sys.channels, sys.bw_inter_gbytes), (2, 24.0));
 }
+
+#[test]
+fn striping_over_16_qps_on_an_idle_rail_keeps_the_unsplit_busbw() {
+    // NCCL_IB_SPLIT_DATA_ON_QPS=1 with 16 QPs per connection: every 512 KiB step striped over
+    // 16 QPs of 32 KiB. On idle rails striping costs almost nothing physically; it read 71 %
+    // of the unsplit busbw while a connection's queued steps shared the NIC (see ring.rs).
+    let m = example("rail-16gpu-workloads.toml");
+    let run = |q: u32, split: bool| {
+        let spec = CollectiveSpec {
+            qps_per_connection: q,
+            split_data_on_qps: split,
+            channels: None,
+            ..CollectiveSpec::new(Collective::AllReduce, 64 << 20)
+        };
+        run_collective(&m, &spec, SimOptions::default()).unwrap().busbw_gbytes_per_s
+    };
+    let (whole, striped) = (run(1, false), run(16, true));
+    println!("64 MiB all-reduce on 16 GPUs: {whole:.1} GB/s unsplit, {striped:.1} GB/s over 16 QPs");
+    assert!(striped >= 0.9 * whole, "{striped} against {whole} GB/s");
+}
