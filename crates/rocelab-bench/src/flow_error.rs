@@ -140,10 +140,8 @@ pub fn run_case(c: &Case, progress: &mut dyn FnMut(&str)) -> Result<CaseResult, 
         Work::AllReduce(sizes) => {
             let m = load(c, None)?;
             for &s in sizes {
-                let spec = CollectiveSpec {
-                    channels: rocelab_workload::default_channels(&m),
-                    ..CollectiveSpec::new(Collective::AllReduce, s)
-                };
+                // NCCL's ring channels (`CollectiveSpec::resolve`).
+                let spec = CollectiveSpec { channels: None, ..CollectiveSpec::new(Collective::AllReduce, s) };
                 let mut t = [0.0; 2];
                 for (k, e) in [EngineKind::Packet, EngineKind::Flow].into_iter().enumerate() {
                     let t0 = std::time::Instant::now();

@@ -286,7 +286,7 @@ fn workload_table(r: &mut Mix) -> String {
         "[[workload]]\ncollective = \"{}\"\n",
         r.pick(&["all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "sendrecv"])
     );
-    let table: [(&str, &[&str], &[&str]); 9] = [
+    let table: [(&str, &[&str], &[&str]); 10] = [
         ("min_bytes", &["", "1", "\"64K\"", "\"1M\""], &["0", "\"1024G\"", "\"x\""]),
         ("max_bytes", &["", "\"4M\""], &["\"2T\"", "\"1K\""]),
         ("step_factor", &["", "2", "4"], &["0", "1"]),
@@ -295,7 +295,8 @@ fn workload_table(r: &mut Mix) -> String {
         ("qps_per_connection", &["", "1", "4"], &["0", "129"]),
         ("chunk_bytes", &["", "\"128K\""], &["0"]),
         ("root", &["", "0", "3"], &["16", "4294967295"]),
-        ("algo", &["", "\"ring\""], &["\"tree\"", "\"nvls\""]),
+        ("algo", &["", "\"ring\"", "\"auto\""], &["\"tree\"", "\"nvls\""]),
+        ("proto", &["", "\"LL\"", "\"ll128\"", "\"Simple\"", "\"auto\""], &["\"ll64\""]),
     ];
     keys(r, &mut t, &|_| true, &table);
     t += r.value(&["", "", "placement = \"nics\"\n"], &["placement = \"gpus\"\n"]);
@@ -322,31 +323,16 @@ fn no_workload_the_collective_refuses_gets_past_the_load() {
             }
         };
         loaded += 1;
-        let w = &m.intent.workloads[0];
-        let rocelab_model::intent::WorkloadRun::Collective { op, min_bytes, max_bytes, step_factor } = &w.run else {
+        let rocelab_model::intent::WorkloadRun::Collective { op, min_bytes, .. } = &m.intent.workloads[0].run else {
             unreachable!()
         };
-        let c = &m.config.workload[0];
-        let nics = c.placement.as_deref() == Some("nics");
-        let algo = rocelab_workload::Algo::parse(c.algo.as_deref().unwrap_or("ring")).unwrap();
-        let sizes = rocelab_workload::sweep_sizes(*min_bytes, *max_bytes, *step_factor).unwrap();
+        // As `simulate` resolves a `[[workload]]`: the flags' defaults, the table's keys over them.
+        let req = rocelab_workload::CollectiveRequest::new(op, *min_bytes)
+            .with_workload(&m.config.workload[0], 0)
+            .unwrap_or_else(|d| panic!("the request refuses what loaded:\n{text}\n{d:?}"));
+        let (spec, sizes) = req.spec(&m).unwrap_or_else(|d| panic!("the sweep refuses what loaded:\n{text}\n{d:?}"));
         for bytes in [sizes[0], *sizes.last().unwrap()] {
-            // As `simulate --collective` builds it from the same values.
-            let spec = rocelab_workload::CollectiveSpec {
-                channels: match w.channels {
-                    Some(c) => c,
-                    None if nics => 2,
-                    None if algo == rocelab_workload::Algo::Tree => 2 * rocelab_workload::default_channels(&m),
-                    None => rocelab_workload::default_channels(&m),
-                },
-                qps_per_connection: w.qps_per_connection.unwrap_or(1),
-                algo,
-                chunk_bytes: w.chunk_bytes.unwrap_or(rocelab_workload::DEFAULT_CHUNK_BYTES),
-                root: w.root.unwrap_or(0),
-                ranks: nics.then(|| rocelab_workload::default_ranks(&m)),
-                gpu_nodes: w.nodes,
-                ..rocelab_workload::CollectiveSpec::new(rocelab_workload::parse_op(op).unwrap(), bytes)
-            };
+            let spec = rocelab_workload::CollectiveSpec { bytes, ..spec.clone() };
             if let Err(d) = rocelab_workload::prepare(&m, &spec, 1) {
                 panic!("the collective refuses what loaded:\n{text}\n{d:?}");
             }

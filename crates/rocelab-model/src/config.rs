@@ -749,6 +749,9 @@ pub struct GpuNodeConfig {
     pub intra_node_gbytes_per_s: Option<f64>,
     #[serde(default)]
     pub gpu: Option<String>,
+    /// The GPU↔NIC leg (`[gpu_node.pcie]`, `crate::pcie`).
+    #[serde(default)]
+    pub pcie: Option<crate::pcie::PcieConfig>,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -981,6 +984,9 @@ pub struct WorkloadConfig {
     /// PXN for all-to-all and send/recv (false: `NCCL_PXN_DISABLE=1`).
     #[serde(default)]
     pub pxn: Option<bool>,
+    /// LL, LL128, Simple or auto (NCCL_PROTO; default: NCCL's choice).
+    #[serde(default)]
+    pub proto: Option<String>,
 }
 
 // ---------------------------------------------------------------------------------------------

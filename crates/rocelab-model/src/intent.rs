@@ -646,9 +646,11 @@ fn workload_one(m: &Model, w: &WorkloadConfig, i: usize, p: &str) -> Result<Work
             ))
         }
     };
+    // NCCL_ALGO and NCCL_PROTO values in any case, as NCCL reads them; `auto` is NCCL's choice.
     if let Some(a) = &w.algo {
-        if a != "ring" && a != "tree" {
-            return Err(d("algo", format!("algorithm `{a}`"), "ring or tree (NCCL_ALGO)"));
+        let a = a.trim().to_ascii_lowercase();
+        if !matches!(a.as_str(), "ring" | "tree" | "auto") {
+            return Err(d("algo", format!("algorithm `{a}`"), "ring or tree (NCCL_ALGO), or auto (NCCL's choice)"));
         }
         if let WorkloadRun::Collective { op, .. } = &run {
             if a == "tree" && *op != "all_reduce" {
@@ -658,6 +660,15 @@ fn workload_one(m: &Model, w: &WorkloadConfig, i: usize, p: &str) -> Result<Work
                     "NCCL's tree runs all-reduce only; use the ring for the others",
                 ));
             }
+        }
+    }
+    if let Some(p) = &w.proto {
+        if !matches!(p.trim().to_ascii_lowercase().as_str(), "ll" | "ll128" | "simple" | "auto") {
+            return Err(d(
+                "proto",
+                format!("protocol `{p}`"),
+                "LL, LL128 or Simple (NCCL_PROTO), or auto (NCCL's choice)",
+            ));
         }
     }
     if let Some(pl) = &w.placement {

@@ -29,6 +29,7 @@ pub mod diag;
 pub mod infiniband;
 pub mod intent;
 pub mod model;
+pub mod pcie;
 pub mod presets;
 pub mod routing;
 pub mod summary;

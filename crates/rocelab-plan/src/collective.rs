@@ -112,19 +112,56 @@ pub fn alpha_beta_seconds(c: Collective, bytes: f64, path: &GroupPath) -> f64 {
     steps * path.alpha_seconds + c.wire_bytes_per_rank(bytes, path.ranks) / path.bus_bytes_per_s
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// NCCL's algorithms (`NCCL_ALGO`), the one enum the planner and the twin share. CollNet
+/// (in-network reduction on a SHARP switch) is not here: RoCE fabrics do not offer it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Algorithm {
+    #[default]
     Ring,
+    /// Double binary tree between nodes, a chain inside each (all-reduce).
     Tree,
+    /// Parallel aggregated trees (all-gather and reduce-scatter, one GPU per node; NCCL 2.23+).
+    Pat,
+    /// NVLink SHARP: the NVSwitch reduces inside a node.
+    Nvls,
+    /// NVLS inside nodes, a tree between them.
+    NvlsTree,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+impl Algorithm {
+    pub const ALL: [Algorithm; 5] =
+        [Algorithm::Tree, Algorithm::Ring, Algorithm::Nvls, Algorithm::NvlsTree, Algorithm::Pat];
+
+    /// The name NCCL_ALGO takes (lower case, as the twin's tables print it).
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Ring => "ring",
+            Algorithm::Tree => "tree",
+            Algorithm::Pat => "pat",
+            Algorithm::Nvls => "nvls",
+            Algorithm::NvlsTree => "nvlstree",
+        }
+    }
+
+    /// An NCCL_ALGO value (any case).
+    pub fn parse(s: &str) -> Result<Algorithm, String> {
+        let l = s.trim().to_ascii_lowercase();
+        Algorithm::ALL
+            .into_iter()
+            .find(|a| a.name() == l)
+            .ok_or_else(|| format!("unknown algorithm `{s}`: ring, tree, pat, nvls or nvlstree"))
+    }
+}
+
+/// NCCL's protocols (`NCCL_PROTO`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub enum Protocol {
     #[serde(rename = "LL")]
     Ll,
     #[serde(rename = "LL128")]
     Ll128,
+    #[default]
     Simple,
 }
 
@@ -134,6 +171,16 @@ impl Protocol {
             Protocol::Ll => "LL",
             Protocol::Ll128 => "LL128",
             Protocol::Simple => "Simple",
+        }
+    }
+
+    /// An NCCL_PROTO value (any case: `ll`, `LL128`, `simple`).
+    pub fn parse(s: &str) -> Result<Protocol, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "ll" => Ok(Protocol::Ll),
+            "ll128" => Ok(Protocol::Ll128),
+            "simple" => Ok(Protocol::Simple),
+            _ => Err(format!("unknown protocol `{s}`: LL, LL128 or Simple")),
         }
     }
 }

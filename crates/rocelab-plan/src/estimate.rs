@@ -309,8 +309,7 @@ fn line(s: &Scenario, l: LineSpec) -> CommLine {
             match (l.collective, nc.algorithm) {
                 // NCCL runs these as point-to-point sends over the ring's channels.
                 (Collective::AllToAll | Collective::SendRecv, _) => "p2p",
-                (_, crate::collective::Algorithm::Ring) => "ring",
-                (_, crate::collective::Algorithm::Tree) => "tree",
+                (_, a) => a.name(),
             },
             nc.protocol.name()
         ),

@@ -20,7 +20,8 @@
 //! * `scenario` — the validated case; `spec` — inputs, defaults, error locations;
 //! * `estimate` — traffic per parallelism dimension, memory, step time, verdict;
 //! * `compare` — the "usage → acceptable network" table; `search` — layout ranking;
-//! * `render` — pure functions from results to text.
+//! * `render` — pure functions from results to text;
+//! * `tuning` — NCCL's own algorithm/protocol model (2.30.7), shared with the twin.
 //!
 //! Every formula, with its source, is in `docs/plan.md`.
 
@@ -35,6 +36,7 @@ pub mod render;
 pub mod scenario;
 pub mod search;
 pub mod spec;
+pub mod tuning;
 
 pub use compare::{compare, CompareSpec, CompareTable};
 pub use estimate::{estimate, Estimate, Verdict};

@@ -318,15 +318,20 @@ fn collective_spec_in(cx: &Ctx) -> Result<(CollectiveSpec, u32, usize), Diagnost
     let rank_count =
         ranks.as_ref().map_or(rocelab_workload::placement::placement(m).map(|p| p.ranks()).unwrap_or(n), |r| r.len());
     let size = cx.size("size_bytes", c.size_bytes, ((4u64 << 20) * rank_count as u64 / 8).clamp(1 << 20, 64 << 20))?;
-    let channels = if ranks.is_some() { 2 } else { rocelab_workload::default_channels(m) };
-    let bound_nics = match (&ranks, rocelab_workload::placement::placement(m)) {
+    // NCCL's ring channels on these ranks, as every caller of a collective settles them.
+    let spec = CollectiveSpec { channels: None, ranks, ..CollectiveSpec::new(op, size) };
+    let resolved = spec.resolve(m).map_err(|d| {
+        d.into_iter().next().unwrap_or_else(|| err(&cx.path, "op", format!("{op_name} cannot run here"), ""))
+    })?;
+    let channels = resolved.channels;
+    let bound_nics = match (&spec.ranks, rocelab_workload::placement::placement(m)) {
         (None, Ok(rocelab_workload::placement::Placement::Gpus(g))) => {
             let per_node = g.nodes.iter().map(|n| n.len() as u32).min().unwrap_or(1);
             channels.min(per_node).max(1)
         }
         _ => 1,
     };
-    Ok((CollectiveSpec { channels, ranks, ..CollectiveSpec::new(op, size) }, bound_nics, rank_count))
+    Ok((CollectiveSpec { channels: Some(channels), ..spec }, bound_nics, rank_count))
 }
 
 pub fn build(cx: &Ctx) -> Result<Setup, Vec<Diagnostic>> {
@@ -892,7 +897,7 @@ fn build_kind(cx: &Ctx) -> Result<Setup, Diagnostic> {
         }
         ScenarioKind::Collective => {
             let (spec, bound_nics, rank_count) = collective_spec_in(cx)?;
-            let (op, size, channels) = (spec.op, spec.bytes, spec.channels);
+            let (op, size, channels) = (spec.op, spec.bytes, spec.channels.unwrap_or(2));
             let op_name = c.op.as_deref().unwrap_or("all_reduce");
             // Ring time at line rate, plus a round trip per step.
             let steps = op.ring_steps(rank_count as u32).max(1);

@@ -33,6 +33,8 @@ pub struct BroadcastPlan {
     pub chunk_bytes: u64,
     pub qps: crate::QpUse,
     pub seed: u64,
+    /// The protocol: bytes on the wire (its step is `chunk_bytes`).
+    pub wire: crate::protocol::Wire,
 }
 
 /// Splits `bytes` into `channels` near-equal parts (empty ones dropped), each into chunks of at
@@ -61,6 +63,7 @@ pub struct Broadcast {
     busy: Vec<bool>,
     sports: Vec<u16>,
     qps: crate::QpUse,
+    wire: crate::protocol::Wire,
     intra: Option<IntraNode>,
     /// When each rank's intra-node link is free again.
     intra_free: Vec<SimTime>,
@@ -96,6 +99,7 @@ impl Broadcast {
             busy: vec![false; n * ch],
             sports,
             qps: plan.qps,
+            wire: plan.wire,
             intra: placement.intra().cloned(),
             intra_free: vec![SimTime(0); n],
             out,
@@ -116,7 +120,7 @@ impl Broadcast {
             return;
         }
         let k = self.sent[i];
-        let bytes = self.chunks[c][k as usize];
+        let bytes = self.wire.wire_bytes(self.chunks[c][k as usize]);
         let t = tag(c, p + 1, 0);
         match self.hops[c % self.hops.len()][p] {
             Hop::Net { src, dst } => {
@@ -129,6 +133,8 @@ impl Broadcast {
                     class: None,
                     qps,
                     tag: t,
+                    // No post overhead: NCCL's proxy posts a step while the previous one is
+                    // in flight, where this pipeline keeps one chunk per connection.
                     start: None,
                     sport: Some(crate::QpUse::sport(self.sports[i], first)),
                 };

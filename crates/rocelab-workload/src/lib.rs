@@ -30,6 +30,8 @@ pub mod bcast;
 pub mod linklayer;
 pub mod p2p;
 pub mod placement;
+pub mod protocol;
+pub mod request;
 pub mod ring;
 pub mod step;
 pub mod table;
@@ -38,9 +40,13 @@ pub mod tree;
 use bcast::{Broadcast, BroadcastPlan};
 use p2p::Exchange;
 use placement::Placement;
+use protocol::Wire;
+pub use request::CollectiveRequest;
 use ring::{Ring, RingPlan};
 use rocelab_model::{Diagnostic, Model, NodeId, SimTime};
 pub use rocelab_plan::collective::Collective;
+use rocelab_plan::collective::HwClass;
+use rocelab_plan::tuning::{GpuArch, NcclSystem};
 use rocelab_sim::workload::{Delivered, Workload};
 use rocelab_sim::{EngineKind, Run, RunReport, SimOptions};
 use serde::Serialize;
@@ -58,15 +64,17 @@ pub struct CollectiveSpec {
     /// ([`placement::placement`]: GPUs on a fabric of GPU nodes, else every host as
     /// [`default_ranks`] orders them).
     pub ranks: Option<Vec<NodeId>>,
-    /// NCCL channels (`NCCL_MIN_NCHANNELS`/`NCCL_MAX_NCHANNELS` pinned to one value).
-    pub channels: u32,
+    /// NCCL channels (`NCCL_MIN_NCHANNELS`/`NCCL_MAX_NCHANNELS` pinned to one value); `None`:
+    /// NCCL's count for the algorithm ([`CollectiveSpec::resolve`]).
+    pub channels: Option<u32>,
     /// `NCCL_IB_QPS_PER_CONNECTION`: QPs of every connection ([`QpUse`]).
     pub qps_per_connection: u32,
     /// `NCCL_IB_SPLIT_DATA_ON_QPS`: every message striped over all the connection's QPs
     /// (true), or each NCCL chunk on one QP in turn (false, NCCL's default; [`QpUse`]).
     pub split_data_on_qps: bool,
-    /// Pipeline chunk per channel of broadcast and the tree: NCCL's Simple-protocol step,
-    /// `NCCL_BUFFSIZE` (4 MiB) / `NCCL_STEPS` (8) = 512 KiB by default.
+    /// The Simple protocol's step (a ring slice, a tree or broadcast chunk per channel):
+    /// `NCCL_BUFFSIZE` (4 MiB) / `NCCL_STEPS` (8) = 512 KiB by default. LL and LL128 have
+    /// their own (`protocol`).
     pub chunk_bytes: u64,
     /// Root rank of broadcast (nccl-tests' `-r`, default 0), an index into the ranks.
     pub root: u32,
@@ -76,40 +84,79 @@ pub struct CollectiveSpec {
     /// Run on the first k GPU nodes only (as a job launched on k nodes of the cluster), with
     /// GPU placement; `None`: every node.
     pub gpu_nodes: Option<u32>,
-    /// `NCCL_ALGO`: ring, or NCCL's double binary tree (all-reduce only).
-    pub algo: Algo,
+    /// `NCCL_ALGO`: ring, or NCCL's double binary tree (all-reduce only); `None`: NCCL's
+    /// choice by its tuning model (`rocelab_plan::tuning`) among those the twin runs.
+    pub algo: Option<Algo>,
+    /// `NCCL_PROTO`: LL, LL128 or Simple; `None`: NCCL's choice.
+    pub proto: Option<Proto>,
     /// PXN (on unless `NCCL_PXN_DISABLE=1`): an all-to-all or send/recv message to another
     /// node leaves on the NIC of the destination's rail (`p2p`).
     pub pxn: bool,
 }
 
-/// NCCL's algorithm for a collective (`NCCL_ALGO`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Algo {
-    #[default]
-    Ring,
-    Tree,
-}
+/// NCCL's algorithm (`NCCL_ALGO`) and protocol (`NCCL_PROTO`): the planner's enums, so the
+/// twin and `rocelab plan` name the same choice.
+pub use rocelab_plan::collective::{Algorithm as Algo, Protocol as Proto};
 
-impl Algo {
-    pub fn parse(s: &str) -> Result<Algo, String> {
-        match s.to_ascii_lowercase().as_str() {
-            "ring" => Ok(Algo::Ring),
-            "tree" => Ok(Algo::Tree),
-            _ => Err(format!("unknown algorithm `{s}`: ring or tree")),
+/// The channels NCCL runs `algo` on over `placement`: a ring per NIC of a GPU node (NCCL's
+/// ring search gives every NIC its own ring, so every rail carries traffic; NCCL often doubles
+/// that, which an explicit count can ask for), and for the tree one channel of each of its two
+/// trees per NIC; 2 where the ranks are host NICs.
+pub fn nccl_channels(placement: &Placement, algo: Algo) -> u32 {
+    match placement {
+        Placement::Gpus(g) => {
+            let nics = g.nodes.iter().map(|n| n.len() as u32).min().unwrap_or(2).max(1);
+            if algo == Algo::Tree {
+                2 * nics
+            } else {
+                nics
+            }
         }
+        Placement::Hosts(_) => 2,
     }
 }
 
-/// The channel count a run gets when none is asked for: one per NIC of a GPU node where the
-/// ranks are GPUs (NCCL's ring search gives every NIC its own ring, so every rail carries
-/// traffic; NCCL often doubles that, which an explicit count can ask for), else 2.
+/// NCCL's default count of ring channels on `m`'s own placement ([`nccl_channels`]); for
+/// sizing a run before it is resolved.
 pub fn default_channels(m: &Model) -> u32 {
-    match placement::placement(m) {
-        Ok(placement::Placement::Gpus(g)) => g.nodes.iter().map(|n| n.len() as u32).min().unwrap_or(2).max(1),
-        _ => 2,
-    }
+    placement::placement(m).map_or(2, |p| nccl_channels(&p, Algo::Ring))
 }
+
+/// What NCCL's tuning model sees on `placement` of `m`: ranks, nodes, the GPU generation, the
+/// intra-node link, and a channel per NIC at the NIC's rate.
+pub fn nccl_system(m: &Model, placement: &Placement) -> NcclSystem {
+    let arch = GpuArch::from_gpu_name(&m.gpu_node.gpu);
+    let (ranks, nodes, nics, first, intra) = match placement {
+        Placement::Hosts(h) => {
+            let ports = h.iter().map(|x| m.node(*x).num_ports.max(1)).min().unwrap_or(1);
+            (h.len() as u32, h.len() as u32, ports, h.first().copied(), HwClass::Nvlink)
+        }
+        Placement::Gpus(g) => {
+            // NCCL sees each port of a dual-port NIC as a net device of its own.
+            let ports = |n: &Vec<NodeId>| n.iter().map(|h| m.node(*h).num_ports.max(1)).sum::<u32>();
+            let nics = g.nodes.iter().map(ports).min().unwrap_or(1).max(1);
+            let intra = if g.intra.label.starts_with("pcie") { HwClass::Pci } else { HwClass::Nvlink };
+            (
+                placement.ranks() as u32,
+                g.nodes.len() as u32,
+                nics,
+                g.nodes.first().and_then(|n| n.first().copied()),
+                intra,
+            )
+        }
+    };
+    let nic_gbytes = first.map_or(0.0, |h| m.host_speed(h).gbps() / 8.0);
+    NcclSystem::from_nics(ranks, nodes.max(1), arch, intra, nics, nic_gbytes)
+}
+
+/// NCCL's threshold below which a point-to-point send uses LL, per channel
+/// (`NCCL_P2P_LL_THRESHOLD`, 16 KiB, `src/enqueue.cc`).
+const P2P_LL_THRESHOLD: u64 = 16 << 10;
+
+/// The largest collective buffer the twin runs: the engines' largest message (1 TB).
+pub const MAX_COLLECTIVE_BYTES: u64 = rocelab_sim::traffic::MAX_FLOW_BYTES;
+/// The most QPs a connection may have: NCCL's `NCCL_IB_MAX_QPS` (128, `src/transport/net_ib/common.h`).
+pub const MAX_QPS_PER_CONNECTION: u32 = 128;
 
 /// NCCL's default Simple-protocol step: 4 MiB of NCCL_BUFFSIZE over NCCL_STEPS = 8 slots.
 pub const DEFAULT_CHUNK_BYTES: u64 = 512 << 10;
@@ -158,17 +205,175 @@ impl CollectiveSpec {
             op,
             bytes,
             ranks: None,
-            channels: 2,
+            channels: Some(2),
             qps_per_connection: 1,
             split_data_on_qps: false,
             chunk_bytes: DEFAULT_CHUNK_BYTES,
             root: 0,
             message_rows: false,
             gpu_nodes: None,
-            algo: Algo::Ring,
+            algo: Some(Algo::Ring),
+            proto: Some(Proto::Simple),
             pxn: true,
         }
     }
+
+    /// `op` on `bytes` as NCCL runs it untold: its algorithm, protocol and channels.
+    pub fn nccl(op: Collective, bytes: u64) -> Self {
+        CollectiveSpec { algo: None, proto: None, channels: None, ..CollectiveSpec::new(op, bytes) }
+    }
+
+    /// Checks the spec against `m` and settles everything NCCL would choose: where the ranks
+    /// sit, the algorithm and protocol (NCCL's tuning model, `rocelab_plan::tuning`, among
+    /// the algorithms the twin runs: ring, and the tree for all-reduce), and the channels.
+    /// Every caller (the CLI, scenarios, the doctor's twin, validate, the benches) goes through
+    /// here, so a collective is the same run wherever it is asked for.
+    pub fn resolve(&self, m: &Model) -> Result<Resolved, Vec<Diagnostic>> {
+        let err = |msg: String, hint: String| Err(vec![Diagnostic::new("collective", msg, hint)]);
+        let Some(name) = nccl_name(self.op) else {
+            return err(format!("{} is not on the twin yet", self.op.name()), format!("use {NAMES}"));
+        };
+        let mut placement = match &self.ranks {
+            Some(r) => Placement::Hosts(r.clone()),
+            None => placement::placement(m)?,
+        };
+        if let Some(k) = self.gpu_nodes {
+            let Placement::Gpus(g) = &mut placement else {
+                return err(
+                    format!("{k} GPU nodes asked for, but the ranks are host NICs"),
+                    "name GPU nodes in the fabric (`gpu_node` on hosts, or a rail-optimized topology), or drop the node count".into(),
+                );
+            };
+            if k == 0 || k as usize > g.nodes.len() {
+                return err(
+                    format!("{k} GPU nodes asked for, the fabric has {}", g.nodes.len()),
+                    format!("give 1 to {}", g.nodes.len()),
+                );
+            }
+            g.nodes.truncate(k as usize);
+        }
+        if placement.ranks() < 2 {
+            return err("a collective needs at least 2 ranks".into(), "use a fabric with 2 or more hosts".into());
+        }
+        if placement.ranks() > ring::MAX_RANKS {
+            return err(
+                format!("{} ranks", placement.ranks()),
+                format!("the twin runs collectives of up to {} ranks", ring::MAX_RANKS),
+            );
+        }
+        if let Some(c) = self.channels.filter(|&c| c == 0 || c > ring::MAX_CHANNELS) {
+            return err(
+                format!("{c} channels"),
+                format!("give 1 to {} (NCCL itself uses at most 64)", ring::MAX_CHANNELS),
+            );
+        }
+        if self.bytes == 0 {
+            return err("a collective of 0 bytes".into(), "give a size of 1 B or more".into());
+        }
+        // Every message a collective posts is at most its buffer on the wire (send/recv on one
+        // channel sends it whole), so a buffer the engines accept as one message is one every
+        // step can post (the protocol's lines are checked once it is known).
+        if self.bytes > MAX_COLLECTIVE_BYTES {
+            return err(
+                format!("a collective of {} B", self.bytes),
+                format!("give at most {MAX_COLLECTIVE_BYTES} B (1 TB, the largest message the engines take)"),
+            );
+        }
+        if self.qps_per_connection == 0 || self.qps_per_connection > MAX_QPS_PER_CONNECTION {
+            return err(
+                format!("{} QPs per connection", self.qps_per_connection),
+                format!("give 1 to {MAX_QPS_PER_CONNECTION} (NCCL_IB_QPS_PER_CONNECTION; NCCL's own limit)"),
+            );
+        }
+        if self.chunk_bytes == 0 {
+            return err("a chunk of 0 bytes".into(), "give 1 B or more".into());
+        }
+        let n = placement.ranks() as u64;
+        if self.op == Collective::Broadcast && self.root as u64 >= n {
+            return err(format!("root {} of a broadcast over {n} ranks", self.root), format!("give a root in 0..{n}"));
+        }
+        // The algorithms the twin runs for this collective, in NCCL's names.
+        let runs: &[Algo] = if self.op == Collective::AllReduce { &[Algo::Ring, Algo::Tree] } else { &[Algo::Ring] };
+        if let Some(a) = self.algo.filter(|a| !runs.contains(a)) {
+            let hint = match a {
+                Algo::Tree => "NCCL's tree runs all-reduce only; use the ring for the others".to_string(),
+                _ => format!(
+                    "the twin runs {} for {name}",
+                    runs.iter().map(|a| a.name()).collect::<Vec<_>>().join(" or ")
+                ),
+            };
+            return err(format!("NCCL_ALGO={} for {name}", a.name()), hint);
+        }
+        // The GPU↔NIC leg of GPU nodes, and NCCL's rule that LL128 needs GPUDirect's reach
+        // (PXB, or PXN on Hopper and later: PHB and SYS are beyond both).
+        let pcie = match &placement {
+            Placement::Gpus(_) => {
+                Some(m.config.gpu_node.pcie.clone().unwrap_or_default().resolve().map_err(|d| vec![d])?)
+            }
+            Placement::Hosts(_) => None,
+        };
+        let mut sys = nccl_system(m, &placement);
+        sys.ll128 &= pcie.is_none_or(|l| l.affinity <= rocelab_model::pcie::Affinity::Pxb);
+        let (algo, proto, nccl_us) = match self.op {
+            // Point-to-point: NCCL sends on the ring's channels, LL up to 16 KiB per channel.
+            Collective::AllToAll | Collective::SendRecv => {
+                let per_peer = if self.op == Collective::AllToAll { self.bytes.div_ceil(n) } else { self.bytes };
+                let ch = self.channels.unwrap_or_else(|| nccl_channels(&placement, Algo::Ring)) as u64;
+                let ll = per_peer <= ch * P2P_LL_THRESHOLD;
+                (Algo::Ring, self.proto.unwrap_or(if ll { Proto::Ll } else { Proto::Simple }), None)
+            }
+            _ => {
+                let algos = self.algo.map_or(runs.to_vec(), |a| vec![a]);
+                let protos: Vec<Proto> = self.proto.into_iter().collect();
+                match sys.choose(self.op, self.bytes, &algos, &protos) {
+                    Some(c) => (c.algorithm, c.protocol, Some(c.time_us)),
+                    // NCCL's model offers nothing here (LL128 asked for where NCCL disables
+                    // it): run what was asked for.
+                    None => (algos[0], self.proto.unwrap_or_default(), None),
+                }
+            }
+        };
+        let wire = Wire { pcie, ..Wire::new(proto, self.chunk_bytes) };
+        if wire.wire_bytes(self.bytes) > MAX_COLLECTIVE_BYTES {
+            return err(
+                format!("{} B with {} is {} B on the wire", self.bytes, proto.name(), wire.wire_bytes(self.bytes)),
+                format!("give at most {MAX_COLLECTIVE_BYTES} B on the wire (1 TB), or the Simple protocol"),
+            );
+        }
+        let channels = self.channels.unwrap_or_else(|| nccl_channels(&placement, algo));
+        // A hop inside a node costs NCCL's latency for its link, algorithm and protocol.
+        if let Placement::Gpus(g) = &mut placement {
+            let hw = if g.intra.label.starts_with("pcie") { HwClass::Pci } else { HwClass::Nvlink };
+            g.intra.latency = SimTime::from_secs_f64(protocol::intra_hop_us(hw, algo, proto) * 1e-6);
+        }
+        let p2p = matches!(self.op, Collective::AllToAll | Collective::SendRecv);
+        Ok(Resolved {
+            name,
+            placement,
+            algo,
+            proto,
+            channels,
+            nccl_us,
+            wire,
+            base_latency: if p2p { SimTime(0) } else { SimTime::from_secs_f64(protocol::base_us(algo, proto) * 1e-6) },
+        })
+    }
+}
+
+/// A collective with everything NCCL would choose settled ([`CollectiveSpec::resolve`]).
+#[derive(Clone, Debug)]
+pub struct Resolved {
+    /// nccl-tests' name of the op.
+    pub name: &'static str,
+    pub placement: Placement,
+    pub algo: Algo,
+    pub proto: Proto,
+    pub channels: u32,
+    /// NCCL's own predicted time for the pick, µs (collectives NCCL tunes; not p2p).
+    pub nccl_us: Option<f64>,
+    pub wire: Wire,
+    /// NCCL's base latency of the pick, charged once per collective.
+    pub base_latency: SimTime,
 }
 
 /// What a collective's workload reports when it is done.
@@ -223,8 +428,12 @@ pub struct CollectiveResult {
     pub root: i64,
     pub ranks: u32,
     pub channels: u32,
-    /// `ring` or `tree` (NCCL_ALGO).
+    /// `ring` or `tree` (NCCL_ALGO), as given or as NCCL's model picks it.
     pub algo: &'static str,
+    /// `LL`, `LL128` or `Simple` (NCCL_PROTO); in the JSON only when not Simple (so the
+    /// outputs of runs before protocols keep their bytes).
+    #[serde(skip_serializing_if = "is_simple")]
+    pub proto: &'static str,
     pub time_us: f64,
     pub algbw_gbytes_per_s: f64,
     pub busbw_gbytes_per_s: f64,
@@ -242,6 +451,10 @@ pub struct CollectiveResult {
     pub rank_devices: Vec<(String, u32)>,
     #[serde(skip)]
     pub report: RunReport,
+}
+
+fn is_simple(p: &&'static str) -> bool {
+    *p == "Simple"
 }
 
 fn is_packet(e: &EngineKind) -> bool {
@@ -312,81 +525,31 @@ pub struct Prepared {
     pub rank_devices: Vec<(String, u32)>,
     /// Filled by the workload as chunks arrive.
     pub outcome: Rc<RefCell<Outcome>>,
+    /// What [`CollectiveSpec::resolve`] settled.
+    pub algo: Algo,
+    pub proto: Proto,
+    pub channels: u32,
+    /// NCCL's base latency, added to the time the engine measures ([`Prepared::time`]).
+    pub base_latency: SimTime,
 }
 
-/// Checks `spec` against `m` and builds its workload (`seed` draws its source ports).
+/// Checks `spec` against `m`, settles NCCL's choices ([`CollectiveSpec::resolve`]) and builds
+/// its workload (`seed` draws its source ports).
 pub fn prepare(m: &Model, spec: &CollectiveSpec, seed: u64) -> Result<Prepared, Vec<Diagnostic>> {
-    let name = nccl_name(spec.op).ok_or_else(|| {
-        vec![Diagnostic::new(
-            "collective",
-            format!("{} is not on the twin yet", spec.op.name()),
-            format!("use {NAMES}"),
-        )]
-    })?;
-    let mut placement = match &spec.ranks {
-        Some(r) => Placement::Hosts(r.clone()),
-        None => placement::placement(m)?,
-    };
-    if let Some(k) = spec.gpu_nodes {
-        let Placement::Gpus(g) = &mut placement else {
-            return Err(vec![Diagnostic::new(
-                "collective",
-                format!("{k} GPU nodes asked for, but the ranks are host NICs"),
-                "name GPU nodes in the fabric (`gpu_node` on hosts, or a rail-optimized topology), or drop the node count",
-            )]);
-        };
-        if k == 0 || k as usize > g.nodes.len() {
-            return Err(vec![Diagnostic::new(
-                "collective",
-                format!("{k} GPU nodes asked for, the fabric has {}", g.nodes.len()),
-                format!("give 1 to {}", g.nodes.len()),
-            )]);
-        }
-        g.nodes.truncate(k as usize);
-    }
-    if placement.ranks() < 2 {
-        return Err(vec![Diagnostic::new(
-            "collective",
-            "a collective needs at least 2 ranks",
-            "use a fabric with 2 or more hosts",
-        )]);
-    }
-    if placement.ranks() > ring::MAX_RANKS {
-        return Err(vec![Diagnostic::new(
-            "collective",
-            format!("{} ranks", placement.ranks()),
-            format!("the twin runs collectives of up to {} ranks", ring::MAX_RANKS),
-        )]);
-    }
-    if spec.channels > ring::MAX_CHANNELS {
-        return Err(vec![Diagnostic::new(
-            "collective",
-            format!("{} channels", spec.channels),
-            format!("give 1 to {} (NCCL itself uses at most 64)", ring::MAX_CHANNELS),
-        )]);
-    }
-    if spec.bytes == 0 {
-        return Err(vec![Diagnostic::new("collective", "a collective of 0 bytes", "give a size of 1 B or more")]);
-    }
-    let n = placement.ranks() as u64;
+    let r = spec.resolve(m)?;
+    let n = r.placement.ranks() as u64;
     let out = Rc::new(RefCell::new(Outcome::default()));
-    if spec.algo == Algo::Tree && spec.op != Collective::AllReduce {
-        return Err(vec![Diagnostic::new(
-            "collective",
-            format!("NCCL_ALGO=tree for {name}"),
-            "NCCL's tree runs all-reduce only; use the ring for the others",
-        )]);
-    }
     let (w, expected): (Box<dyn Workload>, u64) = match spec.op {
-        Collective::AllReduce if spec.algo == Algo::Tree => {
+        Collective::AllReduce if r.algo == Algo::Tree => {
             let plan = TreePlan {
                 bytes: spec.bytes,
-                channels: spec.channels,
-                chunk_bytes: spec.chunk_bytes,
+                channels: r.channels,
+                chunk_bytes: r.wire.step_bytes,
                 qps: spec.qp_use(),
                 seed,
+                wire: r.wire,
             };
-            let w = Tree::new(&placement, plan, out.clone());
+            let w = Tree::new(&r.placement, plan, out.clone());
             let e = w.chunks_to_deliver();
             (Box::new(w), e)
         }
@@ -396,11 +559,12 @@ pub fn prepare(m: &Model, spec: &CollectiveSpec, seed: u64) -> Result<Prepared, 
                 // counts them), of S/n per step and rank, rounded up (NCCL pads the last chunk).
                 steps: spec.op.ring_steps(n as u32) as u32,
                 chunk_bytes: spec.bytes.div_ceil(n),
-                channels: spec.channels,
+                channels: r.channels,
                 qps: spec.qp_use(),
                 seed,
+                wire: r.wire,
             };
-            let w = Ring::new(&placement, plan, out.clone());
+            let w = Ring::new(&r.placement, plan, out.clone());
             let e = w.chunks_to_deliver();
             (Box::new(w), e)
         }
@@ -410,45 +574,43 @@ pub fn prepare(m: &Model, spec: &CollectiveSpec, seed: u64) -> Result<Prepared, 
             } else {
                 p2p::send_recv(n as u32, spec.bytes)
             };
-            let w = Exchange::new(&placement, &transfers, spec.channels, spec.qp_use(), spec.pxn, seed, out.clone());
+            let plan =
+                p2p::ExchangePlan { channels: r.channels, qps: spec.qp_use(), wire: r.wire, pxn: spec.pxn, seed };
+            let w = Exchange::new(&r.placement, &transfers, plan, out.clone());
             let e = w.chunks_to_deliver();
             (Box::new(w), e)
         }
         Collective::Broadcast => {
-            if spec.root as u64 >= n {
-                return Err(vec![Diagnostic::new(
-                    "collective",
-                    format!("root {} of a broadcast over {n} ranks", spec.root),
-                    format!("give a root in 0..{n}"),
-                )]);
-            }
-            if spec.chunk_bytes == 0 {
-                return Err(vec![Diagnostic::new("collective", "a chunk of 0 bytes", "give 1 B or more")]);
-            }
             let plan = BroadcastPlan {
                 bytes: spec.bytes,
                 root: spec.root,
-                channels: spec.channels,
-                chunk_bytes: spec.chunk_bytes,
+                channels: r.channels,
+                chunk_bytes: r.wire.step_bytes,
                 qps: spec.qp_use(),
                 seed,
+                wire: r.wire,
             };
-            let w = Broadcast::new(&placement, plan, out.clone());
+            let w = Broadcast::new(&r.placement, plan, out.clone());
             let e = w.chunks_to_deliver();
             (Box::new(w), e)
         }
+        // `resolve` refuses the collectives the twin does not run.
         Collective::Reduce => {
             return Err(vec![Diagnostic::new("collective", "reduce is not on the twin yet", format!("use {NAMES}"))])
         }
     };
     Ok(Prepared {
         workload: w,
-        name,
+        name: r.name,
         ranks: n as u32,
         expected,
-        placement: placement.describe(),
-        rank_devices: placement.rank_devices(m),
+        placement: r.placement.describe(),
+        rank_devices: r.placement.rank_devices(m),
         outcome: out,
+        algo: r.algo,
+        proto: r.proto,
+        channels: r.channels,
+        base_latency: r.base_latency,
     })
 }
 
@@ -457,7 +619,7 @@ impl Prepared {
     pub fn time(&self) -> Option<SimTime> {
         let o = self.outcome.borrow();
         if o.failed == 0 && o.delivered == self.expected {
-            o.end
+            o.end.map(|e| SimTime(e.0 + self.base_latency.0))
         } else {
             None
         }
@@ -472,7 +634,19 @@ impl Prepared {
 
 /// Runs one collective to completion on `m` (with the fabric file's faults).
 pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Result<CollectiveResult, Vec<Diagnostic>> {
-    let Prepared { workload, name, ranks, expected, placement, rank_devices, outcome } = prepare(m, spec, opts.seed)?;
+    let Prepared {
+        workload,
+        name,
+        ranks,
+        expected,
+        placement,
+        rank_devices,
+        outcome,
+        algo,
+        proto,
+        channels,
+        base_latency,
+    } = prepare(m, spec, opts.seed)?;
     let n = ranks as u64;
     let faults = rocelab_sim::engine::resolve_faults(m)?;
     let engine = opts.engine;
@@ -484,7 +658,7 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
     let o = outcome.borrow().clone();
     let complete = o.failed == 0 && o.delivered == expected;
     let time_us = match (complete, o.end) {
-        (true, Some(end)) => end.0 as f64 * 1e-6,
+        (true, Some(end)) => (end.0 + base_latency.0) as f64 * 1e-6,
         _ => f64::INFINITY,
     };
     let algbw = if time_us.is_finite() && time_us > 0.0 { spec.bytes as f64 / (time_us * 1e-6) / 1e9 } else { 0.0 };
@@ -494,8 +668,9 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
         bytes: spec.bytes,
         root: if spec.op == Collective::Broadcast { spec.root as i64 } else { -1 },
         ranks: n as u32,
-        channels: spec.channels,
-        algo: if spec.algo == Algo::Tree { "tree" } else { "ring" },
+        channels,
+        algo: algo.name(),
+        proto: proto.name(),
         time_us,
         algbw_gbytes_per_s: algbw,
         busbw_gbytes_per_s: algbw * spec.op.busbw_factor(n as u32),

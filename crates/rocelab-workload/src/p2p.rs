@@ -49,11 +49,24 @@ pub fn send_recv(n: u32, bytes: u64) -> Vec<Transfer> {
     (0..n).map(|from| Transfer { from, to: (from + 1) % n, bytes }).collect()
 }
 
+/// How an exchange's transfers go.
+#[derive(Clone, Copy, Debug)]
+pub struct ExchangePlan {
+    pub channels: u32,
+    pub qps: crate::QpUse,
+    pub wire: crate::protocol::Wire,
+    /// PXN: a message to another node leaves on the NIC of the destination's rail.
+    pub pxn: bool,
+    /// Draws the source ports.
+    pub seed: u64,
+}
+
 /// Posts every transfer at time 0, split over channels (one connection each) and QPs.
 pub struct Exchange {
     /// One message per (transfer, channel in use): (hop, bytes, sport).
     msgs: Vec<(Hop, u64, u16)>,
     qps: crate::QpUse,
+    wire: crate::protocol::Wire,
     intra: Option<IntraNode>,
     /// When each rank's intra-node link is free again.
     intra_free: Vec<SimTime>,
@@ -85,16 +98,15 @@ fn route(placement: &Placement, from: u32, to: u32, pxn: bool) -> Hop {
 }
 
 impl Exchange {
-    /// `transfers` between the ranks of `placement`, each split over `channels` connections.
+    /// `transfers` between the ranks of `placement`, each split over `plan.channels`
+    /// connections.
     pub fn new(
         placement: &Placement,
         transfers: &[Transfer],
-        channels: u32,
-        qps: crate::QpUse,
-        pxn: bool,
-        seed: u64,
+        plan: ExchangePlan,
         out: Rc<RefCell<Outcome>>,
     ) -> Exchange {
+        let ExchangePlan { channels, qps, wire, pxn, seed } = plan;
         let channels = channels.max(1) as u64;
         // Its own stream, so the ring's ports do not move when this one draws more.
         let mut rng = Rng::new(seed, 0x5032_5000);
@@ -108,12 +120,13 @@ impl Exchange {
                 if b == 0 {
                     continue;
                 }
+                let b = wire.wire_bytes(b);
                 let sport = rng.sport();
                 msgs.push((hop, b, sport));
             }
         }
         let intra_free = vec![SimTime(0); placement.ranks()];
-        Exchange { msgs, qps, intra: placement.intra().cloned(), intra_free, out, tag_base: 0 }
+        Exchange { msgs, qps, wire, intra: placement.intra().cloned(), intra_free, out, tag_base: 0 }
     }
 
     /// The same exchange with its tags carrying `instance`, so several run in one workload.
@@ -141,7 +154,10 @@ impl Workload for Exchange {
                         class: None,
                         qps,
                         tag: self.tag_base | i as u64,
-                        start: None,
+                        // Every transfer is posted at once: the proxy's post overhead, which
+                        // NCCL's model charges per ring step, is on no chain here; the
+                        // GPU↔NIC leg is.
+                        start: self.wire.p2p_start(net.now(), bytes),
                         sport: Some(crate::QpUse::sport(sport, first)),
                     };
                     // Ranks sit on distinct hosts and sizes are 1 B..1 TB: a refusal is a bug.

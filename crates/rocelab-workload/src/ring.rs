@@ -11,6 +11,10 @@
 //! its path for the whole collective, as NCCL's long-lived QPs do. Reduction compute is not
 //! modelled (GPUs reduce at HBM speed, far above a NIC's).
 //!
+//! **Slices** (`crate::protocol`): a step's chunk larger than the protocol's step (512 KiB
+//! with Simple) goes as several messages, and a rank forwards each slice as soon as it has
+//! it, so a large buffer pipelines along the ring instead of waiting a whole chunk per hop.
+//!
 //! Each channel has its own ring ([`ChannelRing`]): with GPU placement the rings of different
 //! channels leave their nodes on different rails (`placement`). A hop between two GPUs of one
 //! node is not a message: it is served by the sending GPU's intra-node link, one transfer at
@@ -32,6 +36,7 @@
 //! cross the fabric, with one QP per connection, go in lockstep.
 
 use crate::placement::{ChannelRing, Hop, IntraNode, Placement};
+use crate::protocol::Wire;
 use crate::{Outcome, QpUse};
 use rocelab_model::SimTime;
 use rocelab_sim::rng::Rng;
@@ -51,6 +56,8 @@ pub struct RingPlan {
     pub qps: QpUse,
     /// Draws the source ports.
     pub seed: u64,
+    /// The protocol: bytes on the wire, slice size, post overhead.
+    pub wire: Wire,
 }
 
 /// Bits of a tag for the receiving position, the step and the channel; the 16 bits above them
@@ -84,8 +91,11 @@ pub struct Ring {
     /// placement's period, so many channels do not copy one ring many times).
     rings: Vec<ChannelRing>,
     steps: u32,
-    /// Chunk bytes per channel.
+    /// Chunk bytes per channel (data).
     chunk: Vec<u64>,
+    /// Slices per chunk: tags carry step × slices + slice.
+    slices: u32,
+    wire: Wire,
     /// UDP source port per (position, channel): position-major.
     sports: Vec<u16>,
     qps: QpUse,
@@ -98,13 +108,28 @@ pub struct Ring {
     /// Run in lockstep when the engine can ([`Ring::lockstep`]), and the group doing so.
     lockstep: bool,
     group: Option<GroupId>,
+    /// Per connection (position-major, then channel): messages on the wire, and the slices
+    /// waiting for a slot ([`WINDOW`]).
+    in_flight: Vec<u8>,
+    waiting: Vec<std::collections::VecDeque<u32>>,
 }
+
+/// Messages a connection keeps on the wire at once. An NCCL connection is a fixed set of RC
+/// QPs, on which a step's work requests execute after the previous step's: successive steps
+/// follow each other, they do not share the NIC. The engine gives each message its own QPs,
+/// so the ring keeps at most three per connection in flight (the next on the wire while the
+/// previous lands, and one more to cover a post's overhead and PCIe leg). Posted all at once,
+/// a connection's queued steps would share the NIC's round-robin and finish late together,
+/// and the next rank, which needs the oldest step first, would wait — the more QPs a message
+/// is striped over, the more evenly they share (`NCCL_IB_SPLIT_DATA_ON_QPS=1` over 16 QPs lost
+/// 30 % of busbw to it).
+const WINDOW: u8 = 3;
 
 impl Ring {
     /// A ring collective over `placement`'s ranks (callers keep ranks ≤ [`MAX_RANKS`], steps ≤
     /// [`MAX_STEPS`] and channels ≤ [`MAX_CHANNELS`]).
     pub fn new(placement: &Placement, plan: RingPlan, out: Rc<RefCell<Outcome>>) -> Ring {
-        let RingPlan { steps, chunk_bytes, channels, qps, seed } = plan;
+        let RingPlan { steps, chunk_bytes, channels, qps, seed, wire } = plan;
         let channels = channels.max(1) as u64;
         // Channel c takes an equal share; the first ones take the remainder. A channel left
         // with nothing (a tiny buffer) is not used.
@@ -112,15 +137,24 @@ impl Ring {
             .map(|c| chunk_bytes / channels + u64::from(c < chunk_bytes % channels))
             .filter(|&b| b > 0)
             .collect();
+        // As many slices as the largest chunk needs, never an empty one, and every (step,
+        // slice) nameable in a tag.
+        let smallest = chunk.iter().copied().min().unwrap_or(1).max(1);
+        let largest = chunk.iter().copied().max().unwrap_or(1);
+        let slices =
+            largest.div_ceil(wire.step_bytes.max(1)).min(smallest).min((MAX_STEPS / steps.max(1)) as u64).max(1);
         let n = placement.ranks();
         let distinct = (chunk.len() as u32).min(placement.ring_period()).max(1);
         let rings = (0..distinct).map(|c| placement.ring(c)).collect();
         let mut rng = Rng::new(seed, 0x4e43_434c);
         let sports = (0..n * chunk.len()).map(|_| rng.sport()).collect();
+        let chunk_len = chunk.len();
         Ring {
             rings,
             steps,
             chunk,
+            slices: slices as u32,
+            wire,
             sports,
             qps,
             intra: placement.intra().cloned(),
@@ -129,6 +163,8 @@ impl Ring {
             tag_base: 0,
             lockstep: false,
             group: None,
+            in_flight: vec![0; n * chunk_len],
+            waiting: vec![std::collections::VecDeque::new(); n * chunk_len],
         }
     }
 
@@ -141,22 +177,39 @@ impl Ring {
     /// Every hop of every step, all channels, as one lockstep group (started on round 0), if
     /// asked for, the engine can, and every hop is a message on one QP.
     fn start_lockstep(&mut self, net: &mut Net<'_, '_>) -> bool {
-        if !self.lockstep || !net.lockstep() || self.qps.qps > 1 {
+        if !self.lockstep || !net.lockstep() || self.qps.qps > 1 || self.slices > 1 {
             return false;
         }
         let n = self.ranks();
         let mut msgs = Vec::with_capacity(n * self.chunk.len());
         for p in 0..n {
             for ch in 0..self.chunk.len() {
-                let Some(msg) = self.hop_message(p, ch, 1, 0, 0) else { return false };
+                let Some(msg) = self.hop_message(p, ch, self.wire_bytes(ch, 0), 1, 0, 0) else { return false };
                 msgs.push(msg);
             }
         }
         let Ok(g) = net.lockstep_group(&msgs) else { return false };
-        // A fresh group has no round running: this cannot be refused.
-        net.post_round(g, self.tag_base | tag(0, 0, 0)).expect("the first round of a new group");
         self.group = Some(g);
+        self.post_round(net, 0);
         true
+    }
+
+    /// Posts step `step`'s round of the lockstep group once the proxy's post overhead has
+    /// passed (a wake-up; a round cannot be given a start).
+    fn post_round(&mut self, net: &mut Net<'_, '_>, step: u32) {
+        let t = self.tag_base | tag(0, 0, step);
+        if let Some(at) = self.wire.start(net.now(), self.wire_bytes(0, 0)) {
+            // Rounds are posted at most once per delivery, far inside the clock range.
+            net.wake_at(at, t).expect("a round's post within the clock range");
+        } else {
+            self.post_now(net, t);
+        }
+    }
+
+    fn post_now(&mut self, net: &mut Net<'_, '_>, t: u64) {
+        let g = self.group.expect("a lockstep ring's group");
+        // The group's previous round has been delivered: it is idle, this is not refused.
+        net.post_round(g, t).expect("a round of an idle group");
     }
 
     /// The same collective with its tags carrying `instance` (below 2¹⁶), so several can run
@@ -170,9 +223,15 @@ impl Ring {
         self.rings.first().map_or(0, |r| r.order.len())
     }
 
-    /// Chunks the whole collective delivers: every step, rank and channel in use.
+    /// Chunks the whole collective delivers: every step, slice, rank and channel in use.
     pub fn chunks_to_deliver(&self) -> u64 {
-        self.steps as u64 * self.ranks() as u64 * self.chunk.len() as u64
+        self.steps as u64 * self.slices as u64 * self.ranks() as u64 * self.chunk.len() as u64
+    }
+
+    /// Wire bytes of slice `s` of channel `ch`'s chunk.
+    fn wire_bytes(&self, ch: usize, s: u32) -> u64 {
+        let (c, k) = (self.chunk[ch], self.slices as u64);
+        self.wire.wire_bytes(c / k + u64::from((s as u64) < c % k))
     }
 
     /// Channel `ch`'s ring.
@@ -180,15 +239,15 @@ impl Ring {
         &self.rings[ch % self.rings.len()]
     }
 
-    /// The message of channel `ch`'s hop from position `p` (`None` inside a GPU node): its
-    /// chunk on `qps` QPs from the connection's `first`, in the fabric's RDMA class, as
-    /// NCCL's traffic is.
-    fn hop_message(&self, p: usize, ch: usize, qps: u32, first: u32, tag: u64) -> Option<Message> {
+    /// The message of channel `ch`'s hop from position `p` (`None` inside a GPU node): `bytes`
+    /// on `qps` QPs from the connection's `first`, in the fabric's RDMA class, as NCCL's
+    /// traffic is.
+    fn hop_message(&self, p: usize, ch: usize, bytes: u64, qps: u32, first: u32, tag: u64) -> Option<Message> {
         let Hop::Net { src, dst } = self.rings[ch % self.rings.len()].hops[p] else { return None };
         Some(Message {
             src,
             dst,
-            size_bytes: self.chunk[ch],
+            size_bytes: bytes,
             class: None,
             qps,
             tag,
@@ -197,16 +256,24 @@ impl Ring {
         })
     }
 
-    /// Sends step `step` of channel `ch` from position `p` to the next position.
-    fn send(&mut self, net: &mut Net<'_, '_>, p: usize, ch: usize, step: u32) {
+    /// Sends slice `v` (step × slices + slice) of channel `ch` from position `p` to the next
+    /// position.
+    fn send(&mut self, net: &mut Net<'_, '_>, p: usize, ch: usize, v: u32) {
         let n = self.ranks();
-        let bytes = self.chunk[ch];
-        let t = self.tag_base | tag(ch, (p + 1) % n, step);
+        let bytes = self.wire_bytes(ch, v % self.slices);
+        let t = self.tag_base | tag(ch, (p + 1) % n, v);
         match self.rings[ch % self.rings.len()].hops[p] {
             Hop::Net { .. } => {
-                // A connection sends one chunk per step: the step is its message count.
-                let (qps, first) = self.qps.for_message(bytes, step as u64);
-                let msg = self.hop_message(p, ch, qps, first, t).expect("a network hop");
+                let c = p * self.chunk.len() + ch;
+                if self.in_flight[c] >= WINDOW {
+                    self.waiting[c].push_back(v);
+                    return;
+                }
+                self.in_flight[c] += 1;
+                // A connection sends one message per slice: `v` is its message count.
+                let (qps, first) = self.qps.for_message(bytes, v as u64);
+                let mut msg = self.hop_message(p, ch, bytes, qps, first, t).expect("a network hop");
+                msg.start = self.wire.start(net.now(), bytes);
                 // Ring hops join distinct hosts and chunks are 1 B..1 TB: a refusal is a bug.
                 net.post(msg).expect("a ring step between two hosts of the fabric");
             }
@@ -221,11 +288,11 @@ impl Ring {
         }
     }
 
-    /// A chunk has arrived at position `pos`: forward the next step.
+    /// A slice has arrived at position `pos`: forward it in the next step.
     fn arrived(&mut self, net: &mut Net<'_, '_>, t: u64) {
-        let (ch, pos, step) = untag(t);
-        if step + 1 < self.steps {
-            self.send(net, pos, ch, step + 1);
+        let (ch, pos, v) = untag(t);
+        if v / self.slices + 1 < self.steps {
+            self.send(net, pos, ch, v + self.slices);
         }
     }
 }
@@ -237,7 +304,9 @@ impl Workload for Ring {
         }
         for p in 0..self.ranks() {
             for ch in 0..self.chunk.len() {
-                self.send(net, p, ch, 0);
+                for s in 0..self.slices {
+                    self.send(net, p, ch, s);
+                }
             }
         }
     }
@@ -251,7 +320,7 @@ impl Workload for Ring {
             let step = untag(done.tag).2 + 1;
             // The group's round has just been delivered: it is idle, neither call is refused.
             if step < self.steps {
-                net.post_round(g, self.tag_base | tag(0, 0, step)).expect("a round of an idle group");
+                self.post_round(net, step);
             } else {
                 net.end_group(g).expect("the end of an idle group");
                 self.group = None;
@@ -263,10 +332,23 @@ impl Workload for Ring {
             // time out; the run ends when nothing more can move.
             return;
         }
+        // The sending connection has a slot again: its next waiting slice goes.
+        let (ch, pos, _) = untag(done.tag);
+        let from = (pos + self.ranks() - 1) % self.ranks();
+        let c = from * self.chunk.len() + ch;
+        self.in_flight[c] -= 1;
+        if let Some(v) = self.waiting[c].pop_front() {
+            self.send(net, from, ch, v);
+        }
         self.arrived(net, done.tag);
     }
 
     fn on_wake(&mut self, t: u64, net: &mut Net<'_, '_>) {
+        if self.group.is_some() {
+            // A lockstep ring has no hop inside a node: its wake-ups are rounds to post.
+            self.post_now(net, t);
+            return;
+        }
         self.out.borrow_mut().record_local(net.now());
         self.arrived(net, t);
     }

@@ -677,16 +677,14 @@ impl StepWork {
             let out = Rc::new(RefCell::new(Outcome::default()));
             let seed = self.seed ^ ((s as u64) << 40 | (e as u64) << 20 | gi as u64) ^ 0xE9;
             let id = self.free_ids.pop().expect("fewer collectives at once than instance numbers");
-            let mut w = crate::p2p::Exchange::new(
-                placement,
-                &transfers,
-                1,
-                crate::QpUse { qps: 1, split: false },
-                true,
+            let plan = crate::p2p::ExchangePlan {
+                channels: 1,
+                qps: crate::QpUse { qps: 1, split: false },
+                wire: crate::protocol::Wire::plain(),
+                pxn: true,
                 seed,
-                out.clone(),
-            )
-            .instance(id);
+            };
+            let mut w = crate::p2p::Exchange::new(placement, &transfers, plan, out.clone()).instance(id);
             let expected = w.chunks_to_deliver();
             w.start(net);
             self.rings[id as usize] = Some(RingRun { w: Box::new(w), out, expected, stage: s, phase: Phase::Ep(e) });
@@ -763,6 +761,7 @@ impl StepWork {
                 chunk_bytes: bytes.max(1).div_ceil(n as u64),
                 channels: self.plan.channels,
                 qps: crate::QpUse { qps: 1, split: false },
+                wire: crate::protocol::Wire::plain(),
                 // One communicator per group: the same ports for every bucket (parameters and
                 // gradients on NCCL communicators of their own).
                 seed: self.seed ^ ((s as u64) << 32 | gi as u64) ^ u64::from(ph == Phase::Params) << 63,
@@ -929,7 +928,14 @@ pub fn fabric_facts(model: &Model) -> rocelab_plan::FabricFacts {
         }
     }
     let (server_count, nics_per_server) = if !servers.is_empty() {
-        let nics = (hosts.len() as u32 - ungrouped) / servers.len() as u32;
+        // Ports, not NIC endpoints: a dual-port NIC (2 × 200G) is two 200G ports in the node,
+        // as NCCL sees two net devices.
+        let ports: u32 = hosts
+            .iter()
+            .filter(|h| matches!(h.role, Role::Host { gpu_node: Some(_), .. }))
+            .map(|h| h.num_ports.max(1))
+            .sum();
+        let nics = ports / servers.len() as u32;
         (servers.len() as u32 + ungrouped, nics)
     } else {
         (hosts.len() as u32, hosts.first().map(|h| h.num_ports).unwrap_or(1))

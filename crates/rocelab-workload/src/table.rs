@@ -18,13 +18,21 @@ pub fn render(results: &[CollectiveResult], fabric: &str) -> String {
     let mut s = String::new();
     let Some(first) = results.first() else { return s };
     let _ = writeln!(s, "# Collective test starting: {}_perf", first.op);
+    // The algorithm and protocol of each size, in size order (NCCL's pick may change with it).
+    let mut picks: Vec<String> = vec![];
+    for r in results {
+        let p = format!("{}/{}", r.algo, r.proto);
+        if !picks.contains(&p) {
+            picks.push(p);
+        }
+    }
     let _ = writeln!(
         s,
         "# rocelab twin of fabric `{fabric}`: {} ranks ({}), {} channels, {}, {}-level engine",
         first.ranks,
         first.placement,
         first.channels,
-        first.algo,
+        picks.join(" then "),
         first.engine.name()
     );
     // nccl-tests lists its ranks (`# Using devices`); the doctor counts them from here.

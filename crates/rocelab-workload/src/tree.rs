@@ -7,7 +7,7 @@
 //!   shifted by one when n is odd, so most nodes that are interior in one tree are leaves in
 //!   the other and the two trees load the NICs evenly. Channel c uses tree c mod 2 on NIC
 //!   ⌊c/2⌋ mod R and carries 1/C of the buffer: every NIC carries one channel of each tree (so
-//!   2·R channels use all of a node's NICs evenly, `default_channels` for the tree), as NCCL
+//!   2·R channels use all of a node's NICs evenly, `nccl_channels` for the tree), as NCCL
 //!   gives each tree half its channels.
 //! * **Inside a node**, a chain of its GPUs, from the GPU local to the channel's NIC (ρ, the
 //!   head, which talks to the network) through the others in the ring's order (NCCL's
@@ -29,6 +29,7 @@
 //! NCCL picks the tree for latency-bound sizes at scale.
 
 use crate::placement::{IntraNode, Placement};
+use crate::protocol::Wire;
 use crate::ring::{tag, untag};
 use crate::{Outcome, QpUse};
 use rocelab_model::{NodeId, SimTime};
@@ -98,6 +99,8 @@ pub struct TreePlan {
     pub chunk_bytes: u64,
     pub qps: QpUse,
     pub seed: u64,
+    /// The protocol: bytes on the wire and post overhead (the chunk is its step).
+    pub wire: Wire,
 }
 
 /// A position of a channel's tree: a GPU in its node's chain.
@@ -137,6 +140,7 @@ struct ChannelTree {
 pub struct Tree {
     channels: Vec<ChannelTree>,
     qps: QpUse,
+    wire: Wire,
     intra: Option<IntraNode>,
     intra_free: Vec<SimTime>,
     out: Rc<RefCell<Outcome>>,
@@ -174,7 +178,14 @@ impl Tree {
                 pos,
             });
         }
-        Tree { channels: trees, qps: plan.qps, intra: placement.intra().cloned(), intra_free: vec![SimTime(0); n], out }
+        Tree {
+            channels: trees,
+            qps: plan.qps,
+            wire: plan.wire,
+            intra: placement.intra().cloned(),
+            intra_free: vec![SimTime(0); n],
+            out,
+        }
     }
 
     /// Chunks the whole collective delivers: each non-root position receives every chunk of
@@ -200,7 +211,7 @@ impl Tree {
             return;
         }
         *flight += 1;
-        let bytes = t.chunks[k as usize];
+        let bytes = self.wire.wire_bytes(t.chunks[k as usize]);
         // Up tags name the sender, down tags the receiver: either way the other end is its parent.
         let tg = tag(ch, i, if down { DOWN | k } else { k });
         if t.pos[i].parent_net {
@@ -215,7 +226,7 @@ impl Tree {
                 class: None,
                 qps,
                 tag: tg,
-                start: None,
+                start: self.wire.start(net.now(), bytes),
                 sport: Some(QpUse::sport(base, first)),
             };
             net.post(msg).expect("a tree hop between two hosts of the fabric");

@@ -23,7 +23,14 @@ struct Ran {
 /// A 2-channel ring of `steps` steps of `chunk` bytes per rank over `ranks`.
 fn ring(m: &Model, ranks: &[NodeId], steps: u32, chunk: u64, lockstep: bool, engine: EngineKind) -> Ran {
     let out = Rc::new(RefCell::new(Outcome::default()));
-    let plan = RingPlan { steps, chunk_bytes: chunk, channels: 2, qps: QpUse { qps: 1, split: false }, seed: 11 };
+    let plan = RingPlan {
+        steps,
+        chunk_bytes: chunk,
+        channels: 2,
+        qps: QpUse { qps: 1, split: false },
+        seed: 11,
+        wire: rocelab_workload::protocol::Wire::plain(),
+    };
     let mut w = Ring::new(&Placement::Hosts(ranks.to_vec()), plan, out.clone());
     if lockstep {
         w = w.lockstep();

@@ -77,7 +77,7 @@ fn all_to_all_across_the_spine_gains_from_more_qps_per_connection() {
     let (mut sum1, mut sum4) = (0.0, 0.0);
     for seed in 1..=4 {
         let spec = |qps| CollectiveSpec {
-            channels: 1,
+            channels: Some(1),
             qps_per_connection: qps,
             ..CollectiveSpec::new(Collective::AllToAll, s)
         };
@@ -185,7 +185,7 @@ fn reusing_qp_slots_changes_no_byte_of_a_congested_collective() {
     let m = leaf_spine(2, 8, 1, 100);
     for op in [Collective::AllToAll, Collective::AllReduce] {
         let spec = CollectiveSpec {
-            channels: 2,
+            channels: Some(2),
             qps_per_connection: 2,
             message_rows: true,
             ..CollectiveSpec::new(op, 2 << 20)
@@ -199,4 +199,24 @@ fn reusing_qp_slots_changes_no_byte_of_a_congested_collective() {
         assert_eq!(serde_json::to_string(&plain).unwrap(), serde_json::to_string(&reused).unwrap(), "{op:?}");
         assert_eq!(plain.report.to_json(), reused.report.to_json(), "{op:?}");
     }
+}
+
+#[test]
+fn sizes_and_qp_counts_beyond_the_engines_are_refused_not_panicked_on() {
+    let m = leaf_spine(2, 2, 1, 100);
+    // 1 TiB on one channel: send/recv would post it as one message, beyond the engines' 1 TB.
+    for op in [Collective::SendRecv, Collective::AllReduce, Collective::Broadcast, Collective::AllToAll] {
+        let spec = CollectiveSpec { channels: Some(1), ..CollectiveSpec::new(op, 1 << 40) };
+        let e = run_collective(&m, &spec, SimOptions::default()).unwrap_err();
+        assert!(e[0].message.contains("1099511627776 B"), "{op:?}: {}", e[0].message);
+        assert!(e[0].hint.contains("at most 1000000000000 B"), "{}", e[0].hint);
+    }
+    for q in [0, 129] {
+        let spec = CollectiveSpec { qps_per_connection: q, ..CollectiveSpec::new(Collective::SendRecv, 1 << 20) };
+        let e = run_collective(&m, &spec, SimOptions::default()).unwrap_err();
+        assert!(e[0].message.contains(&format!("{q} QPs")), "{}", e[0].message);
+    }
+    // The bound itself runs (as a spec; the 1 TB run is not made here).
+    let spec = CollectiveSpec::new(Collective::SendRecv, rocelab_workload::MAX_COLLECTIVE_BYTES);
+    assert!(rocelab_workload::prepare(&m, &spec, 1).is_ok());
 }

@@ -38,7 +38,7 @@ fn a_ring_all_reduce_over_nvlink_is_bound_by_the_nics_and_crosses_the_fabric_8x_
     // (12.25 GB/s of payload): the NICs are the bottleneck.
     let m = rail_fabric(2, 100, "intra_node = \"nvlink4\"");
     let s = 64u64 << 20;
-    let spec = CollectiveSpec { channels: 8, ..CollectiveSpec::new(Collective::AllReduce, s) };
+    let spec = CollectiveSpec { channels: Some(8), ..CollectiveSpec::new(Collective::AllReduce, s) };
     let r = run(&m, &spec);
     assert_eq!(r.ranks, 16);
     // Every channel's ring carries 2(n−1)/n · S/C through one NIC per node, each channel on
@@ -78,7 +78,7 @@ fn with_pcie_slower_than_the_nic_the_intra_node_hop_is_the_bound() {
     let m = rail_fabric(2, 400, "intra_node = \"pcie4\"");
     assert_eq!(m.gpu_node.intra_node_gbytes_per_s, 31.0);
     let s = 64u64 << 20;
-    let spec = CollectiveSpec { channels: 8, ..CollectiveSpec::new(Collective::AllReduce, s) };
+    let spec = CollectiveSpec { channels: Some(8), ..CollectiveSpec::new(Collective::AllReduce, s) };
     let r = run(&m, &spec);
     let n = 16.0;
     // Each GPU leaves its node in 1 channel of 8 and sends the other 7 channels' chunks to a
@@ -122,7 +122,7 @@ fn channel_rings_leave_every_node_on_their_own_rail() {
     // On the engine: 3 channels put traffic on NICs 0, 1 and 2 only, each to the same NIC of
     // the next node.
     let spec =
-        CollectiveSpec { channels: 3, message_rows: true, ..CollectiveSpec::new(Collective::AllGather, 3 << 20) };
+        CollectiveSpec { channels: Some(3), message_rows: true, ..CollectiveSpec::new(Collective::AllGather, 3 << 20) };
     let r = run(&m, &spec);
     let pairs: BTreeSet<(String, String)> = r.report.flows.iter().map(|f| (f.src.clone(), f.dst.clone())).collect();
     let want: BTreeSet<(String, String)> = (0..3)
@@ -142,7 +142,7 @@ fn broadcast_and_all_to_all_use_the_intra_node_link_too() {
     // (78 µs), with each connection idle for a chunk's flight time between chunks: within 15 %
     // at 32 chunks per channel.
     let s = 128u64 << 20;
-    let spec = CollectiveSpec { channels: 8, ..CollectiveSpec::new(Collective::Broadcast, s) };
+    let spec = CollectiveSpec { channels: Some(8), ..CollectiveSpec::new(Collective::Broadcast, s) };
     let r = run(&m, &spec);
     let b = goodput(&m, 100.0);
     let bound_us = s as f64 / (8.0 * b) * 1e6;
@@ -198,7 +198,7 @@ fn bad_gpu_node_values_are_refused_naming_the_key() {
 fn same_seed_same_bytes_with_gpu_placement() {
     let m = rail_fabric(2, 100, "intra_node = \"nvlink4\"");
     for op in [Collective::AllReduce, Collective::AllToAll, Collective::Broadcast, Collective::SendRecv] {
-        let spec = CollectiveSpec { channels: 4, ..CollectiveSpec::new(op, 1 << 20) };
+        let spec = CollectiveSpec { channels: Some(4), ..CollectiveSpec::new(op, 1 << 20) };
         let opts = SimOptions { seed: 7, ..SimOptions::default() };
         let a = run_collective(&m, &spec, opts.clone()).unwrap();
         let b = run_collective(&m, &spec, opts).unwrap();
@@ -210,14 +210,20 @@ fn same_seed_same_bytes_with_gpu_placement() {
 #[test]
 fn one_gpu_node_runs_entirely_inside_the_node() {
     // 1 node × 8 GPUs: no hop crosses the fabric. All-reduce over NVLink 4: each GPU sends
-    // 2(n−1)/n · S at 450 GB/s, 14 steps of 3.4 µs latency on top (each step waits for the
-    // previous one's arrival): t ≈ 1.75 · S / 450 GB/s + 14 × 3.4 µs.
+    // 2(n−1)/n · S at 450 GB/s, plus NCCL's ring/Simple base latency (8.4 µs). Unsliced, each
+    // of the 14 steps would add its 3.4 µs hop latency after a whole 8 MiB chunk; in 512 KiB
+    // slices a GPU forwards a slice as soon as it has it, so only the first slice's hop is
+    // exposed, and its link stays busy.
     let m = rail_fabric(1, 100, "intra_node = \"nvlink4\"");
     let s = 64u64 << 20;
-    let r = run(&m, &CollectiveSpec { channels: 1, ..CollectiveSpec::new(Collective::AllReduce, s) });
+    let r = run(&m, &CollectiveSpec { channels: Some(1), ..CollectiveSpec::new(Collective::AllReduce, s) });
     assert_eq!((r.ranks, r.data_packets), (8, 0));
-    let t_us = 1.75 * s as f64 / 450e9 * 1e6 + 14.0 * 3.4;
-    assert!((r.time_us - t_us).abs() < 0.01, "{} µs vs {t_us} µs", r.time_us);
+    let wire_us = 1.75 * s as f64 / 450e9 * 1e6;
+    let slice_us = (512u64 << 10) as f64 / 450e9 * 1e6;
+    let unsliced = wire_us + 8.4 + 14.0 * 3.4;
+    let lower = wire_us + 8.4 + 3.4;
+    assert!(r.time_us >= lower - 0.01 && r.time_us <= lower + 14.0 * slice_us, "{} µs vs {lower} µs", r.time_us);
+    assert!(r.time_us < unsliced - 30.0, "{} µs: slicing hides the per-step latency of {unsliced} µs", r.time_us);
     for op in [Collective::AllToAll, Collective::Broadcast, Collective::SendRecv, Collective::AllGather] {
         let r = run(&m, &CollectiveSpec::new(op, 1 << 20));
         assert_eq!(r.data_packets, 0, "{op:?}");
@@ -241,7 +247,8 @@ fn a_job_on_the_first_k_gpu_nodes_has_k_times_g_ranks_and_the_same_nic_bound() {
     // 4 nodes of 8 GPUs; a job on 2 of them: 16 ranks, the same ring bound as a 2-node fabric.
     let m = rail_fabric(4, 100, "intra_node = \"nvlink4\"");
     let s = 64u64 << 20;
-    let spec = CollectiveSpec { channels: 8, gpu_nodes: Some(2), ..CollectiveSpec::new(Collective::AllReduce, s) };
+    let spec =
+        CollectiveSpec { channels: Some(8), gpu_nodes: Some(2), ..CollectiveSpec::new(Collective::AllReduce, s) };
     let r = run(&m, &spec);
     assert_eq!(r.ranks, 16);
     let n = 16.0;
@@ -267,7 +274,8 @@ fn a_tree_all_reduce_on_gpu_nodes_loads_every_nic_with_one_channel_of_each_tree(
     // (3 · S/16 each way: two children and a parent) and a leaf in the other (S/16): S/4.
     let m = rail_fabric(4, 400, "intra_node = \"nvlink4\"");
     let s = 256u64 << 20;
-    let spec = CollectiveSpec { channels: 16, algo: Algo::Tree, ..CollectiveSpec::new(Collective::AllReduce, s) };
+    let spec =
+        CollectiveSpec { channels: Some(16), algo: Some(Algo::Tree), ..CollectiveSpec::new(Collective::AllReduce, s) };
     let r = run(&m, &spec);
     assert_eq!((r.ranks, r.algo), (32, "tree"));
     let bound_us = s as f64 / 4.0 / goodput(&m, 400.0) * 1e6;

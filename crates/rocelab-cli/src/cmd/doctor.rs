@@ -185,10 +185,8 @@ fn run_twin(model: &Model, path: &Path, real: &[&NcclRun], max_bytes: u64) -> Re
             continue;
         }
         let n = first.ranks.len();
-        let mut spec = rocelab_workload::CollectiveSpec {
-            channels: rocelab_workload::default_channels(model),
-            ..rocelab_workload::CollectiveSpec::new(op, sizes[0])
-        };
+        // As NCCL runs it untold: its algorithm, protocol and channels per size.
+        let mut spec = rocelab_workload::CollectiveSpec::nccl(op, sizes[0]);
         // The real rank count where the fabric can hold it; else the whole fabric (the
         // comparison then says the counts differ).
         match &placement {
@@ -216,7 +214,8 @@ fn run_twin(model: &Model, path: &Path, real: &[&NcclRun], max_bytes: u64) -> Re
         let runs = rocelab_doctor::parse::nccl::parse(&table, None)
             .map_err(|e| Failure::bad_input(format!("error: the twin's own table: {e}")))?;
         let ranks = results.first().map_or(0, |r| r.ranks);
-        let source = format!("run on {} ({ranks} ranks, {} channels)", path.display(), spec.channels);
+        let channels = results.first().map_or(0, |r| r.channels);
+        let source = format!("run on {} ({ranks} ranks, {channels} channels)", path.display());
         out.extend(runs.into_iter().map(|r| (source.clone(), r)));
     }
     Ok(out)

@@ -97,9 +97,13 @@ pub struct Args {
     /// instead of the destination rail's (PXN, NCCL's default).
     #[arg(long, requires = "collective")]
     pxn_disable: bool,
-    /// NCCL_ALGO: ring, or tree (NCCL's double binary tree; all_reduce only).
-    #[arg(long, default_value = "ring", requires = "collective")]
+    /// NCCL_ALGO: auto (NCCL's choice by its tuning model, per size), ring, or tree (NCCL's
+    /// double binary tree; all_reduce only).
+    #[arg(long, default_value = "auto", requires = "collective")]
     algo: String,
+    /// NCCL_PROTO: auto (NCCL's choice, per size), LL, LL128 or Simple.
+    #[arg(long, default_value = "auto", requires = "collective")]
+    proto: String,
     /// NCCL_IB_QPS_PER_CONNECTION: QPs of every connection.
     #[arg(long, default_value_t = 1, requires = "collective")]
     qps_per_connection: u32,
@@ -195,7 +199,7 @@ pub fn run(a: Args) -> VerbResult {
     }
     if let Some(name) = &a.collective {
         drop(stages);
-        return run_collective(&a, name, &model, &file, opts);
+        return run_collective(&a, &collective_request(&a, name, &model)?, &model, &file, opts);
     }
     if let Some(plan) = &a.step {
         drop(stages);
@@ -316,57 +320,60 @@ pub(crate) fn incomplete(rep: &RunReport) -> Option<String> {
     Some(format!("error: {} of {all} flows did not complete: {}", all - done, why.join("; ")))
 }
 
+/// The collective the flags ask for (`--collective NAME` and its knobs), typed.
+fn collective_request(
+    a: &Args,
+    name: &str,
+    model: &rocelab_model::Model,
+) -> Result<rocelab_workload::CollectiveRequest, Failure> {
+    let bad = |flag: &str, e: String| Failure::bad_input(format!("error: {flag}: {e}"));
+    Ok(rocelab_workload::CollectiveRequest {
+        collective: name.to_string(),
+        min_bytes: parse_size(&a.min_bytes, "--min-bytes")?,
+        max_bytes: a.max_bytes.as_deref().map(|s| parse_size(s, "--max-bytes")).transpose()?,
+        step_factor: a.step_factor,
+        channels: a.channels,
+        nodes: match a.gpus {
+            Some(g) => Some(gpu_nodes_of(model, g)?),
+            None => a.nodes,
+        },
+        qps_per_connection: a.qps_per_connection,
+        split_data_on_qps: a.split_data_on_qps == "1",
+        chunk_bytes: parse_size(&a.chunk_bytes, "--chunk-bytes")?,
+        root: a.root,
+        nics: a.placement == "nics",
+        pxn: !a.pxn_disable,
+        algo: rocelab_workload::CollectiveRequest::parse_algo(&a.algo).map_err(|e| bad("--algo", e))?,
+        proto: rocelab_workload::CollectiveRequest::parse_proto(&a.proto).map_err(|e| bad("--proto", e))?,
+    })
+}
+
 /// `--collective`: the sweep nccl-tests would run, on the twin; the table on stdout (or JSON)
 /// and, unless `--no-files`, `collective.txt` and `collective.json` in `--out`.
 fn run_collective(
     a: &Args,
-    name: &str,
+    req: &rocelab_workload::CollectiveRequest,
     model: &rocelab_model::Model,
     file: &std::path::Path,
     opts: rocelab_sim::SimOptions,
 ) -> VerbResult {
-    let op = rocelab_workload::parse_op(name).map_err(|e| {
+    // A misspelt collective gets a did-you-mean before the request is resolved.
+    if let Err(e) = rocelab_workload::parse_op(&req.collective) {
         const NAMES: [&str; 7] =
             ["all_reduce", "all_gather", "reduce_scatter", "alltoall", "all_to_all", "broadcast", "sendrecv"];
-        let guess = crate::output::did_you_mean(name, NAMES).map(|n| format!("\n  = help: did you mean `{n}`?"));
-        Failure::bad_input(format!("error: --collective: {e}{}", guess.unwrap_or_default()))
-    })?;
-    let min = parse_size(&a.min_bytes, "--min-bytes")?;
-    let max = match &a.max_bytes {
-        Some(s) => parse_size(s, "--max-bytes")?,
-        None => min,
-    };
-    let sizes = rocelab_workload::sweep_sizes(min, max, a.step_factor)
-        .map_err(|e| Failure::bad_input(format!("error: {e}")))?;
+        let guess =
+            crate::output::did_you_mean(&req.collective, NAMES).map(|n| format!("\n  = help: did you mean `{n}`?"));
+        return Err(Failure::bad_input(format!("error: --collective: {e}{}", guess.unwrap_or_default())));
+    }
     // The engine's message limit, the one `[[workload]]` tables are held to at load.
+    let max = req.max_bytes.unwrap_or(req.min_bytes);
     if max > rocelab_model::intent::MAX_MESSAGE_BYTES {
         return Err(Failure::bad_input(format!(
             "error: --{}-bytes: {max} B is more than the 1 TB (10^12 B) message the engine takes\n  = help: use a size up to 1 TB, e.g. 1G",
-            if a.max_bytes.is_some() { "max" } else { "min" }
+            if req.max_bytes.is_some() { "max" } else { "min" }
         )));
     }
-    let algo = rocelab_workload::Algo::parse(&a.algo).map_err(|e| Failure::bad_input(format!("error: --algo: {e}")))?;
-    let spec = rocelab_workload::CollectiveSpec {
-        channels: match a.channels {
-            Some(c) => c.max(1),
-            None if a.placement == "nics" => 2,
-            // Every NIC carries a channel of each of NCCL's two trees.
-            None if algo == rocelab_workload::Algo::Tree => 2 * rocelab_workload::default_channels(model),
-            None => rocelab_workload::default_channels(model),
-        },
-        qps_per_connection: a.qps_per_connection.max(1),
-        split_data_on_qps: a.split_data_on_qps == "1",
-        algo,
-        chunk_bytes: parse_size(&a.chunk_bytes, "--chunk-bytes")?,
-        root: a.root,
-        ranks: (a.placement == "nics").then(|| rocelab_workload::default_ranks(model)),
-        gpu_nodes: match a.gpus {
-            Some(g) => Some(gpu_nodes_of(model, g)?),
-            None => a.nodes,
-        },
-        pxn: !a.pxn_disable,
-        ..rocelab_workload::CollectiveSpec::new(op, min)
-    };
+    let (spec, sizes) = req.spec(model).map_err(|d| located_or_flag(file, d, COLLECTIVE_FLAGS))?;
     let mut bar = ProgressLine::new(a.quiet);
     let total = sizes.len();
     // A ring posts a message per step, chunk and channel (millions at 1,024 ranks): reuse the
@@ -397,7 +404,8 @@ fn run_collective(
         .collect();
     if !failed.is_empty() {
         return Err(Failure::failed_check(format!(
-            "error: the {name} did not complete at {}: chunks never arrived (a queue pair gave up after its retries)",
+            "error: the {} did not complete at {}: chunks never arrived (a queue pair gave up after its retries)",
+            req.collective,
             failed.join(", ")
         )));
     }
@@ -587,55 +595,14 @@ fn run_workloads(
         }
         let mut wa = a.clone();
         wa.out = a.out.join(&name);
-        let size = |key: &str, v: &Option<rocelab_model::config::SizeInput>| -> Result<Option<String>, Failure> {
-            match v {
-                None => Ok(None),
-                Some(s) => s.bytes().map(|b| Some(b.to_string())).ok_or_else(|| {
-                    d(key, format!("{s:?} is not a size"), "a byte count, or a string such as \"64K\" or \"1G\"")
-                }),
-            }
-        };
-        if let Some(v) = size("min_bytes", &w.min_bytes)? {
-            wa.min_bytes = v;
-        }
-        wa.max_bytes = size("max_bytes", &w.max_bytes)?.or(wa.max_bytes);
-        if let Some(v) = size("chunk_bytes", &w.chunk_bytes)? {
-            wa.chunk_bytes = v;
-        }
-        if let Some(f) = w.step_factor {
-            wa.step_factor = f;
-        }
-        wa.channels = w.channels.or(a.channels);
-        wa.nodes = w.nodes.or(a.nodes);
-        if let Some(q) = w.qps_per_connection {
-            wa.qps_per_connection = q;
-        }
-        if let Some(split) = w.split_data_on_qps {
-            wa.split_data_on_qps = if split { "1" } else { "0" }.into();
-        }
-        if let Some(r) = w.root {
-            wa.root = r;
-        }
-        if let Some(pxn) = w.pxn {
-            wa.pxn_disable = !pxn;
-        }
-        if let Some(algo) = &w.algo {
-            rocelab_workload::Algo::parse(algo).map_err(|e| d("algo", e, "ring or tree"))?;
-            wa.algo = algo.clone();
-        }
-        if let Some(p) = &w.placement {
-            if p != "auto" && p != "nics" {
-                return Err(d("placement", format!("placement `{p}`"), "auto or nics"));
-            }
-            wa.placement = p.clone();
-        }
         if !a.quiet {
             eprintln!("workload {name}:");
         }
         match (&w.collective, &w.step) {
             (Some(c), None) => {
-                rocelab_workload::parse_op(c).map_err(|e| d("collective", e, "a collective as nccl-tests names it"))?;
-                run_collective(&wa, c, model, file, opts.clone())?;
+                // The table's keys over the flags', typed by the workload crate.
+                let req = collective_request(a, c, model)?.with_workload(w, i).map_err(|d| located(file, d))?;
+                run_collective(&wa, &req, model, file, opts.clone())?;
             }
             (None, Some(st)) => {
                 // "plan": this file's own [plan]; else a plan file next to this one.

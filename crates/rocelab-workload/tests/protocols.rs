@@ -1,0 +1,178 @@
+//! NCCL's protocols and its tuning model on the twin: the pick, the small-size latency it
+//! predicts, the lines on the wire, slices along the ring.
+
+use rocelab_model::Model;
+use rocelab_plan::tuning::NcclSystem;
+use rocelab_sim::SimOptions;
+use rocelab_workload::{nccl_system, run_collective, Algo, Collective, CollectiveSpec, Proto};
+use std::path::PathBuf;
+
+fn example(name: &str) -> Model {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name);
+    rocelab_model::load_file(&p).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn rail_128gpu_is_what_the_hand_computed_model_was_given() {
+    // 16 H100 nodes, 8 × 400G NICs each: the system the tuning tests computed by hand.
+    let m = example("rail-128gpu.toml");
+    let p = rocelab_workload::placement::placement(&m).unwrap();
+    let sys: NcclSystem = nccl_system(&m, &p);
+    assert_eq!((sys.ranks, sys.nodes, sys.channels, sys.bw_inter_gbytes), (128, 16, 8, 48.0));
+    // NCCL's picks there, the twin's as resolved.
+    for (bytes, algo, proto) in [
+        (8u64, Algo::Tree, Proto::Ll),
+        (64 << 10, Algo::Tree, Proto::Ll),
+        (8 << 20, Algo::Tree, Proto::Ll128),
+        (1 << 30, Algo::Ring, Proto::Simple),
+    ] {
+        let r = CollectiveSpec::nccl(Collective::AllReduce, bytes).resolve(&m).unwrap();
+        assert_eq!((r.algo, r.proto), (algo, proto), "{bytes} B");
+        // NCCL's tree runs a channel of each of its two trees per NIC; the ring one per NIC.
+        assert_eq!(r.channels, if algo == Algo::Tree { 16 } else { 8 });
+    }
+}
+
+#[test]
+fn an_8_byte_all_reduce_on_16_nodes_takes_about_what_nccls_model_says() {
+    // NCCL's model: tree/LL, 6.8 + 2·(7 · 0.6 + ⌊log₂ 16⌋ · 5.0) = 55.2 µs. The twin runs the
+    // same tree: its base latency, 7 NVLink hops of 0.6 µs up the node's chain and down again,
+    // and 4 network hops each way, each the fabric's own latency plus the proxy's 1 µs.
+    let m = example("rail-128gpu.toml");
+    let r = run_collective(&m, &CollectiveSpec::nccl(Collective::AllReduce, 8), SimOptions::default()).unwrap();
+    assert_eq!((r.algo, r.proto, r.ranks), ("tree", "LL", 128));
+    let model_us = 55.2;
+    println!("8 B all-reduce on 128 GPUs: twin {:.1} µs, NCCL's model {model_us} µs", r.time_us);
+    assert!(r.time_us >= model_us / 2.0 && r.time_us <= model_us * 2.0, "{} µs", r.time_us);
+    // Simple's ring, as the twin ran it before protocols, takes over ten times longer.
+    let ring = CollectiveSpec { channels: None, ..CollectiveSpec::new(Collective::AllReduce, 8) };
+    let ring = run_collective(&m, &ring, SimOptions::default()).unwrap();
+    assert!(ring.time_us > 10.0 * r.time_us, "ring/Simple {} µs", ring.time_us);
+}
+
+#[test]
+fn ll_puts_twice_the_data_on_the_wire_and_ll128_sixteen_fifteenths() {
+    let m = example("rail-16gpu-workloads.toml");
+    let run = |proto| {
+        let spec = CollectiveSpec {
+            proto: Some(proto),
+            channels: Some(8),
+            ..CollectiveSpec::new(Collective::AllReduce, 16 << 20)
+        };
+        run_collective(&m, &spec, SimOptions::default()).unwrap()
+    };
+    let (simple, ll, ll128) = (run(Proto::Simple), run(Proto::Ll), run(Proto::Ll128));
+    let pk = |r: &rocelab_workload::CollectiveResult| r.data_packets as f64;
+    // 16 MiB over 16 ranks and 8 channels: a 128 KiB step per channel, one message each way
+    // (below every protocol's step). On the wire: 128 KiB, twice that in LL's 8-byte lines,
+    // ⌈131,072 / 120⌉ × 128 = 139,904 B in LL128's; packets of the MTU's payload each.
+    let mtu = m.nics[0].mtu as u64;
+    let per_msg = |b: u64| b.div_ceil(mtu) as f64;
+    let step = 128u64 << 10;
+    assert_eq!(pk(&ll) / pk(&simple), per_msg(2 * step) / per_msg(step));
+    assert_eq!(pk(&ll128) / pk(&simple), per_msg(step.div_ceil(120) * 128) / per_msg(step));
+    assert_eq!((ll.proto, ll128.proto), ("LL", "LL128"));
+    // LL's doubled bytes cost time at this size.
+    assert!(ll.time_us > simple.time_us, "LL {} µs, Simple {} µs", ll.time_us, simple.time_us);
+}
+
+#[test]
+fn the_model_is_overridden_as_nccl_algo_and_nccl_proto_do() {
+    let m = example("rail-128gpu.toml");
+    let spec = CollectiveSpec { algo: Some(Algo::Ring), ..CollectiveSpec::nccl(Collective::AllReduce, 8) };
+    let r = spec.resolve(&m).unwrap();
+    assert_eq!((r.algo, r.proto), (Algo::Ring, Proto::Ll));
+    let spec = CollectiveSpec { proto: Some(Proto::Simple), ..CollectiveSpec::nccl(Collective::AllReduce, 8) };
+    assert_eq!(spec.resolve(&m).unwrap().algo, Algo::Tree);
+    // Algorithms NCCL has that the twin does not run are refused, naming what it runs.
+    let spec = CollectiveSpec { algo: Some(Algo::Pat), ..CollectiveSpec::nccl(Collective::AllGather, 8) };
+    let e = spec.resolve(&m).unwrap_err();
+    assert!(e[0].message.contains("NCCL_ALGO=pat") && e[0].hint.contains("ring"), "{e:?}");
+}
+
+/// rail-16gpu-workloads with `[gpu_node.pcie]` lines.
+fn with_pcie(lines: &str) -> Model {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/rail-16gpu-workloads.toml");
+    let text = std::fs::read_to_string(&p).unwrap() + "\n[gpu_node.pcie]\n" + lines + "\n";
+    rocelab_model::load_str("pcie.toml", &text).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn without_gpudirect_every_message_pays_the_bounce_through_host_memory() {
+    // send/recv of 64 MiB on one channel over 2 nodes: ranks 7 → 8 and 15 → 0 cross the
+    // fabric, the others stay on NVLink. Without GPUDirect RDMA the crossing messages are
+    // staged in host memory on both ends: each side copies the 64 MiB over the GPU's own
+    // PCIe Gen 5 ×16 link (16 × 32 GT/s × 128/130 / 8 × 256/280 = 57.6 GB/s).
+    let s = 64u64 << 20;
+    let run = |m: &Model| {
+        let spec = CollectiveSpec { channels: Some(1), ..CollectiveSpec::nccl(Collective::SendRecv, s) };
+        run_collective(m, &spec, SimOptions::default()).unwrap()
+    };
+    let gdr = run(&with_pcie("gen = 5"));
+    let bounce = run(&with_pcie("gen = 5\ngpudirect = false"));
+    let pcie_bytes_per_s = 16.0 * 32e9 * 128.0 / 130.0 / 8.0 * 256.0 / 280.0;
+    let bounce_us = 2.0 * s as f64 / pcie_bytes_per_s * 1e6;
+    println!(
+        "64 MiB send/recv: GDR {:.1} µs, bounce {:.1} µs, the bounce's cost {bounce_us:.1} µs",
+        gdr.time_us, bounce.time_us
+    );
+    assert!(((bounce.time_us - gdr.time_us) / bounce_us - 1.0).abs() < 0.001, "{} vs {}", bounce.time_us, gdr.time_us);
+    // A GPU across the sockets from its NIC (SYS): NCCL does not use GPUDirect there either,
+    // and each DMA crosses the socket link; LL128 is off (beyond PXB).
+    let sys = with_pcie("gpu_nic = \"SYS\"");
+    let far = run(&sys);
+    assert!(far.time_us > bounce.time_us, "SYS {} µs vs bounce {} µs", far.time_us, bounce.time_us);
+    let r = CollectiveSpec::nccl(Collective::AllReduce, 8 << 20).resolve(&sys).unwrap();
+    assert_ne!(r.proto, Proto::Ll128);
+    assert_eq!(
+        CollectiveSpec::nccl(Collective::AllReduce, 8 << 20).resolve(&with_pcie("")).unwrap().proto,
+        Proto::Ll128
+    );
+}
+
+#[test]
+fn a_dual_port_nic_counts_as_two_ports_for_the_planner_and_nccls_model() {
+    // 2 GPU servers, each one NIC with two 200G ports to a switch (2 × 200G).
+    let mut t = String::from("[fabric]\nname = \"dual-port\"\n[topology.explicit]\n");
+    t += "[[topology.explicit.node]]\nname = \"sw\"\nkind = \"switch\"\n";
+    for h in 0..2 {
+        t += &format!(
+            "[[topology.explicit.node]]\nname = \"gpu{h}-nic0\"\nkind = \"host\"\ngpu_node = \"gpu{h}\"\nrail = 0\n"
+        );
+    }
+    for h in 0..2 {
+        for _ in 0..2 {
+            t += &format!(
+                "[[topology.explicit.link]]\na = \"gpu{h}-nic0\"\nb = \"sw\"\nspeed_gbps = 200\nlength_m = 3\n"
+            );
+        }
+    }
+    let m = rocelab_model::load_str("dual-port.toml", &t).unwrap_or_else(|e| panic!("{e}"));
+    let f = rocelab_workload::step::fabric_facts(&m);
+    // Before ports were counted: one 200G NIC per node.
+    assert_eq!((f.nics_per_node, f.nic_rate_gbps), (Some(2), Some(200.0)));
+    let p = rocelab_workload::placement::placement(&m).unwrap();
+    let sys = nccl_system(&m, &p);
+    // Two net devices of 25 GB/s: NCCL's search gives each a channel at 24 GB/s.
+    assert_eq!((sys.channels, sys.bw_inter_gbytes), (2, 24.0));
+}
+
+#[test]
+fn striping_over_16_qps_on_an_idle_rail_keeps_the_unsplit_busbw() {
+    // NCCL_IB_SPLIT_DATA_ON_QPS=1 with 16 QPs per connection: every 512 KiB step striped over
+    // 16 QPs of 32 KiB. On idle rails striping costs almost nothing physically; it read 71 %
+    // of the unsplit busbw while a connection's queued steps shared the NIC (see ring.rs).
+    let m = example("rail-16gpu-workloads.toml");
+    let run = |q: u32, split: bool| {
+        let spec = CollectiveSpec {
+            qps_per_connection: q,
+            split_data_on_qps: split,
+            channels: None,
+            ..CollectiveSpec::new(Collective::AllReduce, 64 << 20)
+        };
+        run_collective(&m, &spec, SimOptions::default()).unwrap().busbw_gbytes_per_s
+    };
+    let (whole, striped) = (run(1, false), run(16, true));
+    println!("64 MiB all-reduce on 16 GPUs: {whole:.1} GB/s unsplit, {striped:.1} GB/s over 16 QPs");
+    assert!(striped >= 0.9 * whole, "{striped} against {whole} GB/s");
+}
