@@ -31,6 +31,7 @@ pub mod linklayer;
 pub mod p2p;
 pub mod placement;
 pub mod ring;
+pub mod serve;
 pub mod step;
 pub mod table;
 pub mod tree;
