@@ -861,6 +861,8 @@ pub struct PlanServe {
     pub decode_network_share: f64,
     /// Requests/s the plan's replicas sustain: dp · batch / (TTFT + output · TPOT).
     pub capacity_per_s: f64,
+    /// The batch plan's figures are for.
+    pub batch: u32,
 }
 
 impl PlanServe {
@@ -879,6 +881,7 @@ impl PlanServe {
             prefill_network_share: ph("prefill").map_or(0.0, |p| p.network_share),
             decode_network_share: ph("decode").map_or(0.0, |p| p.network_share),
             capacity_per_s: s.parallel.dp as f64 * batch / (ttft + out * tpot),
+            batch: batch as u32,
         }
     }
 }
@@ -936,6 +939,11 @@ pub fn render(r: &ServeResult, model_name: &str, fabric: &str, plan: Option<&Pla
     );
     let _ = writeln!(s, "  {:<32} {:>11}", "TTFT spent queued", pct(r.prefill_queue_share));
     if let Some(x) = plan {
+        let _ = writeln!(
+            s,
+            "  plan's figures are for one batch of {} prompts prefilled together and decoded at the mean context",
+            x.batch
+        );
         let _ =
             writeln!(s, "  plan's capacity: {:.2} requests/s (dp · batch / (TTFT + output · TPOT))", x.capacity_per_s);
     }
