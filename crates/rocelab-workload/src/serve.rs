@@ -10,7 +10,8 @@
 //! * **Continuous batching** (vLLM's scheduler, Orca's iteration-level scheduling): every
 //!   iteration decodes one token of each running request and admits waiting prompts in
 //!   arrival order while the token budget (prompt tokens + one per decode) and the batch limit
-//!   allow; a prompt larger than the budget runs when no other prompt is in the iteration.
+//!   allow; a prompt larger than the budget runs as its iteration's only prompt (beside
+//!   the decodes), as vLLM without chunked prefill runs it.
 //!   One iteration is in flight per replica: stage s + 1 starts when stage s's activations
 //!   (tokens·h·β/t bytes per GPU, GPU j of one node to GPU j of the next) have arrived.
 //! * **Compute** per stage and iteration from plan's model of the GPU (`rocelab_plan`):
@@ -485,7 +486,7 @@ impl ServeWork {
         let mut slots = (self.plan.max_batch as usize).saturating_sub(rep.running.len());
         while let Some(&q) = rep.waiting.front() {
             let p = self.reqs[q as usize].prompt as u64;
-            if slots == 0 || (p > budget && !(rep.prefill.is_empty() && rep.decode.is_empty())) {
+            if slots == 0 || (p > budget && !rep.prefill.is_empty()) {
                 break;
             }
             budget = budget.saturating_sub(p);
