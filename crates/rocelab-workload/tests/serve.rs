@@ -150,3 +150,29 @@ fn p99_ttft_grows_with_load_and_runs_away_past_plans_capacity() {
     assert!(below.0 < 1.5 * below.1, "{below:?}");
     assert!(past.0 > 1.6 * past.1, "{past:?}");
 }
+
+#[test]
+fn continuous_batching_admits_prompts_within_the_token_budget() {
+    let m = common::rail(1, 400, "intra_node = \"nvlink4\"");
+    // One request, then two more during its prefill: they wait for the next iteration, which
+    // also decodes the first request's second token (context 2,048 + 1).
+    let (a0, a1) = (SimTime(1_000_000), SimTime(2_000_000));
+    let reqs = [(a0, 0), (a1, 1), (a1, 2)].map(|(arrival, _)| Request { arrival, prompt: 2048, output: 8 });
+    let ps = |s: f64| (s * 1e12).round() as u64;
+    let ttft = |budget: u32| {
+        let (p, _) = serve_plan(&m, &plan_text(1, 1, 8, 2048, 8, false, &format!("token_budget = {budget}")));
+        let r = run_serve(&m, &p, &reqs, SimOptions::default()).unwrap();
+        assert_eq!(r.completed, 3);
+        (p, r.ttft_seconds.iter().map(|t| (t * 1e12).round() as u64).collect::<Vec<_>>())
+    };
+    // 4,097 tokens = one decode + two prompts: both prompts in the second iteration.
+    let (p, t) = ttft(4097);
+    let end1 = a0.0 + ps(p.stage_seconds(&[2048], &[]));
+    let end2 = end1 + ps(p.stage_seconds(&[2048, 2048], &[2049]));
+    assert_eq!(t, vec![end1 - a0.0, end2 - a1.0, end2 - a1.0]);
+    // 4,096: the third prompt no longer fits; it waits one more iteration.
+    let (p, t) = ttft(4096);
+    let end2 = end1 + ps(p.stage_seconds(&[2048], &[2049]));
+    let end3 = end2 + ps(p.stage_seconds(&[2048], &[2050, 2049]));
+    assert_eq!(t, vec![end1 - a0.0, end2 - a1.0, end3 - a1.0]);
+}
