@@ -33,6 +33,7 @@ pub mod placement;
 pub mod protocol;
 pub mod request;
 pub mod ring;
+pub mod serve;
 pub mod step;
 pub mod table;
 pub mod tree;

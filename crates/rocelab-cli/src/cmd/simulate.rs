@@ -76,6 +76,12 @@ pub struct Args {
     /// engine; prints the step time, the share GPUs wait on the network and plan's figures.
     #[arg(long, value_name = "PLAN", conflicts_with_all = ["ns3_config", "collective"])]
     step: Option<PathBuf>,
+    /// Serve requests with this inference plan file (`rocelab plan`'s format, with a
+    /// `[serve]` table: rate_per_s, requests or trace, token_budget, kv_transfer) on the twin:
+    /// continuous batching, pipeline sends and the disaggregated KV transfer on the engine;
+    /// prints TTFT and TPOT at p50/p90/p99, tokens/s and the network's share beside plan's.
+    #[arg(long, value_name = "PLAN", conflicts_with_all = ["ns3_config", "collective", "step", "workload"])]
+    serve: Option<PathBuf>,
     /// Smallest size of the sweep (nccl-tests' -b; K, M, G suffixes are powers of 1024).
     #[arg(long, short = 'b', default_value = "8", requires = "collective")]
     min_bytes: String,
@@ -204,6 +210,10 @@ pub fn run(a: Args) -> VerbResult {
     if let Some(plan) = &a.step {
         drop(stages);
         return run_step(&a, plan, &model, &file, opts);
+    }
+    if let Some(plan) = &a.serve {
+        drop(stages);
+        return run_serve(&a, plan, &model, &file, opts);
     }
     if a.workload.is_some() || (!model.config.workload.is_empty() && model.config.traffic.is_empty()) {
         drop(stages);
@@ -628,6 +638,78 @@ fn run_workloads(
                 ))
             }
         }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--serve PLAN`: requests served by an inference plan on the twin, beside plan's own
+/// figures; the report on stdout (or JSON) and, unless `--no-files`, `serve.txt` and
+/// `serve.json` in `--out`.
+fn run_serve(
+    a: &Args,
+    plan_file: &std::path::Path,
+    model: &rocelab_model::Model,
+    file: &std::path::Path,
+    opts: rocelab_sim::SimOptions,
+) -> VerbResult {
+    use rocelab_workload::serve;
+    let name = plan_file.display().to_string();
+    let text = std::fs::read_to_string(plan_file)
+        .map_err(|e| Failure::bad_input(format!("error: cannot read {name}: {e}\n  = help: check the --serve path")))?;
+    let (scenario, estimate) = crate::cmd::plan::scenario_on_fabric(plan_file, model)?;
+    let config = serve::parse_config(&name, &text).map_err(Failure::bad_input)?;
+    let plan = serve::ServePlan::from_scenario(&scenario, &estimate, &config)
+        .map_err(|e| Failure::bad_input(format!("error: {name}: {e}")))?;
+    let reqs = match &config.trace {
+        Some(t) => {
+            let path = plan_file.parent().unwrap_or(std::path::Path::new(".")).join(t);
+            let trace = std::fs::read_to_string(&path).map_err(|e| {
+                Failure::bad_input(format!(
+                    "error: cannot read the trace {}: {e}\n  = help: serve.trace is relative to {name}",
+                    path.display()
+                ))
+            })?;
+            serve::parse_trace(&path.display().to_string(), &trace).map_err(Failure::bad_input)?
+        }
+        None => {
+            let rocelab_plan::scenario::Workload::Inference(w) = &scenario.workload else {
+                return Err(Failure::bad_input(format!("error: {name}: not an inference plan")));
+            };
+            serve::poisson(config.rate_per_s, config.requests, w.prompt_tokens, w.output_tokens, opts.seed)
+        }
+    };
+    let bar = ProgressLine::new(a.quiet);
+    let spinner = (!a.quiet).then(|| crate::common::Stages::start("simulate --serve"));
+    if let Some(s) = &spinner {
+        s.stage("serving on the twin");
+    }
+    let opts = rocelab_sim::SimOptions { recycle_qps: true, ..opts };
+    let r =
+        serve::run_serve(model, &plan, &reqs, opts).map_err(|d| located_or_flag(file, d, &[("serve", "--serve")]))?;
+    drop(spinner);
+    let plan_fig = serve::PlanServe::from_estimate(&scenario, &estimate);
+    let text = serve::render(&r, &scenario.model.name, &model.config.fabric.name, Some(&plan_fig));
+    let json = serde_json::to_string_pretty(&serde_json::json!({ "twin": r, "plan": plan_fig }))
+        .map_err(|e| Failure::bad_input(format!("error: {e}")))?
+        + "\n";
+    let json = envelope("simulate.serve", &json);
+    if !a.no_files {
+        write_set(&a.out, &[("serve.txt", text.as_bytes()), ("serve.json", json.as_bytes())])?;
+    }
+    match a.format {
+        Format::Text => print!("{text}"),
+        Format::Json => print!("{json}"),
+    }
+    if !a.quiet {
+        eprintln!("wall {:.2} s", bar.elapsed().as_secs_f64());
+    }
+    if r.completed < r.requests {
+        return Err(Failure::failed_check(format!(
+            "error: {} of {} requests did not complete ({} messages never arrived)",
+            r.requests - r.completed,
+            r.requests,
+            r.failed_messages
+        )));
     }
     Ok(ExitCode::SUCCESS)
 }
