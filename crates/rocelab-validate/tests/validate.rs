@@ -41,6 +41,8 @@ fn the_correct_example_fails_at_steady_state_and_passes_every_check_once_its_dcq
     let failed: Vec<&str> = r.checks.iter().filter(|c| c.verdict.fails()).map(|c| c.name.as_str()).collect();
     assert!(failed.is_empty(), "{failed:?}\n{}", render_text(&r));
     // lint (and its one warning, the 2:1 leaf) and every check of the catalog, each scenario run once.
+    // Lint's warning (the leaf tier is 2:1) is shown as a warning, and fails nothing.
+    assert!(r.checks.iter().any(|c| c.name == "lint.TOP001" && c.verdict == Verdict::Warn), "{}", render_text(&r));
     // The hotspot kind runs twice: at the receiver, and on the CNPs' congested path.
     let warnings = r.checks.iter().filter(|c| c.verdict == Verdict::Warn).count();
     let hotspot = |judged: bool| {
