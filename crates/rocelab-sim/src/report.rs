@@ -537,9 +537,11 @@ fn prometheus_help(name: &str) -> &'static str {
     }
 }
 
-/// Sampled time series: `time_seconds,node,port,bytes` (port empty = whole switch buffer).
+/// Sampled time series in the long format every `timeseries.csv` of rocelab uses (a scenario's
+/// too): `time_seconds,metric,node,port,priority,value`, here the metric
+/// `rocelab_buffer_occupancy_bytes` (port empty = the switch's whole buffer; no priority).
 pub fn series_csv(snap: &Snapshot, m: &Model) -> String {
-    let mut o = String::from("time_seconds,node,port,buffer_bytes\n");
+    let mut o = String::from("time_seconds,metric,node,port,priority,value\n");
     for r in &snap.series {
         let node = m.nodes.get(r.node as usize).map_or("", |n| n.name.as_str());
         let port = if r.port == u32::MAX || r.port as usize >= m.ports.len() {
@@ -547,7 +549,8 @@ pub fn series_csv(snap: &Snapshot, m: &Model) -> String {
         } else {
             m.port_name(rocelab_model::PortId(r.port))
         };
-        let _ = writeln!(o, "{:.12},{},{},{}", r.time.as_secs_f64(), node, port, r.bytes);
+        let _ =
+            writeln!(o, "{:.12},rocelab_buffer_occupancy_bytes,{},{},,{}", r.time.as_secs_f64(), node, port, r.bytes);
     }
     o
 }
