@@ -100,7 +100,7 @@ fn bad_input_exits_2_with_a_line() {
     let out = out_dir("bad");
     std::fs::create_dir_all(&out).unwrap();
     let cfg = out.join("config.txt");
-    let body = std::fs::read_to_string(data("star-config.txt")).unwrap().replace("CC_MODE 1", "CC_MODE 3");
+    let body = std::fs::read_to_string(data("star-config.txt")).unwrap().replace("CC_MODE 1", "CC_MODE 10");
     std::fs::write(&cfg, body).unwrap();
     let o = rocelab(&[
         "import",
@@ -114,7 +114,7 @@ fn bad_input_exits_2_with_a_line() {
     ]);
     assert_eq!(o.status.code(), Some(2));
     let e = text(&o.stderr);
-    assert!(e.contains("config.txt:11: CC_MODE 3 (HPCC) is not modelled"), "{e}");
+    assert!(e.contains("config.txt:11: CC_MODE 10 (HPCC-PINT) is not modelled"), "{e}");
     let cm = out.join("t.cm");
     std::fs::write(&cm, "Nodes 4\nConnections 1\n1->0 id 1 trigger 2 size 10\n").unwrap();
     let o = rocelab(&["import", "htsim", "--cm", s(&cm), "--out", s(&out)]);
