@@ -831,8 +831,9 @@ impl<'m> Sim<'m> {
         })
     }
 
-    /// The INT stack of packet slot `id`, the table grown to hold it.
-    #[inline]
+    /// The INT stack of packet slot `id`, the table grown to hold it. (Out of line: only runs
+    /// with INT call it, and its growth path must not bloat the packet handlers.)
+    #[inline(never)]
     pub(super) fn int_slot(&mut self, id: u32) -> &mut crate::cc::IntStack {
         let i = id as usize;
         if i >= self.int.len() {

@@ -163,8 +163,9 @@ impl Sim<'_> {
     }
 
     /// HPCC's INT at a switch egress: the port's bytes still queued (all queues, after this
-    /// packet left), its bytes sent including this packet, the time and the link rate.
-    #[inline]
+    /// packet left), its bytes sent including this packet, the time and the link rate. Kept out
+    /// of line: runs without INT must not pay for its code in the dequeue path.
+    #[inline(never)]
     fn stamp_int(&mut self, port: u32, pkt: u32, size: u64) {
         let p = &self.ports[port as usize];
         let hop = crate::cc::IntHop {
