@@ -1377,15 +1377,6 @@ impl Ns3Import {
     }
 }
 
-/// Writes `bytes` through a temporary file and a rename.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ImportError> {
-    let tmp = path.with_extension("import.tmp");
-    std::fs::write(&tmp, bytes).and_then(|_| std::fs::rename(&tmp, path)).map_err(|error| {
-        let _ = std::fs::remove_file(&tmp);
-        ImportError::Io { file: path.display().to_string(), error }
-    })
-}
-
 /// Imports and writes `out_dir/fabric.toml`; returns the import and the fabric file's path.
 pub fn import_and_write(
     config: &Path,
@@ -1396,7 +1387,8 @@ pub fn import_and_write(
     let imp = import(config, topology, flows)?;
     std::fs::create_dir_all(out_dir).map_err(|error| ImportError::Io { file: out_dir.display().to_string(), error })?;
     let path = out_dir.join("fabric.toml");
-    write_atomic(&path, crate::fabric::to_toml(&imp.scenario).as_bytes())?;
+    rocelab_model::atomic::write_atomic(&path, crate::fabric::to_toml(&imp.scenario).as_bytes())
+        .map_err(|error| ImportError::Io { file: path.display().to_string(), error })?;
     Ok((imp, path))
 }
 
