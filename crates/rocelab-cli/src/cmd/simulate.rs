@@ -483,17 +483,7 @@ fn run_step(
         &model.config.fabric.name,
         plan_fig.as_ref().map(|p| (p.step_us, p.network_wait_us, p.network_share)),
     );
-    let json = serde_json::to_string_pretty(&serde_json::json!({ "twin": r, "plan": plan_fig }))
-        .map_err(|e| Failure::bad_input(format!("error: {e}")))?
-        + "\n";
-    let json = envelope("simulate.step", &json);
-    if !a.no_files {
-        write_set(&a.out, &[("step.txt", text.as_bytes()), ("step.json", json.as_bytes())])?;
-    }
-    match a.format {
-        Format::Text => print!("{text}"),
-        Format::Json => print!("{json}"),
-    }
+    twin_beside_plan(a, "step", &text, &r, &plan_fig)?;
     if !a.quiet {
         eprintln!("wall {:.2} s", bar.elapsed().as_secs_f64());
     }
@@ -689,17 +679,7 @@ fn run_serve(
     drop(spinner);
     let plan_fig = serve::PlanServe::from_estimate(&scenario, &estimate);
     let text = serve::render(&r, &scenario.model.name, &model.config.fabric.name, Some(&plan_fig));
-    let json = serde_json::to_string_pretty(&serde_json::json!({ "twin": r, "plan": plan_fig }))
-        .map_err(|e| Failure::bad_input(format!("error: {e}")))?
-        + "\n";
-    let json = envelope("simulate.serve", &json);
-    if !a.no_files {
-        write_set(&a.out, &[("serve.txt", text.as_bytes()), ("serve.json", json.as_bytes())])?;
-    }
-    match a.format {
-        Format::Text => print!("{text}"),
-        Format::Json => print!("{json}"),
-    }
+    twin_beside_plan(a, "serve", &text, &r, &plan_fig)?;
     if !a.quiet {
         eprintln!("wall {:.2} s", bar.elapsed().as_secs_f64());
     }
@@ -712,4 +692,29 @@ fn run_serve(
         )));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A twin's result beside plan's figures (`--step`, `--serve`): `{ "twin", "plan" }` under the
+/// schema `simulate.KIND`, printed in `--format` and, unless `--no-files`, written as `KIND.txt`
+/// and `KIND.json` into `--out` as one set.
+fn twin_beside_plan(
+    a: &Args,
+    kind: &str,
+    text: &str,
+    twin: &impl serde::Serialize,
+    plan: &impl serde::Serialize,
+) -> Result<(), Failure> {
+    let json = serde_json::to_string_pretty(&serde_json::json!({ "twin": twin, "plan": plan }))
+        .map_err(|e| Failure::bad_input(format!("error: {e}")))?
+        + "\n";
+    let json = envelope(&format!("simulate.{kind}"), &json);
+    if !a.no_files {
+        let (txt, js) = (format!("{kind}.txt"), format!("{kind}.json"));
+        write_set(&a.out, &[(txt.as_str(), text.as_bytes()), (js.as_str(), json.as_bytes())])?;
+    }
+    match a.format {
+        Format::Text => print!("{text}"),
+        Format::Json => print!("{json}"),
+    }
+    Ok(())
 }
