@@ -88,8 +88,8 @@ fn pfc_braking(c: &CheckDef, r: &ScenarioResult, not_converged: bool) -> bool {
     }
 }
 
-/// The largest byte counter that still reads as bytes rather than ConnectX's 64-byte units
-/// (`rpg_byte_reset`, a 15-bit field: at most 32,767 units).
+/// Below this, a byte counter is ConnectX's `rpg_byte_reset` read as NVIDIA's tools describe it,
+/// in bytes (a 15-bit field, at most 32,767): the case where the counter outpaces the cuts.
 const BYTE_COUNTER_IN_BYTES: u64 = 1 << 15;
 
 /// The cause of check `c` failing on run `r` of `m`, and the changes worth trying.
@@ -187,7 +187,7 @@ pub fn diagnose(
                 scenario: None,
                 flow_engine: false,
                 change: format!(
-                    "[nic.dcqcn] byte_counter_bytes = 2097088, increase_timer_us = {}   # rpg_byte_reset 32767 in ConnectX's 64-byte units; the rate then recovers on the timer alone",
+                    "[nic.dcqcn] byte_counter_bytes = 2097088, increase_timer_us = {}   # a 2 MB byte counter (what rpg_byte_reset 32767 means if the firmware counts 64-byte units; NVIDIA's tools say bytes) and the DCQCN paper's timer: the rate then recovers on the timer",
                     timer.min(55.0)
                 ),
                 apply: Box::new(move |cfg: &mut Config| {

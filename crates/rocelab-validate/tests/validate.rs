@@ -20,8 +20,8 @@ fn run(name: &str, policy: Policy, only: &[&str]) -> Report {
 }
 
 /// `leaf-spine-small.toml` as a careful engineer configures its NICs, the fix `validate`
-/// proposes: DCQCN's rate-increase byte counter in the 64-byte units ConnectX counts
-/// (`byte_counter_bytes = 2097088`, docs/fabric-file.md), so the cuts hold the queues, and the
+/// proposes: DCQCN's rate-increase byte counter at 2 MB (`byte_counter_bytes = 2097088`, what
+/// `rpg_byte_reset` 32767 would be in 64-byte units; docs/fabric-file.md), so the cuts hold the queues, and the
 /// DCQCN paper's 55 µs rate-increase timer, so the rate recovers after an incast.
 fn careful(text: &str) -> String {
     text.replace(
