@@ -714,6 +714,27 @@ pub enum Progress<'a> {
     Finished { scenario: &'a str, done: usize, total: usize },
 }
 
+/// A file's lint findings of one severity grouped by rule, in code order, each group with its
+/// evidence: `file:line:col: message`, then `fix: hint`, per finding.
+type RuleFindings<'a> = (&'static str, Vec<&'a rocelab_lint::Finding>, Vec<String>);
+
+fn by_rule(lint: &rocelab_lint::FileReport, severity: rocelab_lint::Severity) -> Vec<RuleFindings<'_>> {
+    let mut found: Vec<&rocelab_lint::Finding> = lint.findings.iter().filter(|f| f.severity == severity).collect();
+    found.sort_by_key(|f| (f.code, f.line, f.column));
+    let mut groups: Vec<RuleFindings<'_>> = vec![];
+    for f in found {
+        if groups.last().is_none_or(|g| g.0 != f.code) {
+            groups.push((f.code, vec![], vec![]));
+        }
+        if let Some((_, of, evidence)) = groups.last_mut() {
+            evidence.push(format!("{}:{}:{}: {}", f.file, f.line, f.column, f.message));
+            evidence.push(format!("fix: {}", f.hint));
+            of.push(f);
+        }
+    }
+    groups
+}
+
 /// Lints the file and runs the checklist; `progress` hears each scenario start and finish.
 pub fn validate(
     m: &Model,
@@ -726,9 +747,7 @@ pub fn validate(
     let mut checks = Vec::new();
     if wanted(&opts.only, "lint", "lint") && !opts.policy.skip.iter().any(|s| s == "lint") {
         let lint = rocelab_lint::lint(m, file, text, &rocelab_lint::Options::default());
-        let mut errors: Vec<&rocelab_lint::Finding> =
-            lint.findings.iter().filter(|f| f.severity == rocelab_lint::Severity::Error).collect();
-        errors.sort_by_key(|f| (f.code, f.line, f.column));
+        let errors = by_rule(&lint, rocelab_lint::Severity::Error);
         let why = "the static rules of `rocelab lint`: an error is a known RoCE misconfiguration";
         if errors.is_empty() {
             checks.push(CheckResult {
@@ -746,15 +765,7 @@ pub fn validate(
             });
         }
         // One failed check per rule, with every finding of it as evidence.
-        let mut codes: Vec<&str> = errors.iter().map(|f| f.code).collect();
-        codes.dedup();
-        for code in codes {
-            let of: Vec<&&rocelab_lint::Finding> = errors.iter().filter(|f| f.code == code).collect();
-            let mut evidence = vec![];
-            for f in &of {
-                evidence.push(format!("{}:{}:{}: {}", f.file, f.line, f.column, f.message));
-                evidence.push(format!("fix: {}", f.hint));
-            }
+        for (code, of, evidence) in errors {
             checks.push(CheckResult {
                 name: format!("lint.{code}"),
                 scenario: "lint".into(),
@@ -782,18 +793,7 @@ pub fn validate(
             });
         }
         // Warnings are shown as warnings: one line per rule, never a failure.
-        let mut warnings: Vec<&rocelab_lint::Finding> =
-            lint.findings.iter().filter(|f| f.severity == rocelab_lint::Severity::Warning).collect();
-        warnings.sort_by_key(|f| (f.code, f.line, f.column));
-        let mut wcodes: Vec<&str> = warnings.iter().map(|f| f.code).collect();
-        wcodes.dedup();
-        for code in wcodes {
-            let of: Vec<&&rocelab_lint::Finding> = warnings.iter().filter(|f| f.code == code).collect();
-            let mut evidence = vec![];
-            for f in &of {
-                evidence.push(format!("{}:{}:{}: {}", f.file, f.line, f.column, f.message));
-                evidence.push(format!("fix: {}", f.hint));
-            }
+        for (code, of, evidence) in by_rule(&lint, rocelab_lint::Severity::Warning) {
             checks.push(CheckResult {
                 name: format!("lint.{code}"),
                 scenario: "lint".into(),
