@@ -176,7 +176,7 @@ fn resolve_traffic(m: &Model, errs: &mut Vec<Diagnostic>) -> Vec<Traffic> {
     let mut qps_total = 0u64;
     for (i, t) in m.config.traffic.iter().enumerate() {
         let p = format!("traffic[{i}]");
-        match traffic_one(m, t, &p) {
+        match traffic_table(m, t, &p) {
             Ok(r) => {
                 qps_total = qps_total.saturating_add(r.flows().saturating_mul(r.qps as u64));
                 if qps_total > MAX_TRAFFIC_QPS {
@@ -198,7 +198,9 @@ fn resolve_traffic(m: &Model, errs: &mut Vec<Diagnostic>) -> Vec<Traffic> {
     out
 }
 
-fn traffic_one(m: &Model, t: &crate::config::TrafficConfig, p: &str) -> Result<Traffic, Diagnostic> {
+/// One `[[traffic]]` table (at key path `p`) resolved against `m`: the loader's check, and the
+/// engine's, which expands tables built in code (the scenarios') through it too.
+pub fn traffic_table(m: &Model, t: &crate::config::TrafficConfig, p: &str) -> Result<Traffic, Diagnostic> {
     if t.size_bytes == 0 {
         return Err(Diagnostic::new(format!("{p}.size_bytes"), "a flow of 0 bytes", "give the message size in bytes"));
     }

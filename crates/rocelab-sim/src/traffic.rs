@@ -6,7 +6,7 @@
 
 use crate::rng::Rng;
 use rocelab_model::config::{TrafficConfig, TrafficPattern};
-use rocelab_model::{glob_match, Diagnostic, Model, NodeId, SimTime};
+use rocelab_model::{Diagnostic, Model, NodeId, SimTime};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct FlowSpec {
@@ -61,47 +61,6 @@ impl Transport {
     }
 }
 
-fn host_named(m: &Model, name: &str, path: String) -> Result<NodeId, Diagnostic> {
-    match m.node_by_name(name) {
-        Some(id) if m.node(id).is_host() => Ok(id),
-        Some(_) => {
-            Err(Diagnostic::new(path, format!("`{name}` is a switch, not a host"), "traffic runs between hosts (NICs)"))
-        }
-        None => {
-            let names: Vec<String> = m.hosts().map(|h| m.node(h).name.clone()).collect();
-            let near = rocelab_model::topology::closest(name, names.iter());
-            Err(Diagnostic::new(
-                path,
-                format!("no host named `{name}`"),
-                match near {
-                    Some(n) => format!("did you mean `{n}`? `rocelab topo --format json` lists the hosts"),
-                    None => "host names are listed by `rocelab topo --format dot`".to_string(),
-                },
-            ))
-        }
-    }
-}
-
-fn host_set(m: &Model, pats: &Option<Vec<String>>, path: &str) -> Result<Vec<NodeId>, Diagnostic> {
-    let all: Vec<NodeId> = m.hosts().collect();
-    match pats {
-        None => Ok(all),
-        Some(ps) => {
-            let v: Vec<NodeId> =
-                all.into_iter().filter(|h| ps.iter().any(|p| glob_match(p, &m.node(*h).name))).collect();
-            if v.is_empty() {
-                Err(Diagnostic::new(
-                    format!("{path}.hosts"),
-                    format!("the patterns {ps:?} match no host"),
-                    "patterns use `*` and `?`, e.g. \"node1*-nic0\"",
-                ))
-            } else {
-                Ok(v)
-            }
-        }
-    }
-}
-
 /// Expands the traffic tables; `seed` drives permutations.
 pub fn expand(m: &Model, traffic: &[TrafficConfig], seed: u64) -> Result<Vec<FlowSpec>, Vec<Diagnostic>> {
     let mut flows = Vec::new();
@@ -120,104 +79,30 @@ pub fn expand(m: &Model, traffic: &[TrafficConfig], seed: u64) -> Result<Vec<Flo
     }
 }
 
-/// Largest flow the engine takes (1 TB).
-pub const MAX_FLOW_BYTES: u64 = 1_000_000_000_000;
+/// Largest flow the engine takes (1 TB): the loader's bound on every message.
+pub const MAX_FLOW_BYTES: u64 = rocelab_model::intent::MAX_MESSAGE_BYTES;
 
+/// Table `i`'s flows: the loader's resolution of it (hosts, class, start, bounds), expanded.
 fn expand_one(m: &Model, t: &TrafficConfig, i: usize, p: &str, seed: u64) -> Result<Vec<FlowSpec>, Diagnostic> {
-    if t.size_bytes == 0 {
-        return Err(Diagnostic::new(format!("{p}.size_bytes"), "a flow of 0 bytes", "give the message size in bytes"));
-    }
-    // The engine numbers a QP's packets with u32 PSNs; 1 TB is far beyond any collective's
-    // message and keeps every QP well inside that range at any MTU.
-    if t.size_bytes > MAX_FLOW_BYTES {
-        return Err(Diagnostic::new(
-            format!("{p}.size_bytes"),
-            format!("a flow of {} bytes is more than the 1 TB the engine takes", t.size_bytes),
-            "split it into several flows, or shorten the run with duration_us and a smaller size",
-        ));
-    }
-    let start_us = t.start_us.unwrap_or(0.0);
-    if !(start_us.is_finite() && (0.0..1e9).contains(&start_us)) {
-        return Err(Diagnostic::new(
-            format!("{p}.start_us"),
-            format!("start time {start_us} µs is not valid"),
-            "use a time >= 0 in µs",
-        ));
-    }
-    let class = match &t.class {
-        None => m.qos.rdma_class(),
-        Some(c) => m.qos.class_by_name(c).ok_or_else(|| {
-            let names: Vec<&str> = m.qos.classes.iter().map(|c| c.name.as_str()).collect();
-            Diagnostic::new(
-                format!("{p}.class"),
-                format!("no traffic class `{c}`"),
-                format!("use one of: {}", names.join(", ")),
-            )
-        })?,
-    };
-    let qps = t.qps.unwrap_or(1);
-    if qps == 0 || qps > 1024 {
-        return Err(Diagnostic::new(format!("{p}.qps"), format!("{qps} queue pairs per flow"), "use 1 to 1024"));
-    }
-    let start = SimTime::from_secs_f64(start_us * 1e-6);
+    let r = rocelab_model::intent::traffic_table(m, t, p)?;
     let mk = |src, dst| FlowSpec {
         src,
         dst,
-        size_bytes: t.size_bytes,
-        start,
-        class,
-        qps,
+        size_bytes: r.size_bytes,
+        start: r.start,
+        class: r.class,
+        qps: r.qps,
         origin: i,
         tag: 0,
         sport: None,
         transport: Transport::Rdma,
     };
-    let need = |v: &Option<String>, f: &str| {
-        v.clone().ok_or_else(|| {
-            Diagnostic::new(
-                format!("{p}.{f}"),
-                format!("pattern `{:?}` needs `{f}`", t.pattern),
-                format!("add `{f} = \"HOST\"`"),
-            )
-        })
-    };
-    Ok(match t.pattern {
-        TrafficPattern::Flow => {
-            let s = host_named(m, &need(&t.src, "src")?, format!("{p}.src"))?;
-            let d = host_named(m, &need(&t.dst, "dst")?, format!("{p}.dst"))?;
-            if s == d {
-                return Err(Diagnostic::new(
-                    format!("{p}.dst"),
-                    "a flow from a host to itself",
-                    "pick another destination",
-                ));
-            }
-            vec![mk(s, d)]
-        }
-        TrafficPattern::Incast => {
-            let d = host_named(m, &need(&t.dst, "dst")?, format!("{p}.dst"))?;
-            let mut senders: Vec<NodeId> = host_set(m, &t.hosts, p)?.into_iter().filter(|h| *h != d).collect();
-            if let Some(n) = t.senders {
-                if n == 0 || n as usize > senders.len() {
-                    return Err(Diagnostic::new(
-                        format!("{p}.senders"),
-                        format!("incast of {n} senders, but only {} hosts besides the receiver", senders.len()),
-                        format!("use 1 to {}", senders.len()),
-                    ));
-                }
-                senders.truncate(n as usize);
-            }
-            senders.into_iter().map(|s| mk(s, d)).collect()
-        }
+    Ok(match r.pattern {
+        // The resolution sets `src` and `dst` for a flow and `dst` for an incast.
+        TrafficPattern::Flow => r.src.zip(r.dst).map(|(s, d)| mk(s, d)).into_iter().collect(),
+        TrafficPattern::Incast => r.dst.map_or_else(Vec::new, |d| r.hosts.iter().map(|&s| mk(s, d)).collect()),
         TrafficPattern::Permutation => {
-            let hosts = host_set(m, &t.hosts, p)?;
-            if hosts.len() < 2 {
-                return Err(Diagnostic::new(
-                    format!("{p}.hosts"),
-                    "a permutation needs at least 2 hosts",
-                    "widen `hosts`",
-                ));
-            }
+            let hosts = &r.hosts;
             // Sattolo's algorithm: a uniformly random cyclic permutation, so no host maps to itself.
             let mut perm: Vec<usize> = (0..hosts.len()).collect();
             let mut rng = Rng::new(seed, 0x7065_726d ^ i as u64);
@@ -228,10 +113,10 @@ fn expand_one(m: &Model, t: &TrafficConfig, i: usize, p: &str, seed: u64) -> Res
             hosts.iter().enumerate().map(|(k, &s)| mk(s, hosts[perm[k]])).collect()
         }
         TrafficPattern::AllToAll => {
-            let hosts = host_set(m, &t.hosts, p)?;
+            let hosts = &r.hosts;
             let mut v = Vec::with_capacity(hosts.len() * hosts.len());
-            for &s in &hosts {
-                for &d in &hosts {
+            for &s in hosts {
+                for &d in hosts {
                     if s != d {
                         v.push(mk(s, d));
                     }
