@@ -23,15 +23,15 @@ use crate::event::{Ev, EventQueue};
 use crate::observer::{Observed, Observer, SeriesRecord};
 use crate::pacer::Pacer;
 use crate::packet::*;
-use crate::rng::{mix64, Rng};
+use crate::rng::Rng;
+use crate::router::{hash_field_mask, QpRoute, RouteLearn, Router};
 use crate::stats::*;
 use crate::traffic::{FlowSpec, Transport};
 use crate::workload::{Delivered, FixedFlows, Net, WakeSlots, Workload};
-use rocelab_model::config::{CongestionControl, FaultConfig, FaultKind, HashField, SchedulerKind, WatchdogAction};
+use rocelab_model::config::{CongestionControl, FaultConfig, FaultKind, SchedulerKind, WatchdogAction};
 use rocelab_model::{BitsPerSec, Diagnostic, Model, NodeId, PortId, Role, SimTime};
 use std::collections::VecDeque;
 
-mod ecmp;
 mod faults;
 mod ib;
 mod invariants;
@@ -165,12 +165,8 @@ pub(crate) struct Port {
     pub delay: SimTime,
     /// The port is serializing until then.
     busy_until: SimTime,
+    /// The wire works (what routing knows of the link is the router's: `Router::is_up`).
     pub up: bool,
-    /// ECMP may choose this port: it is up and its routes are not withdrawn (what routing
-    /// sees, where `up` is what the wire does).
-    routed: bool,
-    /// A `route-withdraw` fault holds the link's routes back (cold; `routed` is the hot copy).
-    withdrawn: bool,
     /// A TxDone event is pending: scheduled only when something waits to be sent, so an idle
     /// port costs no event after its last packet.
     tx_pending: bool,
@@ -218,7 +214,6 @@ pub(crate) struct Switch {
     static_xoff: Option<(u64, u64)>,
     pub used: u64,
     pub peak_used: u64,
-    seed: u64,
     rng: Rng,
 }
 
@@ -369,16 +364,6 @@ impl Qp {
     }
 }
 
-/// Where a QP runs: its NICs at both ends, its UDP source port and the ECMP hash of its
-/// 5-tuple (`Sim::qp_route`).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct QpRoute {
-    pub src_nic: u32,
-    pub dst_nic: u32,
-    pub sport: u16,
-    pub hash: u32,
-}
-
 /// What a fault does when it happens, with its target resolved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FaultAction {
@@ -391,7 +376,7 @@ pub enum FaultAction {
     Host { host: NodeId, stall: bool },
     /// A switch (or every switch) takes a new ECMP hash seed.
     Reseed { switch: Option<NodeId>, seed: u64 },
-    /// Every switch hashes other fields from now on (a bit set, as `Sim::hash_fields`).
+    /// Every switch hashes other fields from now on (a bit set, as `Router::hash_fields`).
     HashFields { mask: u8 },
 }
 
@@ -428,7 +413,8 @@ pub struct Sim<'m> {
     pub(crate) qps: Vec<Qp>,
     pub(crate) flows: Vec<FlowSpec>,
     pub(crate) faults: Vec<Fault>,
-    node_nic: Vec<u32>,
+    /// Forwarding, ECMP, routing epochs, host port choice (`router`).
+    pub(crate) router: Router<'m>,
     classes: Vec<ClassProps>,
     strict_queues: Vec<u8>,
     dwrr_queues: Vec<u8>,
@@ -458,20 +444,6 @@ pub struct Sim<'m> {
     pub(crate) stopped_at_duration: bool,
     /// Stopped because no packet left the fabric for `NO_PROGRESS_LIMIT` (no duration set).
     pub(crate) stopped_no_progress: bool,
-    pub(crate) hash_fields: u8,
-    /// Routing states, one per link change (epoch): `views[e][row * groups + g]` = how switch
-    /// `row` still reaches destination group `g` over the surviving equal-cost paths, a
-    /// `RouteLevel` (routing reconverged). `None`: every link up and routed. A state no switch
-    /// holds any more is emptied.
-    views: Vec<Option<Vec<u8>>>,
-    /// The forwarding table, flattened for ECMP (`ecmp::Fib`).
-    fib: ecmp::Fib,
-    /// The routing state each switch has learned (index into `views`).
-    sw_view: Vec<u32>,
-    /// `views` below this index are emptied.
-    views_freed: usize,
-    /// Per switch hop, how long a link change takes to reach a switch.
-    convergence_per_hop: SimTime,
     /// Told of PFC frames, drops, marks, CNPs, deliveries and samples (see `observer`).
     observers: Vec<Box<dyn Observer + 'm>>,
     /// What posts the messages (taken out while one of its callbacks runs).
@@ -484,8 +456,6 @@ pub struct Sim<'m> {
     deliveries_due: u32,
     /// Tags of the workload's wake-ups by slot, and the free slots (a wake-up due holds one).
     wakes: WakeSlots,
-    /// The stream of UDP source ports, one per QP in posting order.
-    sport_rng: Rng,
     /// The link layer's per-packet overheads (RoCEv2 or InfiniBand).
     pub(crate) hdr: ib::Overheads,
     /// Some NIC profile runs an algorithm fed by INT: switches stamp data packets.
@@ -499,32 +469,6 @@ pub struct Sim<'m> {
     /// InfiniBand: per port, its credits and VL arbiter (empty on RoCE, so a RoCE port keeps
     /// its layout).
     pub(crate) ib_ports: Vec<ib::IbPort>,
-    /// QPs created so far per host (a multi-port host takes its ports round-robin).
-    qps_at: Vec<u32>,
-}
-
-/// The hashed fields as the bit set `Sim::hash_fields` holds (bit 0 source IP … bit 4
-/// destination port).
-pub(crate) fn hash_field_mask(fields: &[HashField]) -> u8 {
-    fields.iter().fold(0, |m, f| {
-        m | 1
-            << match f {
-                HashField::SrcIp => 0,
-                HashField::DstIp => 1,
-                HashField::Protocol => 2,
-                HashField::SrcPort => 3,
-                HashField::DstPort => 4,
-            }
-    })
-}
-
-/// The ECMP hash seed of switch `i` for a base seed: its own, or the same everywhere.
-fn switch_seed(base: u64, i: usize, per_switch: bool) -> u64 {
-    if per_switch {
-        mix64(base ^ mix64(i as u64 + 1))
-    } else {
-        mix64(base)
-    }
 }
 
 /// Prefetches the first line of a port (what every transmission and arrival reads).
@@ -610,11 +554,9 @@ impl<'m> Sim<'m> {
         strict_queues.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         let strict_queues = strict_queues.into_iter().map(|x| x.1).collect();
 
-        let mut node_sw = vec![NONE; m.nodes.len()];
-        let mut node_nic = vec![NONE; m.nodes.len()];
+        let router = Router::new(m, opts.seed)?;
         let mut switches = Vec::new();
         let mut nics = Vec::new();
-        let per_switch_seed = m.config.routing.per_switch_seed;
         let lossless_prios = (0..8u8).filter(|p| qos.pfc_enabled(*p)).count() as u64;
         let used_prios = {
             let mut mask = 0u8;
@@ -627,8 +569,7 @@ impl<'m> Sim<'m> {
             match &n.role {
                 Role::Switch { model } => {
                     let sp = &m.switch_models[*model].params;
-                    node_sw[i] = switches.len() as u32;
-                    let seed = switch_seed(m.config.routing.ecmp_seed, i, per_switch_seed);
+                    debug_assert_eq!(router.switch_of(i as u32), switches.len() as u32);
                     switches.push(Switch {
                         node: i as u32,
                         buffer: sp.buffer_bytes,
@@ -645,14 +586,13 @@ impl<'m> Sim<'m> {
                             .map(|x| (x, qos.pfc.xon_bytes.unwrap_or(x.saturating_sub(sp.resume_offset_bytes)))),
                         used: 0,
                         peak_used: 0,
-                        seed,
                         rng: Rng::new(opts.seed, 0x5357_0000 + i as u64),
                     });
                 }
                 Role::Host { nic, .. } => {
                     // One NIC (queues, scheduler, receive buffer) per host port, consecutive:
                     // a multi-homed host is a dual-port NIC in RoCE LAG.
-                    node_nic[i] = nics.len() as u32;
+                    debug_assert_eq!(router.first_nic(i as u32), nics.len() as u32);
                     nics.extend(n.ports().map(|port| Nic {
                         node: i as u32,
                         port: port.0,
@@ -686,20 +626,19 @@ impl<'m> Sim<'m> {
                 }
             }
             let headroom = if is_ib { 0 } else { m.headroom_in_force(PortId(pi as u32)) };
-            if node_sw[node] != NONE {
-                switches[node_sw[node] as usize].total_hdrm += headroom * lossless_prios;
+            let (sw, first_nic) = (router.switch_of(node as u32), router.first_nic(node as u32));
+            if sw != NONE {
+                switches[sw as usize].total_hdrm += headroom * lossless_prios;
             }
             ports.push(Port {
                 node: node as u32,
                 peer: p.peer.0,
-                sw: node_sw[node],
-                nic: if node_nic[node] == NONE { NONE } else { node_nic[node] + pi as u32 - m.nodes[node].first_port },
+                sw,
+                nic: if first_nic == NONE { NONE } else { first_nic + pi as u32 - m.nodes[node].first_port },
                 speed: p.speed,
                 ps_per_byte,
                 delay: p.delay,
                 up: true,
-                routed: true,
-                withdrawn: false,
                 busy_until: SimTime::ZERO,
                 tx_pending: false,
                 queues: Default::default(),
@@ -723,22 +662,8 @@ impl<'m> Sim<'m> {
                 st: Box::default(),
             });
         }
-        let hash_fields = hash_field_mask(&m.config.routing.ecmp_hash_fields);
         let ib_cc = m.ib.as_ref().and_then(|i| i.cc.as_ref());
         let cc_params: Vec<CcParams> = m.nics.iter().map(|n| CcParams::of(n, ib_cc)).collect();
-        let n_switches = switches.len();
-        let fib = ecmp::Fib::new(&m.routing, switches.iter().map(|s| s.node));
-        let convergence_per_hop = match m.config.routing.convergence_us_per_hop {
-            None => SimTime::ZERO,
-            Some(us) if us.is_finite() && (0.0..1e9).contains(&us) => SimTime::from_secs_f64(us * 1e-6),
-            Some(us) => {
-                return Err(vec![Diagnostic::new(
-                    "routing.convergence_us_per_hop",
-                    format!("convergence_us_per_hop = {us} is not a time in µs"),
-                    "e.g. 100 (µs per switch hop); 0 or leave it out: every switch learns at once",
-                )])
-            }
-        };
         let mut sim = Sim {
             m,
             now: SimTime::ZERO,
@@ -750,7 +675,7 @@ impl<'m> Sim<'m> {
             qps: Vec::new(),
             flows: Vec::new(),
             faults,
-            node_nic,
+            router,
             classes,
             strict_queues,
             dwrr_queues,
@@ -770,19 +695,12 @@ impl<'m> Sim<'m> {
             series: None,
             stopped_at_duration: false,
             stopped_no_progress: false,
-            hash_fields,
-            views: vec![None],
-            fib,
-            sw_view: vec![0; n_switches],
-            views_freed: 0,
-            convergence_per_hop,
             observers: Vec::new(),
             deliveries_wanted: workload.wants_deliveries(),
             workload: None,
             flow_rx_left: Vec::new(),
             deliveries_due: 0,
             wakes: WakeSlots::default(),
-            sport_rng: Rng::new(opts.seed, 0x5150_0000),
             hdr: match (is_ib, m.config.simulation.header_overhead.unwrap_or_default()) {
                 (true, _) => ib::Overheads::INFINIBAND,
                 (false, rocelab_model::cc::HeaderOverhead::Roce) => ib::Overheads::ROCE,
@@ -795,7 +713,6 @@ impl<'m> Sim<'m> {
                 .as_ref()
                 .map_or_else(Vec::new, |s| vec![ib::IbPort::new(s.initial_credits); m.ports.len()]),
             ib: ib_state,
-            qps_at: vec![0; m.nodes.len()],
             opts,
         };
         if sim.opts.sample_interval.is_some() {
@@ -824,7 +741,7 @@ impl<'m> Sim<'m> {
     /// serialization per hop (as HPCC's `third.cc` sizes its base RTT).
     fn path_rtt(&self, src_nic: u32, dst: u32, hash: u32, frame: u32) -> SimTime {
         let mut path = Vec::new();
-        self.trace_path(src_nic, dst, hash, 64, &mut path);
+        self.router.trace_path(src_nic, dst, hash, 64, &mut path);
         path.iter().fold(SimTime::ZERO, |t, &p| {
             let port = &self.ports[p as usize];
             t + port.delay + port.delay + ser_time(port, frame)
@@ -875,7 +792,7 @@ impl<'m> Sim<'m> {
         };
         let mut qps = 0;
         for (k, size) in f.qp_sizes() {
-            let QpRoute { src_nic, dst_nic, sport, hash } = self.qp_route(&f, k);
+            let QpRoute { src_nic, dst_nic, sport, hash } = self.router.qp_route(&f, k);
             let line = self.ports[self.nics[src_nic as usize].port as usize].speed.0 as f64;
             let mtu = prof.mtu;
             let npkts = size.div_ceil(mtu as u64).min(u32::MAX as u64 - 1) as u32;
@@ -960,20 +877,6 @@ impl<'m> Sim<'m> {
         }
         self.flows.push(f);
         fi
-    }
-
-    /// The NICs, source port and ECMP hash QP `k` of message `f` gets: the host ports
-    /// round-robin, the source port from the message or the run's stream. Draws in QP
-    /// creation order, so an engine calling it for the same messages gets the same QPs.
-    pub(crate) fn qp_route(&mut self, f: &FlowSpec, k: u32) -> QpRoute {
-        let src_nic = self.host_nic(f.src);
-        let dst_nic = self.host_nic(f.dst);
-        let sport = match f.sport {
-            Some(base) => crate::workload::sport_after(base, k) as u32,
-            None => self.sport_rng.sport() as u32,
-        };
-        let hash = self.flow_hash(f.src.0, f.dst.0, sport);
-        QpRoute { src_nic, dst_nic, sport: sport as u16, hash }
     }
 
     /// Adds an observer; it hears everything from now on.
@@ -1252,7 +1155,7 @@ impl<'m> Sim<'m> {
             Ev::QpStart { qp } => {
                 self.qp_timer_fired(qp);
                 // Its port may have gone down since the QP was created.
-                let nic = self.live_nic(self.qps[qp as usize].src_nic);
+                let nic = self.router.live_nic(self.qps[qp as usize].src_nic);
                 self.qps[qp as usize].src_nic = nic;
                 self.nics[nic as usize].active.push(qp);
                 self.active_qps += 1;
@@ -1260,7 +1163,7 @@ impl<'m> Sim<'m> {
             }
             Ev::Delivered { flow } => self.on_delivered(flow),
             Ev::Wake { slot } => self.on_wake(slot),
-            Ev::RouteLearn { sw, epoch } => self.on_route_learn(sw, epoch),
+            Ev::RouteLearn { sw, epoch } => self.router.learn(sw, epoch),
             Ev::RateIncrease { qp, gen } => {
                 self.qp_timer_fired(qp);
                 self.on_rate_increase(qp, gen);
@@ -1296,6 +1199,18 @@ impl<'m> Sim<'m> {
 
     // ----------------------------------------------------------------------------------------
     // Periodic work, faults, watchdog
+
+    /// Routing reconverges after the link between ports `origin` changed; the switches beyond
+    /// its ends learn of it when the router says.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn reconverge(&mut self, origin: [u32; 2]) {
+        let mut learns = Vec::new();
+        self.router.reconverge(origin, self.now, &mut learns);
+        for RouteLearn { at, sw, epoch } in learns {
+            self.q.push(at, Ev::RouteLearn { sw, epoch });
+        }
+    }
 
     #[cold]
     #[inline(never)]

@@ -19,7 +19,7 @@
 //! | forwarding, admission, ingress accounting, release | `engine::mmu` |
 //! | PFC pause/refresh/resume, the watchdog, queue flushes | `engine::pfc` |
 //! | strict and DWRR scheduling, ECN marking at dequeue | `engine::sched` |
-//! | ECMP hashing, the flattened forwarding table, next-hop choice and failover, reconvergence | `engine::ecmp` |
+//! | ECMP hashing, the flattened forwarding table, next-hop choice and failover, routing epochs and reconvergence, a host's port choice | `router` (`Router`, owned by both engines) |
 //! | QPs: sending, receiving, ACK/NAK/CNP, timeouts, port choice | `engine::nic` |
 //! | what a fault does when it happens | `engine::faults`; resolving `[[fault]]`: `engine::resolve_faults` |
 //! | invariants recounted from the packets | `engine::invariants` |
@@ -74,6 +74,7 @@ pub mod pacer;
 pub mod packet;
 pub mod report;
 pub mod rng;
+pub mod router;
 pub mod snapshot;
 pub mod stats;
 pub mod traffic;
@@ -83,6 +84,7 @@ pub use cc::{dcqcn, dctcp};
 pub use engine::{EngineKind, Progress, Sim, SimOptions};
 pub use flow::FlowSim;
 pub use report::RunReport;
+pub use router::Router;
 pub use snapshot::Snapshot;
 
 use rocelab_model::{Diagnostic, Model, SimTime};

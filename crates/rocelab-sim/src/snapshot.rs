@@ -14,7 +14,7 @@
 
 use crate::engine::Sim;
 use crate::stats::{Histogram, SampleRow, DROP_REASONS};
-use rocelab_model::{BitsPerSec, Model, NodeId, PortId, SimTime};
+use rocelab_model::{BitsPerSec, Model, NodeId, PortId, Role, SimTime};
 
 /// Everything a run has counted, at the time it was taken.
 #[derive(Clone, Debug)]
@@ -193,6 +193,74 @@ fn latest(acc: Option<SimTime>, t: Option<SimTime>) -> Option<SimTime> {
     match (acc, t) {
         (Some(a), Some(b)) => Some(a.max(b)),
         _ => None,
+    }
+}
+
+impl Snapshot {
+    /// A fabric on which nothing has run yet: every link up, every counter zero, no QP or
+    /// flow (what an engine that counts only some of these starts from: `flow`).
+    pub fn idle(m: &Model) -> Snapshot {
+        let ports = m
+            .ports
+            .iter()
+            .enumerate()
+            .map(|(i, p)| PortCounters {
+                port: PortId(i as u32),
+                node: p.node,
+                peer: p.peer,
+                speed: p.speed,
+                up: true,
+                tx_bytes: 0,
+                pfc_tx: [0; 8],
+                pfc_rx: [0; 8],
+                paused_ps: [0; 8],
+                storms: [0; 8],
+                ecn_marked: [0; 8],
+                drops: [[0; DROP_REASONS.len()]; 8],
+                queued_bytes: [0; 8],
+                queue_peak_bytes: [0; 8],
+                queue_delay_max_ps: [0; 8],
+                link_state_changes: 0,
+            })
+            .collect();
+        let mut switches = Vec::new();
+        let mut nics = Vec::new();
+        for (i, n) in m.nodes.iter().enumerate() {
+            let node = NodeId(i as u32);
+            match n.role {
+                Role::Switch { model } => switches.push(SwitchBuffer {
+                    node,
+                    buffer_bytes: m.switch_models[model].params.buffer_bytes,
+                    used_bytes: 0,
+                    peak_used_bytes: 0,
+                }),
+                Role::Host { .. } => nics.extend(n.ports().map(|_| NicCounters {
+                    node,
+                    cnp_sent: 0,
+                    cnp_received: 0,
+                    ecn_marked_rx: 0,
+                    rx_discards: 0,
+                })),
+            }
+        }
+        Snapshot {
+            engine: crate::engine::EngineKind::Packet.name(),
+            now: SimTime::ZERO,
+            seed: 0,
+            sample_interval: None,
+            events: 0,
+            stopped_at_duration: false,
+            stopped_no_progress: false,
+            counters: Counters::default(),
+            queue_delay: Histogram::default(),
+            cnp_queue_delay: Histogram::default(),
+            ports,
+            switches,
+            nics,
+            qps: Vec::new(),
+            flows: Vec::new(),
+            series: Vec::new(),
+        }
     }
 }
 

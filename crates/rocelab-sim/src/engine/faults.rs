@@ -11,12 +11,11 @@ impl Sim<'_> {
         match self.faults[idx].action {
             FaultAction::Link { ports: (a, b), up } => {
                 for p in [a, b] {
-                    let port = &mut self.ports[p as usize];
-                    if port.up == up {
+                    if !self.router.set_link_up(p, up) {
                         continue;
                     }
+                    let port = &mut self.ports[p as usize];
                     port.up = up;
-                    port.routed = up && !port.withdrawn;
                     port.st.link_state_changes += 1;
                     if !up {
                         // Packets on the cable are lost; queued packets are flushed.
@@ -47,7 +46,7 @@ impl Sim<'_> {
                         let nic = self.ports[p as usize].nic;
                         if nic != NONE {
                             let host = NodeId(self.nics[nic as usize].node);
-                            for n in self.nics_of(host) {
+                            for n in self.router.nics_of(host) {
                                 if !self.ports[self.nics[n as usize].port as usize].up {
                                     self.nic_failover(n);
                                 }
@@ -61,19 +60,17 @@ impl Sim<'_> {
                 // Only routing changes: the wire, its queues and PFC carry on, so what is
                 // already queued on the link drains and nothing is lost.
                 for p in [a, b] {
-                    let port = &mut self.ports[p as usize];
-                    port.withdrawn = withdrawn;
-                    port.routed = port.up && !withdrawn;
+                    self.router.set_withdrawn(p, withdrawn);
                 }
                 self.reconverge([a, b]);
             }
             FaultAction::Host { host, stall: true } => {
-                for n in self.nics_of(host) {
+                for n in self.router.nics_of(host) {
                     self.nics[n as usize].stalled = true;
                 }
             }
             FaultAction::Host { host, stall: false } => {
-                for n in self.nics_of(host) {
+                for n in self.router.nics_of(host) {
                     self.nics[n as usize].stalled = false;
                     let port = self.nics[n as usize].port;
                     while let Some(pkt) = self.nics[n as usize].rx_q.pop_front() {
@@ -96,40 +93,16 @@ impl Sim<'_> {
                 }
             }
             FaultAction::Reseed { switch, seed } => {
-                let per_switch = self.m.config.routing.per_switch_seed;
-                for s in &mut self.switches {
-                    if switch.is_none_or(|n| n.0 == s.node) {
-                        // Keyed by node index, as at build time.
-                        s.seed = switch_seed(seed, s.node as usize, per_switch);
-                    }
-                }
+                self.router.reseed(switch, seed);
             }
             FaultAction::HashFields { mask } => {
                 // The hash is the QP's, carried by its packets: recompute it from the stored
                 // source port. Packets already in flight keep the old one (as packets already
                 // past a switch keep the path it chose).
-                self.hash_fields = mask;
-                for i in 0..self.qps.len() {
-                    let q = &self.qps[i];
-                    let h = self.flow_hash(q.src, q.dst, q.sport as u32);
-                    self.qps[i].hash = h;
+                self.router.set_hash_fields(mask);
+                for q in &mut self.qps {
+                    q.hash = self.router.flow_hash(q.src, q.dst, q.sport as u32);
                 }
-            }
-        }
-    }
-
-    /// Applies a fault's effect on routing and hashing at once, for an engine that runs no
-    /// packets on this one and asks it only for paths (`flow`): links and routes change, the
-    /// switches learn of it without convergence delay, seeds and hashed fields change. Host
-    /// stalls change nothing here.
-    #[cold]
-    pub(crate) fn apply_routing_fault(&mut self, action: FaultAction) {
-        self.faults.push(Fault { at: self.now, action });
-        self.faults_due += 1;
-        self.on_fault(self.faults.len() - 1);
-        while let Some((_, ev)) = self.q.pop() {
-            if let Ev::RouteLearn { sw, epoch } = ev {
-                self.on_route_learn(sw, epoch);
             }
         }
     }
@@ -141,7 +114,7 @@ impl Sim<'_> {
     #[cold]
     #[inline(never)]
     pub(super) fn nic_failover(&mut self, dead: u32) {
-        let live = self.live_nic(dead);
+        let live = self.router.live_nic(dead);
         if live == dead {
             return;
         }

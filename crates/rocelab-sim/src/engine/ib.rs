@@ -18,8 +18,8 @@
 //!   With adaptive routing receivers accept packets out of order (`Qp::ooo`), as RC over
 //!   adaptive routing requires; with static routing a gap is a loss (NAK, go-back-N).
 
-use super::ecmp::View;
 use super::*;
+use crate::rng::mix64;
 use rocelab_model::config::IbRoutingKind;
 use rocelab_model::infiniband::{self as ibm, Ib};
 
@@ -359,25 +359,19 @@ impl Sim<'_> {
     /// unusable falls back to the resilient ECMP choice.
     fn ib_choose(&self, sw: u32, dst: u32) -> u32 {
         let ib = self.ib.as_ref().expect("IB");
-        let cands = self.fib.candidates(sw, dst, self.m.routing.host_group[dst as usize]);
+        let r = &self.router;
+        let cands = r.candidates(sw, dst);
         if cands.is_empty() {
             return NONE;
         }
-        let node = self.switches[sw as usize].node;
+        let node = r.switch_node(sw);
         let lid = ib.lid[dst as usize] as u64;
         let n = cands.len();
         let base = (lid / ib.lid_div[node as usize] % n as u64) as usize;
-        // As `ecmp_choose`: with no link changed since the start every switch forwards by
+        // As `Router::choose`: with no link changed since the start every switch forwards by
         // the full table, else by what it has learned.
-        let (fresh, view) = (self.views.len() == 1, View::of(self, sw));
-        let usable = |c: PortId| {
-            let cp = &self.ports[c.idx()];
-            if fresh {
-                cp.routed && cp.node == node
-            } else {
-                self.ecmp_usable(view, c, node, dst)
-            }
-        };
+        let (fresh, view) = (r.pristine(), r.view(sw));
+        let usable = |c: PortId| if fresh { r.own_and_routed(c, node) } else { r.usable(view, c, node, dst) };
         if ib.adaptive && n > 1 {
             let mut best = (NONE, u64::MAX);
             for k in 0..n {
@@ -396,7 +390,7 @@ impl Sim<'_> {
         } else if usable(cands[base]) {
             return cands[base].0;
         }
-        self.ecmp_rehash(view, cands, node, dst, mix64(lid))
+        r.rehash(view, cands, node, dst, mix64(lid))
     }
 }
 

@@ -119,7 +119,7 @@ impl Sim<'_> {
         };
         let cp = self.classes[class as usize];
         let (prio, queue) = (cp.prio, cp.queue);
-        let out = self.ecmp_choose(sw, dst, hash);
+        let out = self.router.choose(sw, dst, hash);
         if out == NONE {
             self.drop_pkt(in_port, queue, pkt, DropReason::LinkDown);
             return;

@@ -8,38 +8,6 @@ use super::*;
 const CTRL_LOOKAHEAD: usize = 16;
 
 impl Sim<'_> {
-    /// The NIC (port) of `host` for its next QP: round-robin over the host's ports.
-    pub(super) fn host_nic(&mut self, host: NodeId) -> u32 {
-        let n = &mut self.qps_at[host.idx()];
-        let nic = self.node_nic[host.idx()] + *n % self.m.node(host).num_ports.max(1);
-        *n += 1;
-        self.live_nic(nic)
-    }
-
-    /// `nic`, or while its port is down the next NIC of the same host whose port is up (LAG
-    /// tx affinity); `nic` itself when none is.
-    pub(super) fn live_nic(&self, nic: u32) -> u32 {
-        let up = |n: u32| self.ports[self.nics[n as usize].port as usize].up;
-        if up(nic) {
-            return nic;
-        }
-        let host = NodeId(self.nics[nic as usize].node);
-        let all = self.nics_of(host);
-        let (first, ports) = (all.start, all.end - all.start);
-        (1..ports).map(|k| first + (nic - first + k) % ports).find(|&n| up(n)).unwrap_or(nic)
-    }
-
-    /// The model port of NIC `nic`.
-    pub(crate) fn nic_port(&self, nic: u32) -> u32 {
-        self.nics[nic as usize].port
-    }
-
-    /// The NICs of `host` (one per port).
-    pub(super) fn nics_of(&self, host: NodeId) -> std::ops::Range<u32> {
-        let first = self.node_nic[host.idx()];
-        first..first + self.m.node(host).num_ports
-    }
-
     #[inline]
     pub(super) fn nic_try_send(&mut self, nic: u32) {
         let now = self.now;
