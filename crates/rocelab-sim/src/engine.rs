@@ -28,6 +28,7 @@ use crate::router::{hash_field_mask, QpRoute, RouteLearn, Router};
 use crate::stats::*;
 use crate::traffic::{FlowSpec, Transport};
 use crate::workload::{Delivered, FixedFlows, Net, WakeSlots, Workload};
+use link::{LinkLayer, QpIdentity};
 use rocelab_model::config::{CongestionControl, FaultConfig, FaultKind, SchedulerKind, WatchdogAction};
 use rocelab_model::{BitsPerSec, Diagnostic, Model, NodeId, PortId, Role, SimTime};
 use std::collections::VecDeque;
@@ -35,6 +36,7 @@ use std::collections::VecDeque;
 mod faults;
 mod ib;
 mod invariants;
+mod link;
 mod mmu;
 mod nic;
 mod pfc;
@@ -464,8 +466,9 @@ pub struct Sim<'m> {
     int: Vec<crate::cc::IntStack>,
     /// The stack of the packet the NIC is receiving (kept past its slot's release).
     int_rx: crate::cc::IntStack,
-    /// InfiniBand: VL arbitration, routing mode and destination LIDs (`None` on RoCE).
-    pub(crate) ib: Option<Box<ib::IbState>>,
+    /// The link layer, chosen once (`link`): RoCE, or InfiniBand with its VL arbitration,
+    /// routing mode and destination LIDs.
+    link: LinkLayer,
     /// InfiniBand: per port, its credits and VL arbiter (empty on RoCE, so a RoCE port keeps
     /// its layout).
     pub(crate) ib_ports: Vec<ib::IbPort>,
@@ -508,24 +511,8 @@ impl<'m> Sim<'m> {
         opts: SimOptions,
     ) -> Result<Sim<'m>, Vec<Diagnostic>> {
         let qos = &m.qos;
-        let classes: Vec<ClassProps> = qos
-            .classes
-            .iter()
-            .map(|c| match &m.ib {
-                // InfiniBand: a class's priority is its service level; its packets go on the
-                // VL the SL maps to, in that VL's queue, with no pause (credits instead).
-                Some(ib) => {
-                    let vl = ib.vl_of_sl(c.priority);
-                    ClassProps { prio: vl, queue: vl, lossless: false }
-                }
-                None => ClassProps { prio: c.priority, queue: c.queue, lossless: qos.pfc_enabled(c.priority) },
-            })
-            .collect();
-        let ib_state = match &m.ib {
-            Some(ib) => Some(Box::new(ib::IbState::new(m, ib)?)),
-            None => None,
-        };
-        let is_ib = ib_state.is_some();
+        let link = LinkLayer::of(m)?;
+        let classes: Vec<ClassProps> = qos.classes.iter().map(|c| link.class_props(m, c)).collect();
         // Queue properties: the first class mapped to a queue decides strict/weight; a queue is
         // paused when any priority mapped to it is paused.
         let mut strict = [None::<(bool, u32, u8)>; 8];
@@ -575,8 +562,8 @@ impl<'m> Sim<'m> {
                         buffer: sp.buffer_bytes,
                         shared_used: 0,
                         total_hdrm: 0,
-                        total_rsrv: if is_ib { 0 } else { sp.reserve_bytes * n.num_ports as u64 * used_prios },
-                        reserve: if is_ib { 0 } else { sp.reserve_bytes },
+                        total_rsrv: link.reserve_bytes(sp.reserve_bytes) * n.num_ports as u64 * used_prios,
+                        reserve: link.reserve_bytes(sp.reserve_bytes),
                         resume_offset: sp.resume_offset_bytes,
                         alpha_lossless: sp.ingress_lossless_alpha,
                         alpha_lossy: sp.ingress_lossy_alpha,
@@ -618,14 +605,14 @@ impl<'m> Sim<'m> {
             let ps_per_byte =
                 if 8_000_000_000_000u64.is_multiple_of(p.speed.0) { 8_000_000_000_000u64 / p.speed.0 } else { 0 };
             let mut ecn = [None; 8];
-            for c in qos.classes.iter().filter(|_| !is_ib) {
+            for c in &qos.classes {
                 if ecn[c.queue as usize].is_none() {
-                    if let Some(e) = c.ecn_for_speed(p.speed.gbps()) {
-                        ecn[c.queue as usize] = Some(Ecn { kmin: e.kmin_bytes, kmax: e.kmax_bytes, pmax: e.pmax });
+                    if let Some(e) = link.ecn(c, p.speed.gbps()) {
+                        ecn[c.queue as usize] = Some(e);
                     }
                 }
             }
-            let headroom = if is_ib { 0 } else { m.headroom_in_force(PortId(pi as u32)) };
+            let headroom = link.headroom_bytes(m, PortId(pi as u32));
             let (sw, first_nic) = (router.switch_of(node as u32), router.first_nic(node as u32));
             if sw != NONE {
                 switches[sw as usize].total_hdrm += headroom * lossless_prios;
@@ -662,8 +649,7 @@ impl<'m> Sim<'m> {
                 st: Box::default(),
             });
         }
-        let ib_cc = m.ib.as_ref().and_then(|i| i.cc.as_ref());
-        let cc_params: Vec<CcParams> = m.nics.iter().map(|n| CcParams::of(n, ib_cc)).collect();
+        let cc_params: Vec<CcParams> = m.nics.iter().map(|n| CcParams::of(n, link.ib_cc())).collect();
         let mut sim = Sim {
             m,
             now: SimTime::ZERO,
@@ -701,18 +687,12 @@ impl<'m> Sim<'m> {
             flow_rx_left: Vec::new(),
             deliveries_due: 0,
             wakes: WakeSlots::default(),
-            hdr: match (is_ib, m.config.simulation.header_overhead.unwrap_or_default()) {
-                (true, _) => ib::Overheads::INFINIBAND,
-                (false, rocelab_model::cc::HeaderOverhead::Roce) => ib::Overheads::ROCE,
-                (false, rocelab_model::cc::HeaderOverhead::Ns3) => ib::Overheads::NS3,
-            },
-            int_on: !is_ib && m.nics.iter().any(|n| n.congestion_control == CongestionControl::Hpcc),
+            hdr: link.overheads(m),
+            int_on: link.stamps_int(m),
             int: Vec::new(),
             int_rx: crate::cc::IntStack::default(),
-            ib_ports: ib_state
-                .as_ref()
-                .map_or_else(Vec::new, |s| vec![ib::IbPort::new(s.initial_credits); m.ports.len()]),
-            ib: ib_state,
+            ib_ports: link.ports(m.ports.len()),
+            link,
             opts,
         };
         if sim.opts.sample_interval.is_some() {
@@ -730,9 +710,8 @@ impl<'m> Sim<'m> {
         if let Some(iv) = sim.opts.sample_interval {
             sim.q.push(iv, Ev::Sample);
         }
-        let wd = &m.qos.watchdog;
-        if wd.enabled && m.qos.pfc_mask != 0 && !m.is_ib() {
-            sim.q.push(wd.poll, Ev::WatchdogPoll);
+        if sim.link.runs_pfc_watchdog(m) {
+            sim.q.push(m.qos.watchdog.poll, Ev::WatchdogPoll);
         }
         Ok(sim)
     }
@@ -763,33 +742,8 @@ impl<'m> Sim<'m> {
     pub(crate) fn post_flow(&mut self, f: FlowSpec) -> u32 {
         let fi = self.flows.len() as u32;
         let prof = self.m.nic_of(f.src);
-        let class = &self.m.qos.classes[f.class];
-        // The NIC stamps the class's DSCP and maps it to a priority with its own table.
-        let dscp = if f.class == self.m.qos.rdma_class() {
-            prof.qos.roce_dscp
-        } else {
-            class.dscp.first().copied().unwrap_or(0)
-        };
-        let (pcp, switch_class) = if self.ib.is_some() {
-            // InfiniBand: the class's SL (its `priority`) picks the VL; no DSCP, no PCP.
-            (self.classes[f.class].queue, f.class as u8)
-        } else {
-            let pcp = prof.qos.dscp_to_priority[dscp as usize];
-            let switch_class = match self.m.qos.trust {
-                rocelab_model::config::Trust::Dscp => self.m.qos.dscp_to_class[dscp as usize],
-                rocelab_model::config::Trust::Pcp => self.m.qos.priority_to_class[pcp as usize],
-            };
-            (pcp, switch_class)
-        };
-        let cc_kind = if f.transport.is_tcp() {
-            QpKind::Tcp { ib_cc: self.ib.as_ref().is_some_and(|i| i.cc.is_some()) }
-        } else if let Some(ib) = &self.ib {
-            QpKind::Ib { cc: ib.cc.is_some() }
-        } else if prof.qos.ecn_rp_mask & (1 << pcp) != 0 {
-            QpKind::Rdma
-        } else {
-            QpKind::RdmaUnmanaged
-        };
+        let QpIdentity { pcp, class: switch_class, kind: cc_kind, ect } =
+            self.link.qp_identity(self.m, &f, &self.classes);
         let mut qps = 0;
         for (k, size) in f.qp_sizes() {
             let QpRoute { src_nic, dst_nic, sport, hash } = self.router.qp_route(&f, k);
@@ -812,7 +766,7 @@ impl<'m> Sim<'m> {
                 pcp,
                 hash,
                 sport,
-                ect: self.ib.is_none()
+                ect: ect
                     && match f.transport {
                         // ECN-capable where the algorithm reads marks (DCQCN's CNPs, DCTCP's
                         // echo; not HPCC's INT or TIMELY's RTT), or the receiver answers them.

@@ -23,6 +23,8 @@
 //! | QPs: sending, receiving, ACK/NAK/CNP, timeouts, port choice | `engine::nic` |
 //! | what a fault does when it happens | `engine::faults`; resolving `[[fault]]`: `engine::resolve_faults` |
 //! | invariants recounted from the packets | `engine::invariants` |
+//! | the link layer, chosen once per fabric: what RoCE and InfiniBand resolve differently at construction and a QP's creation, and the data-path hooks where they differ (admission, pick, wire, release, CE at the receiver) | `engine::link` |
+//! | InfiniBand's credits, VL arbitration, LID routing, FECN | `engine::ib` |
 //! | congestion control: the one interface every algorithm sits behind (CNP, ACK with RTT and INT, loss, timers), static dispatch by enum | `cc` |
 //! | DCQCN's two variants (paper, mlx5) | `cc::dcqcn` |
 //! | the TCP-like transport's window (DCTCP, RFC 8257), for `Net::post_tcp` | `cc::dctcp` |

@@ -24,14 +24,7 @@ impl Sim<'_> {
                         while pkt != NONE {
                             let next = self.pkts.get(pkt).next;
                             let q = self.classes[self.pkts.get(pkt).class as usize].queue;
-                            if self.ib.is_some() {
-                                // InfiniBand: the receiver never got it; the link's flow
-                                // control re-initializes when it comes back (IBTA Vol. 1
-                                // §7.9.4), so its credits are the sender's again.
-                                let k = self.pkts.get(pkt);
-                                let (vl, bytes) = (k.pcp as usize & 7, k.wire_bytes as u32);
-                                self.ib_ports[p as usize].credits[vl] += bytes;
-                            }
+                            self.lost_on_wire(p, pkt);
                             self.drop_pkt(p, q, pkt, DropReason::LinkDown);
                             pkt = next;
                         }
@@ -74,12 +67,7 @@ impl Sim<'_> {
                     self.nics[n as usize].stalled = false;
                     let port = self.nics[n as usize].port;
                     while let Some(pkt) = self.nics[n as usize].rx_q.pop_front() {
-                        if self.ib.is_some() {
-                            // What the host held frees its input buffer: credits go back.
-                            let p = self.pkts.get(pkt);
-                            let (size, vl) = (p.wire_bytes as u32, p.pcp);
-                            self.return_credits(port, vl, size);
-                        }
+                        self.host_released(port, pkt);
                         self.host_receive(n, pkt);
                     }
                     self.nics[n as usize].rx_bytes = 0;

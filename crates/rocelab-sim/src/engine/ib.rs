@@ -176,17 +176,6 @@ fn lid_divisors(m: &Model) -> Vec<u64> {
 }
 
 impl Sim<'_> {
-    /// True while `port` may not send `bytes` on VL/priority `vl`: paused by PFC (RoCE), or
-    /// short of credits (InfiniBand).
-    #[inline]
-    pub(super) fn tx_blocked(&self, port: u32, vl: u8, bytes: u32) -> bool {
-        if self.ib.is_some() {
-            self.ib_ports[port as usize].credits[vl as usize & 7] < bytes
-        } else {
-            self.is_paused(port, vl)
-        }
-    }
-
     /// A VL queue may send: it holds a packet and the credits cover its head.
     #[inline]
     fn vl_ready(&self, port: u32, vl: u8) -> bool {
@@ -203,7 +192,7 @@ impl Sim<'_> {
     /// is ready. Moves past entries whose weight is spent or whose VL cannot send; an entry
     /// entered afresh starts with its full weight.
     fn arb_table(&mut self, port: u32, high: bool) -> Option<u8> {
-        let ib = self.ib.as_ref().expect("IB");
+        let ib = self.link.ib();
         let table = if high { &ib.high } else { &ib.low };
         let n = table.len();
         if n == 0 || !table.iter().any(|&(vl, _)| self.vl_ready(port, vl)) {
@@ -234,7 +223,7 @@ impl Sim<'_> {
     /// The VL arbiter: the high-priority table first, unless it has sent its limit while a
     /// low-priority VL waits; then the low-priority table.
     pub(super) fn pick_vl(&mut self, port: u32) -> Option<usize> {
-        let limit = self.ib.as_ref().expect("IB").high_limit;
+        let limit = self.link.ib().high_limit;
         let hi_sent = self.ib_ports[port as usize].arb.hi_sent as u64;
         let low_first = limit.is_some_and(|l| hi_sent > l);
         if !low_first {
@@ -318,7 +307,7 @@ impl Sim<'_> {
     /// port whose credits would not cover another packet of this size after this one.
     #[inline]
     pub(super) fn ib_mark_fecn(&mut self, port: u32, vl: usize, pkt: u32, qlen: u64) {
-        let Some(cc) = self.ib.as_ref().and_then(|i| i.cc.as_ref()) else { return };
+        let Some(cc) = self.link.ib_cc() else { return };
         let (kind, size) = {
             let p = self.pkts.get(pkt);
             (p.kind, p.wire_bytes as u32)
@@ -358,7 +347,7 @@ impl Sim<'_> {
     /// least-loaded minimal next hop). After a link change, a choice the switch knows to be
     /// unusable falls back to the resilient ECMP choice.
     fn ib_choose(&self, sw: u32, dst: u32) -> u32 {
-        let ib = self.ib.as_ref().expect("IB");
+        let ib = self.link.ib();
         let r = &self.router;
         let cands = r.candidates(sw, dst);
         if cands.is_empty() {
@@ -487,7 +476,7 @@ a = "h1"
         // the run ends).
         for p in &s.ib_ports {
             let back: Vec<u32> = (0..8).map(|v| p.credits[v] + p.credit_in_flight[v]).collect();
-            assert_eq!(back, s.ib.as_ref().unwrap().initial_credits.to_vec());
+            assert_eq!(back, s.link.ib().initial_credits.to_vec());
         }
     }
 
@@ -833,7 +822,7 @@ link = [ {} ]
         assert!(s.stats.dropped > 0, "the link's packets were lost");
         for p in &s.ib_ports {
             let back: Vec<u32> = (0..8).map(|v| p.credits[v] + p.credit_in_flight[v]).collect();
-            assert_eq!(back, s.ib.as_ref().unwrap().initial_credits.to_vec());
+            assert_eq!(back, s.link.ib().initial_credits.to_vec());
         }
     }
 }

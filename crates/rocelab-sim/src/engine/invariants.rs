@@ -17,7 +17,7 @@
 //! `Sim::check_invariants` runs in the physics and random-fabric tests and, in debug builds,
 //! at every sample.
 
-use super::{Sim, NONE};
+use super::{LinkLayer, Sim, NONE};
 
 impl Sim<'_> {
     /// Checks the invariants above; `Err` lists every one that fails.
@@ -97,7 +97,7 @@ impl Sim<'_> {
         // InfiniBand credits: per port and VL, what the port may still send, what is on its
         // wire, what the receiver holds and the credits on their way back add up to the
         // receiver's buffer.
-        if let Some(ib) = &self.ib {
+        if let LinkLayer::Ib(ib) = &self.link {
             for (i, p) in self.ports.iter().enumerate() {
                 let r = &self.ports[p.peer as usize];
                 let mut acc = [0u64; 8];

@@ -107,12 +107,10 @@ impl Sim<'_> {
         self.ports[port as usize].pg[prio as usize].ing.saturating_sub(r)
     }
 
+    /// A packet arrives at a RoCE switch: routed, admitted by the MMU (reserve, shared pool,
+    /// headroom; PFC XOFF when a lossless priority group crosses its threshold), queued.
     #[inline]
-    pub(super) fn switch_arrive(&mut self, sw: u32, in_port: u32, pkt: u32) {
-        if self.ib.is_some() {
-            self.switch_arrive_ib(sw, in_port, pkt);
-            return;
-        }
+    pub(super) fn switch_arrive_eth(&mut self, sw: u32, in_port: u32, pkt: u32) {
         let (class, dst, hash, size) = {
             let p = self.pkts.get(pkt);
             (p.class, p.dst, p.hash, p.wire_bytes as u64)
@@ -195,11 +193,7 @@ impl Sim<'_> {
         if self.classes.iter().any(|c| c.prio == prio && c.lossless) {
             self.check_resume(sw, in_port, prio);
         }
-        // InfiniBand (no reserve, no headroom, no lossless class: all of it was shared): the
-        // freed input buffer goes back upstream as credits for its VL.
-        if self.ib.is_some() {
-            self.return_credits(in_port, prio, size as u32);
-        }
+        self.released(in_port, prio, size);
     }
 }
 

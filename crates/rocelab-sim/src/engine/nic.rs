@@ -47,7 +47,7 @@ impl Sim<'_> {
                 continue;
             }
             // (The next packet's size matters only to InfiniBand's credits.)
-            let wire = if self.ib.is_some() { q.payload_of(q.snd_nxt) + self.hdr.data } else { 0 };
+            let wire = q.payload_of(q.snd_nxt) + self.hdr.data;
             let (pcp, next) = (q.pcp, q.pacer.next_send);
             if self.tx_blocked(port, pcp, wire) {
                 continue;
@@ -141,12 +141,10 @@ impl Sim<'_> {
         self.put_on_wire(port, id);
     }
 
+    /// A packet reaches a RoCE NIC: taken at once, or while the host does not drain held in
+    /// its receive buffer (pausing the priority at XOFF, dropping when full).
     #[inline]
-    pub(super) fn host_arrive(&mut self, nic: u32, pkt: u32) {
-        if self.ib.is_some() {
-            self.host_arrive_ib(nic, pkt);
-            return;
-        }
+    pub(super) fn host_arrive_eth(&mut self, nic: u32, pkt: u32) {
         let n = &mut self.nics[nic as usize];
         if n.stalled && self.pkts.get(pkt).kind == Kind::Data {
             let size = self.pkts.get(pkt).wire_bytes as u64;
@@ -184,37 +182,13 @@ impl Sim<'_> {
         match p.kind {
             Kind::Data => {
                 self.stats.data_delivered += 1;
-                let prof_i = self.nics[nic as usize].profile;
-                let prof = &self.m.nics[prof_i];
-                // Notification point: CE-marked packet -> CNP, at most one per interval per QP.
-                if p.ecn == CE && self.ib.is_some() {
-                    // InfiniBand: every FECN is answered with a BECN.
-                    self.nics[nic as usize].st.ecn_marked_rx += 1;
-                    self.send_cnp(qi);
-                } else if p.ecn == CE {
-                    self.nics[nic as usize].st.ecn_marked_rx += 1;
-                    if self.qps[qi as usize].cc.as_ref().is_some_and(|c| c.feedback().echo_ce) {
-                        // A TCP-like receiver echoes the mark on its next ACK (no CNP).
-                        let q = &mut self.qps[qi as usize];
-                        q.ce_unechoed = q.ce_unechoed.saturating_add(1);
-                    } else if prof.qos.ecn_np_mask & (1 << p.pcp) != 0 {
-                        let q = &mut self.qps[qi as usize];
-                        let iv = self.cc_params[prof_i].dcqcn.cnp_interval;
-                        if q.last_cnp.is_none_or(|t| now >= t + iv) {
-                            q.last_cnp = Some(now);
-                            let delay = self.cc_params[prof_i].dcqcn.cnp_delay;
-                            if delay == SimTime::ZERO {
-                                self.send_cnp(qi);
-                            } else {
-                                self.push_qp_timer(now + delay, Ev::CnpSend { qp: qi }, qi);
-                            }
-                        }
-                    }
+                if p.ecn == CE {
+                    self.ce_received(nic, qi, p.pcp);
                 }
                 let ack_iv = self.opts.ack_interval.max(1);
                 let mut message_done = None;
                 // InfiniBand with adaptive routing: packets may arrive out of order.
-                let ib = self.ib.as_ref().is_some_and(|i| i.adaptive);
+                let ib = self.link.keeps_out_of_order();
                 let q = &mut self.qps[qi as usize];
                 if ib && p.psn > q.rcv_nxt {
                     // InfiniBand RC over adaptive routing: a packet ahead of the next expected
@@ -524,21 +498,38 @@ impl Sim<'_> {
         self.nic_try_send(nic);
     }
 
+    /// A RoCE receiver got a CE-marked packet of QP `qi` on priority `pcp`: a TCP-like
+    /// receiver echoes it on its next ACK; a notification point sends a CNP, at most one per
+    /// interval per QP (after the NIC's CNP delay, if any).
+    pub(super) fn ce_received_eth(&mut self, nic: u32, qi: u32, pcp: u8) {
+        let now = self.now;
+        let prof_i = self.nics[nic as usize].profile;
+        let prof = &self.m.nics[prof_i];
+        if self.qps[qi as usize].cc.as_ref().is_some_and(|c| c.feedback().echo_ce) {
+            // A TCP-like receiver echoes the mark on its next ACK (no CNP).
+            let q = &mut self.qps[qi as usize];
+            q.ce_unechoed = q.ce_unechoed.saturating_add(1);
+        } else if prof.qos.ecn_np_mask & (1 << pcp) != 0 {
+            let q = &mut self.qps[qi as usize];
+            let iv = self.cc_params[prof_i].dcqcn.cnp_interval;
+            if q.last_cnp.is_none_or(|t| now >= t + iv) {
+                q.last_cnp = Some(now);
+                let delay = self.cc_params[prof_i].dcqcn.cnp_delay;
+                if delay == SimTime::ZERO {
+                    self.send_cnp(qi);
+                } else {
+                    self.push_qp_timer(now + delay, Ev::CnpSend { qp: qi }, qi);
+                }
+            }
+        }
+    }
+
     /// The receiver of QP `qi` notifies its sender of congestion: a RoCE CNP in the NIC's CNP
     /// class and priority, or on InfiniBand a BECN on the QP's own VL.
     pub(super) fn send_cnp(&mut self, qi: u32) {
         let q = &self.qps[qi as usize];
         let nic = q.dst_nic;
-        let (class, pcp) = if self.ib.is_some() {
-            (q.class, q.pcp)
-        } else {
-            let prof = &self.m.nics[self.nics[nic as usize].profile];
-            let class = match self.m.qos.trust {
-                rocelab_model::config::Trust::Dscp => self.m.qos.dscp_to_class[prof.qos.cnp_dscp as usize],
-                rocelab_model::config::Trust::Pcp => self.m.qos.priority_to_class[prof.qos.cnp_priority as usize],
-            };
-            (class, prof.qos.cnp_priority)
-        };
+        let (class, pcp) = self.cnp_class(qi, nic);
         let pkt = self.ctrl_packet(qi, Kind::Cnp, 0, class, pcp, self.hdr.cnp);
         self.stats.sent += 1;
         self.nics[nic as usize].st.cnp_sent += 1;

@@ -95,8 +95,7 @@ impl Sim<'_> {
         if !self.ports[port as usize].up || self.busy(port) {
             return;
         }
-        let picked = if self.ib.is_some() { self.pick_vl(port) } else { self.pick_queue(port) };
-        let Some(q) = picked else { return };
+        let Some(q) = self.pick(port) else { return };
         let now = self.now;
         let sw = self.ports[port as usize].sw;
         let pkt = {
@@ -135,10 +134,8 @@ impl Sim<'_> {
                 }
             }
         }
-        if self.ib.is_some() {
-            // InfiniBand: FECN instead of ECN, on the same queue length.
-            self.ib_mark_fecn(port, q, pkt, qlen);
-        }
+        // (InfiniBand: FECN instead of ECN, on the same queue length.)
+        self.dequeued(port, q, pkt, qlen, size);
         let delay = (now - enq).0;
         self.stats.qdelay.record(delay);
         if kind == Kind::Cnp {
@@ -149,9 +146,6 @@ impl Sim<'_> {
             eq.delay_max = delay;
         }
         // Release the buffer at this switch.
-        if self.ib.is_some() {
-            self.arb_sent(port, size as u32);
-        }
         self.release(sw, in_port, in_prio, size);
         if self.int_on && kind == Kind::Data {
             self.stamp_int(port, pkt, size);

@@ -17,10 +17,7 @@ impl Sim<'_> {
     pub(super) fn put_on_wire(&mut self, port: u32, pkt: u32) {
         let now = self.now;
         let bytes = self.pkts.get(pkt).wire_bytes as u32;
-        if self.ib.is_some() {
-            let vl = self.pkts.get(pkt).pcp;
-            self.spend_credits(port, vl, bytes);
-        }
+        self.on_wire(port, self.pkts.get(pkt).pcp, bytes);
         let p = &mut self.ports[port as usize];
         let ser = ser_time(p, bytes);
         p.busy_until = now + ser;
