@@ -31,6 +31,7 @@ pub mod intent;
 pub mod model;
 pub mod pcie;
 pub mod presets;
+pub mod queues;
 pub mod routing;
 pub mod summary;
 pub mod templates;

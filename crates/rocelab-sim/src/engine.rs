@@ -29,7 +29,8 @@ use crate::stats::*;
 use crate::traffic::{FlowSpec, Transport};
 use crate::workload::{Delivered, FixedFlows, Net, WakeSlots, Workload};
 use link::{LinkLayer, QpIdentity};
-use rocelab_model::config::{CongestionControl, FaultConfig, FaultKind, SchedulerKind, WatchdogAction};
+use rocelab_model::config::{CongestionControl, FaultConfig, FaultKind, WatchdogAction};
+use rocelab_model::queues::{ClassQueue, Queues};
 use rocelab_model::{BitsPerSec, Diagnostic, Model, NodeId, PortId, Role, SimTime};
 use std::collections::VecDeque;
 
@@ -109,13 +110,6 @@ struct Ecn {
     kmin: u64,
     kmax: u64,
     pmax: f64,
-}
-
-#[derive(Clone, Copy, Debug)]
-struct ClassProps {
-    prio: u8,
-    queue: u8,
-    lossless: bool,
 }
 
 /// One egress queue of a port, its FIFO of packets and its counters in one 64-byte line:
@@ -417,11 +411,9 @@ pub struct Sim<'m> {
     pub(crate) faults: Vec<Fault>,
     /// Forwarding, ECMP, routing epochs, host port choice (`router`).
     pub(crate) router: Router<'m>,
-    classes: Vec<ClassProps>,
-    strict_queues: Vec<u8>,
-    dwrr_queues: Vec<u8>,
-    quantum: [i64; 8],
-    queue_prio_mask: [u8; 8],
+    /// Per class its priority, queue and losslessness; strict order, DWRR quanta and pause
+    /// masks of the egress queues (resolved by the model, `Model::queues`).
+    queues: Queues,
     /// Each NIC profile's congestion-control tables.
     cc_params: Vec<CcParams>,
     qps_left: usize,
@@ -512,42 +504,13 @@ impl<'m> Sim<'m> {
     ) -> Result<Sim<'m>, Vec<Diagnostic>> {
         let qos = &m.qos;
         let link = LinkLayer::of(m)?;
-        let classes: Vec<ClassProps> = qos.classes.iter().map(|c| link.class_props(m, c)).collect();
-        // Queue properties: the first class mapped to a queue decides strict/weight; a queue is
-        // paused when any priority mapped to it is paused.
-        let mut strict = [None::<(bool, u32, u8)>; 8];
-        let mut queue_prio_mask = [0u8; 8];
-        for c in &qos.classes {
-            let q = c.queue as usize;
-            queue_prio_mask[q] |= 1 << c.priority;
-            if strict[q].is_none() {
-                strict[q] = Some((c.scheduler == SchedulerKind::Strict, c.weight.max(1), c.priority));
-            }
-        }
-        let mut strict_queues: Vec<(u8, u8)> = Vec::new();
-        let mut dwrr_queues = Vec::new();
-        let mut quantum = [0i64; 8];
-        for (q, s) in strict.iter().enumerate() {
-            match s {
-                Some((true, _, prio)) => strict_queues.push((*prio, q as u8)),
-                Some((false, w, _)) => {
-                    dwrr_queues.push(q as u8);
-                    quantum[q] = *w as i64 * 256;
-                }
-                None => {}
-            }
-        }
-        // Strict queues: higher priority first.
-        strict_queues.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        let strict_queues = strict_queues.into_iter().map(|x| x.1).collect();
-
         let router = Router::new(m, opts.seed)?;
         let mut switches = Vec::new();
         let mut nics = Vec::new();
         let lossless_prios = (0..8u8).filter(|p| qos.pfc_enabled(*p)).count() as u64;
         let used_prios = {
             let mut mask = 0u8;
-            for c in &classes {
+            for c in &m.queues.classes {
                 mask |= 1 << c.prio;
             }
             mask.count_ones() as u64
@@ -604,14 +567,10 @@ impl<'m> Sim<'m> {
             let node = p.node.idx();
             let ps_per_byte =
                 if 8_000_000_000_000u64.is_multiple_of(p.speed.0) { 8_000_000_000_000u64 / p.speed.0 } else { 0 };
-            let mut ecn = [None; 8];
-            for c in &qos.classes {
-                if ecn[c.queue as usize].is_none() {
-                    if let Some(e) = link.ecn(c, p.speed.gbps()) {
-                        ecn[c.queue as usize] = Some(e);
-                    }
-                }
-            }
+            let ecn = m
+                .queues
+                .ecn_at(qos, p.speed.gbps())
+                .map(|e| e.map(|e| Ecn { kmin: e.kmin_bytes, kmax: e.kmax_bytes, pmax: e.pmax }));
             let headroom = link.headroom_bytes(m, PortId(pi as u32));
             let (sw, first_nic) = (router.switch_of(node as u32), router.first_nic(node as u32));
             if sw != NONE {
@@ -662,11 +621,7 @@ impl<'m> Sim<'m> {
             flows: Vec::new(),
             faults,
             router,
-            classes,
-            strict_queues,
-            dwrr_queues,
-            quantum,
-            queue_prio_mask,
+            queues: m.queues.clone(),
             cc_params,
             qps_left: 0,
             qps_created: 0,
@@ -743,7 +698,7 @@ impl<'m> Sim<'m> {
         let fi = self.flows.len() as u32;
         let prof = self.m.nic_of(f.src);
         let QpIdentity { pcp, class: switch_class, kind: cc_kind, ect } =
-            self.link.qp_identity(self.m, &f, &self.classes);
+            self.link.qp_identity(self.m, &f, &self.queues.classes);
         let mut qps = 0;
         for (k, size) in f.qp_sizes() {
             let QpRoute { src_nic, dst_nic, sport, hash } = self.router.qp_route(&f, k);

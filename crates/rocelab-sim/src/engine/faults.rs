@@ -23,7 +23,7 @@ impl Sim<'_> {
                         self.ports[p as usize].wire_tail = NONE;
                         while pkt != NONE {
                             let next = self.pkts.get(pkt).next;
-                            let q = self.classes[self.pkts.get(pkt).class as usize].queue;
+                            let q = self.queues.classes[self.pkts.get(pkt).class as usize].queue;
                             self.lost_on_wire(p, pkt);
                             self.drop_pkt(p, q, pkt, DropReason::LinkDown);
                             pkt = next;

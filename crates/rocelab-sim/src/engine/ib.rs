@@ -327,7 +327,7 @@ impl Sim<'_> {
             let p = self.pkts.get(pkt);
             (p.class, p.dst, p.wire_bytes as u64)
         };
-        let vl = self.classes[class as usize].queue;
+        let vl = self.queues.classes[class as usize].queue;
         let out = self.ib_choose(sw, dst);
         if out == NONE {
             self.return_credits(in_port, vl, size as u32);
@@ -455,7 +455,7 @@ a = "h1"
         let after = t59 - at_stall;
         assert!(after <= 2 * window, "h0 sent {after} B after the stall; two windows are {}", 2 * window);
         let sw_from_h0 = s.ports[h0 as usize].peer;
-        let vl = s.classes[m.qos.rdma_class()].queue as usize;
+        let vl = s.queues.classes[m.qos.rdma_class()].queue as usize;
         assert_eq!(s.nics[s.ports[h1 as usize].nic as usize].rx_bytes, full, "h1 holds a full window");
         assert_eq!(s.ports[sw_from_h0 as usize].pg[vl].ing, full, "the switch's input buffer from h0 is full");
         assert!(after + 3 * 4_122 >= 2 * full, "h0 stopped early: {after} B after the stall");

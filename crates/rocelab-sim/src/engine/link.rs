@@ -14,7 +14,6 @@
 
 use super::*;
 use rocelab_model::infiniband::IbCc;
-use rocelab_model::TrafficClass;
 
 /// The fabric's link layer and its state.
 pub(super) enum LinkLayer {
@@ -42,19 +41,6 @@ impl LinkLayer {
         }
     }
 
-    /// Where a class's packets go at a switch: on RoCE its priority and queue, lossless if PFC
-    /// covers the priority; on InfiniBand its SL (`priority`) picks the VL, which is both
-    /// priority and queue, with no pause (credits instead).
-    pub(super) fn class_props(&self, m: &Model, c: &TrafficClass) -> ClassProps {
-        match (self, &m.ib) {
-            (LinkLayer::Ib(_), Some(ib)) => {
-                let vl = ib.vl_of_sl(c.priority);
-                ClassProps { prio: vl, queue: vl, lossless: false }
-            }
-            _ => ClassProps { prio: c.priority, queue: c.queue, lossless: m.qos.pfc_enabled(c.priority) },
-        }
-    }
-
     /// Per-(port, priority group) reserved bytes of a switch whose model reserves
     /// `reserve_bytes`: none on InfiniBand, where all of a VL's input buffer is credit-managed.
     pub(super) fn reserve_bytes(&self, reserve_bytes: u64) -> u64 {
@@ -70,17 +56,6 @@ impl LinkLayer {
         match self {
             LinkLayer::Roce => m.headroom_in_force(port),
             LinkLayer::Ib(_) => 0,
-        }
-    }
-
-    /// RED/ECN marking of class `c`'s queue on a port of `speed_gbps` (InfiniBand marks FECN
-    /// instead, by its own threshold).
-    pub(super) fn ecn(&self, c: &TrafficClass, speed_gbps: f64) -> Option<Ecn> {
-        match self {
-            LinkLayer::Roce => {
-                c.ecn_for_speed(speed_gbps).map(|e| Ecn { kmin: e.kmin_bytes, kmax: e.kmax_bytes, pmax: e.pmax })
-            }
-            LinkLayer::Ib(_) => None,
         }
     }
 
@@ -131,7 +106,7 @@ impl LinkLayer {
     /// its priority (PCP; the VL on InfiniBand), the class switches file it under, its
     /// congestion control kind and whether its packets are ECN-capable where the algorithm
     /// asks (`ect_if`: what the RoCE transport would mark).
-    pub(super) fn qp_identity(&self, m: &Model, f: &FlowSpec, classes: &[ClassProps]) -> QpIdentity {
+    pub(super) fn qp_identity(&self, m: &Model, f: &FlowSpec, classes: &[ClassQueue]) -> QpIdentity {
         let prof = m.nic_of(f.src);
         match self {
             LinkLayer::Ib(s) => QpIdentity {

@@ -115,7 +115,7 @@ impl Sim<'_> {
             let p = self.pkts.get(pkt);
             (p.class, p.dst, p.hash, p.wire_bytes as u64)
         };
-        let cp = self.classes[class as usize];
+        let cp = self.queues.classes[class as usize];
         let (prio, queue) = (cp.prio, cp.queue);
         let out = self.router.choose(sw, dst, hash);
         if out == NONE {
@@ -190,7 +190,7 @@ impl Sim<'_> {
         ip.pg[pi].ing -= size - from_hdrm;
         s.shared_used -= from_shared;
         s.used -= size;
-        if self.classes.iter().any(|c| c.prio == prio && c.lossless) {
+        if self.queues.classes.iter().any(|c| c.prio == prio && c.lossless) {
             self.check_resume(sw, in_port, prio);
         }
         self.released(in_port, prio, size);
@@ -328,8 +328,8 @@ link = [ {{ a = "h0", b = "sw0", speed_gbps = 100, length_m = 2 }}, {{ a = "h1",
 
     /// A RoCE data packet of `bytes` from h0 to h1 arrives at the switch on `ip`.
     fn arrive(s: &mut Sim, sw: u32, ip: u32, bytes: u16) {
-        let class = s.classes.iter().position(|c| c.lossless).unwrap() as u8;
-        assert_eq!(s.classes[class as usize].prio, 3);
+        let class = s.queues.classes.iter().position(|c| c.lossless).unwrap() as u8;
+        assert_eq!(s.queues.classes[class as usize].prio, 3);
         let dst = s.m.node_by_name("h1").unwrap().0;
         let pkt = s.pkts.alloc(Packet {
             enq_time: SimTime::ZERO,

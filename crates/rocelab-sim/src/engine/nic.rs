@@ -152,7 +152,12 @@ impl Sim<'_> {
             if n.rx_bytes + size > prof.rx_buffer_bytes {
                 n.st.rx_discards += 1;
                 let port = n.port;
-                self.drop_pkt(port, self.classes[self.pkts.get(pkt).class as usize].queue, pkt, DropReason::Buffer);
+                self.drop_pkt(
+                    port,
+                    self.queues.classes[self.pkts.get(pkt).class as usize].queue,
+                    pkt,
+                    DropReason::Buffer,
+                );
                 return;
             }
             n.rx_bytes += size;

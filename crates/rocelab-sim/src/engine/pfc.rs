@@ -166,7 +166,7 @@ impl Sim<'_> {
                 }
                 let paused = p.pause[pi].until > now && p.paused_since[pi] != SimTime::MAX;
                 let has_queued =
-                    (0..8).any(|q| self.queue_prio_mask[q] & (1 << prio) != 0 && !p.queues[q].ring.is_empty());
+                    (0..8).any(|q| self.queues.prio_mask[q] & (1 << prio) != 0 && !p.queues[q].ring.is_empty());
                 if paused && has_queued && now.0 >= p.paused_since[pi].0 + wd.detection.0 {
                     self.ports[port as usize].st.storms[pi] += 1;
                     self.stats.storms += 1;
@@ -199,7 +199,7 @@ impl Sim<'_> {
         let sw = self.ports[port as usize].sw;
         for q in 0..8 {
             if let Some(pr) = prio {
-                if self.queue_prio_mask[q] & (1 << pr) == 0 {
+                if self.queues.prio_mask[q] & (1 << pr) == 0 {
                     continue;
                 }
             }

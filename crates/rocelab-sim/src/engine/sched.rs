@@ -21,7 +21,7 @@ impl Sim<'_> {
         if p.nonempty & (1 << q) == 0 {
             return false;
         }
-        let mask = self.queue_prio_mask[q];
+        let mask = self.queues.prio_mask[q];
         let mut m = mask;
         while m != 0 {
             let prio = m.trailing_zeros() as u8;
@@ -35,19 +35,19 @@ impl Sim<'_> {
 
     #[inline]
     pub(super) fn pick_queue(&mut self, port: u32) -> Option<usize> {
-        for i in 0..self.strict_queues.len() {
-            let q = self.strict_queues[i] as usize;
+        for i in 0..self.queues.strict.len() {
+            let q = self.queues.strict[i] as usize;
             if self.queue_eligible(port, q) {
                 return Some(q);
             }
         }
-        let n = self.dwrr_queues.len();
-        if n == 0 || !(0..n).any(|i| self.queue_eligible(port, self.dwrr_queues[i] as usize)) {
+        let n = self.queues.dwrr.len();
+        if n == 0 || !(0..n).any(|i| self.queue_eligible(port, self.queues.dwrr[i] as usize)) {
             return None;
         }
         loop {
             let rr = self.ports[port as usize].rr as usize % n;
-            let q = self.dwrr_queues[rr] as usize;
+            let q = self.queues.dwrr[rr] as usize;
             if !self.queue_eligible(port, q) {
                 let p = &mut self.ports[port as usize];
                 if p.nonempty & (1 << q) == 0 {
@@ -59,7 +59,7 @@ impl Sim<'_> {
             }
             let head =
                 self.pkts.get(self.ports[port as usize].queues[q].ring.front().expect("eligible")).wire_bytes as i64;
-            let quantum = self.quantum[q];
+            let quantum = self.queues.quantum_bytes[q];
             let p = &mut self.ports[port as usize];
             if p.fresh {
                 p.queues[q].deficit += quantum;
@@ -236,11 +236,11 @@ scheduler = "strict"
     fn config_gives_strict_queues_highest_priority_first_and_quanta_by_weight() {
         let m = star();
         let s = sim(&m);
-        assert_eq!(s.strict_queues, vec![7, 6]);
-        assert_eq!(s.dwrr_queues, vec![1, 3]);
+        assert_eq!(s.queues.strict, vec![7, 6]);
+        assert_eq!(s.queues.dwrr, vec![1, 3]);
         // 256 bytes per unit of weight.
-        assert_eq!(s.quantum[3], 3 * 256);
-        assert_eq!(s.quantum[1], 256);
+        assert_eq!(s.queues.quantum_bytes[3], 3 * 256);
+        assert_eq!(s.queues.quantum_bytes[1], 256);
     }
 
     #[test]
