@@ -197,22 +197,6 @@ pub(crate) struct Port {
     pub st: Box<PortStats>,
 }
 
-pub(crate) struct Switch {
-    pub node: u32,
-    buffer: u64,
-    shared_used: u64,
-    total_hdrm: u64,
-    total_rsrv: u64,
-    reserve: u64,
-    resume_offset: u64,
-    alpha_lossless: f64,
-    alpha_lossy: f64,
-    static_xoff: Option<(u64, u64)>,
-    pub used: u64,
-    pub peak_used: u64,
-    rng: Rng,
-}
-
 pub(crate) struct Nic {
     pub node: u32,
     port: u32,
@@ -404,7 +388,8 @@ pub struct Sim<'m> {
     q: EventQueue,
     pub(crate) pkts: Slab,
     pub(crate) ports: Vec<Port>,
-    pub(crate) switches: Vec<Switch>,
+    /// The switches' shared buffers (`mmu::Mmu`).
+    pub(crate) mmu: mmu::Mmu,
     pub(crate) nics: Vec<Nic>,
     pub(crate) qps: Vec<Qp>,
     pub(crate) flows: Vec<FlowSpec>,
@@ -520,7 +505,7 @@ impl<'m> Sim<'m> {
                 Role::Switch { model } => {
                     let sp = &m.switch_models[*model].params;
                     debug_assert_eq!(router.switch_of(i as u32), switches.len() as u32);
-                    switches.push(Switch {
+                    switches.push(mmu::Switch {
                         node: i as u32,
                         buffer: sp.buffer_bytes,
                         shared_used: 0,
@@ -615,7 +600,7 @@ impl<'m> Sim<'m> {
             q: EventQueue::with_capacity(ports.len() * 2 + 1024),
             pkts: Slab::with_capacity(4096),
             ports,
-            switches,
+            mmu: mmu::Mmu { switches },
             nics,
             qps: Vec::new(),
             flows: Vec::new(),
@@ -1132,8 +1117,8 @@ impl<'m> Sim<'m> {
         }
         // The occupancy goes to the observers (the series is one: `SeriesRecord`).
         if !self.observers.is_empty() {
-            for i in 0..self.switches.len() {
-                let s = &self.switches[i];
+            for i in 0..self.mmu.switches.len() {
+                let s = &self.mmu.switches[i];
                 self.notify_all(Observed::BufferSample { time: now, node: NodeId(s.node), bytes: s.used });
             }
             for i in 0..self.ports.len() {

@@ -382,6 +382,7 @@ impl<'m> Sim<'m> {
             }
         }
         let switches = self
+            .mmu
             .switches
             .iter()
             .map(|s| SwitchBuffer {

@@ -334,11 +334,7 @@ impl Sim<'_> {
             self.drop_pkt(in_port, vl, pkt, DropReason::LinkDown);
             return;
         }
-        let s = &mut self.switches[sw as usize];
-        self.ports[in_port as usize].pg[vl as usize].ing += size;
-        s.shared_used += size;
-        s.used += size;
-        s.peak_used = s.peak_used.max(s.used);
+        self.mmu.take_shared(sw, &mut self.ports[in_port as usize].pg[vl as usize], size);
         self.enqueue_egress(pkt, in_port, vl, out, vl, size);
         self.switch_try_tx(out);
     }
@@ -708,7 +704,7 @@ fabric_link = {{ speed_gbps = 100, length_m = 10 }}
             s.run_until(SimTime::from_us(10 * k));
             s.check_invariants().unwrap_or_else(|e| panic!("{e:#?}"));
             // The switch holds at most one VL buffer per input port (8 senders).
-            let sw = &s.switches[0];
+            let sw = &s.mmu.switches[0];
             assert!(sw.used <= 8 * 65_536, "switch holds {} B", sw.used);
         }
         s.run(&mut |_| {});

@@ -34,9 +34,9 @@ impl Sim<'_> {
         for &id in self.pkts.free_ids() {
             sight(id);
         }
-        let mut queued = vec![0u64; self.switches.len()];
-        let mut ingress = vec![0u64; self.switches.len()];
-        let mut shared = vec![0u64; self.switches.len()];
+        let mut queued = vec![0u64; self.mmu.switches.len()];
+        let mut ingress = vec![0u64; self.mmu.switches.len()];
+        let mut shared = vec![0u64; self.mmu.switches.len()];
         for (i, p) in self.ports.iter().enumerate() {
             for (q, eq) in p.queues.iter().enumerate() {
                 let mut bytes = 0u64;
@@ -59,7 +59,7 @@ impl Sim<'_> {
                 at = self.pkts.get(at).next;
             }
             if p.sw != NONE {
-                let s = &self.switches[p.sw as usize];
+                let s = &self.mmu.switches[p.sw as usize];
                 for pg in &p.pg {
                     ingress[p.sw as usize] += pg.ing + pg.hdrm;
                     shared[p.sw as usize] += pg.ing.saturating_sub(s.reserve);
@@ -80,7 +80,7 @@ impl Sim<'_> {
         if held != self.pkts.live() {
             errs.push(format!("{} packets live, {held} found in queues, wires and NICs", self.pkts.live()));
         }
-        for (i, s) in self.switches.iter().enumerate() {
+        for (i, s) in self.mmu.switches.iter().enumerate() {
             if s.used != queued[i] || s.used != ingress[i] {
                 errs.push(format!(
                     "switch node {}: buffer use {} B, queued on its ports {} B, ingress accounting {} B",

@@ -89,11 +89,42 @@ pub(super) fn dynamic_xon_due(shared: u64, resume_offset: u64, thr: u64) -> bool
     shared == 0 || shared + resume_offset <= thr
 }
 
-impl Sim<'_> {
+/// One switch's shared buffer: its size and carve-outs, its thresholds, what it holds.
+pub(crate) struct Switch {
+    pub node: u32,
+    pub buffer: u64,
+    /// Bytes the priority groups hold above their reserve (headroom not counted).
+    pub shared_used: u64,
+    /// Headroom and reserve carved out of the buffer, all ports and lossless priorities.
+    pub total_hdrm: u64,
+    pub total_rsrv: u64,
+    /// Per (port, priority group).
+    pub reserve: u64,
+    pub resume_offset: u64,
+    pub alpha_lossless: f64,
+    pub alpha_lossy: f64,
+    /// Static (XOFF, XON) thresholds on a priority group's shared use; `None`: dynamic.
+    pub static_xoff: Option<(u64, u64)>,
+    pub used: u64,
+    pub peak_used: u64,
+    /// RED's marking draws at this switch's egress queues.
+    pub rng: Rng,
+}
+
+/// The switches' MMU as a component: it owns every switch's buffer state and decides
+/// admission and release. The per-(port, priority group) counters it charges (`IngressPg`)
+/// stay in their port's cache lines, beside what the same packet touches there; the engine
+/// hands it the one a packet is charged to.
+pub(crate) struct Mmu {
+    /// By engine switch (the router's numbering).
+    pub switches: Vec<Switch>,
+}
+
+impl Mmu {
     /// The XOFF threshold on a priority group's shared use: static, or the dynamic threshold
     /// (the same for every PG of a switch: it depends only on the free shared pool).
     #[inline]
-    pub(super) fn pfc_threshold(&self, sw: u32) -> u64 {
+    pub(super) fn xoff_threshold(&self, sw: u32) -> u64 {
         let s = &self.switches[sw as usize];
         if let Some((xoff, _)) = s.static_xoff {
             return xoff;
@@ -101,10 +132,85 @@ impl Sim<'_> {
         alpha_share(free_pool(s.buffer, s.total_hdrm, s.total_rsrv, s.shared_used), s.alpha_lossless)
     }
 
+    /// What priority group `pg` of switch `sw` holds in the shared pool.
+    #[inline]
+    pub(super) fn shared(&self, sw: u32, pg: &IngressPg) -> u64 {
+        pg.ing.saturating_sub(self.switches[sw as usize].reserve)
+    }
+
+    /// Admits `size` bytes into priority group `pg` (of a port with `headroom` bytes of PFC
+    /// headroom) at switch `sw` and charges them, or says why they are dropped. `lossless`:
+    /// the group is PFC-protected (its threshold is then `xoff_threshold`).
+    #[inline]
+    pub(super) fn admit(
+        &mut self,
+        sw: u32,
+        pg: &mut IngressPg,
+        headroom: u64,
+        lossless: bool,
+        size: u64,
+    ) -> Result<(), DropReason> {
+        let thr = if lossless { self.xoff_threshold(sw) } else { u64::MAX };
+        let shared = self.shared(sw, pg);
+        let s = &mut self.switches[sw as usize];
+        if lossless {
+            if lossless_drops(pg.hdrm, headroom, shared, thr, size) {
+                return Err(DropReason::Headroom);
+            }
+        } else {
+            let limit = alpha_share(free_pool(s.buffer, s.total_hdrm, s.total_rsrv, s.shared_used), s.alpha_lossy);
+            if lossy_drops(shared, limit, s.reserve, s.used, s.buffer, size) {
+                return Err(DropReason::Buffer);
+            }
+        }
+        match charge(pg.ing, size, s.reserve, lossless.then_some(thr)) {
+            Charge::Reserve => pg.ing += size,
+            Charge::Headroom => pg.hdrm += size,
+            Charge::Shared { shared } => {
+                pg.ing += size;
+                s.shared_used += shared;
+            }
+        }
+        s.used += size;
+        s.peak_used = s.peak_used.max(s.used);
+        Ok(())
+    }
+
+    /// Charges `size` bytes to `pg` all from the shared pool (InfiniBand: no reserve, no
+    /// headroom; the sender's credits guarantee the room).
+    #[inline]
+    pub(super) fn take_shared(&mut self, sw: u32, pg: &mut IngressPg, size: u64) {
+        let s = &mut self.switches[sw as usize];
+        pg.ing += size;
+        s.shared_used += size;
+        s.used += size;
+        s.peak_used = s.peak_used.max(s.used);
+    }
+
+    /// `size` bytes charged to `pg` leave switch `sw`: headroom empties first, then the
+    /// shared use above the reserve.
+    #[inline]
+    pub(super) fn release(&mut self, sw: u32, pg: &mut IngressPg, size: u64) {
+        let s = &mut self.switches[sw as usize];
+        let (from_hdrm, from_shared) = release_split(pg.ing, pg.hdrm, s.reserve, size);
+        pg.hdrm -= from_hdrm;
+        pg.ing -= size - from_hdrm;
+        s.shared_used -= from_shared;
+        s.used -= size;
+    }
+}
+
+impl Sim<'_> {
+    /// The XOFF threshold of switch `sw` (`Mmu::xoff_threshold`).
+    #[inline]
+    pub(super) fn pfc_threshold(&self, sw: u32) -> u64 {
+        self.mmu.xoff_threshold(sw)
+    }
+
+    /// What priority group `prio` of `port` at switch `sw` holds in the shared pool.
     #[inline]
     pub(super) fn shared_of(&self, sw: u32, port: u32, prio: u8) -> u64 {
-        let r = self.switches[sw as usize].reserve;
-        self.ports[port as usize].pg[prio as usize].ing.saturating_sub(r)
+        self.mmu.shared(sw, &self.ports[port as usize].pg[prio as usize])
     }
 
     /// A packet arrives at a RoCE switch: routed, admitted by the MMU (reserve, shared pool,
@@ -128,36 +234,12 @@ impl Sim<'_> {
             self.drop_pkt(out, queue, pkt, DropReason::Watchdog);
             return;
         }
-        // Admission.
-        let thr = if cp.lossless { self.pfc_threshold(sw) } else { u64::MAX };
-        let s = &self.switches[sw as usize];
-        let shared = self.shared_of(sw, in_port, prio);
-        if cp.lossless {
-            let ip = &self.ports[in_port as usize];
-            if lossless_drops(ip.pg[prio as usize].hdrm, ip.headroom, shared, thr, size) {
-                self.drop_pkt(in_port, queue, pkt, DropReason::Headroom);
-                return;
-            }
-        } else {
-            let limit = alpha_share(free_pool(s.buffer, s.total_hdrm, s.total_rsrv, s.shared_used), s.alpha_lossy);
-            if lossy_drops(shared, limit, s.reserve, s.used, s.buffer, size) {
-                self.drop_pkt(in_port, queue, pkt, DropReason::Buffer);
-                return;
-            }
+        // Admission and ingress accounting.
+        let ip = &mut self.ports[in_port as usize];
+        if let Err(reason) = self.mmu.admit(sw, &mut ip.pg[prio as usize], ip.headroom, cp.lossless, size) {
+            self.drop_pkt(in_port, queue, pkt, reason);
+            return;
         }
-        // Ingress accounting.
-        let s = &mut self.switches[sw as usize];
-        let pg = &mut self.ports[in_port as usize].pg[prio as usize];
-        match charge(pg.ing, size, s.reserve, cp.lossless.then_some(thr)) {
-            Charge::Reserve => pg.ing += size,
-            Charge::Headroom => pg.hdrm += size,
-            Charge::Shared { shared } => {
-                pg.ing += size;
-                s.shared_used += shared;
-            }
-        }
-        s.used += size;
-        s.peak_used = s.peak_used.max(s.used);
         self.enqueue_egress(pkt, in_port, prio, out, queue, size);
         if cp.lossless {
             self.check_pause(sw, in_port, prio);
@@ -182,14 +264,7 @@ impl Sim<'_> {
 
     #[inline]
     pub(super) fn release(&mut self, sw: u32, in_port: u32, prio: u8, size: u64) {
-        let s = &mut self.switches[sw as usize];
-        let ip = &mut self.ports[in_port as usize];
-        let pi = prio as usize;
-        let (from_hdrm, from_shared) = release_split(ip.pg[pi].ing, ip.pg[pi].hdrm, s.reserve, size);
-        ip.pg[pi].hdrm -= from_hdrm;
-        ip.pg[pi].ing -= size - from_hdrm;
-        s.shared_used -= from_shared;
-        s.used -= size;
+        self.mmu.release(sw, &mut self.ports[in_port as usize].pg[prio as usize], size);
         if self.queues.classes.iter().any(|c| c.prio == prio && c.lossless) {
             self.check_resume(sw, in_port, prio);
         }
@@ -366,7 +441,7 @@ link = [ {{ a = "h0", b = "sw0", speed_gbps = 100, length_m = 2 }}, {{ a = "h1",
             arrive(&mut s, sw, ip, 1_000);
         }
         assert_eq!((s.ports[ip as usize].pg[3].ing, s.ports[ip as usize].pg[3].hdrm), (5_000, 0));
-        assert_eq!((s.switches[sw as usize].shared_used, s.switches[sw as usize].used), (904, 5_000));
+        assert_eq!((s.mmu.switches[sw as usize].shared_used, s.mmu.switches[sw as usize].used), (904, 5_000));
         assert_eq!(s.shared_of(sw, ip, 3), 904);
         assert_eq!(s.pfc_threshold(sw), 3_971_815);
         assert!(!s.ports[ip as usize].xoff[3]);
@@ -374,7 +449,7 @@ link = [ {{ a = "h0", b = "sw0", speed_gbps = 100, length_m = 2 }}, {{ a = "h1",
         // the reserve, and the pool is whole again.
         s.release(sw, ip, 3, 1_000);
         assert_eq!(s.ports[ip as usize].pg[3].ing, 4_000);
-        assert_eq!((s.switches[sw as usize].shared_used, s.switches[sw as usize].used), (0, 4_000));
+        assert_eq!((s.mmu.switches[sw as usize].shared_used, s.mmu.switches[sw as usize].used), (0, 4_000));
         assert_eq!(s.pfc_threshold(sw), 3_971_928);
     }
 
@@ -406,7 +481,7 @@ link = [ {{ a = "h0", b = "sw0", speed_gbps = 100, length_m = 2 }}, {{ a = "h1",
         arrive(&mut s, sw, ip, 1_000);
         assert_eq!(pg(&s), (6_000, 3_000));
         assert_eq!(s.ports[ip as usize].st.drops[3][DropReason::Headroom as usize], 1);
-        assert_eq!(s.switches[sw as usize].used, 9_000);
+        assert_eq!(s.mmu.switches[sw as usize].used, 9_000);
         // Leaving packets empty headroom first, and there is no XON while any remains; once it
         // is empty, 1,904 B shared is still above XON (1,000): the pause holds.
         for _ in 0..3 {

@@ -123,7 +123,7 @@ impl Sim<'_> {
                     true
                 } else if qlen > e.kmin {
                     let p = e.pmax * (qlen - e.kmin) as f64 / (e.kmax - e.kmin).max(1) as f64;
-                    self.switches[sw as usize].rng.unit() < p
+                    self.mmu.switches[sw as usize].rng.unit() < p
                 } else {
                     false
                 };
