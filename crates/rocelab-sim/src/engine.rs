@@ -33,6 +33,7 @@ use rocelab_model::config::{CongestionControl, FaultConfig, FaultKind, WatchdogA
 use rocelab_model::queues::{ClassQueue, Queues};
 use rocelab_model::{BitsPerSec, Diagnostic, Model, NodeId, PortId, Role, SimTime};
 use std::collections::VecDeque;
+pub(crate) use transport::{HostTransport, Nic, Qp, RetiredQps};
 
 mod faults;
 mod ib;
@@ -42,6 +43,7 @@ mod mmu;
 mod nic;
 mod pfc;
 mod sched;
+mod transport;
 mod wire;
 
 const NONE: u32 = u32::MAX;
@@ -197,153 +199,6 @@ pub(crate) struct Port {
     pub st: Box<PortStats>,
 }
 
-pub(crate) struct Nic {
-    pub node: u32,
-    port: u32,
-    profile: usize,
-    active: Vec<u32>,
-    rr: usize,
-    cnp_q: VecDeque<u32>,
-    ack_q: VecDeque<u32>,
-    wake_at: SimTime,
-    wake_gen: u32,
-    stalled: bool,
-    rx_q: VecDeque<u32>,
-    rx_bytes: u64,
-    rx_xoff: [bool; 8],
-    pub st: NicStats,
-}
-
-pub(crate) struct Qp {
-    pub flow: u32,
-    src_nic: u32,
-    dst_nic: u32,
-    pub src: u32,
-    pub dst: u32,
-    pub size: u64,
-    npkts: u32,
-    mtu: u32,
-    class: u8,
-    pcp: u8,
-    hash: u32,
-    /// Its UDP source port (the hash is recomputed from it when the hashed fields change).
-    sport: u16,
-    ect: bool,
-    /// In-flight window in bytes (0: none; ConnectX's DCQCN is rate-based and has none).
-    window: u64,
-    /// Scale the window with the current rate (HPCC's `VAR_WIN`).
-    window_var: bool,
-    // sender
-    snd_nxt: u32,
-    snd_una: u32,
-    pacer: Pacer,
-    rto_gen: u32,
-    rto_armed: bool,
-    timeouts_in_row: u32,
-    last_progress: SimTime,
-    /// Its congestion control (`cc`): DCQCN, DCTCP for TCP-like messages, IB CC ...; `None`:
-    /// the port alone paces it.
-    cc: Option<Cc>,
-    /// The packet timed for the algorithm's RTT sample (`NONE`: none in flight), and when it
-    /// left. Only new packets are timed, and a rewind past it drops it (Karn's rule).
-    rtt_psn: u32,
-    rtt_sent: SimTime,
-    /// Bytes of congestion-control header on each data packet and ACK of this QP: HPCC's INT
-    /// (42 B), ns-3's TIMELY timestamp (8 B with its header count); 0 otherwise.
-    int_bytes: u16,
-    /// Receiver: CE-marked packets not yet echoed on an ACK (TCP-like QPs).
-    ce_unechoed: u16,
-    pub sender_done: Option<SimTime>,
-    // receiver
-    rcv_nxt: u32,
-    /// InfiniBand with adaptive routing: a bitmap by PSN of packets received ahead of
-    /// `rcv_nxt` (allocated at the first reordered packet; empty otherwise).
-    ooo: Vec<u64>,
-    nak_for: u32,
-    last_cnp: Option<SimTime>,
-    since_ack: u32,
-    pub finish: Option<SimTime>,
-    pub st: QpStats,
-    /// Packets of this QP alive (on wires, in queues, in NIC queues) and timer events of it
-    /// pending (DCQCN's, a delayed CNP, its start; not the transport timeout, which is
-    /// invalidated by generation): its slot may be reused only when both are zero
-    /// (`SimOptions::recycle_qps`).
-    pkts_out: u32,
-    timers: u32,
-    /// Done and folded into its message's counters; the slot is free.
-    pub(crate) retired: bool,
-}
-
-/// The counters of a message's QPs whose slots were reused, as `snapshot` aggregates live ones.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct RetiredQps {
-    pub qps: u32,
-    pub delivered_bytes: u64,
-    pub retransmitted_packets: u64,
-    pub cnps: u64,
-    pub timeouts: u64,
-    /// The latest finish and sender completion among them.
-    pub finish: SimTime,
-    pub sender_done: SimTime,
-}
-
-impl Qp {
-    /// Payload bytes of packet `psn` (the last one carries the remainder).
-    #[inline]
-    fn payload_of(&self, psn: u32) -> u32 {
-        if psn + 1 >= self.npkts {
-            self.size.saturating_sub(psn as u64 * self.mtu as u64).min(self.mtu as u64) as u32
-        } else {
-            self.mtu
-        }
-    }
-
-    /// A packet `psn` ahead of `rcv_nxt` is held (InfiniBand, out of order).
-    #[inline]
-    fn ooo_has(&self, psn: u32) -> bool {
-        self.ooo.get(psn as usize / 64).is_some_and(|w| w & (1 << (psn % 64)) != 0)
-    }
-
-    #[cold]
-    fn ooo_set(&mut self, psn: u32) {
-        if self.ooo.is_empty() {
-            self.ooo = vec![0; (self.npkts as usize).div_ceil(64)];
-        }
-        self.ooo[psn as usize / 64] |= 1 << (psn % 64);
-    }
-
-    /// Clears and returns whether packet `psn` was held.
-    #[inline]
-    fn ooo_take(&mut self, psn: u32) -> bool {
-        match self.ooo.get_mut(psn as usize / 64) {
-            Some(w) if *w & (1 << (psn % 64)) != 0 => {
-                *w &= !(1 << (psn % 64));
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// False while the bytes sent and not yet acknowledged fill the window (HPCC's
-    /// `IsWinBound`); an ACK reopens it and kicks the NIC.
-    #[inline]
-    fn window_open(&self) -> bool {
-        let own = self.cc.as_ref().and_then(|c| c.window_bytes());
-        if self.window == 0 && own.is_none() {
-            return true;
-        }
-        let in_flight = self.snd_nxt.saturating_sub(self.snd_una) as u64 * self.mtu as u64;
-        if let Some(w) = own {
-            return in_flight < w;
-        }
-        let w = match (&self.cc, self.window_var) {
-            (Some(cc), true) => ((self.window as f64 * cc.rate_bps() / cc.line_rate_bps()) as u64).max(1),
-            _ => self.window,
-        };
-        in_flight < w
-    }
-}
-
 /// What a fault does when it happens, with its target resolved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FaultAction {
@@ -390,8 +245,8 @@ pub struct Sim<'m> {
     pub(crate) ports: Vec<Port>,
     /// The switches' shared buffers (`mmu::Mmu`).
     pub(crate) mmu: mmu::Mmu,
-    pub(crate) nics: Vec<Nic>,
-    pub(crate) qps: Vec<Qp>,
+    /// NICs, QPs and their congestion control (`transport`).
+    pub(crate) host: HostTransport,
     pub(crate) flows: Vec<FlowSpec>,
     pub(crate) faults: Vec<Fault>,
     /// Forwarding, ECMP, routing epochs, host port choice (`router`).
@@ -399,15 +254,9 @@ pub struct Sim<'m> {
     /// Per class its priority, queue and losslessness; strict order, DWRR quanta and pause
     /// masks of the egress queues (resolved by the model, `Model::queues`).
     queues: Queues,
-    /// Each NIC profile's congestion-control tables.
-    cc_params: Vec<CcParams>,
     qps_left: usize,
     /// QPs ever created (slots may be fewer: `SimOptions::recycle_qps`).
     qps_created: usize,
-    /// Slots of retired QPs, reused by the next QPs.
-    free_qps: Vec<u32>,
-    /// Per flow, its retired QPs' counters (empty unless `recycle_qps`).
-    pub(crate) retired: Vec<RetiredQps>,
     /// QPs started and not finished.
     active_qps: usize,
     /// Fault events not yet handled.
@@ -601,17 +450,13 @@ impl<'m> Sim<'m> {
             pkts: Slab::with_capacity(4096),
             ports,
             mmu: mmu::Mmu { switches },
-            nics,
-            qps: Vec::new(),
+            host: HostTransport { nics, qps: Vec::new(), cc_params, free_qps: Vec::new(), retired: Vec::new() },
             flows: Vec::new(),
             faults,
             router,
             queues: m.queues.clone(),
-            cc_params,
             qps_left: 0,
             qps_created: 0,
-            free_qps: Vec::new(),
-            retired: Vec::new(),
             active_qps: 0,
             faults_due: 0,
             flow_failed: Vec::new(),
@@ -687,11 +532,11 @@ impl<'m> Sim<'m> {
         let mut qps = 0;
         for (k, size) in f.qp_sizes() {
             let QpRoute { src_nic, dst_nic, sport, hash } = self.router.qp_route(&f, k);
-            let line = self.ports[self.nics[src_nic as usize].port as usize].speed.0 as f64;
+            let line = self.ports[self.host.nics[src_nic as usize].port as usize].speed.0 as f64;
             let mtu = prof.mtu;
             let npkts = size.div_ceil(mtu as u64).min(u32::MAX as u64 - 1) as u32;
             let path_rtt = || self.path_rtt(src_nic, f.dst.0, hash, mtu + self.hdr.data);
-            let cc = Cc::choose(cc_kind, prof, &self.cc_params[prof_index(self.m, f.src)], line, mtu, path_rtt);
+            let cc = Cc::choose(cc_kind, prof, &self.host.cc_params[prof_index(self.m, f.src)], line, mtu, path_rtt);
             let fb = cc.as_ref().map(|c| c.feedback());
             let qp = Qp {
                 flow: fi,
@@ -747,17 +592,7 @@ impl<'m> Sim<'m> {
                 timers: 0,
                 retired: false,
             };
-            let id = match self.free_qps.pop() {
-                Some(id) => {
-                    let rto_gen = self.qps[id as usize].rto_gen.wrapping_add(1);
-                    self.qps[id as usize] = Qp { rto_gen, ..qp };
-                    id
-                }
-                None => {
-                    self.qps.push(qp);
-                    (self.qps.len() - 1) as u32
-                }
-            };
+            let id = self.host.store(qp);
             self.push_qp_timer(f.start, Ev::QpStart { qp: id }, id);
             self.qps_created += 1;
             self.qps_left += 1;
@@ -767,7 +602,7 @@ impl<'m> Sim<'m> {
         self.flow_rx_left.push(qps);
         self.flow_failed.push(false);
         if self.opts.recycle_qps {
-            self.retired.push(RetiredQps::default());
+            self.host.retired.push(RetiredQps::default());
         }
         self.flows.push(f);
         fi
@@ -904,7 +739,7 @@ impl<'m> Sim<'m> {
                     // (A timeout only brings progress with packets outstanding; a QP with
                     // none re-arms its timer for ever.) A fault still to come may revive it.
                     let awaiting = |q: &Qp| q.rto_armed && q.sender_done.is_none() && q.snd_una < q.snd_nxt;
-                    if self.faults_due > 0 || self.qps.iter().any(awaiting) {
+                    if self.faults_due > 0 || self.host.qps.iter().any(awaiting) {
                         stall_since = t;
                     } else {
                         self.stopped_no_progress = true;
@@ -935,8 +770,8 @@ impl<'m> Sim<'m> {
     /// Payload bytes delivered in order, per flow.
     pub fn flow_delivered_bytes(&self) -> Vec<u64> {
         let mut v: Vec<u64> =
-            (0..self.flows.len()).map(|f| self.retired.get(f).map_or(0, |r| r.delivered_bytes)).collect();
-        for q in self.qps.iter().filter(|q| !q.retired) {
+            (0..self.flows.len()).map(|f| self.host.retired.get(f).map_or(0, |r| r.delivered_bytes)).collect();
+        for q in self.host.qps.iter().filter(|q| !q.retired) {
             v[q.flow as usize] += q.st.bytes_delivered;
         }
         v
@@ -949,7 +784,7 @@ impl<'m> Sim<'m> {
     #[inline]
     pub(super) fn push_qp_timer(&mut self, at: SimTime, ev: Ev, qp: u32) {
         if self.opts.recycle_qps {
-            self.qps[qp as usize].timers += 1;
+            self.host.qps[qp as usize].timers += 1;
         }
         self.q.push(at, ev);
     }
@@ -957,7 +792,7 @@ impl<'m> Sim<'m> {
     #[inline]
     fn qp_timer_fired(&mut self, qp: u32) {
         if self.opts.recycle_qps {
-            self.qps[qp as usize].timers -= 1;
+            self.host.qps[qp as usize].timers -= 1;
         }
     }
 
@@ -965,7 +800,7 @@ impl<'m> Sim<'m> {
     #[inline]
     pub(super) fn alloc_pkt(&mut self, p: Packet) -> u32 {
         if self.opts.recycle_qps {
-            self.qps[p.qp as usize].pkts_out += 1;
+            self.host.qps[p.qp as usize].pkts_out += 1;
         }
         self.pkts.alloc(p)
     }
@@ -975,7 +810,7 @@ impl<'m> Sim<'m> {
     pub(super) fn free_pkt(&mut self, id: u32) -> u32 {
         let qp = self.pkts.get(id).qp;
         if self.opts.recycle_qps {
-            self.qps[qp as usize].pkts_out -= 1;
+            self.host.qps[qp as usize].pkts_out -= 1;
         }
         self.pkts.free(id);
         qp
@@ -988,7 +823,7 @@ impl<'m> Sim<'m> {
         if !self.opts.recycle_qps {
             return;
         }
-        let q = &self.qps[qi as usize];
+        let q = &self.host.qps[qi as usize];
         // (A QP that gave up stays: its failure is reported from the QP itself.)
         if q.pkts_out == 0
             && q.timers == 0
@@ -997,23 +832,8 @@ impl<'m> Sim<'m> {
             && !q.retired
             && !q.st.failed
         {
-            self.retire(qi);
+            self.host.retire(qi);
         }
-    }
-
-    #[cold]
-    fn retire(&mut self, qi: u32) {
-        let q = &mut self.qps[qi as usize];
-        q.retired = true;
-        let r = &mut self.retired[q.flow as usize];
-        r.qps += 1;
-        r.delivered_bytes += q.st.bytes_delivered;
-        r.retransmitted_packets += q.st.retransmitted_packets;
-        r.cnps += q.st.cnps;
-        r.timeouts += q.st.timeouts;
-        r.finish = r.finish.max(q.finish.unwrap_or(SimTime::ZERO));
-        r.sender_done = r.sender_done.max(q.sender_done.unwrap_or(SimTime::ZERO));
-        self.free_qps.push(qi);
     }
 
     /// Bytes queued at a port's egress, all queues.
@@ -1040,7 +860,7 @@ impl<'m> Sim<'m> {
             Ev::PauseRefresh { port, prio } => self.on_pause_refresh(port, prio),
             Ev::CreditArrive { port, vl, bytes } => self.on_credit_arrive(port, vl, bytes),
             Ev::NicWake { host, gen } => {
-                let n = &mut self.nics[host as usize];
+                let n = &mut self.host.nics[host as usize];
                 if n.wake_gen == gen {
                     n.wake_at = SimTime::MAX;
                     self.nic_try_send(host);
@@ -1049,9 +869,9 @@ impl<'m> Sim<'m> {
             Ev::QpStart { qp } => {
                 self.qp_timer_fired(qp);
                 // Its port may have gone down since the QP was created.
-                let nic = self.router.live_nic(self.qps[qp as usize].src_nic);
-                self.qps[qp as usize].src_nic = nic;
-                self.nics[nic as usize].active.push(qp);
+                let nic = self.router.live_nic(self.host.qps[qp as usize].src_nic);
+                self.host.qps[qp as usize].src_nic = nic;
+                self.host.nics[nic as usize].active.push(qp);
                 self.active_qps += 1;
                 self.nic_try_send(nic);
             }

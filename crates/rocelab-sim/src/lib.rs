@@ -21,7 +21,7 @@
 //! | egress queues (`rocelab_model::queues::Queues`, resolved at load) | per class its priority, queue and losslessness; strict order, DWRR quanta, pause masks, ECN by port speed | read by admission, the schedulers (`engine::sched`) and PFC (`engine::pfc`); the engine holds a copy |
 //! | link layer (`engine::link::LinkLayer`), chosen once per fabric | RoCE, or InfiniBand's arbitration tables, routing mode, LIDs and IB CC (`engine::ib`) | construction-time resolution (reserve, headroom, overheads, INT, watchdog, a QP's identity) and data-path hooks where the layers differ: `switch_arrive`, `host_arrive`, `pick`, `tx_blocked`, `dequeued`, `on_wire`, `released`, `ce_received`, `cnp_class` |
 //! | ports (`Sim::ports`) | the wire, egress queues, PFC pause and watchdog state, ingress counters, grouped by what one packet touches | the event loop (`engine`), `engine::wire`, `engine::sched`, `engine::pfc` |
-//! | host transport (`Sim::nics`, `Sim::qps`; `engine::nic`, `pacer`, `cc`) | NIC queues, QPs, pacers, each QP's congestion control (`cc::Cc`) | `post_flow` (a message's QPs), `nic_try_send` and `host_receive`; congestion control behind `cc::CongestionControl` |
+//! | host transport (`engine::transport::HostTransport`, `Sim::host`; behaviour in `engine::nic`, `pacer`, `cc`) | NICs and their queues, QPs with their pacers and congestion control (`cc::Cc`), the CC tables per NIC profile, QP slots and their reuse | `post_flow` (a message's QPs, `store`), `nic_try_send`, `host_receive`, `retire`; congestion control behind `cc::CongestionControl` |
 //!
 //! # Where things live
 //!
@@ -33,7 +33,7 @@
 //! | PFC pause/refresh/resume, the watchdog, queue flushes | `engine::pfc` |
 //! | strict and DWRR scheduling, ECN marking at dequeue | `engine::sched` |
 //! | ECMP hashing, the flattened forwarding table, next-hop choice and failover, routing epochs and reconvergence, a host's port choice | `router` (`Router`, owned by both engines) |
-//! | QPs: sending, receiving, ACK/NAK/CNP, timeouts, port choice | `engine::nic` |
+//! | QPs: sending, receiving, ACK/NAK/CNP, timeouts | `engine::nic`; their state and slots: `engine::transport` |
 //! | what a fault does when it happens | `engine::faults`; resolving `[[fault]]`: `engine::resolve_faults` |
 //! | invariants recounted from the packets | `engine::invariants` |
 //! | the link layer, chosen once per fabric: what RoCE and InfiniBand resolve differently at construction and a QP's creation, and the data-path hooks where they differ (admission, pick, wire, release, CE at the receiver) | `engine::link` |

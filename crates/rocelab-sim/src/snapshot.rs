@@ -309,6 +309,7 @@ impl<'m> Sim<'m> {
             })
             .collect();
         let nics: Vec<NicCounters> = self
+            .host
             .nics
             .iter()
             .map(|n| NicCounters {
@@ -319,7 +320,7 @@ impl<'m> Sim<'m> {
                 rx_discards: n.st.rx_discards,
             })
             .collect();
-        let live = self.qps.iter().filter(|q| !q.retired);
+        let live = self.host.qps.iter().filter(|q| !q.retired);
         let qps: Vec<QpRecord> = live
             .clone()
             .filter(|_| records)
@@ -360,7 +361,7 @@ impl<'m> Sim<'m> {
             })
             .collect();
         // QPs whose slots were reused (`SimOptions::recycle_qps`) count as the live ones do.
-        for (f, r) in flows.iter_mut().zip(&self.retired) {
+        for (f, r) in flows.iter_mut().zip(&self.host.retired) {
             f.qps += r.qps;
             f.delivered_bytes += r.delivered_bytes;
             f.retransmitted_packets += r.retransmitted_packets;
@@ -420,7 +421,7 @@ impl<'m> Sim<'m> {
             pfc_storms: st.storms,
             // (From the engine's QPs, not `qps`, which may be left out.)
             timeouts: live.clone().map(|q| q.st.timeouts).sum::<u64>()
-                + self.retired.iter().map(|r| r.timeouts).sum::<u64>(),
+                + self.host.retired.iter().map(|r| r.timeouts).sum::<u64>(),
             qps_failed: live.filter(|q| q.st.failed).count() as u64,
             packet_hops: st.packet_hops,
             data_packet_hops: st.data_hops,

@@ -38,9 +38,9 @@ impl Sim<'_> {
                         // A host port is back: QPs stranded on its host's dead ports move here.
                         let nic = self.ports[p as usize].nic;
                         if nic != NONE {
-                            let host = NodeId(self.nics[nic as usize].node);
+                            let host = NodeId(self.host.nics[nic as usize].node);
                             for n in self.router.nics_of(host) {
-                                if !self.ports[self.nics[n as usize].port as usize].up {
+                                if !self.ports[self.host.nics[n as usize].port as usize].up {
                                     self.nic_failover(n);
                                 }
                             }
@@ -59,22 +59,22 @@ impl Sim<'_> {
             }
             FaultAction::Host { host, stall: true } => {
                 for n in self.router.nics_of(host) {
-                    self.nics[n as usize].stalled = true;
+                    self.host.nics[n as usize].stalled = true;
                 }
             }
             FaultAction::Host { host, stall: false } => {
                 for n in self.router.nics_of(host) {
-                    self.nics[n as usize].stalled = false;
-                    let port = self.nics[n as usize].port;
-                    while let Some(pkt) = self.nics[n as usize].rx_q.pop_front() {
+                    self.host.nics[n as usize].stalled = false;
+                    let port = self.host.nics[n as usize].port;
+                    while let Some(pkt) = self.host.nics[n as usize].rx_q.pop_front() {
                         self.host_released(port, pkt);
                         self.host_receive(n, pkt);
                     }
-                    self.nics[n as usize].rx_bytes = 0;
+                    self.host.nics[n as usize].rx_bytes = 0;
                     // (No pause on InfiniBand: nothing to lift there.)
                     for prio in 0..8u8 {
-                        if self.nics[n as usize].rx_xoff[prio as usize] {
-                            self.nics[n as usize].rx_xoff[prio as usize] = false;
+                        if self.host.nics[n as usize].rx_xoff[prio as usize] {
+                            self.host.nics[n as usize].rx_xoff[prio as usize] = false;
                             self.send_pfc(port, prio, 0);
                         }
                     }
@@ -88,7 +88,7 @@ impl Sim<'_> {
                 // source port. Packets already in flight keep the old one (as packets already
                 // past a switch keep the path it chose).
                 self.router.set_hash_fields(mask);
-                for q in &mut self.qps {
+                for q in &mut self.host.qps {
                     q.hash = self.router.flow_hash(q.src, q.dst, q.sport as u32);
                 }
             }
@@ -106,21 +106,21 @@ impl Sim<'_> {
         if live == dead {
             return;
         }
-        let moved = std::mem::take(&mut self.nics[dead as usize].active);
+        let moved = std::mem::take(&mut self.host.nics[dead as usize].active);
         for &qi in &moved {
-            self.qps[qi as usize].src_nic = live;
+            self.host.qps[qi as usize].src_nic = live;
         }
-        self.nics[live as usize].active.extend(moved);
-        for q in &mut self.qps {
+        self.host.nics[live as usize].active.extend(moved);
+        for q in &mut self.host.qps {
             if q.dst_nic == dead {
                 q.dst_nic = live;
             }
         }
         let (cnps, acks) = {
-            let d = &mut self.nics[dead as usize];
+            let d = &mut self.host.nics[dead as usize];
             (std::mem::take(&mut d.cnp_q), std::mem::take(&mut d.ack_q))
         };
-        let l = &mut self.nics[live as usize];
+        let l = &mut self.host.nics[live as usize];
         l.cnp_q.extend(cnps);
         l.ack_q.extend(acks);
         self.nic_try_send(live);

@@ -289,7 +289,7 @@ impl Sim<'_> {
             let p = self.pkts.get(pkt);
             (p.kind, p.wire_bytes as u32, p.pcp)
         };
-        let n = &mut self.nics[nic as usize];
+        let n = &mut self.host.nics[nic as usize];
         if n.stalled && kind == Kind::Data {
             n.rx_bytes += size as u64;
             n.rx_q.push_back(pkt);
@@ -452,7 +452,7 @@ a = "h1"
         assert!(after <= 2 * window, "h0 sent {after} B after the stall; two windows are {}", 2 * window);
         let sw_from_h0 = s.ports[h0 as usize].peer;
         let vl = s.queues.classes[m.qos.rdma_class()].queue as usize;
-        assert_eq!(s.nics[s.ports[h1 as usize].nic as usize].rx_bytes, full, "h1 holds a full window");
+        assert_eq!(s.host.nics[s.ports[h1 as usize].nic as usize].rx_bytes, full, "h1 holds a full window");
         assert_eq!(s.ports[sw_from_h0 as usize].pg[vl].ing, full, "the switch's input buffer from h0 is full");
         assert!(after + 3 * 4_122 >= 2 * full, "h0 stopped early: {after} B after the stall");
         assert!((s.ib_ports[sw_to_h1 as usize].credits[vl] as u64) < 4_122, "the switch port to h1 is out of credits");
@@ -530,8 +530,8 @@ fabric_link = {{ speed_gbps = 100, length_m = 10 }}
         assert_eq!(up.len(), 16);
         let max = *up.iter().max().unwrap() as f64;
         let mean = up.iter().sum::<u64>() as f64 / up.len() as f64;
-        let fct = s.qps.iter().map(|q| q.finish.unwrap().0).max().unwrap() as f64 / 1e6;
-        let ooo = s.qps.iter().map(|q| q.st.out_of_sequence).sum();
+        let fct = s.host.qps.iter().map(|q| q.finish.unwrap().0).max().unwrap() as f64 / 1e6;
+        let ooo = s.host.qps.iter().map(|q| q.st.out_of_sequence).sum();
         // The QPs' own counts and the report's metric (from the run-wide counter) say the
         // same; the metric is absent when zero.
         let r = crate::RunReport::from_sim(&s);
@@ -615,18 +615,18 @@ fabric_link = {{ speed_gbps = 100, length_m = 10 }}
         let m = star(2, "[[traffic]]\npattern = \"flow\"\nsrc = \"h0\"\ndst = \"h1\"\nsize_bytes = 100000\n");
         let mut s = crate::build(&m, SimOptions::default()).unwrap();
         let port = host_port(&s, "h1");
-        let nic = s.qps[0].dst_nic;
-        assert_eq!(s.nics[nic as usize].port, port);
-        let class = s.qps[0].class;
+        let nic = s.host.qps[0].dst_nic;
+        assert_eq!(s.host.nics[nic as usize].port, port);
+        let class = s.host.qps[0].class;
         let ack = s.hdr.ack;
         let blocked = s.ctrl_packet(0, Kind::Ack, 1, class, 3, ack);
         let free = s.ctrl_packet(0, Kind::Ack, 2, class, 0, ack);
         let (b, f) = (s.pkts.alloc(blocked), s.pkts.alloc(free));
-        s.nics[nic as usize].ack_q.extend([b, f]);
+        s.host.nics[nic as usize].ack_q.extend([b, f]);
         s.ib_ports[port as usize].credits[3] = 0;
         s.nic_try_send(nic);
         // The VL 0 ACK went; the VL 3 one waits for its credits.
-        assert_eq!(s.nics[nic as usize].ack_q.iter().copied().collect::<Vec<_>>(), [b]);
+        assert_eq!(s.host.nics[nic as usize].ack_q.iter().copied().collect::<Vec<_>>(), [b]);
         assert_eq!(s.ports[port as usize].tx_bytes, ack as u64);
     }
 
@@ -768,10 +768,10 @@ link = [ {} ]
         s.check_invariants().unwrap();
         assert!(s.all_done());
         assert_eq!((s.stats.dropped, s.stats.retransmitted), (0, 0));
-        let v = s.qps.iter().find(|q| s.m.nodes[q.src as usize].name == "h5").unwrap();
+        let v = s.host.qps.iter().find(|q| s.m.nodes[q.src as usize].name == "h5").unwrap();
         let gbps = size as f64 * 8.0 / v.finish.unwrap().as_secs_f64() / 1e9;
-        let incast = s.qps.iter().filter(|q| q.dst == v.dst - 6).map(|q| q.finish.unwrap().0).max().unwrap();
-        let becn = s.qps.iter().map(|q| q.st.cnps).sum();
+        let incast = s.host.qps.iter().filter(|q| q.dst == v.dst - 6).map(|q| q.finish.unwrap().0).max().unwrap();
+        let becn = s.host.qps.iter().map(|q| q.st.cnps).sum();
         (gbps, incast as f64 / 1e6, becn)
     }
 

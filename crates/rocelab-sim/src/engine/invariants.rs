@@ -66,7 +66,7 @@ impl Sim<'_> {
                 }
             }
         }
-        for n in &self.nics {
+        for n in &self.host.nics {
             held += n.cnp_q.len() + n.ack_q.len() + n.rx_q.len();
             n.cnp_q.iter().chain(&n.ack_q).chain(&n.rx_q).for_each(|&id| sight(id));
             let rx: u64 = n.rx_q.iter().map(|&id| self.pkts.get(id).wire_bytes as u64).sum();
@@ -112,7 +112,7 @@ impl Sim<'_> {
                         *a += r.pg[v].ing;
                     }
                 } else if r.nic != NONE {
-                    for &id in &self.nics[r.nic as usize].rx_q {
+                    for &id in &self.host.nics[r.nic as usize].rx_q {
                         let k = self.pkts.get(id);
                         acc[k.pcp as usize & 7] += k.wire_bytes as u64;
                     }
@@ -133,7 +133,7 @@ impl Sim<'_> {
         // A run that ended because every QP completed (none gave up, none cut short) leaves
         // nothing behind.
         let completed = self.qps_left == 0 && !self.stopped_no_progress && !self.stopped_at_duration;
-        if completed && self.pkts.live() != 0 && !self.qps.iter().any(|q| q.st.failed) {
+        if completed && self.pkts.live() != 0 && !self.host.qps.iter().any(|q| q.st.failed) {
             errs.push(format!("every QP completed but {} packets are still live", self.pkts.live()));
         }
         if errs.is_empty() {

@@ -249,7 +249,7 @@ impl Sim<'_> {
     /// echoes it; InfiniBand answers every FECN with a BECN.
     #[inline]
     pub(super) fn ce_received(&mut self, nic: u32, qi: u32, pcp: u8) {
-        self.nics[nic as usize].st.ecn_marked_rx += 1;
+        self.host.nics[nic as usize].st.ecn_marked_rx += 1;
         match self.link {
             LinkLayer::Roce => self.ce_received_eth(nic, qi, pcp),
             LinkLayer::Ib(_) => self.send_cnp(qi),
@@ -259,11 +259,11 @@ impl Sim<'_> {
     /// The class and priority of a congestion notification for QP `q` sent by NIC `nic`: the
     /// NIC's CNP class and priority on RoCE, the QP's own VL for a BECN on InfiniBand.
     pub(super) fn cnp_class(&self, qi: u32, nic: u32) -> (u8, u8) {
-        let q = &self.qps[qi as usize];
+        let q = &self.host.qps[qi as usize];
         match self.link {
             LinkLayer::Ib(_) => (q.class, q.pcp),
             LinkLayer::Roce => {
-                let prof = &self.m.nics[self.nics[nic as usize].profile];
+                let prof = &self.m.nics[self.host.nics[nic as usize].profile];
                 let class = match self.m.qos.trust {
                     rocelab_model::config::Trust::Dscp => self.m.qos.dscp_to_class[prof.qos.cnp_dscp as usize],
                     rocelab_model::config::Trust::Pcp => self.m.qos.priority_to_class[prof.qos.cnp_priority as usize],

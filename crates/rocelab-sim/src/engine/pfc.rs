@@ -84,7 +84,7 @@ impl Sim<'_> {
         let pi = prio as usize;
         let p = &mut self.ports[port as usize];
         p.refresh_pending[pi] = false;
-        let still = if p.sw != NONE { p.xoff[pi] } else { self.nics[p.nic as usize].rx_xoff[pi] };
+        let still = if p.sw != NONE { p.xoff[pi] } else { self.host.nics[p.nic as usize].rx_xoff[pi] };
         if !still {
             return;
         }

@@ -238,7 +238,7 @@ enabled = false
     fn a_nic_port_keeps_one_tx_done_pending() {
         let m = star();
         let mut s = with_message(&m);
-        let port = s.nics[s.qps[0].src_nic as usize].port;
+        let port = s.host.nics[s.host.qps[0].src_nic as usize].port;
         // From h1's 56 Gb/s port: 1,130 B take 1,130·8/56 ns = 161,428.57 → 161,429 ps.
         let (a, b) = (data(&mut s, 0, 1_048), data(&mut s, 1, 1_048));
         s.put_on_wire(port, a);
