@@ -634,4 +634,35 @@ size_bytes = {size}
         assert!(s.series.is_empty() && s.sample_interval.is_none());
         assert!(s.counters.pfc_frames_sent > 0, "the same busy incast");
     }
+    #[test]
+    fn an_idle_snapshot_is_what_an_engine_that_ran_nothing_counts() {
+        // The flow engine starts its snapshot from `Snapshot::idle`; it must be the packet
+        // engine's own layout: every port, switch and NIC port, in the same order, zeroed.
+        for m in [
+            crate::engine::test_support::star(3, "", ""),
+            model(
+                "ls.toml",
+                r#"[fabric]
+name = "ls"
+[topology.leaf_spine]
+leaves = 2
+spines = 2
+hosts_per_leaf = 2
+host_link = { speed_gbps = 100, length_m = 3 }
+fabric_link = { speed_gbps = 400, length_m = 30 }
+leaf_model = "spectrum-2"
+spine_model = "spectrum-2"
+"#,
+            ),
+        ] {
+            let idle = super::Snapshot::idle(&m);
+            let packet = crate::engine::test_support::idle_sim(&m).snapshot();
+            assert_eq!(idle.ports, packet.ports);
+            assert_eq!(idle.switches, packet.switches);
+            assert_eq!(idle.nics, packet.nics);
+            assert_eq!(idle.counters, packet.counters);
+            assert!(idle.qps.is_empty() && idle.flows.is_empty() && idle.series.is_empty());
+            assert_eq!(idle.ports.len(), m.ports.len());
+        }
+    }
 }

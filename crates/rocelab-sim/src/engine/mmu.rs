@@ -496,4 +496,79 @@ link = [ {{ a = "h0", b = "sw0", speed_gbps = 100, length_m = 2 }}, {{ a = "h1",
         assert!(!s.ports[ip as usize].xoff[3]);
         assert_eq!(s.ports[ip as usize].st.pfc_tx[3], 2, "one XOFF, one XON");
     }
+    /// The component alone, no engine: one switch of 1 MB, 200 kB of headroom and 16 kB of
+    /// reserve carved out, 1 kB reserved per priority group, α = 1/8 lossless, 1/2 lossy.
+    fn one_switch(static_xoff: Option<(u64, u64)>) -> Mmu {
+        Mmu {
+            switches: vec![Switch {
+                node: 0,
+                buffer: 1_000_000,
+                shared_used: 0,
+                total_hdrm: 200_000,
+                total_rsrv: 16_000,
+                reserve: 1_000,
+                resume_offset: 2_000,
+                alpha_lossless: 0.125,
+                alpha_lossy: 0.5,
+                static_xoff,
+                used: 0,
+                peak_used: 0,
+                rng: Rng::new(1, 0),
+            }],
+        }
+    }
+
+    #[test]
+    fn the_mmu_component_admits_charges_and_releases_by_hand_computed_numbers() {
+        let mut mmu = one_switch(None);
+        let mut pg = IngressPg::default();
+        // Free pool 1,000,000 − 200,000 − 16,000 = 784,000; an eighth of it.
+        assert_eq!(mmu.xoff_threshold(0), 98_000);
+        // The first 1,000 B fill the reserve; the shared pool is untouched.
+        assert_eq!(mmu.admit(0, &mut pg, 10_000, true, 1_000), Ok(()));
+        assert_eq!((pg.ing, pg.hdrm, mmu.switches[0].shared_used), (1_000, 0, 0));
+        // 5,000 B more come from the shared pool, which shrinks the threshold.
+        assert_eq!(mmu.admit(0, &mut pg, 10_000, true, 5_000), Ok(()));
+        assert_eq!((pg.ing, mmu.shared(0, &pg), mmu.switches[0].used), (6_000, 5_000, 6_000));
+        assert_eq!(mmu.xoff_threshold(0), 779_000 / 8);
+        // Release empties headroom first (none), then shared use.
+        mmu.release(0, &mut pg, 2_000);
+        assert_eq!((pg.ing, mmu.switches[0].shared_used, mmu.switches[0].used), (4_000, 3_000, 4_000));
+        assert_eq!(mmu.switches[0].peak_used, 6_000);
+    }
+
+    #[test]
+    fn past_a_static_xoff_lossless_bytes_go_to_headroom_and_drop_only_when_it_is_full() {
+        let mut mmu = one_switch(Some((20_000, 18_000)));
+        assert_eq!(mmu.xoff_threshold(0), 20_000);
+        // A group holding its reserve and 20,000 B shared: at the threshold.
+        let mut pg = IngressPg::default();
+        // (One 21,000 B admission would be refused: its shared part would pass XOFF by more
+        // than the headroom holds.)
+        assert_eq!(mmu.admit(0, &mut pg.clone(), 1_000, true, 21_000), Err(DropReason::Headroom));
+        assert_eq!(mmu.admit(0, &mut pg, 1_000, true, 1_000), Ok(()));
+        assert_eq!(mmu.admit(0, &mut pg, 1_000, true, 20_000), Ok(()));
+        assert_eq!((pg.ing, pg.hdrm, mmu.shared(0, &pg)), (21_000, 0, 20_000));
+        // 500 B more: past XOFF, into headroom.
+        assert_eq!(mmu.admit(0, &mut pg, 1_000, true, 500), Ok(()));
+        assert_eq!((pg.ing, pg.hdrm), (21_000, 500));
+        // 600 B more would take headroom to 1,100 > 1,000: dropped, nothing charged.
+        assert_eq!(mmu.admit(0, &mut pg, 1_000, true, 600), Err(DropReason::Headroom));
+        assert_eq!((pg.ing, pg.hdrm, mmu.switches[0].used), (21_000, 500, 21_500));
+        // Releasing 1,000 B: 500 from headroom, 500 from shared.
+        mmu.release(0, &mut pg, 1_000);
+        assert_eq!((pg.ing, pg.hdrm, mmu.switches[0].shared_used), (20_500, 0, 19_500));
+    }
+
+    #[test]
+    fn a_lossy_group_drops_above_half_the_free_pool() {
+        let mut mmu = one_switch(None);
+        let mut pg = IngressPg::default();
+        // Free pool 784,000: a lossy group may hold 392,000 B above its reserve.
+        assert_eq!(mmu.admit(0, &mut pg, 0, false, 1_000 + 260_000), Ok(()));
+        // Now free = 524,000, half = 262,000: 260,000 + 2,000 fits, one byte more does not.
+        assert_eq!(mmu.admit(0, &mut pg, 0, false, 2_001), Err(DropReason::Buffer));
+        assert_eq!(mmu.admit(0, &mut pg, 0, false, 2_000), Ok(()));
+        assert_eq!(mmu.shared(0, &pg), 262_000);
+    }
 }
