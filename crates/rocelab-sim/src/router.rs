@@ -174,6 +174,13 @@ fn switch_seed(base: u64, i: usize, per_switch: bool) -> u64 {
     }
 }
 
+/// An engine switch's ECMP hash seed and its node.
+#[derive(Clone, Copy)]
+struct SwitchHash {
+    seed: u64,
+    node: u32,
+}
+
 /// Routing of one fabric (see the module doc). Engine switches are the model's switch nodes
 /// in node order, NICs the hosts' ports in port order: the numbering both engines use.
 pub struct Router<'m> {
@@ -183,9 +190,8 @@ pub struct Router<'m> {
     links: Vec<Link>,
     /// Per node: its engine switch (`NONE` for a host).
     node_sw: Vec<u32>,
-    /// Per engine switch: its node and its ECMP hash seed.
-    sw_node: Vec<u32>,
-    sw_seed: Vec<u64>,
+    /// Per engine switch: its node and its ECMP hash seed (read together, per hop).
+    sw: Vec<SwitchHash>,
     /// Per node: its first NIC (`NONE` for a switch); per NIC, its port and host.
     node_nic: Vec<u32>,
     nic_port: Vec<u32>,
@@ -227,13 +233,15 @@ impl<'m> Router<'m> {
         let per_switch = m.config.routing.per_switch_seed;
         let mut node_sw = vec![NONE; m.nodes.len()];
         let mut node_nic = vec![NONE; m.nodes.len()];
-        let (mut sw_node, mut sw_seed, mut nic_port, mut nic_node) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut sw, mut nic_port, mut nic_node) = (Vec::<SwitchHash>::new(), Vec::new(), Vec::new());
         for (i, n) in m.nodes.iter().enumerate() {
             match n.role {
                 Role::Switch { .. } => {
-                    node_sw[i] = sw_node.len() as u32;
-                    sw_node.push(i as u32);
-                    sw_seed.push(switch_seed(m.config.routing.ecmp_seed, i, per_switch));
+                    node_sw[i] = sw.len() as u32;
+                    sw.push(SwitchHash {
+                        seed: switch_seed(m.config.routing.ecmp_seed, i, per_switch),
+                        node: i as u32,
+                    });
                 }
                 Role::Host { .. } => {
                     node_nic[i] = nic_port.len() as u32;
@@ -251,12 +259,11 @@ impl<'m> Router<'m> {
             .collect();
         Ok(Router {
             m,
-            fib: Fib::new(&m.routing, sw_node.iter().copied()),
+            fib: Fib::new(&m.routing, sw.iter().map(|s| s.node)),
             links,
-            sw_view: vec![0; sw_node.len()],
+            sw_view: vec![0; sw.len()],
             node_sw,
-            sw_node,
-            sw_seed,
+            sw,
             node_nic,
             nic_port,
             nic_node,
@@ -365,7 +372,7 @@ impl<'m> Router<'m> {
     /// The node of engine switch `sw`.
     #[inline]
     pub(crate) fn switch_node(&self, sw: u32) -> u32 {
-        self.sw_node[sw as usize]
+        self.sw[sw as usize].node
     }
 
     /// No link has changed since the start: every switch forwards by the full table.
@@ -398,7 +405,8 @@ impl<'m> Router<'m> {
         if cands.is_empty() {
             return NONE;
         }
-        let (node, h) = (self.sw_node[sw as usize], mix64(hash as u64 ^ self.sw_seed[sw as usize]));
+        let s = self.sw[sw as usize];
+        let (node, h) = (s.node, mix64(hash as u64 ^ s.seed));
         let c = cands[member(h, cands.len())];
         // With no link changed since the start, what `view` would say, without its two loads.
         if self.pristine() && self.own_and_routed(c, node) {
@@ -518,10 +526,10 @@ impl<'m> Router<'m> {
     /// A switch (or every switch) takes a new ECMP hash seed.
     pub(crate) fn reseed(&mut self, switch: Option<NodeId>, seed: u64) {
         let per_switch = self.m.config.routing.per_switch_seed;
-        for (node, s) in self.sw_node.iter().zip(&mut self.sw_seed) {
-            if switch.is_none_or(|n| n.0 == *node) {
+        for s in &mut self.sw {
+            if switch.is_none_or(|n| n.0 == s.node) {
                 // Keyed by node index, as at build time.
-                *s = switch_seed(seed, *node as usize, per_switch);
+                s.seed = switch_seed(seed, s.node as usize, per_switch);
             }
         }
     }
@@ -560,7 +568,7 @@ impl<'m> Router<'m> {
             return;
         }
         // Switch hops from the change, over links that are up.
-        let mut hops = vec![u32::MAX; self.sw_node.len()];
+        let mut hops = vec![u32::MAX; self.sw.len()];
         let mut q = std::collections::VecDeque::new();
         for p in origin {
             let sw = self.node_sw[self.links[p as usize].node as usize];
@@ -571,7 +579,7 @@ impl<'m> Router<'m> {
         }
         let m = self.m;
         while let Some(i) = q.pop_front() {
-            for p in m.node(NodeId(self.sw_node[i])).ports() {
+            for p in m.node(NodeId(self.sw[i].node)).ports() {
                 let link = &self.links[p.idx()];
                 let j = self.node_sw[self.links[link.peer as usize].node as usize];
                 if link.up && j != NONE && hops[j as usize] == u32::MAX {
