@@ -1,12 +1,15 @@
 //! The packet-level engine: ports, switch MMU, schedulers, NICs, and the event loop.
 //!
-//! Components are plain structs in typed vectors; handlers are methods on `Sim` that receive
-//! packets and wake up on time. The data path of one hop:
+//! `Sim` holds one of each component, as fields: the `Router` (`router`), the switch `Mmu`
+//! (`mmu`), the host transport (`transport`), the link layer chosen once (`link`), the egress
+//! queues' properties from the model, and the ports; handlers are methods on `Sim` that
+//! receive packets and wake up on time, handing each component what it needs (the crate doc
+//! has the table). The data path of one hop:
 //!
 //! ```text
 //! NIC/switch egress port ──serialize──► wire (FIFO of (arrival, pkt)) ──► peer ingress
 //!   ▲ scheduler: strict, then DWRR; skips PFC-paused priorities    │
-//!   └──────────── egress queue ◄── MMU admission ◄── ECMP route ◄───┘
+//!   └──────── egress queue ◄── Mmu::admit ◄── Router::choose ◄──────┘
 //! ```
 //!
 //! Switch MMU (the HPCC ns-3 reference model, generalized): per (ingress port, priority group)
