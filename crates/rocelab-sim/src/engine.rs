@@ -202,6 +202,16 @@ pub(crate) struct Port {
     pub st: Box<PortStats>,
 }
 
+impl Port {
+    /// Priority `prio` is paused by the peer at `now` (and the PFC watchdog is not ignoring
+    /// its pauses).
+    #[inline]
+    pub(crate) fn is_paused(&self, prio: u8, now: SimTime) -> bool {
+        let s = &self.pause[prio as usize];
+        s.until > now && s.wd_until <= now
+    }
+}
+
 /// What a fault does when it happens, with its target resolved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FaultAction {

@@ -15,63 +15,16 @@ impl Sim<'_> {
         }
     }
 
-    #[inline]
+    /// Queue `q` of `port` holds packets and none of its priorities is paused.
+    #[cfg(test)]
     pub(super) fn queue_eligible(&self, port: u32, q: usize) -> bool {
-        let p = &self.ports[port as usize];
-        if p.nonempty & (1 << q) == 0 {
-            return false;
-        }
-        let mask = self.queues.prio_mask[q];
-        let mut m = mask;
-        while m != 0 {
-            let prio = m.trailing_zeros() as u8;
-            if self.is_paused(port, prio) {
-                return false;
-            }
-            m &= m - 1;
-        }
-        true
+        queue_eligible(&self.queues, &self.ports[port as usize], q, self.now)
     }
 
+    /// The queue `port` sends from next (`pick_queue`).
     #[inline]
     pub(super) fn pick_queue(&mut self, port: u32) -> Option<usize> {
-        for i in 0..self.queues.strict.len() {
-            let q = self.queues.strict[i] as usize;
-            if self.queue_eligible(port, q) {
-                return Some(q);
-            }
-        }
-        let n = self.queues.dwrr.len();
-        if n == 0 || !(0..n).any(|i| self.queue_eligible(port, self.queues.dwrr[i] as usize)) {
-            return None;
-        }
-        loop {
-            let rr = self.ports[port as usize].rr as usize % n;
-            let q = self.queues.dwrr[rr] as usize;
-            if !self.queue_eligible(port, q) {
-                let p = &mut self.ports[port as usize];
-                if p.nonempty & (1 << q) == 0 {
-                    p.queues[q].deficit = 0;
-                }
-                p.rr = ((rr + 1) % n) as u8;
-                p.fresh = true;
-                continue;
-            }
-            let head =
-                self.pkts.get(self.ports[port as usize].queues[q].ring.front().expect("eligible")).wire_bytes as i64;
-            let quantum = self.queues.quantum_bytes[q];
-            let p = &mut self.ports[port as usize];
-            if p.fresh {
-                p.queues[q].deficit += quantum;
-                p.fresh = false;
-            }
-            if p.queues[q].deficit >= head {
-                p.queues[q].deficit -= head;
-                return Some(q);
-            }
-            p.rr = ((rr + 1) % n) as u8;
-            p.fresh = true;
-        }
+        pick_queue(&self.queues, &mut self.ports[port as usize], &self.pkts, self.now)
     }
 
     /// True (and a TxDone is ensured) while the port is still serializing.
@@ -169,6 +122,66 @@ impl Sim<'_> {
             rate_bps: p.speed.0,
         };
         self.int_slot(pkt).push(hop);
+    }
+}
+
+// The scheduler as a component: what it decides depends only on the queues' properties
+// (`Queues`, resolved by the model), the one port's queues, pause and DWRR state, and the
+// clock; it takes exactly those.
+
+/// Queue `q` of port `p` holds packets and no priority mapped to it is paused at `now`.
+#[inline]
+pub(super) fn queue_eligible(plan: &Queues, p: &Port, q: usize, now: SimTime) -> bool {
+    if p.nonempty & (1 << q) == 0 {
+        return false;
+    }
+    let mut m = plan.prio_mask[q];
+    while m != 0 {
+        let prio = m.trailing_zeros() as u8;
+        if p.is_paused(prio, now) {
+            return false;
+        }
+        m &= m - 1;
+    }
+    true
+}
+
+/// Strict-priority queues first (highest first), then deficit round robin among the others
+/// by their quanta; `None` when no queue may send. Advances `p`'s round-robin state and
+/// deficits as a DWRR scheduler does.
+#[inline]
+pub(super) fn pick_queue(plan: &Queues, p: &mut Port, pkts: &Slab, now: SimTime) -> Option<usize> {
+    for &q in &plan.strict {
+        if queue_eligible(plan, p, q as usize, now) {
+            return Some(q as usize);
+        }
+    }
+    let n = plan.dwrr.len();
+    if n == 0 || !plan.dwrr.iter().any(|&q| queue_eligible(plan, p, q as usize, now)) {
+        return None;
+    }
+    loop {
+        let rr = p.rr as usize % n;
+        let q = plan.dwrr[rr] as usize;
+        if !queue_eligible(plan, p, q, now) {
+            if p.nonempty & (1 << q) == 0 {
+                p.queues[q].deficit = 0;
+            }
+            p.rr = ((rr + 1) % n) as u8;
+            p.fresh = true;
+            continue;
+        }
+        let head = pkts.get(p.queues[q].ring.front().expect("eligible")).wire_bytes as i64;
+        if p.fresh {
+            p.queues[q].deficit += plan.quantum_bytes[q];
+            p.fresh = false;
+        }
+        if p.queues[q].deficit >= head {
+            p.queues[q].deficit -= head;
+            return Some(q);
+        }
+        p.rr = ((rr + 1) % n) as u8;
+        p.fresh = true;
     }
 }
 

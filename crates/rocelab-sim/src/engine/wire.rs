@@ -9,8 +9,7 @@ use super::*;
 impl Sim<'_> {
     #[inline]
     pub(super) fn is_paused(&self, port: u32, prio: u8) -> bool {
-        let p = &self.ports[port as usize];
-        p.pause[prio as usize].until > self.now && p.pause[prio as usize].wd_until <= self.now
+        self.ports[port as usize].is_paused(prio, self.now)
     }
 
     #[inline]
