@@ -117,6 +117,23 @@ struct Ecn {
     pmax: f64,
 }
 
+impl Ecn {
+    /// RED on the egress queue length `qlen` (bytes, before this packet leaves): never below
+    /// Kmin, always above Kmax, with probability rising linearly to Pmax between them (the
+    /// only case that draws from the switch's stream `rng`).
+    #[inline]
+    fn marks(&self, qlen: u64, rng: &mut Rng) -> bool {
+        if qlen > self.kmax {
+            true
+        } else if qlen > self.kmin {
+            let p = self.pmax * (qlen - self.kmin) as f64 / (self.kmax - self.kmin).max(1) as f64;
+            rng.unit() < p
+        } else {
+            false
+        }
+    }
+}
+
 /// One egress queue of a port, its FIFO of packets and its counters in one 64-byte line:
 /// an enqueue or dequeue touches all of them.
 #[derive(Default)]
@@ -1334,5 +1351,22 @@ size_bytes = 100000
         // A second frame right behind (another priority) queues behind the first.
         sim.send_pfc(port, 4, 0xffff);
         assert_eq!(next_pfc(&mut sim), data_end + pfc_ser + pfc_ser + delay);
+    }
+    #[test]
+    fn red_never_marks_below_kmin_always_above_kmax_and_linearly_between() {
+        let e = Ecn { kmin: 100_000, kmax: 400_000, pmax: 0.2 };
+        let mut rng = Rng::new(7, 0x5357_0000);
+        let before = rng.next_u64();
+        let mut rng = Rng::new(7, 0x5357_0000);
+        // Outside (Kmin, Kmax] nothing is drawn: the switch's stream is untouched.
+        assert!(!e.marks(100_000, &mut rng));
+        assert!(e.marks(400_001, &mut rng));
+        assert_eq!(rng.next_u64(), before);
+        // Halfway: p = 0.2 × 150,000 / 300,000 = 0.1; 100,000 packets, σ ≈ 95.
+        let marked = (0..100_000).filter(|_| e.marks(250_000, &mut rng)).count();
+        assert!((9_700..=10_300).contains(&marked), "{marked} of 100000 marked, expected 10000");
+        // Just below Kmax: p → Pmax.
+        let marked = (0..100_000).filter(|_| e.marks(400_000, &mut rng)).count();
+        assert!((19_600..=20_400).contains(&marked), "{marked} of 100000 marked, expected 20000");
     }
 }

@@ -72,15 +72,7 @@ impl Sim<'_> {
         port_ref.queues[q].bytes -= size;
         if ecn == ECT0 {
             if let Some(e) = port_ref.ecn[q] {
-                let mark = if qlen > e.kmax {
-                    true
-                } else if qlen > e.kmin {
-                    let p = e.pmax * (qlen - e.kmin) as f64 / (e.kmax - e.kmin).max(1) as f64;
-                    self.mmu.switches[sw as usize].rng.unit() < p
-                } else {
-                    false
-                };
-                if mark {
+                if e.marks(qlen, &mut self.mmu.switches[sw as usize].rng) {
                     self.pkts.get_mut(pkt).ecn = CE;
                     self.ports[port as usize].st.ecn_marked[q] += 1;
                     self.notify(Observed::EcnMark { time: self.now, port: PortId(port), queue: q as u8 });
