@@ -32,6 +32,7 @@ pub mod model;
 pub mod pcie;
 pub mod presets;
 pub mod routing;
+pub mod scenario;
 pub mod summary;
 pub mod templates;
 pub mod topology;

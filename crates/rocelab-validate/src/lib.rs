@@ -661,17 +661,17 @@ pub fn scenarios_of(m: &Model, kind: ScenarioKind) -> Vec<(ScenarioConfig, Strin
         // Beside the receiver hotspot, the run that makes CNPs cross a congested egress.
         let mut cnp = ScenarioConfig::bare(kind);
         cnp.name = Some(CNP_PATH_RUN.into());
-        cnp.target = Some(rocelab_model::config::HotspotTarget::CnpPath);
+        cnp.set("target", "cnp-path");
         return vec![(c, "scenario".to_string()), (cnp, "scenario".to_string())];
     }
     if kind == ScenarioKind::Collective {
         let ranks = rocelab_workload::placement::placement(m).map_or(2, |p| p.ranks()) as u64;
         let channels = rocelab_workload::default_channels(m) as u64;
-        c.size_bytes = Some(((ranks * channels) << 20).clamp(64 << 20, 1 << 30));
+        c.set("size_bytes", ((ranks * channels) << 20).clamp(64 << 20, 1 << 30) as i64);
     }
     if kind == ScenarioKind::Mixed {
-        c.tcp_ecn = Some(false);
-        c.duration_us = Some(MIXED_DURATION_US);
+        c.set("tcp_ecn", false);
+        c.set("duration_us", MIXED_DURATION_US);
     }
     vec![(c, "scenario".to_string())]
 }
@@ -916,10 +916,11 @@ fn flow_busbw(
     (sc, path): &(ScenarioConfig, String),
     opts: &Options,
 ) -> Result<CheckResult, Vec<rocelab_model::Diagnostic>> {
-    let (spec, bound_nics) = rocelab_scenario::setup::collective_spec(m, sc, path)?;
+    let (spec, bound_nics) = rocelab_scenario::collective_spec(m, sc, path)?;
     let sim = rocelab_sim::SimOptions { seed: opts.seed, engine: opts.engine, ..rocelab_sim::SimOptions::default() };
     let r = rocelab_workload::run_collective(m, &spec, sim)?;
-    let rate = rocelab_scenario::fabric::Scale::new(m, &sc.hosts, path).map_err(|d| vec![d])?.rate_bps;
+    let rate =
+        rocelab_scenario::fabric::Scale::new(m, &rocelab_scenario::hosts_of(sc), path).map_err(|d| vec![d])?.rate_bps;
     let figure = r.time_us.is_finite().then(|| r.busbw_gbytes_per_s * 8e9 / (rate * bound_nics as f64));
     let limit = opts.policy.limit_of(c, &name);
     let verdict = c.cmp.verdict(limit, figure);

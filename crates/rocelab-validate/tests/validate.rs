@@ -507,10 +507,12 @@ fn a_scenario_named_after_another_kind_is_refused() {
     let text = "[topology.leaf_spine]\nleaves = 2\nspines = 2\nhosts_per_leaf = 4\n\
          host_link = { speed_gbps = 100, length_m = 3 }\nfabric_link = { speed_gbps = 100, length_m = 30 }\n\
          [[scenario]]\nkind = \"hotspot\"\nname = \"incast\"\n";
-    let m = rocelab_model::load_str("named.toml", text).unwrap();
-    let opts = Options { jobs: 1, seed: 1, ..Options::default() };
-    let errs = validate(&m, "named.toml", text, &opts, &|_| {}).expect_err("refused");
+    // Refused when the file loads, so every verb (lint and topo too) refuses it the same way.
+    let Err(rocelab_model::LoadError::Invalid(errs)) = rocelab_model::load_str("named.toml", text) else {
+        panic!("loaded")
+    };
     assert_eq!(errs[0].path, "scenario[0].name");
+    assert_eq!(errs[0].location.as_ref().map(|l| l.line), Some(9), "{errs:?}");
     assert!(errs[0].message.contains("a hotspot scenario named `incast`"), "{errs:?}");
 }
 
