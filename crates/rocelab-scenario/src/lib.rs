@@ -11,6 +11,7 @@
 //! | module | owns |
 //! |---|---|
 //! | `kinds` | one file per kind: its setup and its evaluation (its typed parameters and defaults: the file of the same name in `rocelab_model::scenario`) |
+//! | `check` | what a check of the checklist is (each kind lists its own) |
 //! | `catalog` | `scenarios --list`, from each kind's parameter table |
 //! | `fabric` | the fabric's scale, hop distances, spine uplinks and spines |
 //! | `setup` | what setups are built from: messages, faults, fleet changes, checked parameter readers |
@@ -24,6 +25,7 @@
 //! validated as a file is. Same file + seed → byte-identical results.
 
 pub mod catalog;
+pub mod check;
 mod evaluate;
 pub mod fabric;
 pub mod kinds;

@@ -2,6 +2,7 @@
 //! (parameters: `rocelab_model::scenario::collective`).
 
 use super::Kind;
+use crate::check::*;
 use crate::evaluate::Eval;
 use crate::fabric::Scale;
 use crate::setup::{err, Ctx, Setup};
@@ -16,6 +17,10 @@ const BESIDE: [ScenarioKind; 4] =
     [ScenarioKind::Sustained, ScenarioKind::Incast, ScenarioKind::Microburst, ScenarioKind::Hotspot];
 
 impl Kind for Params {
+    fn checks(&self) -> &'static [CheckDef] {
+        CHECKS
+    }
+
     fn build(&self, cx: &Ctx) -> Result<Setup, Diagnostic> {
         let (m, sc) = (cx.m, &cx.scale);
         let (spec, bound_nics, rank_count) = spec_in(self, cx)?;
@@ -128,3 +133,11 @@ fn spec_in(c: &Params, cx: &Ctx) -> Result<(CollectiveSpec, u32, usize), Diagnos
     };
     Ok((CollectiveSpec { channels: Some(channels), ..spec }, bound_nics, rank_count))
 }
+
+/// The checklist's checks on this kind.
+#[rustfmt::skip]
+pub const CHECKS: &[CheckDef] = &[
+    CheckDef { name: "collective.busbw", kind: ScenarioKind::Collective, figure: Figure::Headline, cmp: Cmp::AtLeast, limit: Some(0.8), unit: "busbw / line rate of the NICs it can use", why: "nccl-tests busbw over the line rate of the NICs the collective can use; 80 % is the share below which `rocelab doctor` warns (busbw_warn)" },
+    CheckDef { name: "collective.paused-share", kind: ScenarioKind::Collective, figure: Figure::MaxPausedShare, cmp: Cmp::AtMost, limit: Some(0.05), unit: "paused time / time judged (the worst port and priority)", why: PAUSED },
+    CheckDef { name: "collective.lossless-drops", kind: ScenarioKind::Collective, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), unit: "packets dropped", why: LOSSLESS },
+];

@@ -2,14 +2,20 @@
 //! (parameters: `rocelab_model::scenario::firmware_mix`).
 
 use super::Kind;
+use crate::check::*;
 use crate::evaluate::*;
 use crate::setup::*;
 use rocelab_model::config::CongestionControl;
+use rocelab_model::config::ScenarioKind;
 use rocelab_model::scenario::firmware_mix::*;
 use rocelab_model::{Diagnostic, NodeId, SimTime};
 use serde_json::json;
 
 impl Kind for Params {
+    fn checks(&self) -> &'static [CheckDef] {
+        CHECKS
+    }
+
     fn steady(&self) -> bool {
         true
     }
@@ -94,3 +100,9 @@ impl Kind for Params {
         }
     }
 }
+
+/// The checklist's checks on this kind.
+#[rustfmt::skip]
+pub const CHECKS: &[CheckDef] = &[
+    CheckDef { name: "firmware-mix.goodput-ratio", kind: ScenarioKind::FirmwareMix, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, unit: "goodput of NICs on the other profile / on the fleet's", why: "goodput of the NICs on the other profile over the fleet's, as a partial rollout leaves a fleet: a risk to read, not a property of the file" },
+];

@@ -2,9 +2,11 @@
 //! (parameters: `rocelab_model::scenario::hotspot`).
 
 use super::Kind;
+use crate::check::*;
 use crate::evaluate::*;
 use crate::fabric;
 use crate::setup::*;
+use rocelab_model::config::ScenarioKind;
 use rocelab_model::config::SustainedPattern;
 use rocelab_model::scenario::hotspot::*;
 use rocelab_model::{Diagnostic, NodeId, PortId, SimTime};
@@ -13,6 +15,10 @@ use rocelab_sim::rng::Rng;
 use serde_json::json;
 
 impl Kind for Params {
+    fn checks(&self) -> &'static [CheckDef] {
+        CHECKS
+    }
+
     fn steady(&self) -> bool {
         true
     }
@@ -160,3 +166,11 @@ impl Kind for Params {
         k.port.map(|p| snap.ports[p.idx()].queue_peak_bytes.iter().copied().max().unwrap_or(0) as f64)
     }
 }
+
+/// The checklist's checks on this kind.
+#[rustfmt::skip]
+pub const CHECKS: &[CheckDef] = &[
+    CheckDef { name: "hotspot.lossless-drops", kind: ScenarioKind::Hotspot, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), unit: "packets dropped", why: LOSSLESS },
+    CheckDef { name: "hotspot.cnp-delay", kind: ScenarioKind::Hotspot, figure: Figure::CnpDelayP99Us, cmp: Cmp::AtMost, limit: Some(CNP_DELAY_US), unit: "µs per switch hop", why: CNP_PATH },
+    CheckDef { name: "hotspot.queue", kind: ScenarioKind::Hotspot, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, unit: "B", why: "deepest queue at the hot port, bytes" },
+];

@@ -1,14 +1,20 @@
 //! `incast`: N senders to one receiver at once (parameters: `rocelab_model::scenario::incast`).
 
 use super::Kind;
+use crate::check::*;
 use crate::evaluate::Eval;
 use crate::setup::{msg, Ctx, Marks, Setup};
+use rocelab_model::config::ScenarioKind;
 use rocelab_model::scenario::incast::{Params, FAN_IN, SIZE_BDPS, SIZE_MAX_BYTES, SIZE_MIN_BYTES};
 use rocelab_model::{Diagnostic, SimTime};
 use rocelab_sim::rng::Rng;
 use serde_json::json;
 
 impl Kind for Params {
+    fn checks(&self) -> &'static [CheckDef] {
+        CHECKS
+    }
+
     fn build(&self, cx: &Ctx) -> Result<Setup, Diagnostic> {
         let sc = &cx.scale;
         let dst = cx.dst(&self.dst)?;
@@ -46,3 +52,10 @@ impl Kind for Params {
         completion.map(|t| t.0 as f64 / ideal.0.max(1) as f64)
     }
 }
+
+/// The checklist's checks on this kind.
+#[rustfmt::skip]
+pub const CHECKS: &[CheckDef] = &[
+    CheckDef { name: "incast.completion", kind: ScenarioKind::Incast, figure: Figure::Headline, cmp: Cmp::AtMost, limit: Some(1.25), unit: "completion time / (N × size / receiver line rate)", why: "an N:1 incast cannot finish before N·size / the receiver's line rate; 25 % above it allows for headers (2 % at MTU 4096) and DCQCN's convergence" },
+    CheckDef { name: "incast.lossless-drops", kind: ScenarioKind::Incast, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), unit: "packets dropped", why: LOSSLESS },
+];

@@ -2,13 +2,19 @@
 //! `rocelab_model::scenario::link_flap`).
 
 use super::{under_load_figures, Kind};
+use crate::check::*;
 use crate::evaluate::Eval;
 use crate::setup::{err, link, link_fault, link_name, probe_before, under_load, Ctx, Setup, UnderLoad};
+use rocelab_model::config::ScenarioKind;
 use rocelab_model::scenario::link_flap::{Params, AT_DIVISOR, COUNT, MAX_COUNT, PERIOD_DIVISOR};
 use rocelab_model::{Diagnostic, SimTime};
 use serde_json::json;
 
 impl Kind for Params {
+    fn checks(&self) -> &'static [CheckDef] {
+        CHECKS
+    }
+
     fn build(&self, cx: &Ctx) -> Result<Setup, Diagnostic> {
         let hosts = cx.scale.hosts.clone();
         let u = UnderLoad {
@@ -58,3 +64,9 @@ impl Kind for Params {
         e.mt.get("packets_lost_link_down").copied().flatten()
     }
 }
+
+/// The checklist's checks on this kind.
+#[rustfmt::skip]
+pub const CHECKS: &[CheckDef] = &[
+    CheckDef { name: "link-flap.drops-outside-the-link", kind: ScenarioKind::LinkFlap, figure: Figure::Difference("dropped_packets", "headline"), cmp: Cmp::AtMost, limit: Some(0.0), unit: "packets dropped", why: "a flapping link loses what was on it each time it goes down, nothing else" },
+];

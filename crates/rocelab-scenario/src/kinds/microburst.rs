@@ -2,14 +2,20 @@
 //! `rocelab_model::scenario::microburst`).
 
 use super::Kind;
+use crate::check::*;
 use crate::evaluate::{mean, Eval};
 use crate::setup::{err, msg, Ctx, Marks, Setup};
+use rocelab_model::config::ScenarioKind;
 use rocelab_model::scenario::microburst::*;
 use rocelab_model::{Diagnostic, SimTime};
 use rocelab_sim::rng::Rng;
 use serde_json::json;
 
 impl Kind for Params {
+    fn checks(&self) -> &'static [CheckDef] {
+        CHECKS
+    }
+
     fn build(&self, cx: &Ctx) -> Result<Setup, Diagnostic> {
         let sc = &cx.scale;
         let dst = cx.dst(&self.dst)?;
@@ -65,3 +71,12 @@ impl Kind for Params {
         Some(snap.counters.pfc_frames_sent as f64)
     }
 }
+
+/// The checklist's checks on this kind.
+#[rustfmt::skip]
+pub const CHECKS: &[CheckDef] = &[
+    CheckDef { name: "microburst.lossless-drops", kind: ScenarioKind::Microburst, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), unit: "packets dropped", why: LOSSLESS },
+    CheckDef { name: "microburst.no-pause-storm", kind: ScenarioKind::Microburst, figure: Figure::Metric("pfc_storms"), cmp: Cmp::AtMost, limit: Some(0.0), unit: "watchdog storm events", why: NO_STORM },
+    CheckDef { name: "microburst.paused-share", kind: ScenarioKind::Microburst, figure: Figure::MaxPausedShare, cmp: Cmp::AtMost, limit: None, unit: "paused time / time judged (the worst port and priority)", why: "the largest share of the run a port and priority spent paused: bursts are expected to pause" },
+    CheckDef { name: "microburst.pauses", kind: ScenarioKind::Microburst, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, unit: "PFC frames", why: "PFC frames the bursts cause; fewer with ECN and DCQCN acting first" },
+];

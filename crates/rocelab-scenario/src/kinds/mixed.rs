@@ -2,8 +2,10 @@
 //! (parameters: `rocelab_model::scenario::mixed`).
 
 use super::Kind;
+use crate::check::*;
 use crate::evaluate::*;
 use crate::setup::*;
+use rocelab_model::config::ScenarioKind;
 use rocelab_model::scenario::mixed::*;
 use rocelab_model::{Diagnostic, NodeId, SimTime};
 use rocelab_sim::traffic::Transport;
@@ -12,6 +14,10 @@ use rocelab_sim::Snapshot;
 use serde_json::json;
 
 impl Kind for Params {
+    fn checks(&self) -> &'static [CheckDef] {
+        CHECKS
+    }
+
     fn build(&self, cx: &Ctx) -> Result<Setup, Diagnostic> {
         let (m, sc) = (cx.m, &cx.scale);
         let hosts = cx.scale.hosts.clone();
@@ -149,3 +155,11 @@ impl Kind for Params {
         with.zip(base).filter(|(_, b)| *b > 0.0).map(|(w, b)| w / b)
     }
 }
+
+/// The checklist's checks on this kind.
+#[rustfmt::skip]
+pub const CHECKS: &[CheckDef] = &[
+    CheckDef { name: "mixed.rdma-lossless", kind: ScenarioKind::Mixed, figure: Figure::Metric("rdma_class_drops"), cmp: Cmp::AtMost, limit: Some(0.0), unit: "packets dropped", why: "TCP beside RDMA may lose packets in its lossy class; the RDMA class none" },
+    CheckDef { name: "mixed.pfc-on-tcp", kind: ScenarioKind::Mixed, figure: Figure::Metric("tcp_priority_pause_frames"), cmp: Cmp::AtMost, limit: Some(0.0), unit: "PFC frames", why: PFC_ON_TCP },
+    CheckDef { name: "mixed.rdma-slowdown", kind: ScenarioKind::Mixed, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, unit: "RDMA completion time beside TCP / alone", why: "RDMA completion time beside TCP over alone: what sharing links costs RDMA" },
+];

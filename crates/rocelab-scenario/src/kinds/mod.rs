@@ -5,9 +5,10 @@
 //! there says why the kind is two files). Adding a kind: those two files, one line in the
 //! model's `kinds!` and one line in [`of`] here.
 
+use crate::check::CheckDef;
 use crate::evaluate::Eval;
 use crate::setup::{Ctx, Setup};
-use rocelab_model::config::ScenarioParams;
+use rocelab_model::config::{ScenarioConfig, ScenarioKind, ScenarioParams};
 use rocelab_model::Diagnostic;
 
 mod collective;
@@ -35,6 +36,13 @@ pub trait Kind {
     fn build(&self, cx: &Ctx) -> Result<Setup, Diagnostic>;
     /// The headline; the kind's other figures go into `e`.
     fn evaluate(&self, e: &mut Eval) -> Option<f64>;
+    /// The checklist's checks on the kind's figures.
+    fn checks(&self) -> &'static [CheckDef];
+}
+
+/// The checklist's checks on `kind`.
+pub fn checks(kind: ScenarioKind) -> &'static [CheckDef] {
+    ScenarioConfig::bare(kind).params("scenario").map_or(&[], |p| of(&p).checks())
 }
 
 /// The behaviour of a scenario's kind. The registry: one line per kind.
@@ -71,4 +79,22 @@ pub(crate) fn under_load_figures(e: &mut Eval) -> (Option<f64>, Option<f64>) {
     e.put("packets_lost_link_down", Some(lost));
     e.put("timeouts", Some(c.timeouts as f64));
     (before, after)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_kind_s_checks_are_its_own_and_named_after_it() {
+        for &k in ScenarioKind::ALL {
+            let cs = checks(k);
+            assert!(!cs.is_empty(), "{} has no check", k.name());
+            for c in cs {
+                assert_eq!(c.kind, k, "{}", c.name);
+                assert!(c.name.starts_with(&format!("{}.", k.name())), "{}", c.name);
+                assert!(!c.unit.is_empty() && !c.why.is_empty(), "{}", c.name);
+            }
+        }
+    }
 }

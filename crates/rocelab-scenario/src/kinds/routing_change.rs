@@ -2,8 +2,10 @@
 //! `rocelab_model::scenario::routing_change`).
 
 use super::{under_load_figures, Kind};
+use crate::check::*;
 use crate::evaluate::{ecmp_imbalance, Eval};
 use crate::setup::{link, link_name, probe_before, under_load, Ctx, Setup, UnderLoad};
+use rocelab_model::config::ScenarioKind;
 use rocelab_model::config::{FaultConfig, FaultKind, HashField};
 use rocelab_model::scenario::routing_change::{Params, RoutingChangeKind, AT_DIVISOR};
 use rocelab_model::{Diagnostic, SimTime};
@@ -11,6 +13,10 @@ use rocelab_sim::engine::{Fault, FaultAction};
 use serde_json::json;
 
 impl Kind for Params {
+    fn checks(&self) -> &'static [CheckDef] {
+        CHECKS
+    }
+
     fn build(&self, cx: &Ctx) -> Result<Setup, Diagnostic> {
         let m = cx.m;
         let hosts = cx.scale.hosts.clone();
@@ -71,3 +77,10 @@ impl Kind for Params {
         }
     }
 }
+
+/// The checklist's checks on this kind.
+#[rustfmt::skip]
+pub const CHECKS: &[CheckDef] = &[
+    CheckDef { name: "routing-change.lossless-drops", kind: ScenarioKind::RoutingChange, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), unit: "packets dropped", why: "a hash or route change moves flows; nothing in flight may be lost" },
+    CheckDef { name: "routing-change.ecmp-imbalance", kind: ScenarioKind::RoutingChange, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, unit: "change of (max / mean uplink bytes − 1)", why: "ECMP imbalance after the change minus before (max / mean uplink bytes − 1)" },
+];

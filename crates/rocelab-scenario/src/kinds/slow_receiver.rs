@@ -2,9 +2,11 @@
 //! (parameters: `rocelab_model::scenario::slow_receiver`).
 
 use super::Kind;
+use crate::check::*;
 use crate::evaluate::*;
 use crate::fabric;
 use crate::setup::*;
+use rocelab_model::config::ScenarioKind;
 use rocelab_model::config::{PfcWatchdogConfig, WatchdogAction};
 use rocelab_model::scenario::slow_receiver::*;
 use rocelab_model::{Diagnostic, NodeId, SimTime};
@@ -14,6 +16,10 @@ use rocelab_sim::stats::DropReason;
 use serde_json::json;
 
 impl Kind for Params {
+    fn checks(&self) -> &'static [CheckDef] {
+        CHECKS
+    }
+
     fn build(&self, cx: &Ctx) -> Result<Setup, Diagnostic> {
         let (m, sc) = (cx.m, &cx.scale);
         let hosts = cx.scale.hosts.clone();
@@ -121,3 +127,10 @@ impl Kind for Params {
         Some(spread as f64)
     }
 }
+
+/// The checklist's checks on this kind.
+#[rustfmt::skip]
+pub const CHECKS: &[CheckDef] = &[
+    CheckDef { name: "slow-receiver.lossless-drops", kind: ScenarioKind::SlowReceiver, figure: Figure::Difference("dropped_packets", "watchdog_drops"), cmp: Cmp::AtMost, limit: Some(0.0), unit: "packets dropped", why: "a stalled receiver must not make the fabric drop, except what the PFC watchdog discards on purpose to break the storm" },
+    CheckDef { name: "slow-receiver.pause-spread", kind: ScenarioKind::SlowReceiver, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, unit: "links from the slow host", why: "hops from the stalled host to the farthest paused node: how far a PFC storm spreads" },
+];

@@ -2,13 +2,19 @@
 //! `rocelab_model::scenario::sustained`).
 
 use super::Kind;
+use crate::check::*;
 use crate::evaluate::Eval;
 use crate::setup::{background, Ctx, Setup};
+use rocelab_model::config::ScenarioKind;
 use rocelab_model::scenario::sustained::{Params, SustainedPattern};
 use rocelab_model::Diagnostic;
 use serde_json::json;
 
 impl Kind for Params {
+    fn checks(&self) -> &'static [CheckDef] {
+        CHECKS
+    }
+
     fn steady(&self) -> bool {
         true
     }
@@ -36,3 +42,15 @@ impl Kind for Params {
         Some(delivered / ideal)
     }
 }
+
+/// The checklist's checks on this kind.
+#[rustfmt::skip]
+pub const CHECKS: &[CheckDef] = &[
+    CheckDef { name: "sustained.lossless-drops", kind: ScenarioKind::Sustained, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), unit: "packets dropped", why: LOSSLESS },
+    CheckDef { name: "sustained.no-pause-storm", kind: ScenarioKind::Sustained, figure: Figure::Metric("pfc_storms"), cmp: Cmp::AtMost, limit: Some(0.0), unit: "watchdog storm events", why: NO_STORM },
+    CheckDef { name: "sustained.paused-share", kind: ScenarioKind::Sustained, figure: Figure::MaxPausedShare, cmp: Cmp::AtMost, limit: Some(0.05), unit: "paused time / time judged (the worst port and priority)", why: PAUSED },
+    CheckDef { name: "sustained.p99-queueing-delay", kind: ScenarioKind::Sustained, figure: Figure::QueueDelayP99Us, cmp: Cmp::AtMost, limit: None, unit: "µs", why: "the 99th percentile of every packet's time in switch queues, µs: what ECN thresholds keep short" },
+    CheckDef { name: "sustained.cnp-delay", kind: ScenarioKind::Sustained, figure: Figure::CnpDelayP99Us, cmp: Cmp::AtMost, limit: Some(CNP_DELAY_US), unit: "µs per switch hop", why: CNP_DELAY },
+    CheckDef { name: "sustained.goodput", kind: ScenarioKind::Sustained, figure: Figure::Headline, cmp: Cmp::AtLeast, limit: None, unit: "payload delivered / (senders × line rate × time)", why: "payload delivered against the senders' line rate; bounded by the fabric's oversubscription, so reported, not judged" },
+    CheckDef { name: "sustained.fairness", kind: ScenarioKind::Sustained, figure: Figure::Metric("jain_fairness"), cmp: Cmp::AtLeast, limit: None, unit: "Jain index over the flows (1 = equal)", why: "Jain's fairness index over the flows (Jain, Chiu and Hawe, DEC-TR-301, 1984); below 1 by design where some flows cross an oversubscribed tier and others do not" },
+];

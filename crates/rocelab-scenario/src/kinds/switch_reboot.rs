@@ -2,15 +2,21 @@
 //! `rocelab_model::scenario::switch_reboot`).
 
 use super::{under_load_figures, Kind};
+use crate::check::*;
 use crate::evaluate::{drops_at, tx_between, Eval};
 use crate::fabric;
 use crate::setup::{busiest, err, link_fault, probe_before, under_load, Ctx, Setup, UnderLoad};
+use rocelab_model::config::ScenarioKind;
 use rocelab_model::scenario::switch_reboot::{Params, AT_DIVISOR, BUSIEST_SPINE, DOWN_DIVISOR};
 use rocelab_model::{Diagnostic, PortId, SimTime};
 use rocelab_sim::stats::DropReason;
 use serde_json::json;
 
 impl Kind for Params {
+    fn checks(&self) -> &'static [CheckDef] {
+        CHECKS
+    }
+
     fn build(&self, cx: &Ctx) -> Result<Setup, Diagnostic> {
         let m = cx.m;
         let hosts = cx.scale.hosts.clone();
@@ -87,3 +93,9 @@ impl Kind for Params {
         Some(inside as f64)
     }
 }
+
+/// The checklist's checks on this kind.
+#[rustfmt::skip]
+pub const CHECKS: &[CheckDef] = &[
+    CheckDef { name: "switch-reboot.losses-outside-the-switch", kind: ScenarioKind::SwitchReboot, figure: Figure::Metric("packets_lost_elsewhere"), cmp: Cmp::AtMost, limit: Some(0.0), unit: "packets lost", why: "a rebooting switch loses what it held; the rest of the fabric must reroute around it losslessly" },
+];
