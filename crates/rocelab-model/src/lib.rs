@@ -33,6 +33,7 @@ pub mod pcie;
 pub mod presets;
 pub mod queues;
 pub mod routing;
+pub mod scenario;
 pub mod summary;
 pub mod templates;
 pub mod topology;

@@ -538,6 +538,7 @@ impl Model {
         // Run intent last: it names hosts, switches and links of the built fabric.
         stage("checking traffic, faults and workloads");
         model.intent = crate::intent::resolve(&model, &mut errs);
+        crate::scenario::check(&model.config.scenario, &mut errs);
         if !errs.is_empty() {
             return Err(errs);
         }
