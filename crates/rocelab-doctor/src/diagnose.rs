@@ -281,9 +281,10 @@ fn pause_flood(
     ));
 }
 
-/// SONiC unicast queue `UC3` -> 3 (multicast queues carry no RoCE).
+/// A unicast queue's index: SONiC `UC3`, Arista `TC3`, Cumulus `3` (the RoCE class) -> 3.
+/// Multicast queues (`MC3`) carry no RoCE.
 fn unicast_queue(q: &str) -> Option<u8> {
-    q.strip_prefix("UC").and_then(|n| n.parse().ok())
+    q.strip_prefix("UC").or_else(|| q.strip_prefix("TC")).unwrap_or(q).parse().ok().filter(|i| *i < 8)
 }
 
 const RETRANS: &[&str] =
@@ -360,7 +361,7 @@ pub fn diagnose(mut snaps: Vec<Snapshot>, opts: &Options) -> Diagnosis {
         dx.data_problems.extend(crate::quality::scrub(&mut first, &mut last, interval_s));
         let mut w = Window { first: &first, last: &last, interval_s, resets: BTreeSet::new() };
         host_rules(&mut w, host, opts, &mut dx.findings, &mut fabric_pauses, &mut fabric_ecn);
-        let (rates, utilization) = rates(&first, &last, interval_s, opts.roce_priority);
+        let (rates, utilization) = rates(&first, &last, interval_s);
         dx.windows.push(HostWindow {
             node: host.clone(),
             snapshots: list.len(),
@@ -735,123 +736,125 @@ fn host_rules(
             ));
         }
     }
-    // Switch data carried in this host's snapshots.
+    // Switch data carried in this host's snapshots: the normalized model, whatever the vendor.
     for (sw, data) in &w.last.switches {
         let Some(prev) = w.first.switches.get(sw) else { continue };
-        // Registered sources, in the normalized model: one pass over every counter series.
-        let before: BTreeMap<String, f64> = prev.counters.iter().map(|c| (c.series(), c.value)).collect();
-        let pfc_delta = |port: &str, prio: u8, dir: &str| -> Option<u64> {
-            let find = |set: &[metrics::Sample]| {
-                set.iter()
-                    .find(|c| {
-                        c.name == metrics::PFC_PAUSE_FRAMES_TOTAL
-                            && c.label("port") == Some(port)
-                            && c.label("priority") == Some(prio.to_string().as_str())
-                            && c.label("direction") == Some(dir)
-                    })
-                    .map(|c| c.value)
-            };
-            Some((find(&data.counters)? - find(&prev.counters)?).max(0.0) as u64)
-        };
-        for c in &data.counters {
-            let Some(&a) = before.get(&c.series()) else { continue };
-            let (port, prio, dir) =
-                (c.label("port").unwrap_or(""), c.label("priority").unwrap_or(""), c.label("direction").unwrap_or(""));
-            let what = match c.name {
-                metrics::PFC_PAUSE_FRAMES_TOTAL => format!("{sw} {port} PFC{prio} {dir}"),
-                metrics::DROPS_TOTAL => format!("{sw} {port} {} Drop/pkts", c.label("queue").unwrap_or("")),
-                _ => format!("{sw} {}", c.series()),
-            };
-            let Some(d) = w.d(what, Some(a.max(0.0) as u64), Some(c.value.max(0.0) as u64)).filter(|d| *d > 0) else {
-                continue;
-            };
-            match c.name {
-                metrics::PFC_PAUSE_FRAMES_TOTAL => {
-                    fabric_pauses.push((d, format!("{sw} {port} priority {prio} {dir}")));
-                    pause_flood(
-                        out,
-                        th,
-                        sw,
-                        format!("{port} priority {prio} {dir}"),
-                        d,
-                        secs,
-                        "the source has no pause duration",
-                    );
-                }
-                metrics::ECN_MARKED_PACKETS_TOTAL => *fabric_ecn = Some(fabric_ecn.unwrap_or(0) + d),
-                metrics::PFC_STORM_EVENTS_TOTAL => {
-                    out.push(f("pfc-storm", Severity::Error, sw, port.to_string(), format!("the switch's PFC watchdog detected {} storm(s){}", thousands(d), if prio.is_empty() { String::new() } else { format!(" on priority {prio}") }), vec![format!("storm detections +{} {window}", thousands(d))], "a storm reached the switch: find the port that keeps sending pauses (a stalled host) and the cyclic buffer dependency, if any"));
-                }
-                metrics::DROPS_TOTAL => {
-                    let Some(queue) = c.label("queue") else { continue };
-                    let lossless_prio = unicast_queue(queue).and_then(|i| {
-                        opts.intent.as_ref().and_then(|t| t.lossless_queues.get(&i).map(|p| (*p, &t.source)))
-                    });
-                    if let Some((p, source)) = lossless_prio {
-                        let mut ev = vec![
-                            format!("queue drops +{} {window}", thousands(d)),
-                            format!("{source}: queue {queue} carries priority {p}, declared lossless"),
-                        ];
-                        for dir in ["rx", "tx"] {
-                            if let Some(f) = pfc_delta(port, p, dir) {
-                                ev.push(format!("PFC{p} {dir} frames on {port} +{}", thousands(f)));
-                            }
-                        }
-                        out.push(f("lossless-drops", Severity::Error, sw, format!("{port} {queue}"), format!("{} packets dropped on queue {queue}, which carries lossless priority {p}: a lossless class must never drop", thousands(d)), ev, "PFC did not hold the senders back: check that PFC is enabled for this priority on the port (PORT_QOS_MAP pfc_enable) and its peer, that the DSCP maps this traffic to the priority, and that the headroom covers the cable (rocelab lint checks it)"));
+        switch_rules(w, sw, &prev.counters, &data.counters, opts, out, fabric_pauses, fabric_ecn);
+    }
+}
+
+/// The switch rules, on the normalized samples of one switch at both ends of the window
+/// ([`crate::sources`]): PFC pauses (paused share where the source gives a duration, the
+/// frame rate where it does not), watchdog storms, queue drops (critical on a queue the
+/// fabric declares lossless), and ECN marks for the fabric-wide rules.
+#[allow(clippy::too_many_arguments)]
+fn switch_rules(
+    w: &mut Window,
+    sw: &str,
+    prev: &[metrics::Sample],
+    cur: &[metrics::Sample],
+    opts: &Options,
+    out: &mut Vec<Finding>,
+    fabric_pauses: &mut Vec<(u64, String)>,
+    fabric_ecn: &mut Option<u64>,
+) {
+    let th = &opts.thresholds;
+    let secs = w.interval_s;
+    let window = format!("over {secs:.1} s");
+    let before: BTreeMap<String, f64> = prev.iter().map(|c| (c.series(), c.value)).collect();
+    let now: BTreeMap<String, f64> = cur.iter().map(|c| (c.series(), c.value)).collect();
+    // Deltas of every counter series present at both ends; a series that went down was
+    // reset and is named by the window, not read as a huge increase.
+    let mut deltas: BTreeMap<String, u64> = BTreeMap::new();
+    for c in cur.iter().filter(|c| metrics::is_counter(c.name)) {
+        let series = c.series();
+        let Some(&a) = before.get(&series) else { continue };
+        // Paused time is in seconds: compare it in microseconds, as the sources count it.
+        let scale = if c.name == metrics::PFC_PAUSED_SECONDS_TOTAL { 1e6 } else { 1.0 };
+        let (a, b) = ((a * scale).round().max(0.0) as u64, (c.value * scale).round().max(0.0) as u64);
+        if let Some(d) = w.d(format!("{sw} {series}"), Some(a), Some(b)) {
+            deltas.insert(series, d);
+        }
+    }
+    let pfc_delta = |port: &str, prio: u8, dir: &str| -> Option<u64> {
+        cur.iter()
+            .find(|c| {
+                c.name == metrics::PFC_PAUSE_FRAMES_TOTAL
+                    && c.label("port") == Some(port)
+                    && c.label("priority") == Some(prio.to_string().as_str())
+                    && c.label("direction") == Some(dir)
+            })
+            .and_then(|c| deltas.get(&c.series()).copied())
+    };
+    for c in cur {
+        let series = c.series();
+        let Some(&d) = deltas.get(&series) else { continue };
+        let (port, prio, dir) =
+            (c.label("port").unwrap_or(""), c.label("priority").unwrap_or(""), c.label("direction").unwrap_or(""));
+        match c.name {
+            metrics::PFC_PAUSE_FRAMES_TOTAL if d > 0 => {
+                fabric_pauses.push((d, format!("{sw} {port} priority {prio} {dir}")));
+                let subject = format!("{port} priority {prio} {dir}");
+                let dur_series = series.replacen(metrics::PFC_PAUSE_FRAMES_TOTAL, metrics::PFC_PAUSED_SECONDS_TOTAL, 1);
+                let Some(&dur_us) = deltas.get(&dur_series) else {
+                    let why = if now.contains_key(&dur_series) {
+                        "the pause-duration counter went down (reset) in the window"
                     } else {
-                        out.push(f("switch-drops", Severity::Warning, sw, format!("{port} {queue}"), format!("{} packets dropped on egress queue {queue}", thousands(d)), vec![format!("queue drops +{} {window}", thousands(d))], "drops on the RoCE queue mean PFC did not hold the sender back (headroom, PFC not enabled on that priority); on other queues they are ordinary congestion"));
-                    }
-                }
-                _ => {}
-            }
-        }
-        for (port, rc) in &data.roce {
-            let Some(rp) = prev.roce.get(port) else { continue };
-            for dir in ["rx", "tx"] {
-                let sfx = format!("{dir}-pfc-stats/pause-packets");
-                if let (Some(a), Some(b)) = (rp.sum_suffix(&sfx), rc.sum_suffix(&sfx)) {
-                    if b > a {
-                        fabric_pauses.push(((b - a) as u64, format!("{sw} {port} {dir}")));
-                    }
-                }
-            }
-            if let (Some(a), Some(b)) = (rp.sum_suffix("ecn-marked-packets"), rc.sum_suffix("ecn-marked-packets")) {
-                *fabric_ecn = Some(fabric_ecn.unwrap_or(0) + (b - a).max(0.0) as u64);
-            }
-            if let (Some(a), Some(b)) = (rp.sum_suffix("no-buffer-discard"), rc.sum_suffix("no-buffer-discard")) {
-                if b > a {
-                    let d = (b - a) as u64;
-                    let declared =
-                        opts.intent.as_ref().filter(|t| t.lossless_queues.values().any(|p| *p == opts.roce_priority));
-                    if let Some(t) = declared {
-                        out.push(f("lossless-drops", Severity::Error, sw, port.clone(), format!("{} RoCE packets discarded for lack of buffer on lossless priority {}: a lossless class must never drop", thousands(d), opts.roce_priority), vec![format!("no-buffer-discard +{} {window}", thousands(d)), format!("{}: priority {} declared lossless", t.source, opts.roce_priority)], "PFC did not hold the senders back: check PFC on this priority at both ends of the port and that the headroom covers the cable"));
-                        continue;
-                    }
-                    out.push(f(
-                        "switch-drops",
-                        Severity::Warning,
-                        sw,
-                        port.clone(),
-                        format!("{} RoCE packets discarded for lack of buffer", thousands(d)),
-                        vec![format!("no-buffer-discard +{} {window}", thousands(d))],
-                        "a lossless RoCE class should not discard: check PFC and headroom on this port",
-                    ));
+                        "the source has no pause duration"
+                    };
+                    pause_flood(out, th, sw, subject, d, secs, why);
+                    continue;
+                };
+                let ratio = dur_us as f64 / (secs * 1e6);
+                let meaning = if dir == "rx" {
+                    "the device behind this port paused the switch (it cannot absorb what the switch sends)"
+                } else {
+                    "the switch paused the device behind this port (congestion inside the switch toward its destinations)"
+                };
+                let ev = vec![
+                    format!("PFC{prio} {dir} pause duration +{} µs {window}", thousands(dur_us)),
+                    format!("PFC{prio} {dir} pause frames +{}", thousands(d)),
+                ];
+                if ratio >= th.storm_ratio {
+                    out.push(f("pfc-storm", Severity::Error, sw, subject, format!("paused {} of the window: {meaning}", pct(ratio.min(1.0))), ev, "a port paused most of the time is a PFC storm: look for a stalled receiver (hung GPU job, NIC out of buffer) or a deadlock; check the PFC watchdog"));
+                } else if ratio >= th.pause_ratio {
+                    out.push(f("pause-ratio", Severity::Warning, sw, subject, format!("paused {} of the window (threshold {}): {meaning}", pct(ratio), pct(th.pause_ratio)), ev, "sustained pausing means DCQCN is not keeping queues below the PFC threshold: check ECN marking (Kmin/Kmax) and the NP/RP enables"));
                 }
             }
-        }
-        for (port, wd) in &data.pfc_watchdog {
-            let before = prev.pfc_watchdog.get(port).map(|p| p.deadlock_count()).unwrap_or(0);
-            let grew = wd.deadlock_count().saturating_sub(before);
-            if wd.deadlocked() || grew > 0 {
-                out.push(f("pfc-storm", Severity::Error, sw, port.clone(), format!("the PFC watchdog reports {} (deadlock count +{grew})", if wd.deadlocked() { "DEADLOCK" } else { "recovered storms" }), vec![format!("nv show interface {port} qos pfc-watchdog: deadlock-count {}", wd.deadlock_count())], "a storm reached the switch: find the port that keeps sending pauses (a stalled host) and the cyclic buffer dependency, if any"));
+            metrics::ECN_MARKED_PACKETS_TOTAL => *fabric_ecn = Some(fabric_ecn.unwrap_or(0) + d),
+            metrics::PFC_STORM_EVENTS_TOTAL if d > 0 => {
+                let what = if c.label("kind") == Some("deadlock") { "deadlock(s)" } else { "storm(s)" };
+                let on = if prio.is_empty() { String::new() } else { format!(" on priority {prio}") };
+                out.push(f("pfc-storm", Severity::Error, sw, port.to_string(), format!("the switch's PFC watchdog detected {} {what}{on}", thousands(d)), vec![format!("watchdog detections +{} {window}", thousands(d))], "a storm reached the switch: find the port that keeps sending pauses (a stalled host) and the cyclic buffer dependency, if any"));
             }
+            metrics::DROPS_TOTAL if d > 0 => {
+                let Some(queue) = c.label("queue") else { continue };
+                let lossless_prio = unicast_queue(queue).and_then(|i| {
+                    opts.intent.as_ref().and_then(|t| t.lossless_queues.get(&i).map(|p| (*p, &t.source)))
+                });
+                if let Some((p, source)) = lossless_prio {
+                    let mut ev = vec![
+                        format!("queue drops +{} {window}", thousands(d)),
+                        format!("{source}: queue {queue} carries priority {p}, declared lossless"),
+                    ];
+                    for dir in ["rx", "tx"] {
+                        if let Some(f) = pfc_delta(port, p, dir) {
+                            ev.push(format!("PFC{p} {dir} frames on {port} +{}", thousands(f)));
+                        }
+                    }
+                    out.push(f("lossless-drops", Severity::Error, sw, format!("{port} {queue}"), format!("{} packets dropped on queue {queue}, which carries lossless priority {p}: a lossless class must never drop", thousands(d)), ev, "PFC did not hold the senders back: check that PFC is enabled for this priority on the port (PORT_QOS_MAP pfc_enable) and its peer, that the DSCP maps this traffic to the priority, and that the headroom covers the cable (rocelab lint checks it)"));
+                } else {
+                    out.push(f("switch-drops", Severity::Warning, sw, format!("{port} {queue}"), format!("{} packets dropped on egress queue {queue}", thousands(d)), vec![format!("queue drops +{} {window}", thousands(d))], "drops on the RoCE queue mean PFC did not hold the sender back (headroom, PFC not enabled on that priority); on other queues they are ordinary congestion"));
+                }
+            }
+            _ => {}
         }
     }
 }
 
-fn rates(first: &Snapshot, last: &Snapshot, secs: f64, roce_priority: u8) -> (Vec<Rate>, Vec<Rate>) {
-    let a: MetricSet = metrics::from_snapshot(first, roce_priority);
-    let b: MetricSet = metrics::from_snapshot(last, roce_priority);
+fn rates(first: &Snapshot, last: &Snapshot, secs: f64) -> (Vec<Rate>, Vec<Rate>) {
+    let a: MetricSet = metrics::from_snapshot(first);
+    let b: MetricSet = metrics::from_snapshot(last);
     let mut out = Vec::new();
     for s in b.iter() {
         if !metrics::is_counter(s.name) {

@@ -104,7 +104,7 @@ pub fn run(a: Args) -> VerbResult {
     let mut snaps = Vec::new();
     let mut skipped_inputs = Vec::new();
     for d in &a.dumps {
-        let dump = dump::load_dump(d).map_err(|e| Failure::bad_input(format!("error: {e}")))?;
+        let dump = dump::load_dump(d, a.roce_priority).map_err(|e| Failure::bad_input(format!("error: {e}")))?;
         snaps.extend(dump.snapshots);
         skipped_inputs.extend(dump.skipped);
     }

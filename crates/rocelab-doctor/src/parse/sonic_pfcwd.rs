@@ -83,11 +83,10 @@ Ethernet8:4      stormed                        3/2       100/300       100/300 
     /// no other change (Ethernet8 priority 4: 3 detections, then 5 a minute later).
     #[test]
     fn a_new_storm_is_a_finding() {
-        let src = crate::sources::find("pfcwd-stats.txt").expect("registered");
         let snap = |t: u64, text: &str| {
             let mut s = Snapshot { host: "leaf1".into(), taken_at_unix_ms: t, ..Default::default() };
-            let counters = crate::sources::read(src, text, "leaf1").unwrap();
-            s.switches.insert("leaf1".into(), SwitchData { counters, ..Default::default() });
+            let counters = crate::sources::read_path("pfcwd-stats.txt", text, "leaf1", 3).unwrap();
+            s.switches.insert("leaf1".into(), SwitchData { counters });
             s
         };
         let later = STATS.replace(
