@@ -18,7 +18,7 @@
 //! name first.
 
 use crate::metrics::Sample;
-use crate::parse::{cumulus, sonic, ParseError};
+use crate::parse::{arista, cumulus, sonic, ParseError};
 
 /// What a source's parser is given besides the text.
 #[derive(Clone, Copy, Debug)]
@@ -71,6 +71,11 @@ pub static SWITCH_SOURCES: &[SwitchSource] = &[
         path: "pfc-watchdog/*.txt",
         command: "Cumulus `nv show interface <swp> qos pfc-watchdog`",
         read: cumulus::watchdog_samples,
+    },
+    SwitchSource {
+        path: "eos-queue-counters.txt",
+        command: "Arista EOS `show interfaces counters queue detail`",
+        read: |i| arista::queue_samples(i.text),
     },
 ];
 
