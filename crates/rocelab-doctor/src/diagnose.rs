@@ -502,51 +502,18 @@ fn host_rules(
     let secs = w.interval_s;
     let window = format!("over {secs:.1} s");
     let netdevs: Vec<String> = w.last.netdevs.keys().filter(|k| w.first.netdevs.contains_key(*k)).cloned().collect();
+    // PFC per port, priority and direction, on the NIC counters as the normalized model
+    // holds them (the switch rules run the same function on switch counters).
+    let pfc = |s: &Snapshot| -> Vec<metrics::Sample> {
+        metrics::from_snapshot(s)
+            .iter()
+            .filter(|c| c.label("node") == Some(host) && netdevs.iter().any(|n| c.label("port") == Some(n.as_str())))
+            .cloned()
+            .collect()
+    };
+    let (before, now) = (pfc(w.first), pfc(w.last));
+    pfc_rules(w, host, Side::Nic, &before, &now, th, out, fabric_pauses);
     for nd in &netdevs {
-        // PFC per priority and direction.
-        for p in 0u8..8 {
-            for dir in ["rx", "tx"] {
-                let frames = w.eth(nd, &format!("{dir}_prio{p}_pause"));
-                let dur_us = w.eth(nd, &format!("{dir}_prio{p}_pause_duration"));
-                if let Some(fr) = frames.filter(|v| *v > 0) {
-                    fabric_pauses.push((fr, format!("{host} {nd} priority {p} {dir}")));
-                }
-                let Some(dur) = dur_us else {
-                    // No duration (missing or reset): the frame rate alone can still show a flood.
-                    if let Some(fr) = frames {
-                        let has = w
-                            .last
-                            .netdevs
-                            .get(nd)
-                            .and_then(|n| n.ethtool.as_ref())
-                            .and_then(|e| e.get(&format!("{dir}_prio{p}_pause_duration")))
-                            .is_some();
-                        let why = if has {
-                            "the pause-duration counter went down (reset) in the window"
-                        } else {
-                            "no pause-duration counter in this output"
-                        };
-                        pause_flood(out, th, host, format!("{nd} priority {p} {dir}"), fr, secs, why);
-                    }
-                    continue;
-                };
-                let ratio = dur as f64 / (secs * 1e6);
-                let meaning = if dir == "rx" {
-                    "the switch paused this NIC (fabric congestion toward its destinations)"
-                } else {
-                    "this NIC paused the switch (the host cannot absorb what it receives)"
-                };
-                let ev = vec![
-                    format!("{dir}_prio{p}_pause_duration +{} µs {window}", thousands(dur)),
-                    format!("{dir}_prio{p}_pause +{}", frames.map(thousands).unwrap_or_else(|| "?".into())),
-                ];
-                if ratio >= th.storm_ratio {
-                    out.push(f("pfc-storm", Severity::Error, host, format!("{nd} priority {p} {dir}"), format!("paused {} of the window: {meaning}", pct(ratio.min(1.0))), ev, "a port paused most of the time is a PFC storm: look for a stalled receiver (hung GPU job, NIC out of buffer) or a deadlock; check the PFC watchdog"));
-                } else if ratio >= th.pause_ratio {
-                    out.push(f("pause-ratio", Severity::Warning, host, format!("{nd} priority {p} {dir}"), format!("paused {} of the window (threshold {}): {meaning}", pct(ratio), pct(th.pause_ratio)), ev, "sustained pausing means DCQCN is not keeping queues below the PFC threshold: check ECN marking (Kmin/Kmax) and the NP/RP enables"));
-                }
-            }
-        }
         // 802.3x link-level ("global") pause: stops every class on the link, RoCE or not.
         for dir in ["rx", "tx"] {
             let frames = w.eth(nd, &format!("{dir}_global_pause"));
@@ -762,20 +729,24 @@ fn switch_rules(
     let secs = w.interval_s;
     let window = format!("over {secs:.1} s");
     let before: BTreeMap<String, f64> = prev.iter().map(|c| (c.series(), c.value)).collect();
-    let now: BTreeMap<String, f64> = cur.iter().map(|c| (c.series(), c.value)).collect();
     // Deltas of every counter series present at both ends; a series that went down was
-    // reset and is named by the window, not read as a huge increase.
+    // reset and is named by the window, not read as a huge increase. PFC series are
+    // pfc_rules' (which names their resets); here they only feed the drop evidence.
     let mut deltas: BTreeMap<String, u64> = BTreeMap::new();
-    for c in cur.iter().filter(|c| metrics::is_counter(c.name)) {
+    for c in cur.iter().filter(|c| metrics::is_counter(c.name) && c.name != metrics::PFC_PAUSED_SECONDS_TOTAL) {
         let series = c.series();
         let Some(&a) = before.get(&series) else { continue };
-        // Paused time is in seconds: compare it in microseconds, as the sources count it.
-        let scale = if c.name == metrics::PFC_PAUSED_SECONDS_TOTAL { 1e6 } else { 1.0 };
-        let (a, b) = ((a * scale).round().max(0.0) as u64, (c.value * scale).round().max(0.0) as u64);
-        if let Some(d) = w.d(format!("{sw} {series}"), Some(a), Some(b)) {
+        let (a, b) = (a.round().max(0.0) as u64, c.value.round().max(0.0) as u64);
+        let d = if c.name == metrics::PFC_PAUSE_FRAMES_TOTAL {
+            b.checked_sub(a)
+        } else {
+            w.d(format!("{sw} {series}"), Some(a), Some(b))
+        };
+        if let Some(d) = d {
             deltas.insert(series, d);
         }
     }
+    pfc_rules(w, sw, Side::Switch, prev, cur, th, out, fabric_pauses);
     let pfc_delta = |port: &str, prio: u8, dir: &str| -> Option<u64> {
         cur.iter()
             .find(|c| {
@@ -789,38 +760,8 @@ fn switch_rules(
     for c in cur {
         let series = c.series();
         let Some(&d) = deltas.get(&series) else { continue };
-        let (port, prio, dir) =
-            (c.label("port").unwrap_or(""), c.label("priority").unwrap_or(""), c.label("direction").unwrap_or(""));
+        let (port, prio) = (c.label("port").unwrap_or(""), c.label("priority").unwrap_or(""));
         match c.name {
-            metrics::PFC_PAUSE_FRAMES_TOTAL if d > 0 => {
-                fabric_pauses.push((d, format!("{sw} {port} priority {prio} {dir}")));
-                let subject = format!("{port} priority {prio} {dir}");
-                let dur_series = series.replacen(metrics::PFC_PAUSE_FRAMES_TOTAL, metrics::PFC_PAUSED_SECONDS_TOTAL, 1);
-                let Some(&dur_us) = deltas.get(&dur_series) else {
-                    let why = if now.contains_key(&dur_series) {
-                        "the pause-duration counter went down (reset) in the window"
-                    } else {
-                        "the source has no pause duration"
-                    };
-                    pause_flood(out, th, sw, subject, d, secs, why);
-                    continue;
-                };
-                let ratio = dur_us as f64 / (secs * 1e6);
-                let meaning = if dir == "rx" {
-                    "the device behind this port paused the switch (it cannot absorb what the switch sends)"
-                } else {
-                    "the switch paused the device behind this port (congestion inside the switch toward its destinations)"
-                };
-                let ev = vec![
-                    format!("PFC{prio} {dir} pause duration +{} µs {window}", thousands(dur_us)),
-                    format!("PFC{prio} {dir} pause frames +{}", thousands(d)),
-                ];
-                if ratio >= th.storm_ratio {
-                    out.push(f("pfc-storm", Severity::Error, sw, subject, format!("paused {} of the window: {meaning}", pct(ratio.min(1.0))), ev, "a port paused most of the time is a PFC storm: look for a stalled receiver (hung GPU job, NIC out of buffer) or a deadlock; check the PFC watchdog"));
-                } else if ratio >= th.pause_ratio {
-                    out.push(f("pause-ratio", Severity::Warning, sw, subject, format!("paused {} of the window (threshold {}): {meaning}", pct(ratio), pct(th.pause_ratio)), ev, "sustained pausing means DCQCN is not keeping queues below the PFC threshold: check ECN marking (Kmin/Kmax) and the NP/RP enables"));
-                }
-            }
             metrics::ECN_MARKED_PACKETS_TOTAL => *fabric_ecn = Some(fabric_ecn.unwrap_or(0) + d),
             metrics::PFC_STORM_EVENTS_TOTAL if d > 0 => {
                 let what = if c.label("kind") == Some("deadlock") { "deadlock(s)" } else { "storm(s)" };
@@ -848,6 +789,99 @@ fn switch_rules(
                 }
             }
             _ => {}
+        }
+    }
+}
+
+/// Which end of a link a PFC counter is on: the words of a finding differ, not the rule.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Nic,
+    Switch,
+}
+
+/// `pfc-storm`, `pause-ratio` and `pause-flood` on the normalized samples of one node (a
+/// host's NICs or a switch): per port, priority and direction, the paused share of the
+/// window where the source counts paused time, and the frame rate where it does not or its
+/// duration counter went down (reset).
+#[allow(clippy::too_many_arguments)]
+fn pfc_rules(
+    w: &mut Window,
+    node: &str,
+    side: Side,
+    prev: &[metrics::Sample],
+    cur: &[metrics::Sample],
+    th: &Thresholds,
+    out: &mut Vec<Finding>,
+    fabric_pauses: &mut Vec<(u64, String)>,
+) {
+    let secs = w.interval_s;
+    let window = format!("over {secs:.1} s");
+    // (port, priority, direction) -> [frames, paused µs] before and now.
+    type Pair = [Option<u64>; 2];
+    let mut series: BTreeMap<(String, String, String), (Pair, Pair)> = BTreeMap::new();
+    for (k, set) in [prev, cur].into_iter().enumerate() {
+        for c in set.iter().filter(|c| c.label("node") == Some(node)) {
+            let slot = match c.name {
+                metrics::PFC_PAUSE_FRAMES_TOTAL => 0,
+                metrics::PFC_PAUSED_SECONDS_TOTAL => 1,
+                _ => continue,
+            };
+            let key = (
+                c.label("port").unwrap_or("").to_string(),
+                c.label("priority").unwrap_or("").to_string(),
+                c.label("direction").unwrap_or("").to_string(),
+            );
+            let v = if slot == 1 { c.value * 1e6 } else { c.value };
+            let e = series.entry(key).or_insert(([None; 2], [None; 2]));
+            let pair = if k == 0 { &mut e.0 } else { &mut e.1 };
+            pair[slot] = Some(v.round().max(0.0) as u64);
+        }
+    }
+    for ((port, p, dir), (a, b)) in series {
+        // The source's own counter names in evidence and resets: `rx_prio3_pause` on a NIC.
+        let (frames_name, dur_name) = match side {
+            Side::Nic => (format!("{dir}_prio{p}_pause"), format!("{dir}_prio{p}_pause_duration")),
+            Side::Switch => (format!("PFC{p} {dir} pause frames"), format!("PFC{p} {dir} pause duration")),
+        };
+        let at = if side == Side::Nic { port.clone() } else { format!("{node} {port}") };
+        let frames = w.d(format!("{at} {frames_name}"), a[0], b[0]);
+        let dur_us = w.d(format!("{at} {dur_name}"), a[1], b[1]);
+        let subject = format!("{port} priority {p} {dir}");
+        if let Some(fr) = frames.filter(|v| *v > 0) {
+            fabric_pauses.push((fr, format!("{node} {subject}")));
+        }
+        let Some(dur) = dur_us else {
+            // No duration (missing or reset): the frame rate alone can still show a flood.
+            if let Some(fr) = frames {
+                let why = if b[1].is_some() {
+                    "the pause-duration counter went down (reset) in the window"
+                } else {
+                    "no pause-duration counter in this source"
+                };
+                pause_flood(out, th, node, subject, fr, secs, why);
+            }
+            continue;
+        };
+        let ratio = dur as f64 / (secs * 1e6);
+        let meaning = match (side, dir.as_str()) {
+            (Side::Nic, "rx") => "the switch paused this NIC (fabric congestion toward its destinations)",
+            (Side::Nic, _) => "this NIC paused the switch (the host cannot absorb what it receives)",
+            (Side::Switch, "rx") => {
+                "the device behind this port paused the switch (it cannot absorb what the switch sends)"
+            }
+            (Side::Switch, _) => {
+                "the switch paused the device behind this port (congestion inside the switch toward its destinations)"
+            }
+        };
+        let ev = vec![
+            format!("{dur_name} +{} µs {window}", thousands(dur)),
+            format!("{frames_name} +{}", frames.map(thousands).unwrap_or_else(|| "?".into())),
+        ];
+        if ratio >= th.storm_ratio {
+            out.push(f("pfc-storm", Severity::Error, node, subject, format!("paused {} of the window: {meaning}", pct(ratio.min(1.0))), ev, "a port paused most of the time is a PFC storm: look for a stalled receiver (hung GPU job, NIC out of buffer) or a deadlock; check the PFC watchdog"));
+        } else if ratio >= th.pause_ratio {
+            out.push(f("pause-ratio", Severity::Warning, node, subject, format!("paused {} of the window (threshold {}): {meaning}", pct(ratio), pct(th.pause_ratio)), ev, "sustained pausing means DCQCN is not keeping queues below the PFC threshold: check ECN marking (Kmin/Kmax) and the NP/RP enables"));
         }
     }
 }

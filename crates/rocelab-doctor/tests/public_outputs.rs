@@ -341,3 +341,22 @@ fn switch_files_no_source_reads_are_named() {
     assert_eq!(notes.len(), 1, "{:?}", s.notes);
     assert!(notes[0].contains("switch/leaf1/show-version.txt"), "{}", notes[0]);
 }
+
+#[test]
+fn switch_pauses_are_judged_by_paused_time_where_the_source_counts_it() {
+    // The same rule as on a NIC, on the normalized switch samples: 6 s of the minute paused
+    // on swp16's RoCE priority (rx) is a pause-ratio warning; SONiC's frame counters without
+    // duration get the frame-rate rule instead (a_pause_flood_without_a_duration_counter_is_found).
+    let text = public("cumulus-roce-counters-swp16.txt");
+    let later = text
+        .replacen("pause-duration             0 ", "pause-duration             6000000 ", 1)
+        .replacen("pause-packets              0 ", "pause-packets              175000 ", 1)
+        // ECN keeps marking (else the fabric-wide pause-without-ecn rule speaks too).
+        .replace("693777677344", "693777687344");
+    let d = diagnose(vec![cumulus_snap(0, &text, 3), cumulus_snap(60_000, &later, 3)], &Options::default());
+    assert_eq!(codes(&d), vec![("pause-ratio", Severity::Warning)]);
+    let f = &d.findings[0];
+    assert_eq!((f.node.as_str(), f.subject.as_str()), ("leaf1", "swp16 priority 3 rx"));
+    assert!(f.message.starts_with("paused 10.0% of the window"), "{}", f.message);
+    assert_eq!(f.evidence[0], "PFC3 rx pause duration +6,000,000 µs over 60.0 s");
+}
