@@ -281,6 +281,8 @@ fn pause_flood(
     ));
 }
 
+const STORM_HINT: &str = "a storm reached the switch: find the port that keeps sending pauses (a stalled host) and the cyclic buffer dependency, if any";
+
 /// A unicast queue's index: SONiC `UC3`, Arista `TC3`, Cumulus `3` (the RoCE class) -> 3.
 /// Multicast queues (`MC3`) carry no RoCE.
 fn unicast_queue(q: &str) -> Option<u8> {
@@ -757,6 +759,30 @@ fn switch_rules(
             })
             .and_then(|c| deltas.get(&c.series()).copied())
     };
+    // The watchdog's state: stormed (SONiC) or DEADLOCK (Cumulus) at the end of the window.
+    let stormed_now = |port: &str, prio: &str| {
+        cur.iter().any(|c| {
+            c.name == metrics::PFC_WATCHDOG_STORMED
+                && c.value >= 1.0
+                && c.label("port") == Some(port)
+                && c.label("priority").unwrap_or("") == prio
+        })
+    };
+    let detected = |port: &str, prio: &str| {
+        cur.iter().any(|c| {
+            c.name == metrics::PFC_STORM_EVENTS_TOTAL
+                && c.label("port") == Some(port)
+                && c.label("priority").unwrap_or("") == prio
+                && deltas.get(&c.series()).is_some_and(|d| *d > 0)
+        })
+    };
+    for c in cur.iter().filter(|c| c.name == metrics::PFC_WATCHDOG_STORMED && c.value >= 1.0) {
+        let (port, prio) = (c.label("port").unwrap_or(""), c.label("priority").unwrap_or(""));
+        if detected(port, prio) {
+            continue; // said with the detections below
+        }
+        out.push(f("pfc-storm", Severity::Error, sw, port.to_string(), format!("the switch's PFC watchdog holds priority {prio} in a storm now (no new detection in the window: the storm began before it)"), vec![format!("watchdog state at the end of the window: stormed, {window}")], STORM_HINT));
+    }
     for c in cur {
         let series = c.series();
         let Some(&d) = deltas.get(&series) else { continue };
@@ -766,7 +792,16 @@ fn switch_rules(
             metrics::PFC_STORM_EVENTS_TOTAL if d > 0 => {
                 let what = if c.label("kind") == Some("deadlock") { "deadlock(s)" } else { "storm(s)" };
                 let on = if prio.is_empty() { String::new() } else { format!(" on priority {prio}") };
-                out.push(f("pfc-storm", Severity::Error, sw, port.to_string(), format!("the switch's PFC watchdog detected {} {what}{on}", thousands(d)), vec![format!("watchdog detections +{} {window}", thousands(d))], "a storm reached the switch: find the port that keeps sending pauses (a stalled host) and the cyclic buffer dependency, if any"));
+                let still = if stormed_now(port, prio) { ", and holds it in a storm now" } else { "" };
+                out.push(f(
+                    "pfc-storm",
+                    Severity::Error,
+                    sw,
+                    port.to_string(),
+                    format!("the switch's PFC watchdog detected {} {what}{on}{still}", thousands(d)),
+                    vec![format!("watchdog detections +{} {window}", thousands(d))],
+                    STORM_HINT,
+                ));
             }
             metrics::DROPS_TOTAL if d > 0 => {
                 let Some(queue) = c.label("queue") else { continue };

@@ -18,6 +18,7 @@ use std::fmt::Write;
 pub const PFC_PAUSE_FRAMES_TOTAL: &str = "rocelab_pfc_pause_frames_total";
 pub const PFC_PAUSED_SECONDS_TOTAL: &str = "rocelab_pfc_paused_seconds_total";
 pub const PFC_STORM_EVENTS_TOTAL: &str = "rocelab_pfc_storm_events_total";
+pub const PFC_WATCHDOG_STORMED: &str = "rocelab_pfc_watchdog_stormed";
 pub const ECN_MARKED_PACKETS_TOTAL: &str = "rocelab_ecn_marked_packets_total";
 pub const CNP_SENT_TOTAL: &str = "rocelab_cnp_sent_total";
 pub const CNP_RECEIVED_TOTAL: &str = "rocelab_cnp_received_total";
@@ -45,6 +46,11 @@ pub const CATALOG: &[(&str, &str, &str)] = &[
     (PFC_PAUSE_FRAMES_TOTAL, "counter", "PFC pause frames by priority and direction."),
     (PFC_PAUSED_SECONDS_TOTAL, "counter", "Time paused by PFC, by priority and direction."),
     (PFC_STORM_EVENTS_TOTAL, "counter", "PFC storm / deadlock detections (NIC storm guard, switch watchdog)."),
+    (
+        PFC_WATCHDOG_STORMED,
+        "gauge",
+        "1 while a switch's PFC watchdog holds the port and priority in a storm (SONiC stormed, Cumulus DEADLOCK).",
+    ),
     (RETRANSMITTED_PACKETS_TOTAL, "counter", "RoCE retransmission and out-of-sequence events by source counter."),
 ];
 

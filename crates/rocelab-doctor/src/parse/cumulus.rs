@@ -247,28 +247,29 @@ pub fn roce_samples(input: &crate::sources::Input) -> Result<Vec<crate::metrics:
     Ok(out)
 }
 
-/// `qos pfc-watchdog` of one port in the normalized model: deadlock detections per traffic
-/// class (`rocelab_pfc_storm_events_total{kind="deadlock"}`); a section that names no
-/// class counts on the RoCE priority.
+/// `qos pfc-watchdog` of one port in the normalized model, per traffic class: deadlock
+/// detections (`rocelab_pfc_storm_events_total{kind="deadlock"}`) and whether it is in
+/// DEADLOCK now (`rocelab_pfc_watchdog_stormed`). A section that names no class counts on
+/// the RoCE priority.
 pub fn watchdog_samples(input: &crate::sources::Input) -> Result<Vec<crate::metrics::Sample>, ParseError> {
-    use crate::metrics::{Sample, PFC_STORM_EVENTS_TOTAL};
+    use crate::metrics::{Sample, PFC_STORM_EVENTS_TOTAL, PFC_WATCHDOG_STORMED};
     let w = parse_pfc_watchdog(input.text)?;
-    let mut by_prio: BTreeMap<String, u64> = BTreeMap::new();
-    for (section, (_, count)) in &w.entries {
+    // priority -> (detections, deadlocked now)
+    let mut by_prio: BTreeMap<String, (u64, bool)> = BTreeMap::new();
+    for (section, (status, count)) in &w.entries {
         let p = section.rsplit('/').next().filter(|s| s.parse::<u8>().is_ok_and(|p| p < 8));
         let p = p.map(str::to_string).unwrap_or_else(|| input.roce_priority.to_string());
-        *by_prio.entry(p).or_insert(0) += count;
+        let e = by_prio.entry(p).or_insert((0, false));
+        e.0 += count;
+        e.1 |= status.eq_ignore_ascii_case("deadlock");
     }
-    Ok(by_prio
-        .into_iter()
-        .map(|(p, c)| {
-            Sample::new(
-                PFC_STORM_EVENTS_TOTAL,
-                &[("port", input.name), ("priority", &p), ("kind", "deadlock")],
-                c as f64,
-            )
-        })
-        .collect())
+    let mut out = Vec::new();
+    for (p, (c, now)) in by_prio {
+        let l = [("port", input.name), ("priority", p.as_str())];
+        out.push(Sample::new(PFC_STORM_EVENTS_TOTAL, &[l[0], l[1], ("kind", "deadlock")], c as f64));
+        out.push(Sample::new(PFC_WATCHDOG_STORMED, &l, if now { 1.0 } else { 0.0 }));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -295,5 +296,21 @@ mod tests {
             parse_pfc_watchdog("traffic-class\n  3\n    status          DEADLOCK\n    deadlock-count  2\n").unwrap();
         assert!(w.deadlocked());
         assert_eq!(w.deadlock_count(), 2);
+    }
+
+    #[test]
+    fn watchdog_in_the_normalized_model() {
+        let text = "traffic-class\n  3\n    status          DEADLOCK\n    deadlock-count  2\n  4\n    status          OK\n    deadlock-count  0\n";
+        let input = crate::sources::Input { text, name: "swp1", roce_priority: 3 };
+        let got: Vec<(String, f64)> = watchdog_samples(&input).unwrap().iter().map(|s| (s.series(), s.value)).collect();
+        assert_eq!(
+            got,
+            [
+                ("rocelab_pfc_storm_events_total{port=\"swp1\",priority=\"3\",kind=\"deadlock\"}".to_string(), 2.0),
+                ("rocelab_pfc_watchdog_stormed{port=\"swp1\",priority=\"3\"}".to_string(), 1.0),
+                ("rocelab_pfc_storm_events_total{port=\"swp1\",priority=\"4\",kind=\"deadlock\"}".to_string(), 0.0),
+                ("rocelab_pfc_watchdog_stormed{port=\"swp1\",priority=\"4\"}".to_string(), 0.0),
+            ]
+        );
     }
 }
