@@ -515,6 +515,21 @@ fn host_rules(
     };
     let (before, now) = (pfc(w.first), pfc(w.last));
     pfc_rules(w, host, Side::Nic, &before, &now, th, out, fabric_pauses);
+    // Per-priority receive-buffer discards (mlx5 `rx_prioN_buf_discard`) on a priority the
+    // fabric declares lossless: the NIC's PFC did not stop the switch in time.
+    for c in now.iter().filter(|c| c.name == metrics::DROPS_TOTAL && c.label("reason") == Some("buffer")) {
+        let (Some(port), Some(q)) = (c.label("port"), c.label("queue").and_then(|q| q.parse::<u8>().ok())) else {
+            continue;
+        };
+        let Some(a) = before.iter().find(|b| b.series() == c.series()).map(|b| b.value) else { continue };
+        let Some(d) = w.d(format!("{port} rx_prio{q}_buf_discard"), Some(a as u64), Some(c.value as u64)) else {
+            continue;
+        };
+        let declared = opts.intent.as_ref().and_then(|t| t.lossless_queues.get(&q).map(|p| (*p, &t.source)));
+        if let (true, Some((p, source))) = (d > 0, declared) {
+            out.push(f("lossless-drops", Severity::Error, host, format!("{port} priority {q}"), format!("the NIC dropped {} received packets for lack of buffer on priority {q}, which carries lossless priority {p}: a lossless class must never drop", thousands(d)), vec![format!("rx_prio{q}_buf_discard +{} {window}", thousands(d)), format!("{source}: queue {q} carries priority {p}, declared lossless")], "the NIC's receive buffer for this priority filled before its PFC stopped the switch: check that PFC is enabled on this priority on the NIC (mlnx_qos --pfc) and the switch port, and the NIC's buffer split and headroom (mlnx_qos --buffer_size, cable length)"));
+        }
+    }
     for nd in &netdevs {
         // 802.3x link-level ("global") pause: stops every class on the link, RoCE or not.
         for dir in ["rx", "tx"] {

@@ -214,6 +214,24 @@ pub fn from_snapshot(snap: &Snapshot) -> MetricSet {
                     ));
                 }
             }
+            // Per traffic class (mlx5 `en_stats.c`, per-TC congestion group): receive-buffer
+            // discards, WRED discards and ECN marks made by the NIC, on queue = the index.
+            for p in 0u8..8 {
+                let q = p.to_string();
+                for (c, reason) in [("buf_discard", "buffer"), ("cong_discard", "wred")] {
+                    if let Some(v) = e.get(&format!("rx_prio{p}_{c}")) {
+                        let l = [("node", node), ("port", port), ("queue", q.as_str()), ("reason", reason)];
+                        m.push(Sample::new(DROPS_TOTAL, &l, v as f64));
+                    }
+                }
+                if let Some(v) = e.get(&format!("rx_prio{p}_marked")) {
+                    m.push(Sample::new(
+                        ECN_MARKED_PACKETS_TOTAL,
+                        &[("node", node), ("port", port), ("queue", &q)],
+                        v as f64,
+                    ));
+                }
+            }
             if let Some(v) = e.get("rx_discards_phy") {
                 m.push(Sample::new(DROPS_TOTAL, &[("node", node), ("port", port), ("reason", "buffer")], v as f64));
             }

@@ -360,3 +360,25 @@ fn switch_pauses_are_judged_by_paused_time_where_the_source_counts_it() {
     assert!(f.message.starts_with("paused 10.0% of the window"), "{}", f.message);
     assert_eq!(f.evidence[0], "PFC3 rx pause duration +6,000,000 µs over 60.0 s");
 }
+
+#[test]
+fn nic_per_priority_discards_on_a_declared_lossless_priority_are_errors() {
+    // mlx5's per-traffic-class receive-buffer discards (en_stats.c `rx_prio%d_buf_discard`)
+    // fill the normalized model on queue 3, like a switch queue's drops.
+    let a = "NIC statistics:\n     rx_prio3_buf_discard: 10\n     rx_prio3_cong_discard: 0\n     rx_prio3_marked: 5\n";
+    let b =
+        "NIC statistics:\n     rx_prio3_buf_discard: 510\n     rx_prio3_cong_discard: 0\n     rx_prio3_marked: 905\n";
+    let m = rocelab_doctor::metrics::from_snapshot(&eth_snap(60_000, b));
+    assert_eq!(
+        m.get("rocelab_drops_total{node=\"gpu01\",port=\"ens3np0\",queue=\"3\",reason=\"buffer\"}"),
+        Some(510.0)
+    );
+    assert_eq!(m.get("rocelab_ecn_marked_packets_total{node=\"gpu01\",port=\"ens3np0\",queue=\"3\"}"), Some(905.0));
+    let snaps = vec![eth_snap(0, a), eth_snap(60_000, b)];
+    let d = diagnose(snaps.clone(), &Options { intent: Some(lossless_intent()), ..Options::default() });
+    assert_eq!(codes(&d), vec![("lossless-drops", Severity::Error)]);
+    assert_eq!(d.findings[0].subject, "ens3np0 priority 3");
+    assert!(d.findings[0].message.starts_with("the NIC dropped 500 received packets"), "{}", d.findings[0].message);
+    // Without a fabric that declares priority 3 lossless: no verdict on these counters alone.
+    assert!(diagnose(snaps, &Options::default()).findings.is_empty());
+}
