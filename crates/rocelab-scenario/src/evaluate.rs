@@ -330,8 +330,8 @@ pub fn evaluate(cx: &Ctx, m: &Model, s: &Setup, o: &Outcome) -> (Option<f64>, Me
             mt.insert("time_us", t.map(|t| t.as_us_f64()));
             mt.insert("busbw_gbytes_per_s", busbw.map(|b| b / 1e9));
             mt.insert("failed_chunks", Some(p.failed_chunks() as f64));
-            let nics = s.params.get("busbw_bound_nics").and_then(|v| v.as_f64()).unwrap_or(1.0);
-            busbw.map(|b| b * 8.0 / (rate * nics))
+            let bound_bps = s.params.get("busbw_bound_gbps").and_then(|v| v.as_f64()).map_or(rate, |g| g * 1e9);
+            busbw.map(|b| b * 8.0 / bound_bps)
         }
     };
     (head, mt)

@@ -291,18 +291,18 @@ fn probe(m: &Model, msgs: &[Message], until: SimTime, seed: u64) -> Vec<u64> {
     }
 }
 
-/// The collective a `collective` scenario runs (op, size, ranks, channels) and the number of
-/// NICs per rank its busbw is bounded by: one per rank, or, with GPUs as the ranks, the NICs
-/// of a node that the channels leave it on (each channel crosses on one). The flow engine's
-/// `validate` runs the same collective through `rocelab_workload` directly.
-pub fn collective_spec(m: &Model, c: &ScenarioConfig, path: &str) -> Result<(CollectiveSpec, u32), Vec<Diagnostic>> {
+/// The collective a `collective` scenario runs (op, size, ranks, channels) and the line rate
+/// its busbw is bounded by, Gb/s (`rocelab_workload::busbw_bound_gbps`: one rank's NIC, or,
+/// with GPUs as the ranks, every port of the NICs of a node that the channels leave it on).
+/// The flow engine's `validate` runs the same collective through `rocelab_workload` directly.
+pub fn collective_spec(m: &Model, c: &ScenarioConfig, path: &str) -> Result<(CollectiveSpec, f64), Vec<Diagnostic>> {
     let scale = crate::fabric::Scale::new(m, &c.hosts, path).map_err(|d| vec![d])?;
     let cx = Ctx { m, c, path: path.to_string(), seed: 0, scale };
-    collective_spec_in(&cx).map(|(spec, nics, _)| (spec, nics)).map_err(|d| vec![d])
+    collective_spec_in(&cx).map(|(spec, bound, _)| (spec, bound)).map_err(|d| vec![d])
 }
 
 /// The same, with the number of ranks.
-fn collective_spec_in(cx: &Ctx) -> Result<(CollectiveSpec, u32, usize), Diagnostic> {
+fn collective_spec_in(cx: &Ctx) -> Result<(CollectiveSpec, f64, usize), Diagnostic> {
     let (m, c) = (cx.m, cx.c);
     let hosts = &cx.scale.hosts;
     let n = hosts.len();
@@ -324,14 +324,9 @@ fn collective_spec_in(cx: &Ctx) -> Result<(CollectiveSpec, u32, usize), Diagnost
         d.into_iter().next().unwrap_or_else(|| err(&cx.path, "op", format!("{op_name} cannot run here"), ""))
     })?;
     let channels = resolved.channels;
-    let bound_nics = match (&spec.ranks, rocelab_workload::placement::placement(m)) {
-        (None, Ok(rocelab_workload::placement::Placement::Gpus(g))) => {
-            let per_node = g.nodes.iter().map(|n| n.len() as u32).min().unwrap_or(1);
-            channels.min(per_node).max(1)
-        }
-        _ => 1,
-    };
-    Ok((CollectiveSpec { channels: Some(channels), ..spec }, bound_nics, rank_count))
+    // The workload's bound: every port of the NICs the channels cross (a dual-port NIC is two).
+    let bound_gbps = rocelab_workload::busbw_bound_gbps(m, &resolved.placement, channels);
+    Ok((CollectiveSpec { channels: Some(channels), ..spec }, bound_gbps, rank_count))
 }
 
 pub fn build(cx: &Ctx) -> Result<Setup, Vec<Diagnostic>> {
@@ -896,7 +891,7 @@ fn build_kind(cx: &Ctx) -> Result<Setup, Diagnostic> {
             Ok(s)
         }
         ScenarioKind::Collective => {
-            let (spec, bound_nics, rank_count) = collective_spec_in(cx)?;
+            let (spec, bound_gbps, rank_count) = collective_spec_in(cx)?;
             let (op, size, channels) = (spec.op, spec.bytes, spec.channels.unwrap_or(2));
             let op_name = c.op.as_deref().unwrap_or("all_reduce");
             // Ring time at line rate, plus a round trip per step.
@@ -908,7 +903,7 @@ fn build_kind(cx: &Ctx) -> Result<Setup, Diagnostic> {
             s.param("size_bytes", json!(size));
             s.param("ranks", json!(rank_count));
             s.param("channels", json!(channels));
-            s.param("busbw_bound_nics", json!(bound_nics));
+            s.param("busbw_bound_gbps", json!(bound_gbps));
             if let Some(b) = &c.beside {
                 let (i, other) =
                     m.config.scenario.iter().enumerate().find(|(_, o)| o.display_name() == b).ok_or_else(|| {
