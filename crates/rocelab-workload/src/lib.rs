@@ -131,15 +131,24 @@ pub fn default_channels(m: &Model) -> u32 {
 /// rate: a dual-port 2 × 200G NIC is 400 Gb/s); where the ranks are host NICs, one host's
 /// ports. busbw is meant to approach this (less the headers) on a non-blocking fabric.
 pub fn busbw_bound_gbps(m: &Model, placement: &Placement, channels: u32) -> f64 {
-    let line = |h: NodeId| m.host_speed(h).gbps() * m.node(h).num_ports.max(1) as f64;
     match placement {
         Placement::Gpus(g) => g
             .nodes
             .iter()
-            .map(|n| n.iter().take(channels.max(1) as usize).map(|h| line(*h)).sum::<f64>())
+            .map(|n| n.iter().take(channels.max(1) as usize).map(|h| nic_line_gbps(m, *h, true)).sum::<f64>())
             .fold(f64::INFINITY, f64::min),
-        Placement::Hosts(h) => h.iter().map(|x| line(*x)).fold(f64::INFINITY, f64::min),
+        Placement::Hosts(h) => h.iter().map(|x| nic_line_gbps(m, *x, false)).fold(f64::INFINITY, f64::min),
     }
+}
+
+/// What a NIC can carry, Gb/s: its ports' speed, and on a GPU node no more than its PCIe link
+/// to the GPU carries (`[gpu_node.pcie]`: the NIC's own link and the GPU's, the slower; a 200G
+/// port behind PCIe Gen5 x4 carries 115 Gb/s). The packet engine still sends at the port's
+/// speed; this is the rate NCCL's model and the busbw bound see.
+pub fn nic_line_gbps(m: &Model, nic: NodeId, on_gpu_node: bool) -> f64 {
+    let ports = m.host_speed(nic).gbps() * m.node(nic).num_ports.max(1) as f64;
+    let leg = on_gpu_node.then(|| m.config.gpu_node.pcie.clone().unwrap_or_default().resolve().ok()).flatten();
+    leg.map_or(ports, |l| ports.min(l.nic_cap_bytes_per_s() * 8.0 / 1e9))
 }
 
 /// What NCCL's tuning model sees on `placement` of `m`: ranks, nodes, the GPU generation, the
@@ -165,7 +174,9 @@ pub fn nccl_system(m: &Model, placement: &Placement) -> NcclSystem {
             )
         }
     };
-    let nic_gbytes = first.map_or(0.0, |h| m.host_speed(h).gbps() / 8.0);
+    // Each port a net device of its share of the NIC (its PCIe link caps the NIC as a whole).
+    let on_gpus = matches!(placement, Placement::Gpus(_));
+    let nic_gbytes = first.map_or(0.0, |h| nic_line_gbps(m, h, on_gpus) / m.node(h).num_ports.max(1) as f64 / 8.0);
     NcclSystem::from_nics(ranks, nodes.max(1), arch, intra, nics, nic_gbytes)
 }
 
