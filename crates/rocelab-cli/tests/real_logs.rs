@@ -90,4 +90,10 @@ fn h200_2_nodes_on_spectrum_x_the_twin_matches_from_128_mib_to_512_mib() {
         let share = r.2 / r.1;
         assert!((0.45..0.65).contains(&share), "{size} B: twin time {:.2} of the log's: {r:?}", share);
     }
+    // Which is why the doctor judges from 256 MiB (`twin::JUDGED_FROM_BYTES`): below it this
+    // healthy cluster would read "far below twin"; as it is, no shortfall is reported and the
+    // sizes above any ring say the twin does not describe the run.
+    assert!(rows.iter().filter(|r| r.0 < 256 << 20).all(|r| r.5 == "not judged"), "{rows:?}");
+    let codes: Vec<&str> = v["findings"].as_array().unwrap().iter().filter_map(|f| f["code"].as_str()).collect();
+    assert!(codes.contains(&"twin-above") && !codes.contains(&"twin-shortfall"), "{codes:?}");
 }
