@@ -987,6 +987,23 @@ pub struct WorkloadConfig {
     /// LL, LL128, Simple or auto (NCCL_PROTO; default: NCCL's choice).
     #[serde(default)]
     pub proto: Option<String>,
+    /// Inference serving: `"plan"` for this file's own `[plan]`, or a plan file's path
+    /// (relative to this file); the keys below are a plan file's `[serve]` keys
+    /// (`crate::serving`).
+    #[serde(default)]
+    pub serve: Option<String>,
+    #[serde(default)]
+    pub rate_per_s: Option<f64>,
+    #[serde(default)]
+    pub requests: Option<u32>,
+    #[serde(default)]
+    pub trace: Option<String>,
+    #[serde(default)]
+    pub token_budget: Option<u32>,
+    #[serde(default)]
+    pub max_batch: Option<u32>,
+    #[serde(default)]
+    pub kv_transfer: Option<String>,
 }
 
 // ---------------------------------------------------------------------------------------------

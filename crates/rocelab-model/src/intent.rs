@@ -106,6 +106,8 @@ pub enum WorkloadRun {
     Collective { op: &'static str, min_bytes: u64, max_bytes: u64, step_factor: u64 },
     /// A training step: `"plan"` (this file's `[plan]`) or a plan file's path.
     Step { plan: String },
+    /// Inference serving: the plan and the `[serve]` keys.
+    Serve(crate::serving::ServeTable),
 }
 
 /// One `[[workload]]` table, checked. Values left out stay `None` (the run's flags decide).
@@ -604,6 +606,19 @@ fn workload_one(m: &Model, w: &WorkloadConfig, i: usize, p: &str) -> Result<Work
             Some(b) => Ok(Some(b)),
         }
     };
+    if w.serve.is_some() {
+        let table = crate::serving::workload(w, m.config.plan.is_some(), p)?;
+        let run = WorkloadRun::Serve(table);
+        return Ok(Workload {
+            name,
+            run,
+            nodes: None,
+            channels: None,
+            qps_per_connection: None,
+            chunk_bytes: None,
+            root: None,
+        });
+    }
     let run = match (&w.collective, &w.step) {
         (Some(c), None) => {
             let Some(op) = collective_name(c) else {

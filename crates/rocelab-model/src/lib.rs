@@ -32,6 +32,7 @@ pub mod model;
 pub mod pcie;
 pub mod presets;
 pub mod routing;
+pub mod serving;
 pub mod summary;
 pub mod templates;
 pub mod topology;

@@ -107,9 +107,40 @@ impl Default for ServeConfig {
     }
 }
 
-/// The most requests one run serves (a tag names a request in 32 bits; a trace this long is
-/// days of traffic).
-pub const MAX_REQUESTS: usize = 1 << 24;
+/// The most requests one run serves (checked at load with the `[serve]` keys).
+pub use rocelab_model::serving::MAX_REQUESTS;
+
+impl ServeConfig {
+    /// This `[serve]` table with a `[[workload]] serve` table's keys over it (the table's
+    /// trace path is kept as given; the caller resolves it against the fabric file).
+    pub fn with_table(mut self, t: &rocelab_model::serving::ServeTable) -> ServeConfig {
+        use rocelab_model::serving::KvTransferMode;
+        if let Some(r) = t.rate_per_s {
+            // Poisson arrivals asked for by the workload replace a trace in the plan file.
+            self.rate_per_s = r;
+            self.trace = None;
+        }
+        if let Some(n) = t.requests {
+            self.requests = n;
+        }
+        if t.trace.is_some() {
+            self.trace = t.trace.clone();
+        }
+        if let Some(b) = t.token_budget {
+            self.token_budget = b;
+        }
+        if let Some(b) = t.max_batch {
+            self.max_batch = b;
+        }
+        if let Some(k) = t.kv_transfer {
+            self.kv_transfer = match k {
+                KvTransferMode::Layer => KvTransfer::Layer,
+                KvTransferMode::Whole => KvTransfer::Whole,
+            };
+        }
+        self
+    }
+}
 
 /// Reads the `[serve]` table of a plan file (absent: the defaults); errors name file:line:col.
 pub fn parse_config(file: &str, text: &str) -> Result<ServeConfig, String> {

@@ -213,7 +213,7 @@ pub fn run(a: Args) -> VerbResult {
     }
     if let Some(plan) = &a.serve {
         drop(stages);
-        return run_serve(&a, plan, &model, &file, opts);
+        return run_serve(&a, plan, &model, &file, opts, None);
     }
     if a.workload.is_some() || (!model.config.workload.is_empty() && model.config.traffic.is_empty()) {
         drop(stages);
@@ -598,6 +598,16 @@ fn run_workloads(
         if !a.quiet {
             eprintln!("workload {name}:");
         }
+        if let Some(rocelab_model::intent::WorkloadRun::Serve(t)) = model.intent.workloads.get(i).map(|x| &x.run) {
+            // "plan": this file's own [plan]; else a plan file next to this one.
+            let plan = if t.plan == "plan" {
+                file.to_path_buf()
+            } else {
+                file.parent().unwrap_or(std::path::Path::new(".")).join(&t.plan)
+            };
+            run_serve(&wa, &plan, model, file, opts.clone(), Some(t))?;
+            continue;
+        }
         match (&w.collective, &w.step) {
             (Some(c), None) => {
                 // The table's keys over the flags', typed by the workload crate.
@@ -641,18 +651,28 @@ fn run_serve(
     model: &rocelab_model::Model,
     file: &std::path::Path,
     opts: rocelab_sim::SimOptions,
+    table: Option<&rocelab_model::serving::ServeTable>,
 ) -> VerbResult {
     use rocelab_workload::serve;
     let name = plan_file.display().to_string();
     let text = std::fs::read_to_string(plan_file)
         .map_err(|e| Failure::bad_input(format!("error: cannot read {name}: {e}\n  = help: check the --serve path")))?;
     let (scenario, estimate) = crate::cmd::plan::scenario_on_fabric(plan_file, model)?;
-    let config = serve::parse_config(&name, &text).map_err(Failure::bad_input)?;
+    let mut config = serve::parse_config(&name, &text).map_err(Failure::bad_input)?;
+    // A [[workload]] table's keys win over the plan file's [serve]; its trace is relative to
+    // the fabric file.
+    let mut trace_base = plan_file.parent().unwrap_or(std::path::Path::new(".")).to_path_buf();
+    if let Some(t) = table {
+        if t.trace.is_some() {
+            trace_base = file.parent().unwrap_or(std::path::Path::new(".")).to_path_buf();
+        }
+        config = config.with_table(t);
+    }
     let plan = serve::ServePlan::from_scenario(&scenario, &estimate, &config)
         .map_err(|e| Failure::bad_input(format!("error: {name}: {e}")))?;
     let reqs = match &config.trace {
         Some(t) => {
-            let path = plan_file.parent().unwrap_or(std::path::Path::new(".")).join(t);
+            let path = trace_base.join(t);
             let trace = std::fs::read_to_string(&path).map_err(|e| {
                 Failure::bad_input(format!(
                     "error: cannot read the trace {}: {e}\n  = help: serve.trace is relative to {name}",
