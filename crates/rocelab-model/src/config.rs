@@ -50,6 +50,9 @@ pub struct Config {
     /// `rocelab simulate FILE` instead of `[[traffic]]`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub workload: Vec<WorkloadConfig>,
+    /// Tenants run together on the fabric (`[[job]]`, `crate::jobs`), by `simulate --jobs`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub job: Vec<crate::jobs::JobConfig>,
     /// Named stress scenarios (`[[scenario]]`), run by `rocelab simulate --scenario NAME`;
     /// `rocelab-scenario` resolves and checks them. Plain `simulate` ignores them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

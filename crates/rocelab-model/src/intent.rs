@@ -46,6 +46,8 @@ pub struct Intent {
     pub traffic: Vec<Traffic>,
     pub faults: Vec<Fault>,
     pub workloads: Vec<Workload>,
+    /// The `[[job]]` tables (`crate::jobs`).
+    pub jobs: Vec<crate::jobs::Job>,
 }
 
 /// One `[[traffic]]` table, its names resolved.
@@ -125,7 +127,14 @@ pub struct Workload {
 
 /// Resolves the three tables of `m.config`; every problem is pushed to `errs`.
 pub(crate) fn resolve(m: &Model, errs: &mut Vec<Diagnostic>) -> Intent {
-    Intent { traffic: resolve_traffic(m, errs), faults: resolve_faults(m, errs), workloads: resolve_workloads(m, errs) }
+    let mut intent = Intent {
+        traffic: resolve_traffic(m, errs),
+        faults: resolve_faults(m, errs),
+        workloads: resolve_workloads(m, errs),
+        ..Default::default()
+    };
+    intent.jobs = crate::jobs::resolve(m, errs);
+    intent
 }
 
 fn host_named(m: &Model, name: &str, path: String) -> Result<NodeId, Diagnostic> {

@@ -28,6 +28,7 @@ pub mod config;
 pub mod diag;
 pub mod infiniband;
 pub mod intent;
+pub mod jobs;
 pub mod model;
 pub mod pcie;
 pub mod presets;

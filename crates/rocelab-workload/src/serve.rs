@@ -554,8 +554,14 @@ const K_SEG: u64 = 5;
 const K_DISPATCH: u64 = 6;
 const K_COMBINE: u64 = 7;
 
+/// Tags: instance (16 bits, the job's when several run together) | kind (4) | replica (20) |
+/// request, transfer or MoE layer (24).
 fn tag(kind: u64, a: u64, b: u64) -> u64 {
-    kind << 56 | (a & 0xff_ffff) << 32 | (b & 0xffff_ffff)
+    kind << 44 | (a & 0xf_ffff) << 24 | (b & 0xff_ffff)
+}
+
+fn untag(t: u64) -> (u64, usize, usize) {
+    (t >> 44 & 0xf, (t >> 24 & 0xf_ffff) as usize, (t & 0xff_ffff) as usize)
 }
 
 struct ServeWork {
@@ -565,6 +571,8 @@ struct ServeWork {
     reps: Vec<Replica>,
     transfers: Vec<Transfer>,
     failed: u64,
+    /// The tag instance (the top 16 bits of every tag; a job's own beside other jobs).
+    inst: u16,
 }
 
 impl ServeWork {
@@ -576,7 +584,7 @@ impl ServeWork {
             .unwrap_or(0);
         self.reps[r].waiting.push_back(i);
         if let Some(next) = self.reqs.get(i as usize + 1) {
-            let _ = net.wake_at(next.arrival, tag(K_ARRIVE, 0, i as u64 + 1));
+            self.wake(net, next.arrival, tag(K_ARRIVE, 0, i as u64 + 1));
         }
         self.schedule(r, net);
     }
@@ -669,10 +677,10 @@ impl ServeWork {
             rep.stage_dur = dur;
             rep.seg = 0;
             let segs = self.plan.moe_layers_of(stage_no) as u64 + 1;
-            let _ = net.wake_at(SimTime(now.0 + dur.0 / segs), tag(K_SEG, r as u64, 0));
+            self.wake(net, SimTime(now.0 + dur.0 / segs), tag(K_SEG, r as u64, 0));
             return;
         }
-        let _ = net.wake_at(SimTime(now.0 + dur.0), tag(K_STAGE, r as u64, 0));
+        self.wake(net, SimTime(now.0 + dur.0), tag(K_STAGE, r as u64, 0));
     }
 
     /// The EP group replica `r` belongs to: `ep` consecutive replicas of one role.
@@ -760,7 +768,7 @@ impl ServeWork {
         let segs = self.plan.moe_layers_of(rep.stage) as u64 + 1;
         let d = rep.stage_dur.0;
         let len = d * (rep.seg as u64 + 1) / segs - d * rep.seg as u64 / segs;
-        let _ = net.wake_at(SimTime(now.0 + len), tag(K_SEG, m as u64, 0));
+        self.wake(net, SimTime(now.0 + len), tag(K_SEG, m as u64, 0));
     }
 
     /// The transfer the prefill replica `r`'s current iteration writes into: a new one at its
@@ -776,7 +784,12 @@ impl ServeWork {
         id
     }
 
-    fn post(&mut self, m: Message, net: &mut Net<'_, '_>) {
+    fn wake(&self, net: &mut Net<'_, '_>, at: SimTime, t: u64) {
+        let _ = net.wake_at(at, t | (self.inst as u64) << 48);
+    }
+
+    fn post(&mut self, mut m: Message, net: &mut Net<'_, '_>) {
+        m.tag |= (self.inst as u64) << 48;
         if net.post(m).is_err() {
             self.failed += 1;
         }
@@ -893,7 +906,7 @@ impl ServeWork {
 impl Workload for ServeWork {
     fn start(&mut self, net: &mut Net<'_, '_>) {
         if let Some(first) = self.reqs.first() {
-            let _ = net.wake_at(first.arrival, tag(K_ARRIVE, 0, 0));
+            self.wake(net, first.arrival, tag(K_ARRIVE, 0, 0));
         }
     }
 
@@ -902,7 +915,7 @@ impl Workload for ServeWork {
             self.failed += 1;
             return;
         }
-        let (kind, a, b) = (done.tag >> 56, (done.tag >> 32 & 0xff_ffff) as usize, (done.tag & 0xffff_ffff) as usize);
+        let (kind, a, b) = untag(done.tag);
         match kind {
             K_PP => {
                 let rep = &mut self.reps[a];
@@ -932,26 +945,13 @@ impl Workload for ServeWork {
     }
 
     fn on_wake(&mut self, tag: u64, net: &mut Net<'_, '_>) {
-        match tag >> 56 {
-            K_ARRIVE => self.arrive((tag & 0xffff_ffff) as u32, net),
-            K_STAGE => self.stage_done((tag >> 32 & 0xff_ffff) as usize, net),
-            K_SEG => self.segment_done((tag >> 32 & 0xff_ffff) as usize, net),
+        let (kind, a, b) = untag(tag);
+        match kind {
+            K_ARRIVE => self.arrive(b as u32, net),
+            K_STAGE => self.stage_done(a, net),
+            K_SEG => self.segment_done(a, net),
             _ => {}
         }
-    }
-}
-
-struct Shared(Rc<RefCell<ServeWork>>);
-
-impl Workload for Shared {
-    fn start(&mut self, net: &mut Net<'_, '_>) {
-        self.0.borrow_mut().start(net)
-    }
-    fn on_delivered(&mut self, done: Delivered, net: &mut Net<'_, '_>) {
-        self.0.borrow_mut().on_delivered(done, net)
-    }
-    fn on_wake(&mut self, tag: u64, net: &mut Net<'_, '_>) {
-        self.0.borrow_mut().on_wake(tag, net)
     }
 }
 
@@ -973,8 +973,51 @@ pub fn run_serve(
     reqs: &[Request],
     opts: SimOptions,
 ) -> Result<ServeResult, Vec<Diagnostic>> {
-    let bad = |what: String, fix: String| vec![Diagnostic::new("serve", what, fix)];
     let g = gpu_layout(m).map_err(|d| vec![d])?;
+    let job = ServeJob::new(&g, plan, reqs, 0)?;
+    let faults = rocelab_sim::engine::resolve_faults(m)?;
+    let mut sim = Run::with_workload(m, Box::new(job.clone()), faults, opts)?;
+    sim.run(&mut |_| {});
+    let report = RunReport::from_snapshot(&sim.snapshot_totals(), m);
+    Ok(job.result(report))
+}
+
+/// A serving job that can run beside other work in one run (`crate::jobs`): the workload
+/// (clone it into the run) and, after the run, its result.
+#[derive(Clone)]
+pub(crate) struct ServeJob(Rc<RefCell<ServeWork>>);
+
+impl ServeJob {
+    /// `plan` serving `reqs` on the GPU nodes of `g` (the fabric's, or a job's share), every
+    /// tag under instance `inst`; refused as `run_serve` refuses it.
+    pub(crate) fn new(
+        g: &GpuLayout,
+        plan: &ServePlan,
+        reqs: &[Request],
+        inst: u16,
+    ) -> Result<ServeJob, Vec<Diagnostic>> {
+        build(g, plan, reqs, inst).map(|w| ServeJob(Rc::new(RefCell::new(w))))
+    }
+
+    pub(crate) fn result(&self, report: RunReport) -> ServeResult {
+        finish(&self.0.borrow(), report)
+    }
+}
+
+impl Workload for ServeJob {
+    fn start(&mut self, net: &mut Net<'_, '_>) {
+        self.0.borrow_mut().start(net)
+    }
+    fn on_delivered(&mut self, done: Delivered, net: &mut Net<'_, '_>) {
+        self.0.borrow_mut().on_delivered(done, net)
+    }
+    fn on_wake(&mut self, tag: u64, net: &mut Net<'_, '_>) {
+        self.0.borrow_mut().on_wake(tag, net)
+    }
+}
+
+fn build(g: &GpuLayout, plan: &ServePlan, reqs: &[Request], inst: u16) -> Result<ServeWork, Vec<Diagnostic>> {
+    let bad = |what: String, fix: String| vec![Diagnostic::new("serve", what, fix)];
     if plan.tp == 0 || plan.pp == 0 || plan.dp == 0 || plan.tp > g.gpus {
         return Err(bad(
             format!("tp = {}, pp = {}, dp = {} on nodes of {} GPUs", plan.tp, plan.pp, plan.dp, g.gpus),
@@ -990,7 +1033,7 @@ pub fn run_serve(
         (0..plan.dp).map(|_| Role::Both).collect()
     };
     let nodes = roles.len() as u64 * plan.pp as u64;
-    if nodes > g.nodes.len() as u64 || roles.len() > 0xff_ffff {
+    if nodes > g.nodes.len() as u64 || roles.len() > 0xf_ffff {
         return Err(bad(
             format!(
                 "{} replicas of {} nodes need {nodes} GPU nodes, the fabric has {}",
@@ -1035,13 +1078,15 @@ pub fn run_serve(
         reps,
         transfers: vec![],
         failed: 0,
+        inst,
     };
-    let shared = Rc::new(RefCell::new(work));
-    let faults = rocelab_sim::engine::resolve_faults(m)?;
-    let mut sim = Run::with_workload(m, Box::new(Shared(shared.clone())), faults, opts)?;
-    sim.run(&mut |_| {});
-    let report = RunReport::from_snapshot(&sim.snapshot_totals(), m);
-    let w = shared.borrow();
+    Ok(work)
+}
+
+/// The serving figures once the run is over.
+fn finish(w: &ServeWork, report: RunReport) -> ServeResult {
+    let (plan, reqs) = (&w.plan, &w.reqs[..]);
+    let nodes = w.reps.len() as u64 * plan.pp as u64;
     let secs = |a: SimTime, b: SimTime| b.0.saturating_sub(a.0) as f64 * 1e-12;
     let (mut ttft, mut tpot, mut e2e, mut kv) = (vec![], vec![], vec![], vec![]);
     let (mut net_pre, mut net_dec, mut sum_ttft, mut sum_dec, mut queue) = (0.0, 0.0, 0.0, 0.0, 0.0);
@@ -1068,7 +1113,7 @@ pub fn run_serve(
         last = last.max(done);
     }
     let span = secs(reqs[0].arrival, last);
-    Ok(ServeResult {
+    ServeResult {
         plan: plan.clone(),
         requests: reqs.len() as u32,
         completed: ttft.len() as u32,
@@ -1087,7 +1132,7 @@ pub fn run_serve(
         ttft_seconds: ttft,
         tpot_seconds: tpot,
         report,
-    })
+    }
 }
 
 /// Plan's analytical serving figures, beside the twin's.
