@@ -8,7 +8,7 @@
 //! * `kind = "serve"`: inference serving of a plan with the `[serve]` keys, as `simulate --serve`;
 //! * `kind = "checkpoint"`: storage bursts, RDMA writes of `size` from every source NIC to the
 //!   `targets` (round-robin), `count` times every `period_us` from `start_us`: a checkpoint
-//!   or a dataset read;
+//!   or a dataset read, in the RDMA class unless `class` names another;
 //! * `kind = "tcp"`: the same pattern over TCP (DCTCP), management or monitoring traffic, in a
 //!   class of its own unless `class` says otherwise.
 //!
@@ -415,8 +415,9 @@ fn one(m: &Model, c: &JobConfig, i: usize, p: &str, nodes: &[Vec<NodeId>]) -> Re
             d("class", format!("no traffic class `{name}`"), &format!("the fabric's classes: {}", names.join(", ")))
         })?,
         None => {
-            // The class the fabric set aside for this traffic, else RDMA's (checkpoint) or the
-            // first lossy one (TCP).
+            // TCP: the class the fabric set aside for management or TCP, else the first lossy
+            // one. A checkpoint over RDMA: the RDMA class (RoCE in a lossy class retransmits
+            // whole windows on every drop; `class` puts it elsewhere on purpose).
             let carries = |k: TrafficKind| m.qos.classes.iter().position(|c| c.carries.contains(&k));
             if tcp {
                 carries(TrafficKind::Management)
@@ -424,7 +425,7 @@ fn one(m: &Model, c: &JobConfig, i: usize, p: &str, nodes: &[Vec<NodeId>]) -> Re
                     .or_else(|| m.qos.classes.iter().position(|c| !c.lossless))
                     .unwrap_or(m.qos.rdma_class())
             } else {
-                carries(TrafficKind::Storage).unwrap_or(m.qos.rdma_class())
+                m.qos.rdma_class()
             }
         }
     };

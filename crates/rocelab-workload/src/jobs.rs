@@ -14,10 +14,12 @@
 //!   mean end-to-end request latency, the mean burst time.
 //! * **Blame**: for each job, the links its messages crossed (each message's bytes spread over
 //!   the equal-cost paths the fabric's routing offers, in equal shares: the expected ECMP
-//!   load; exact where the path is unique, as inside a rail) where the egress queue of its
-//!   class queued, paused or marked in the shared run, ranked by the other jobs' bytes that
-//!   crossed the same link while this job's messages were in flight there, with those bytes by
-//!   job. Only links some other job also loaded are named; a job that shares nothing is told so.
+//!   load; exact where the path is unique, as inside a rail) that other jobs' messages crossed
+//!   while its own were in flight there, ranked by those other jobs' bytes (counted in
+//!   proportion to the time the two overlapped), with the egress queue of its class there:
+//!   peak, longest wait, PFC pause, ECN marks in the shared run (a NIC's own port queues
+//!   inside the NIC, so its switch-side counters stay 0: the link's bandwidth was shared).
+//!   A job that shares no link in time is told so.
 
 use crate::placement::{GpuLayout, Placement};
 use crate::serve::{Request, ServeJob, ServePlan, ServeResult};
@@ -548,9 +550,6 @@ fn blame_all(m: &Model, snap: &Snapshot, ranges: &[(u16, u16)], inputs: &[JobInp
                 pc.paused_ps[prio.min(7)],
                 pc.ecn_marked[prio.min(7)],
             );
-            if peak == 0 && paused == 0 && marked == 0 {
-                continue;
-            }
             let mine = &spans[j][&p];
             let mut others = Vec::new();
             let mut total = 0.0;
@@ -661,10 +660,10 @@ pub fn render(r: &JobsReport, fabric: &str) -> String {
             let _ = writeln!(s, "  {} messages never arrived", j.failed_messages);
         }
         if j.blame.is_empty() {
-            let _ = writeln!(s, "  no link it used queued with another job's bytes on it");
+            let _ = writeln!(s, "  no link it used carried another job's bytes at the same time");
             continue;
         }
-        let _ = writeln!(s, "  waited on (links where its queue built up with other jobs' bytes there):");
+        let _ = writeln!(s, "  links it shared with other jobs' bytes while its own were there (most first):");
         for b in &j.blame {
             let others: Vec<String> = b.others_bytes.iter().map(|(n, v)| format!("{n} {}", mb(*v))).collect();
             let _ = writeln!(
