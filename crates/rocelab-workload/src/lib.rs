@@ -27,6 +27,7 @@
 //! small sizes show the per-step latency NCCL's LL protocols would hide).
 
 pub mod bcast;
+pub mod jobs;
 pub mod linklayer;
 pub mod p2p;
 pub mod placement;
