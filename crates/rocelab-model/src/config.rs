@@ -50,6 +50,9 @@ pub struct Config {
     /// `rocelab simulate FILE` instead of `[[traffic]]`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub workload: Vec<WorkloadConfig>,
+    /// Tenants run together on the fabric (`[[job]]`, `crate::jobs`), by `simulate --jobs`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub job: Vec<crate::jobs::JobConfig>,
     /// Named stress scenarios (`[[scenario]]`), run by `rocelab simulate --scenario NAME`;
     /// `rocelab-scenario` resolves and checks them. Plain `simulate` ignores them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -987,6 +990,23 @@ pub struct WorkloadConfig {
     /// LL, LL128, Simple or auto (NCCL_PROTO; default: NCCL's choice).
     #[serde(default)]
     pub proto: Option<String>,
+    /// Inference serving: `"plan"` for this file's own `[plan]`, or a plan file's path
+    /// (relative to this file); the keys below are a plan file's `[serve]` keys
+    /// (`crate::serving`).
+    #[serde(default)]
+    pub serve: Option<String>,
+    #[serde(default)]
+    pub rate_per_s: Option<f64>,
+    #[serde(default)]
+    pub requests: Option<u32>,
+    #[serde(default)]
+    pub trace: Option<String>,
+    #[serde(default)]
+    pub token_budget: Option<u32>,
+    #[serde(default)]
+    pub max_batch: Option<u32>,
+    #[serde(default)]
+    pub kv_transfer: Option<String>,
 }
 
 // ---------------------------------------------------------------------------------------------

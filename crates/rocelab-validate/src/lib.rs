@@ -807,12 +807,10 @@ fn flow_busbw(
     (sc, path): &(ScenarioConfig, String),
     opts: &Options,
 ) -> Result<CheckResult, Vec<rocelab_model::Diagnostic>> {
-    let (spec, bound_nics) = rocelab_scenario::collective_spec(m, sc, path)?;
+    let (spec, bound_gbps) = rocelab_scenario::collective_spec(m, sc, path)?;
     let sim = rocelab_sim::SimOptions { seed: opts.seed, engine: opts.engine, ..rocelab_sim::SimOptions::default() };
     let r = rocelab_workload::run_collective(m, &spec, sim)?;
-    let rate =
-        rocelab_scenario::fabric::Scale::new(m, &rocelab_scenario::hosts_of(sc), path).map_err(|d| vec![d])?.rate_bps;
-    let figure = r.time_us.is_finite().then(|| r.busbw_gbytes_per_s * 8e9 / (rate * bound_nics as f64));
+    let figure = r.time_us.is_finite().then(|| r.busbw_gbytes_per_s * 8.0 / bound_gbps);
     let limit = opts.policy.limit_of(c, &name);
     let verdict = verdict(c.cmp, limit, figure);
     Ok(CheckResult {
@@ -827,15 +825,14 @@ fn flow_busbw(
         fix: None,
         why: c.why.to_string(),
         evidence: vec![format!(
-            "{} of {} B over {} ranks, {} channels on the flow-level engine: {:.1} µs, busbw {:.2} GB/s against {} NIC(s) at {:.0} Gb/s",
+            "{} of {} B over {} ranks, {} channels on the flow-level engine: {:.1} µs, busbw {:.2} GB/s against {:.0} Gb/s of the NICs it crosses",
             r.op,
             r.bytes,
             r.ranks,
             r.channels,
             r.time_us,
             r.busbw_gbytes_per_s,
-            bound_nics,
-            rate * 1e-9
+            bound_gbps
         )],
     })
 }

@@ -23,7 +23,7 @@ impl Kind for Params {
 
     fn build(&self, cx: &Ctx) -> Result<Setup, Diagnostic> {
         let (m, sc) = (cx.m, &cx.scale);
-        let (spec, bound_nics, rank_count) = spec_in(self, cx)?;
+        let (spec, bound_gbps, rank_count) = spec_in(self, cx)?;
         let (op, size, channels) = (spec.op, spec.bytes, spec.channels.unwrap_or(2));
         let op_name = self.op.as_deref().unwrap_or(OP);
         // Ring time at line rate, plus a round trip per step.
@@ -35,7 +35,7 @@ impl Kind for Params {
         s.param("size_bytes", json!(size));
         s.param("ranks", json!(rank_count));
         s.param("channels", json!(channels));
-        s.param("busbw_bound_nics", json!(bound_nics));
+        s.param("busbw_bound_gbps", json!(bound_gbps));
         if let Some(b) = &self.beside {
             let (i, other) =
                 m.config.scenario.iter().enumerate().find(|(_, o)| o.display_name() == b).ok_or_else(|| {
@@ -77,8 +77,9 @@ impl Kind for Params {
         e.put("time_us", t.map(|t| t.as_us_f64()));
         e.put("busbw_gbytes_per_s", busbw.map(|b| b / 1e9));
         e.put("failed_chunks", Some(p.failed_chunks() as f64));
-        let nics = e.s.params.get("busbw_bound_nics").and_then(|v| v.as_f64()).unwrap_or(1.0);
-        busbw.map(|b| b * 8.0 / (e.cx.scale.rate_bps * nics))
+        let bound_bps =
+            e.s.params.get("busbw_bound_gbps").and_then(|v| v.as_f64()).map_or(e.cx.scale.rate_bps, |g| g * 1e9);
+        busbw.map(|b| b * 8.0 / bound_bps)
     }
 }
 
@@ -86,22 +87,22 @@ fn first(ds: Vec<Diagnostic>) -> Diagnostic {
     ds.into_iter().next().unwrap_or_else(|| Diagnostic::new("scenario", "invalid scenario", ""))
 }
 
-/// The collective a `collective` scenario runs (op, size, ranks, channels) and the number of
-/// NICs per rank its busbw is bounded by: one per rank, or, with GPUs as the ranks, the NICs
-/// of a node that the channels leave it on (each channel crosses on one). The flow engine's
-/// `validate` runs the same collective through `rocelab_workload` directly.
-pub fn collective_spec(m: &Model, c: &ScenarioConfig, path: &str) -> Result<(CollectiveSpec, u32), Vec<Diagnostic>> {
+/// The collective a `collective` scenario runs (op, size, ranks, channels) and the line rate
+/// its busbw is bounded by, Gb/s (`rocelab_workload::busbw_bound_gbps`: one rank's NIC, or,
+/// with GPUs as the ranks, every port of the NICs of a node that the channels leave it on).
+/// The flow engine's `validate` runs the same collective through `rocelab_workload` directly.
+pub fn collective_spec(m: &Model, c: &ScenarioConfig, path: &str) -> Result<(CollectiveSpec, f64), Vec<Diagnostic>> {
     let p = c.params(path)?;
     let ScenarioParams::Collective(own) = &p else {
         return Err(vec![Diagnostic::new(path, format!("a {} scenario runs no collective", c.kind.name()), "")]);
     };
     let scale = Scale::new(m, &crate::hosts_of(c), path).map_err(|d| vec![d])?;
     let cx = Ctx { m, c, p: p.clone(), path: path.to_string(), seed: 0, scale };
-    spec_in(own, &cx).map(|(spec, nics, _)| (spec, nics)).map_err(|d| vec![d])
+    spec_in(own, &cx).map(|(spec, bound, _)| (spec, bound)).map_err(|d| vec![d])
 }
 
 /// The same, with the number of ranks.
-fn spec_in(c: &Params, cx: &Ctx) -> Result<(CollectiveSpec, u32, usize), Diagnostic> {
+fn spec_in(c: &Params, cx: &Ctx) -> Result<(CollectiveSpec, f64, usize), Diagnostic> {
     let m = cx.m;
     let hosts = &cx.scale.hosts;
     let n = hosts.len();
@@ -124,14 +125,9 @@ fn spec_in(c: &Params, cx: &Ctx) -> Result<(CollectiveSpec, u32, usize), Diagnos
         d.into_iter().next().unwrap_or_else(|| err(&cx.path, "op", format!("{op_name} cannot run here"), ""))
     })?;
     let channels = resolved.channels;
-    let bound_nics = match (&spec.ranks, rocelab_workload::placement::placement(m)) {
-        (None, Ok(rocelab_workload::placement::Placement::Gpus(g))) => {
-            let per_node = g.nodes.iter().map(|n| n.len() as u32).min().unwrap_or(1);
-            channels.min(per_node).max(1)
-        }
-        _ => 1,
-    };
-    Ok((CollectiveSpec { channels: Some(channels), ..spec }, bound_nics, rank_count))
+    // The workload's bound: every port of the NICs the channels cross (a dual-port NIC is two).
+    let bound_gbps = rocelab_workload::busbw_bound_gbps(m, &resolved.placement, channels);
+    Ok((CollectiveSpec { channels: Some(channels), ..spec }, bound_gbps, rank_count))
 }
 
 /// The checklist's checks on this kind.
