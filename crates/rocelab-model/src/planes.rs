@@ -185,3 +185,146 @@ pub fn summarize(m: &Model) -> Vec<PlaneSummary> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::model::Model;
+    use crate::topology::Tier;
+
+    fn fabric(extra: &str) -> String {
+        format!(
+            "[fabric]\nname = \"hpn\"\n[topology.rail_optimized]\ngpu_nodes = 8\nrails = 2\nnodes_per_su = 4\n{extra}\n\
+             host_link = {{ speed_gbps = 200, length_m = 3 }}\nleaf_link = {{ speed_gbps = 400, length_m = 20 }}\n\
+             spine_link = {{ speed_gbps = 400, length_m = 200 }}\n"
+        )
+    }
+
+    fn load(extra: &str) -> Model {
+        let t = fabric(extra);
+        crate::load_str("hpn.toml", &t).unwrap_or_else(|e| panic!("{e}\n{t}"))
+    }
+
+    /// The load error's text (file:line:col, message, hint).
+    fn refused(extra: &str) -> String {
+        match crate::load_str("hpn.toml", &fabric(extra)) {
+            Ok(_) => panic!("`{extra}` loaded"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    fn name(m: &Model, n: crate::model::NodeId) -> &str {
+        &m.node(n).name
+    }
+
+    fn peers(m: &Model, n: crate::model::NodeId) -> Vec<crate::model::NodeId> {
+        m.node(n).ports().map(|p| m.port(m.port(p).peer).node).collect()
+    }
+
+    #[test]
+    fn dual_tor_cables_each_nic_to_both_tors_of_its_pair_and_never_the_pair_together() {
+        let m = load("dual_tor = true");
+        let count = |t| m.nodes.iter().filter(|n| n.tier == t).count();
+        // 2 SUs x 2 rails x a ToR pair; 4 servers x 2 ports per ToR down, so 4 spines make it 1:1.
+        assert_eq!((count(Tier::Host), count(Tier::Leaf), count(Tier::Spine)), (16, 8, 4));
+        assert_eq!(m.links.len(), 16 * 2 + 8 * 4);
+        for h in m.hosts() {
+            let tors: Vec<&str> = peers(&m, h).into_iter().map(|l| name(&m, l)).collect();
+            let n: u32 = name(&m, h)[4..].split('-').next().unwrap().parse().unwrap();
+            let r = m.node(h).rail().unwrap();
+            let su = n / 4;
+            assert_eq!(tors, [format!("su{su}-rail{r}-tor0"), format!("su{su}-rail{r}-tor1")], "{}", name(&m, h));
+        }
+        // No stacking link: a leaf's neighbours are hosts and spines only.
+        for l in m.switches().filter(|s| m.node(*s).tier == Tier::Leaf) {
+            assert!(peers(&m, l).iter().all(|p| m.node(*p).tier != Tier::Leaf), "{} has a peer leaf", name(&m, l));
+        }
+        // One plane: the spine toward a NIC in the other SU hashes between both ToRs of its pair.
+        let s = crate::summary::summarize(&m);
+        assert_eq!(s.nic_ports.as_ref().map(|n| (n.ports_per_nic, n.dual_tor)), Some((2, true)));
+        assert_eq!(s.planes.len(), 1);
+        assert_eq!((s.planes[0].leaf_ecmp_width, s.planes[0].spine_ecmp_width), (Some(4), Some(2)));
+        assert_eq!((s.planes[0].nic_ports, s.planes[0].nic_gbps), (32, 6400.0));
+    }
+
+    #[test]
+    fn each_planes_spines_are_reached_only_from_its_ports() {
+        let m = load("dual_tor = true\nplanes = 2\nlinks_per_leaf_spine = 2");
+        let plane_of = |n| m.planes.iter().find(|p| p.switches.contains(&n)).map(|p| p.index);
+        assert_eq!(m.planes.len(), 2);
+        // Port k of every NIC lands on plane k.
+        for h in m.hosts() {
+            let ps: Vec<Option<u32>> = peers(&m, h).into_iter().map(plane_of).collect();
+            assert_eq!(ps, [Some(0), Some(1)], "{}", name(&m, h));
+        }
+        // Every switch's switch neighbours are in its own plane: the planes never meet.
+        for s in m.switches() {
+            let mine = plane_of(s).expect("every switch has a plane");
+            for p in peers(&m, s).into_iter().filter(|p| !m.node(*p).is_host()) {
+                assert_eq!(plane_of(p), Some(mine), "{} - {}", name(&m, s), name(&m, p));
+            }
+        }
+        // 4 spines per plane (a ToR has 4 downlinks), each leaf 2 links to each: width 8 up;
+        // down, only the 2 links to the one ToR of the plane.
+        let s = crate::summary::summarize(&m);
+        for pl in &s.planes {
+            assert_eq!((pl.leaves, pl.spines, pl.cores, pl.nic_ports), (4, 4, 0, 16), "{pl:?}");
+            assert_eq!((pl.leaf_ecmp_width, pl.spine_ecmp_width), (Some(8), Some(2)), "{pl:?}");
+        }
+        let json = serde_json::to_string(&s).unwrap();
+        assert!(json.contains("\"spine_ecmp_width\":2") && json.contains("\"planes\":["), "{json}");
+        let text = crate::summary::render_text(&s);
+        assert!(text.contains("planes: 2") && text.contains("plane 1: 4 leaves, 4 spines"), "{text}");
+    }
+
+    #[test]
+    fn planes_keep_their_own_cores_across_pods() {
+        let m = load("dual_tor = true\nplanes = 2\nsus_per_pod = 1\npod_oversubscription = 2.0");
+        let plane_of = |n| m.planes.iter().find(|p| p.switches.contains(&n)).map(|p| p.index);
+        // Per pod and plane: 2 ToRs of 2 rails give each spine 2 downlinks, 1 uplink at 2:1;
+        // 1 core per plane takes one link from each of the plane's 8 spines.
+        let cores: Vec<_> = m.switches().filter(|s| m.node(*s).tier == Tier::Core).collect();
+        assert_eq!(cores.len(), 2);
+        for c in cores {
+            let ps = peers(&m, c);
+            assert_eq!(ps.len(), 8);
+            assert!(ps.iter().all(|p| plane_of(*p) == plane_of(c)), "{}", name(&m, c));
+        }
+        // Across pods, plane 0 still reaches a NIC only through its port 0.
+        let src = m.node_by_name("node0-nic0").unwrap();
+        let dst = m.node_by_name("node7-nic1").unwrap();
+        assert!(
+            crate::routing::UNREACHABLE
+                != m.routing.distance(m.port(m.port(m.node(src).first_port_id()).peer).node, dst)
+        );
+    }
+
+    #[test]
+    fn plain_fabrics_are_unchanged() {
+        let m = load("");
+        assert!(m.planes.is_empty());
+        assert!(m.node_by_name("su1-rail1").is_some() && m.node_by_name("pod0-spine3").is_some());
+        let s = crate::summary::summarize(&m);
+        let json = serde_json::to_string(&s).unwrap();
+        assert!(!json.contains("planes") && !json.contains("nic_ports"), "{json}");
+        // Several ports to one ToR (no dual_tor, one plane): a bond to one switch, 8 spines for 1:1.
+        let m = load("ports_per_nic = 2");
+        assert!(m.planes.is_empty() || m.planes.len() == 1);
+        assert_eq!(m.switches().filter(|s| m.node(*s).tier == Tier::Spine).count(), 8);
+        assert!(m.hosts().all(|h| m.node(h).num_ports == 2));
+    }
+
+    #[test]
+    fn mistakes_are_refused_at_load_with_the_key_and_a_fix() {
+        let e = refused("ports_per_nic = 1\ndual_tor = true");
+        assert!(e.contains("hpn.toml:8:") && e.contains("dual_tor needs a dual-port NIC"), "{e}");
+        let e = refused("dual_tor = true\nplanes = 3");
+        assert!(e.contains("hpn.toml:8:") && e.contains("3 planes do not divide the NIC's 2 port(s)"), "{e}");
+        assert!(e.contains("1, 2"), "{e}");
+        let e = refused("ports_per_nic = 1\nplanes = 2");
+        assert!(e.contains("single-port NIC is on one plane"), "{e}");
+        let e = refused("planes = 0");
+        assert!(e.contains("planes must be between 1 and 8"), "{e}");
+        let e = refused("ports_per_nic = 9");
+        assert!(e.contains("a NIC has 1 to 8 ports"), "{e}");
+    }
+}

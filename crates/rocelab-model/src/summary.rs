@@ -333,7 +333,12 @@ pub fn render_text(s: &TopoSummary) -> String {
             writeln!(o, "\n  NIC ports: {} per NIC, {how}; QPs take the ports in turn (RoCE LAG)", np.ports_per_nic);
     }
     if !s.planes.is_empty() {
-        let _ = writeln!(o, "\n  planes: {} (a plane's spines reach only the NIC ports cabled to it)", s.planes.len());
+        let what = if s.planes.len() > 1 {
+            "a plane's spines reach only the NIC ports cabled to it"
+        } else {
+            "every ToR uplinks to the same spines"
+        };
+        let _ = writeln!(o, "\n  planes: {} ({what})", s.planes.len());
         for pl in &s.planes {
             let _ = writeln!(
                 o,
