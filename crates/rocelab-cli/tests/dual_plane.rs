@@ -75,3 +75,37 @@ fn dual_plane_removes_the_destination_tor_collision_one_plane_has() {
     // collision would mean the spine never hashes between them.
     assert!(collided >= 1, "one plane never collided at the destination ToR over {} seeds", seeds.count());
 }
+
+/// The ring all-reduce of `examples/hpn-dual-plane.toml` (with `planes` as given), run by the
+/// CLI at the file's seed: its busbw in GB/s.
+fn example_busbw(planes: bool) -> f64 {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut text = std::fs::read_to_string(repo.join("examples/hpn-dual-plane.toml")).unwrap();
+    if !planes {
+        text = text.lines().filter(|l| !l.starts_with("planes = 2")).collect::<Vec<_>>().join("\n");
+    }
+    let dir = std::env::temp_dir().join(format!("rocelab-dual-plane-{planes}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("hpn.toml");
+    std::fs::write(&file, &text).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rocelab"))
+        .args(["simulate", file.to_str().unwrap(), "--out", dir.join("out").to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+    // nccl-tests' row: size count type redop root time algbw busbw ...
+    let row = stdout.lines().find(|l| l.trim_start().starts_with("67108864")).unwrap_or_else(|| panic!("{stdout}"));
+    row.split_whitespace().nth(7).unwrap().parse().unwrap()
+}
+
+#[test]
+fn the_shipped_example_gains_from_its_second_plane_within_the_nics_bound() {
+    let (two, one) = (example_busbw(true), example_busbw(false));
+    // A ring crosses each server's boundary once per channel: at most the server's 8 dual-port
+    // NICs, 8 x 2 x 200 Gb/s = 400 GB/s, of bus bandwidth.
+    assert!(two <= 400.0 && one <= 400.0, "{two} / {one} GB/s");
+    // docs/fabric-file.md quotes 285 GB/s against 190 GB/s at the file's seed.
+    assert!(two >= 1.3 * one, "two planes {two} GB/s, one plane {one} GB/s");
+}

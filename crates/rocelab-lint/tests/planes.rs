@@ -60,3 +60,10 @@ fn a_hand_cabled_dual_tor_under_shared_spines_is_flagged_too() {
     assert_eq!(fs.len(), 1, "{fs:?}");
     assert_eq!(fs[0].path, "topology.explicit");
 }
+
+#[test]
+fn the_shipped_hpn_example_is_clean() {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/hpn-dual-plane.toml");
+    let r = rocelab_lint::lint_file(&p, &Options::default()).expect("example loads");
+    assert!(r.findings.is_empty(), "{:?}", r.findings.iter().map(|f| &f.message).collect::<Vec<_>>());
+}
