@@ -351,6 +351,15 @@ pub static RULES: &[RuleInfo] = &[
         source: "RoCEv2 (IBTA Annex A17): UDP source port as flow entropy.",
     },
     RuleInfo {
+        code: "TOP004",
+        severity: Warning,
+        title: "Dual-homed NICs on one plane: spines hash between the ToRs of a pair",
+        checks: "A NIC is cabled to two or more switches (a dual-ToR), and a switch one hop above them has equal-cost next hops toward that NIC through more than one of them. The first such switch and NIC are reported.",
+        why: "The spine picks the receiver's ToR by hash, once per flow, independently of the port the sender used: two flows for one NIC land on the same ToR half the time and share its single downlink while the NIC's other port idles. Alibaba measured this hash polarization in production and removed it by splitting the tier above the ToRs into two planes.",
+        fix: "Put each port of a NIC on its own plane: `[topology.rail_optimized] planes = 2` with `dual_tor = true` (or, in an explicit topology, cable the ToRs carrying port 0 and those carrying port 1 to separate spine sets).",
+        source: "Qian et al., 'Alibaba HPN: A Data Center Network for Large Language Model Training' (SIGCOMM 2024), section 5 (dual-plane); about 15 % training throughput reported.",
+    },
+    RuleInfo {
         code: "DLK001",
         severity: Error,
         title: "Cyclic buffer dependency on the lossless priority",

@@ -815,3 +815,11 @@ fn iba005_unlimited_high_priority_starves_low() {
     fires(&t, "IBA002");
     quiet(&t, "IBA005");
 }
+
+#[test]
+fn dual_tor_on_one_plane() {
+    let t = "[topology.rail_optimized]\ngpu_nodes = 4\nrails = 1\nnodes_per_su = 2\ndual_tor = true\n\
+             host_link = { speed_gbps = 200, length_m = 3 }\nleaf_link = { speed_gbps = 200, length_m = 20 }\n";
+    fires(t, "TOP004");
+    quiet(&t.replace("dual_tor = true", "dual_tor = true\nplanes = 2"), "TOP004");
+}

@@ -274,6 +274,18 @@ pub struct RailOptimizedConfig {
     pub spine_model: Option<String>,
     #[serde(default)]
     pub core_model: Option<String>,
+    /// Ports of each NIC (default 2 with `dual_tor`, else `planes`, else 1); `host_link` is
+    /// one port's link. See `crate::planes` for how the ports are cabled.
+    #[serde(default)]
+    pub ports_per_nic: Option<u32>,
+    /// Each NIC's two ports go to a pair of ToRs with no stacking link between them (Alibaba
+    /// HPN's non-stacked dual-ToR). Default false.
+    #[serde(default)]
+    pub dual_tor: Option<bool>,
+    /// Separate networks the NIC ports are split over, each with its own spines (and cores):
+    /// NIC port `k` is on plane `k mod planes` (HPN's dual-plane). Default 1.
+    #[serde(default)]
+    pub planes: Option<u32>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]

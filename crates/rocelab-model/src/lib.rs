@@ -31,6 +31,7 @@ pub mod intent;
 pub mod jobs;
 pub mod model;
 pub mod pcie;
+pub mod planes;
 pub mod presets;
 pub mod queues;
 pub mod routing;

@@ -277,6 +277,8 @@ pub struct Model {
     pub rails: Vec<Rail>,
     pub routing: Routing,
     pub pod_oversubscription: Option<f64>,
+    /// The planes of a dual-ToR or multi-plane rail-optimized fabric (empty otherwise).
+    pub planes: Vec<crate::planes::Plane>,
     /// The InfiniBand link layer's settings; `None` on a RoCE fabric.
     pub ib: Option<crate::infiniband::Ib>,
     /// The file's `[[traffic]]`, `[[fault]]` and `[[workload]]` tables, resolved at load.
@@ -531,6 +533,7 @@ impl Model {
             rails,
             routing,
             pod_oversubscription: graph.pod_oversubscription,
+            planes: crate::planes::collect(&graph.nodes),
             ib,
             intent: crate::intent::Intent::default(),
             config,

@@ -69,6 +69,19 @@ pub struct TopoSummary {
     pub paths: Vec<PathClass>,
     pub diameter_hops: u32,
     pub ecmp_groups: usize,
+    /// Ports per NIC and whether they go to a ToR pair (rail-optimized `ports_per_nic`,
+    /// `dual_tor`); absent on single-port fabrics, so their output is unchanged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nic_ports: Option<NicPorts>,
+    /// Per plane: its switches, NIC ports and ECMP widths (dual-ToR or multi-plane fabrics).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub planes: Vec<crate::planes::PlaneSummary>,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct NicPorts {
+    pub ports_per_nic: u32,
+    pub dual_tor: bool,
 }
 
 pub fn summarize(m: &Model) -> TopoSummary {
@@ -151,6 +164,12 @@ pub fn summarize(m: &Model) -> TopoSummary {
         paths: path_classes(m),
         diameter_hops: diameter(m),
         ecmp_groups: m.routing.ecmp_groups.len(),
+        nic_ports: m.config.topology.rail_optimized.as_ref().and_then(|c| {
+            let dual_tor = c.dual_tor.unwrap_or(false);
+            let ports = c.ports_per_nic.unwrap_or(if dual_tor { 2 } else { c.planes.unwrap_or(1) });
+            (ports > 1).then_some(NicPorts { ports_per_nic: ports, dual_tor })
+        }),
+        planes: crate::planes::summarize(m),
     }
 }
 
@@ -300,6 +319,50 @@ pub fn render_text(s: &TopoSummary) -> String {
                 )
             };
             let _ = writeln!(o, "    rail {:<3} {:>6} NICs  leaves: {}", r.rail, r.nics, leaves);
+        }
+    }
+    if let Some(np) = &s.nic_ports {
+        let how = if np.dual_tor {
+            "one to each ToR of a pair, no stacking link between the pair"
+        } else if s.planes.len() > 1 {
+            "spread over the planes"
+        } else {
+            "all to one ToR"
+        };
+        let _ =
+            writeln!(o, "\n  NIC ports: {} per NIC, {how}; QPs take the ports in turn (RoCE LAG)", np.ports_per_nic);
+    }
+    if !s.planes.is_empty() {
+        let what = if s.planes.len() > 1 {
+            "a plane's spines reach only the NIC ports cabled to it"
+        } else {
+            "every ToR uplinks to the same spines"
+        };
+        let _ = writeln!(o, "\n  planes: {} ({what})", s.planes.len());
+        for pl in &s.planes {
+            let _ = writeln!(
+                o,
+                "    plane {}: {} leaves, {} spines, {} cores; {} NIC ports ({} Gb/s)",
+                pl.plane,
+                pl.leaves,
+                pl.spines,
+                pl.cores,
+                pl.nic_ports,
+                crate::units::trim_float(pl.nic_gbps)
+            );
+            if let (Some(l), Some(d), Some(up), Some(down)) =
+                (&pl.example_leaf, &pl.example_dst, pl.leaf_ecmp_width, pl.spine_ecmp_width)
+            {
+                let _ = writeln!(
+                    o,
+                    "      ECMP width toward {d}: {up} at {l} (up), {down} at the spine (down{})",
+                    if s.planes.len() == 1 && s.nic_ports.as_ref().is_some_and(|n| n.dual_tor) {
+                        ": the spine picks one ToR of the pair"
+                    } else {
+                        ""
+                    }
+                );
+            }
         }
     }
     let _ = writeln!(o, "\n  path diversity from {}:", s.paths.first().map(|p| p.example_src.as_str()).unwrap_or("-"));

@@ -50,6 +50,8 @@ pub struct GNode {
     pub rail: Option<u32>,
     /// Hosts: the name of that GPU server (explicit topologies).
     pub gpu_node_name: Option<String>,
+    /// Switches: the plane they belong to (rail-optimized with `dual_tor` or `planes`).
+    pub plane: Option<u32>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -75,7 +77,7 @@ pub struct Graph {
 
 impl Graph {
     fn node(&mut self, name: String, tier: Tier, model: Option<String>) -> u32 {
-        self.nodes.push(GNode { name, tier, model, gpu_node: None, rail: None, gpu_node_name: None });
+        self.nodes.push(GNode { name, tier, model, gpu_node: None, rail: None, gpu_node_name: None, plane: None });
         (self.nodes.len() - 1) as u32
     }
     fn link(&mut self, a: u32, b: u32, spec: &ResolvedLink) {
@@ -386,7 +388,10 @@ fn rail_optimized(c: &RailOptimizedConfig, errs: &mut Vec<Diagnostic>) -> Option
             "choose sus_per_pod so that gpu_nodes / nodes_per_su is a multiple of it",
         ));
     }
-    let spines = c.spines_per_pod.unwrap_or(c.nodes_per_su);
+    let shape = crate::planes::resolve(c, p, errs);
+    let sh = shape.unwrap_or(crate::planes::NicShape { ports: 1, tors: 1, planes: 1, dual_tor: false });
+    // Default: as many spines per plane as a leaf has downlinks, which makes the leaf tier 1:1.
+    let spines = c.spines_per_pod.unwrap_or(c.nodes_per_su.saturating_mul(sh.ports_per_tor()));
     positive(spines, &format!("{p}.spines_per_pod"), "spines_per_pod", errs);
     let lps = c.links_per_leaf_spine.unwrap_or(1);
     positive(lps, &format!("{p}.links_per_leaf_spine"), "links_per_leaf_spine", errs);
@@ -401,20 +406,22 @@ fn rail_optimized(c: &RailOptimizedConfig, errs: &mut Vec<Diagnostic>) -> Option
     let host = spec(&c.host_link, &format!("{p}.host_link"), errs);
     let leafl = spec(&c.leaf_link, &format!("{p}.leaf_link"), errs);
     let spinel = c.spine_link.as_ref().map(|s| spec(s, &format!("{p}.spine_link"), errs));
-    let total = c.gpu_nodes as u64 * c.rails as u64 + sus as u64 * c.rails as u64 + spines as u64 * sus as u64;
-    if errs.len() > e0 || too_big(total, p, errs) {
+    let (tors, planes) = (sh.tors as u64, sh.planes as u64);
+    let total =
+        c.gpu_nodes as u64 * c.rails as u64 + sus as u64 * c.rails as u64 * tors + spines as u64 * sus as u64 * planes;
+    if errs.len() > e0 || shape.is_none() || too_big(total, p, errs) {
         return None;
     }
     let (host, leafl) = (host?, leafl?);
     let spinel = spinel.unwrap_or(Some(leafl.clone()))?;
     let pods = sus / sus_per_pod;
     let mut g = Graph { kind: "rail-optimized", ..Default::default() };
-    // Spine downlinks: one bundle of `lps` links from each leaf of the pod.
-    let spine_down = sus_per_pod as u64 * c.rails as u64 * lps as u64;
+    // Spine downlinks: one bundle of `lps` links from each leaf of the pod in its plane.
+    let spine_down = sus_per_pod as u64 * c.rails as u64 * (tors / planes) * lps as u64;
     let spine_up = if pods > 1 { ((spine_down as f64 / oversub).ceil() as u64).max(1) } else { 0 };
-    let links = c.gpu_nodes as u128 * c.rails as u128
-        + sus as u128 * c.rails as u128 * spines as u128 * lps as u128
-        + pods as u128 * spines as u128 * spine_up as u128;
+    let links = c.gpu_nodes as u128 * c.rails as u128 * sh.ports as u128
+        + sus as u128 * c.rails as u128 * tors as u128 * spines as u128 * lps as u128
+        + pods as u128 * planes as u128 * spines as u128 * spine_up as u128;
     if too_many_links(links, p, errs) {
         return None;
     }
@@ -430,43 +437,76 @@ fn rail_optimized(c: &RailOptimizedConfig, errs: &mut Vec<Diagnostic>) -> Option
         }
         g.pod_oversubscription = Some(spine_down as f64 / spine_up as f64);
     }
-    // Every NIC attaches to one rail leaf: the leaves are the destination groups.
-    let leaves = sus as u128 * c.rails as u128;
-    if too_many_cells(leaves + pods as u128 * spines as u128 + cores_n as u128, leaves, p, errs) {
+    // Every NIC attaches to the ToRs of its rail and SU: those sets are the destination groups.
+    let groups = sus as u128 * c.rails as u128;
+    let switches = groups * tors as u128 + planes as u128 * (pods as u128 * spines as u128 + cores_n as u128);
+    if too_many_cells(switches, groups, p, errs) {
         return None;
     }
-    let cores: Vec<u32> = (0..cores_n).map(|i| g.node(format!("core{i}"), Tier::Core, c.core_model.clone())).collect();
+    // Plain fabrics keep their names and tag no plane; dual-ToR and multi-plane ones name the
+    // ToR and plane of each switch and tag it (`rocelab topo` reports per plane).
+    let tag = !sh.is_plain();
+    let plane_of = |pl: u64| if tag { Some(pl as u32) } else { None };
+    let mut cores: Vec<Vec<u32>> = Vec::new();
+    for pl in 0..planes {
+        let name = |i| if planes > 1 { format!("plane{pl}-core{i}") } else { format!("core{i}") };
+        let ids: Vec<u32> = (0..cores_n).map(|i| g.node(name(i), Tier::Core, c.core_model.clone())).collect();
+        for &id in &ids {
+            g.nodes[id as usize].plane = plane_of(pl);
+        }
+        cores.push(ids);
+    }
     let mut node = 0u32;
     for pod in 0..pods {
-        let pod_spines: Vec<u32> =
-            (0..spines).map(|s| g.node(format!("pod{pod}-spine{s}"), Tier::Spine, c.spine_model.clone())).collect();
-        if pods > 1 {
-            let per_core = spine_up / cores_n as u64;
-            for &s in &pod_spines {
-                for &cn in &cores {
-                    for _ in 0..per_core {
-                        g.link(s, cn, &spinel);
+        let mut plane_spines: Vec<Vec<u32>> = Vec::new();
+        for pl in 0..planes {
+            let name =
+                |s| if planes > 1 { format!("pod{pod}-plane{pl}-spine{s}") } else { format!("pod{pod}-spine{s}") };
+            let ids: Vec<u32> = (0..spines).map(|s| g.node(name(s), Tier::Spine, c.spine_model.clone())).collect();
+            for &id in &ids {
+                g.nodes[id as usize].plane = plane_of(pl);
+            }
+            if pods > 1 {
+                let per_core = spine_up / cores_n as u64;
+                for &s in &ids {
+                    for &cn in &cores[pl as usize] {
+                        for _ in 0..per_core {
+                            g.link(s, cn, &spinel);
+                        }
                     }
                 }
             }
+            plane_spines.push(ids);
         }
         for su_in_pod in 0..sus_per_pod {
             let su = pod * sus_per_pod + su_in_pod;
-            let leaves: Vec<u32> =
-                (0..c.rails).map(|r| g.node(format!("su{su}-rail{r}"), Tier::Leaf, c.leaf_model.clone())).collect();
-            for &l in &leaves {
-                for &s in &pod_spines {
-                    for _ in 0..lps {
-                        g.link(l, s, &leafl);
+            // leaves[r][t]: ToR t of rail r; no link joins the ToRs of a pair (HPN's non-stacked
+            // dual-ToR: each ToR runs on its own, the NIC's bond spans both).
+            let mut leaves: Vec<Vec<u32>> = Vec::new();
+            for r in 0..c.rails {
+                let mut pair = Vec::new();
+                for t in 0..sh.tors {
+                    let name = if sh.tors > 1 { format!("su{su}-rail{r}-tor{t}") } else { format!("su{su}-rail{r}") };
+                    let l = g.node(name, Tier::Leaf, c.leaf_model.clone());
+                    let pl = sh.plane_of_tor(t);
+                    g.nodes[l as usize].plane = plane_of(pl as u64);
+                    for &s in &plane_spines[pl as usize] {
+                        for _ in 0..lps {
+                            g.link(l, s, &leafl);
+                        }
                     }
+                    pair.push(l);
                 }
+                leaves.push(pair);
             }
             for _ in 0..c.nodes_per_su {
-                for (r, &l) in leaves.iter().enumerate() {
+                for (r, pair) in leaves.iter().enumerate() {
                     let hn = g.node(format!("node{node}-nic{r}"), Tier::Host, None);
                     g.nodes[hn as usize].gpu_node = Some(node);
                     g.nodes[hn as usize].rail = Some(r as u32);
-                    g.link(hn, l, &host);
+                    for k in 0..sh.ports {
+                        g.link(hn, pair[sh.tor_of_port(k) as usize], &host);
+                    }
                 }
                 node += 1;
             }

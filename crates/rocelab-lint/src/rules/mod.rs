@@ -10,6 +10,7 @@ mod ecn;
 mod fleet;
 mod host;
 pub mod ib;
+mod planes;
 mod qos;
 mod topo;
 

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 pub fn check(cx: &Ctx, out: &mut Findings) {
     oversubscription(cx, out);
     rails(cx, out);
+    crate::rules::planes::check(cx, out);
     // (InfiniBand routes by destination LID or adaptively: no 5-tuple hash.)
     if !cx.model.is_ib() && !cx.model.config.routing.ecmp_hash_fields.contains(&HashField::SrcPort) {
         out.emit(
