@@ -38,6 +38,7 @@
 //! `rocelab-model` registered on the NIC profile; `Cc::choose` picks it from the profile's
 //! `congestion_control`.
 
+pub mod cubic;
 pub mod dcqcn;
 pub mod dctcp;
 pub mod dctcp_rate;
@@ -229,6 +230,8 @@ pub struct CcParams {
     pub dcqcn: Dcqcn,
     /// DCTCP's constants are RFC 8257's: no table.
     pub dctcp: (),
+    /// CUBIC's constants are RFC 9438's: no table.
+    pub cubic: (),
     /// `[infiniband.cc]` (meaningful on an InfiniBand fabric with it enabled).
     pub ib: IbCc,
     pub hpcc: Hpcc,
@@ -243,6 +246,7 @@ impl CcParams {
         CcParams {
             dcqcn: prof.dcqcn.clone(),
             dctcp: (),
+            cubic: (),
             ib: ib.cloned().unwrap_or_else(no_ib),
             hpcc: prof.hpcc.clone(),
             timely: prof.timely.clone(),
@@ -354,6 +358,7 @@ algorithms! {
     Hpcc(hpcc::HpccState, hpcc),
     Timely(timely::TimelyState, timely),
     DctcpRate(dctcp_rate::DctcpRateState, dctcp_rate),
+    Cubic(cubic::Cubic, cubic),
 }
 
 impl Cc {
@@ -404,6 +409,7 @@ impl CcParams {
         CcParams {
             dcqcn: d,
             dctcp: (),
+            cubic: (),
             ib: no_ib(),
             hpcc: Hpcc::default(),
             timely: Timely::default(),
