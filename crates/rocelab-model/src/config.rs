@@ -878,7 +878,9 @@ pub enum FaultKind {
     /// A host stops draining its receive buffer (a PFC storm source).
     HostStall,
     HostResume,
-    /// A switch reboots: every port down, its buffers flushed, all back after `duration_us`.
+    /// A switch reboots, cold (every port down, its buffers flushed, back after `duration_us`,
+    /// routes after `routes_after_us`) or warm (`mode = "warm"`: links and routes stay, the
+    /// data plane stops for `duration_us`).
     SwitchReboot,
     /// A link goes down and up `count` times, once per `period_us` (down for half of it).
     LinkFlap,
@@ -905,7 +907,7 @@ pub struct FaultConfig {
     pub a: String,
     #[serde(default)]
     pub b: Option<String>,
-    /// `switch-reboot`: how long the switch is down.
+    /// `switch-reboot`: how long the switch's data plane is down (default by `mode`).
     #[serde(default)]
     pub duration_us: Option<f64>,
     /// `link-flap`: one down/up cycle per period (down for its first half).
@@ -920,6 +922,36 @@ pub struct FaultConfig {
     /// `ecmp-hash-fields`: the fields hashed from then on.
     #[serde(default)]
     pub fields: Option<Vec<HashField>>,
+    /// `switch-reboot`: `"cold"` (default) or `"warm"` (`events::RebootMode`).
+    #[serde(default)]
+    pub mode: Option<crate::events::RebootMode>,
+    /// `switch-reboot`, cold: how long after its ports return the switch advertises its routes.
+    #[serde(default)]
+    pub routes_after_us: Option<f64>,
+    /// `host-stall`: the host keeps draining its receive buffer at this rate instead of
+    /// stopping (a PCIe- or memory-bound host), Gb/s.
+    #[serde(default)]
+    pub drain_gbps: Option<f64>,
+}
+
+impl FaultConfig {
+    /// A fault table of `kind` at `at_us` on `a`, every other key left out.
+    pub fn new(kind: FaultKind, at_us: f64, a: impl Into<String>) -> Self {
+        FaultConfig {
+            kind,
+            at_us,
+            a: a.into(),
+            b: None,
+            duration_us: None,
+            period_us: None,
+            count: None,
+            seed: None,
+            fields: None,
+            mode: None,
+            routes_after_us: None,
+            drain_gbps: None,
+        }
+    }
 }
 
 /// A byte count in the fabric file: a number, or a string with a K, M or G suffix ("64K").

@@ -16,8 +16,9 @@
 
 use crate::config::{FaultKind, HashField, TrafficPattern, WorkloadConfig};
 use crate::diag::Diagnostic;
+use crate::events::RebootMode;
 use crate::model::{glob_match, Model, NodeId, PortId};
-use crate::units::SimTime;
+use crate::units::{BitsPerSec, SimTime};
 
 /// The largest message or flow the engines take: 1 TB (a QP's packets are numbered with 32-bit
 /// PSNs; 1 TB keeps every QP well inside that at any MTU, and is far beyond any collective).
@@ -96,6 +97,12 @@ pub struct Fault {
     pub seed: Option<u64>,
     /// `ecmp-hash-fields`.
     pub fields: Vec<HashField>,
+    /// `switch-reboot`: cold or warm (its `duration` is then the data-plane outage).
+    pub mode: Option<RebootMode>,
+    /// `switch-reboot`, cold: how long after the ports return the routes are advertised.
+    pub routes_after: SimTime,
+    /// `host-stall` with `drain_gbps`: the rate the host still drains at; `None`: a full stall.
+    pub drain: Option<BitsPerSec>,
 }
 
 /// What a `[[workload]]` runs.
@@ -394,13 +401,16 @@ fn fault_one(m: &Model, f: &crate::config::FaultConfig, p: &str) -> Result<Fault
         FaultKind::RouteWithdraw,
         FaultKind::RouteRestore,
     ];
-    let stray: [(&str, bool, &[FaultKind]); 6] = [
+    let stray: [(&str, bool, &[FaultKind]); 9] = [
         ("b", f.b.is_some(), &link_kinds),
         ("duration_us", f.duration_us.is_some(), &[FaultKind::SwitchReboot]),
         ("period_us", f.period_us.is_some(), &[FaultKind::LinkFlap]),
         ("count", f.count.is_some(), &[FaultKind::LinkFlap]),
         ("seed", f.seed.is_some(), &[FaultKind::EcmpReseed]),
         ("fields", f.fields.is_some(), &[FaultKind::EcmpHashFields]),
+        ("mode", f.mode.is_some(), &[FaultKind::SwitchReboot]),
+        ("routes_after_us", f.routes_after_us.is_some(), &[FaultKind::SwitchReboot]),
+        ("drain_gbps", f.drain_gbps.is_some(), &[FaultKind::HostStall]),
     ];
     if let Some((key, _, used_by)) = stray.iter().find(|(_, set, used_by)| *set && !used_by.contains(&f.kind)) {
         let users: Vec<&str> = used_by.iter().map(|u| fault_name(*u)).collect();
@@ -426,6 +436,9 @@ fn fault_one(m: &Model, f: &crate::config::FaultConfig, p: &str) -> Result<Fault
         count: 1,
         seed: None,
         fields: Vec::new(),
+        mode: None,
+        routes_after: SimTime::ZERO,
+        drain: None,
     };
     let node = || m.node_by_name(&f.a).ok_or_else(|| unknown_node(m, &f.a, format!("{p}.a"), false));
     let link = |a: NodeId| -> Result<(PortId, PortId), Diagnostic> {
@@ -524,15 +537,34 @@ fn fault_one(m: &Model, f: &crate::config::FaultConfig, p: &str) -> Result<Fault
             if m.node(a).is_host() {
                 return Err(not_a("a host", "a reboot takes a switch"));
             }
-            let d = fault_time(p, "duration_us", f.duration_us, false, f.kind)?;
-            if at.0 as u128 + d.0 as u128 > SimTime::from_secs_f64(MAX_FAULT_TIME_US * 1e-6).0 as u128 {
+            let mode = f.mode.unwrap_or_default();
+            let d =
+                fault_time(p, "duration_us", Some(f.duration_us.unwrap_or(mode.default_outage_us())), false, f.kind)?;
+            let routes_after = match (mode, f.routes_after_us) {
+                (RebootMode::Warm, Some(_)) => {
+                    return Err(Diagnostic::new(
+                        format!("{p}.routes_after_us"),
+                        "a warm reboot keeps its routes: there is nothing to advertise again",
+                        "remove routes_after_us, or make it a cold reboot (mode = \"cold\")",
+                    ))
+                }
+                (_, v) => fault_time(
+                    p,
+                    "routes_after_us",
+                    Some(v.unwrap_or(crate::events::COLD_REBOOT_ROUTES_AFTER_US)),
+                    true,
+                    f.kind,
+                )?,
+            };
+            let end = at.0 as u128 + d.0 as u128 + routes_after.0 as u128;
+            if end > SimTime::from_secs_f64(MAX_FAULT_TIME_US * 1e-6).0 as u128 {
                 return Err(Diagnostic::new(
                     format!("{p}.duration_us"),
-                    "the switch would come back after 10^12 µs",
-                    "use a shorter duration_us",
+                    "the switch (or its routes) would come back after 10^12 µs",
+                    "use a shorter duration_us or routes_after_us",
                 ));
             }
-            (r.node, r.duration) = (Some(a), Some(d));
+            (r.node, r.duration, r.mode, r.routes_after) = (Some(a), Some(d), Some(mode), routes_after);
         }
         FaultKind::HostStall | FaultKind::HostResume => {
             let a = node()?;
@@ -540,6 +572,19 @@ fn fault_one(m: &Model, f: &crate::config::FaultConfig, p: &str) -> Result<Fault
                 return Err(not_a("a switch", "host faults take a host"));
             }
             r.node = Some(a);
+            if let Some(g) = f.drain_gbps {
+                // A drain at or above the NIC's speed would hold nothing back: refuse it rather
+                // than run a stall that is not one.
+                let nic_gbps = m.host_speed(a).0 as f64 / 1e9;
+                if !(g.is_finite() && g > 0.0 && g < nic_gbps) {
+                    return Err(Diagnostic::new(
+                        format!("{p}.drain_gbps"),
+                        format!("drain_gbps = {g} is not a rate above 0 and below the host's {nic_gbps} Gb/s"),
+                        "give the rate the host still drains at in Gb/s, e.g. drain_gbps = 200; leave it out for a full stall",
+                    ));
+                }
+                r.drain = Some(BitsPerSec((g * 1e9).round() as u64));
+            }
         }
     }
     Ok(r)

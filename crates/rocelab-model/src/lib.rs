@@ -19,6 +19,7 @@
 //! * `summary`  — what `rocelab topo` reports (counts, oversubscription, bisection, rails, ECMP);
 //! * `infiniband` — the IB link layer: VLs, credits, SL → VL, VL arbitration, routing mode;
 //! * `intent`   — `[[traffic]]`, `[[fault]]` and `[[workload]]` resolved and bounded at load;
+//! * `events`   — reboot modes and their timescales, with sources;
 //! * `diag`     — diagnostics that carry file:line:column;
 //! * `units`    — `SimTime` (ps) and `BitsPerSec`.
 
@@ -26,6 +27,7 @@ pub mod atomic;
 pub mod cc;
 pub mod config;
 pub mod diag;
+pub mod events;
 pub mod infiniband;
 pub mod intent;
 pub mod model;
