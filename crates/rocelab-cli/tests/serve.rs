@@ -81,3 +81,43 @@ fn a_bad_serve_table_is_bad_input_with_its_line() {
     // The line and column of the bad value, and what it may be.
     assert!(e.contains("serve.toml:17:") && e.contains("`bulk`") && e.contains("`whole`"), "{e}");
 }
+
+/// The shipped 128-GPU fabric with a `[plan]` and a `[[workload]] serve = "plan"` table.
+fn fabric_with_serving_workload(extra: &str) -> String {
+    let fabric = std::fs::read_to_string(example("rail-128gpu.toml")).unwrap();
+    let plan = PLAN.split("[serve]").next().unwrap();
+    format!("{fabric}\n{plan}\n[[workload]]\nname = \"chat\"\nserve = \"plan\"\nrate_per_s = 40.0\nrequests = 2\nkv_transfer = \"whole\"\n{extra}\n")
+}
+
+#[test]
+fn a_serving_workload_table_runs_from_the_fabric_file() {
+    let d = tmpdir("wl");
+    let f = d.join("fabric.toml");
+    std::fs::write(&f, fabric_with_serving_workload("")).unwrap();
+    let out = d.join("out");
+    let o = rocelab(&["simulate", f.to_str().unwrap(), "--workload", "chat", "-q", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("chat").join("serve.json")).unwrap()).unwrap();
+    // The table's keys win over the defaults: 2 requests, the whole KV cache after the prefill.
+    assert_eq!(v["twin"]["requests"], 2, "{v}");
+    assert_eq!(v["twin"]["completed"], 2, "{v}");
+    assert_eq!(v["twin"]["plan"]["kv_transfer"], "whole", "{v}");
+}
+
+#[test]
+fn a_bad_serving_workload_is_refused_at_load_with_its_line() {
+    let d = tmpdir("wlbad");
+    let f = d.join("fabric.toml");
+    let text = fabric_with_serving_workload("").replace("rate_per_s = 40.0", "rate_per_s = -3.0");
+    std::fs::write(&f, &text).unwrap();
+    // lint loads the file too: the same located error, before anything runs.
+    for args in [vec!["simulate", f.to_str().unwrap(), "--no-files"], vec!["lint", f.to_str().unwrap()]] {
+        let verb = args[0];
+        let o = rocelab(&args);
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{verb}: {e}");
+        let line = text.lines().position(|l| l.starts_with("rate_per_s = -3")).unwrap() + 1;
+        assert!(e.contains(&format!(":{line}:")) && e.contains("positive rate"), "{verb}: {e}");
+    }
+}

@@ -50,6 +50,9 @@ pub struct Config {
     /// `rocelab simulate FILE` instead of `[[traffic]]`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub workload: Vec<WorkloadConfig>,
+    /// Tenants run together on the fabric (`[[job]]`, `crate::jobs`), by `simulate --jobs`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub job: Vec<crate::jobs::JobConfig>,
     /// Named stress scenarios (`[[scenario]]`), run by `rocelab simulate --scenario NAME`;
     /// `rocelab-scenario` resolves and checks them. Plain `simulate` ignores them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -1019,227 +1022,29 @@ pub struct WorkloadConfig {
     /// LL, LL128, Simple or auto (NCCL_PROTO; default: NCCL's choice).
     #[serde(default)]
     pub proto: Option<String>,
+    /// Inference serving: `"plan"` for this file's own `[plan]`, or a plan file's path
+    /// (relative to this file); the keys below are a plan file's `[serve]` keys
+    /// (`crate::serving`).
+    #[serde(default)]
+    pub serve: Option<String>,
+    #[serde(default)]
+    pub rate_per_s: Option<f64>,
+    #[serde(default)]
+    pub requests: Option<u32>,
+    #[serde(default)]
+    pub trace: Option<String>,
+    #[serde(default)]
+    pub token_budget: Option<u32>,
+    #[serde(default)]
+    pub max_batch: Option<u32>,
+    #[serde(default)]
+    pub kv_transfer: Option<String>,
 }
 
 // ---------------------------------------------------------------------------------------------
-// Scenarios
+// Scenarios: one file per kind under `scenario/`.
 
-/// The pre-production checklist's stress scenarios (`docs/scenarios.md`).
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, PartialOrd, Ord)]
-#[serde(rename_all = "kebab-case")]
-pub enum ScenarioKind {
-    /// Permutation or all-to-all at line rate for a duration.
-    #[default]
-    Sustained,
-    /// N:1 fan-in.
-    Incast,
-    /// Synchronized on/off bursts.
-    Microburst,
-    /// Local congestion on one receiver or one uplink, beside a background load.
-    Hotspot,
-    /// A host draining at a fraction of line rate, or not at all (a PFC storm source).
-    SlowReceiver,
-    /// A fabric link lost for good under load.
-    LinkLoss,
-    /// A fabric link going down and up.
-    LinkFlap,
-    /// A switch rebooting under load.
-    SwitchReboot,
-    /// An ECMP hash or route change under load.
-    RoutingChange,
-    /// A share of NICs on another congestion-control profile.
-    FirmwareMix,
-    /// An NCCL-like collective.
-    Collective,
-    /// TCP-like flows (DCTCP) in a lossy class beside RDMA in the lossless one, or forced
-    /// into one class.
-    Mixed,
-}
-
-impl ScenarioKind {
-    pub const ALL: [ScenarioKind; 12] = [
-        ScenarioKind::Sustained,
-        ScenarioKind::Incast,
-        ScenarioKind::Microburst,
-        ScenarioKind::Hotspot,
-        ScenarioKind::SlowReceiver,
-        ScenarioKind::LinkLoss,
-        ScenarioKind::LinkFlap,
-        ScenarioKind::SwitchReboot,
-        ScenarioKind::RoutingChange,
-        ScenarioKind::FirmwareMix,
-        ScenarioKind::Collective,
-        ScenarioKind::Mixed,
-    ];
-
-    /// The name written in a fabric file (`slow-receiver`).
-    pub fn name(self) -> &'static str {
-        match self {
-            ScenarioKind::Sustained => "sustained",
-            ScenarioKind::Incast => "incast",
-            ScenarioKind::Microburst => "microburst",
-            ScenarioKind::Hotspot => "hotspot",
-            ScenarioKind::SlowReceiver => "slow-receiver",
-            ScenarioKind::LinkLoss => "link-loss",
-            ScenarioKind::LinkFlap => "link-flap",
-            ScenarioKind::SwitchReboot => "switch-reboot",
-            ScenarioKind::RoutingChange => "routing-change",
-            ScenarioKind::FirmwareMix => "firmware-mix",
-            ScenarioKind::Collective => "collective",
-            ScenarioKind::Mixed => "mixed",
-        }
-    }
-
-    pub fn from_name(s: &str) -> Option<ScenarioKind> {
-        ScenarioKind::ALL.into_iter().find(|k| k.name() == s)
-    }
-}
-
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub enum SustainedPattern {
-    Permutation,
-    AllToAll,
-}
-
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub enum HotspotTarget {
-    /// Many senders to one receiver, beside a background permutation.
-    Receiver,
-    /// One leaf's cross-leaf traffic squeezed onto one uplink (the others withdrawn).
-    Uplink,
-    /// A flow into a hot receiver from a host whose own downlink is hot too: the CNPs it is
-    /// sent cross a congested egress on their way back (the test of the CNP class's scheduler).
-    CnpPath,
-}
-
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub enum RoutingChangeKind {
-    /// Every switch takes a new ECMP hash seed.
-    HashSeed,
-    /// The source port leaves the ECMP hash.
-    HashFields,
-    /// A spine uplink stops carrying routes (stays up).
-    RouteWithdraw,
-}
-
-/// One `[[scenario]]` table. Every parameter is optional: a left-out one takes a default scaled
-/// to the fabric; a parameter that does not apply to the kind is an error naming it
-/// (`rocelab scenarios --list` shows which apply). `Default` is a bare `sustained`; a file must
-/// name its `kind`.
-#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct ScenarioConfig {
-    pub kind: ScenarioKind,
-    /// How `--scenario` names it (default: the kind).
-    #[serde(default)]
-    pub name: Option<String>,
-    #[serde(default)]
-    pub duration_us: Option<f64>,
-    /// Glob patterns of the hosts taking part (default: all).
-    #[serde(default)]
-    pub hosts: Option<Vec<String>>,
-    #[serde(default)]
-    pub pattern: Option<SustainedPattern>,
-    /// Offered load of the (background) traffic, as a fraction of each sender's line rate.
-    #[serde(default)]
-    pub load: Option<f64>,
-    #[serde(default)]
-    pub fan_in: Option<u32>,
-    /// The receiver (incast, microburst, hotspot, slow-receiver).
-    #[serde(default)]
-    pub dst: Option<String>,
-    #[serde(default)]
-    pub size_bytes: Option<u64>,
-    /// Starts spread uniformly over this window (0: synchronized).
-    #[serde(default)]
-    pub jitter_us: Option<f64>,
-    #[serde(default)]
-    pub burst_bytes: Option<u64>,
-    #[serde(default)]
-    pub period_us: Option<f64>,
-    #[serde(default)]
-    pub duty_cycle: Option<f64>,
-    #[serde(default)]
-    pub target: Option<HotspotTarget>,
-    /// Share of line rate the slow receiver drains at (0: it stops).
-    #[serde(default)]
-    pub drain_fraction: Option<f64>,
-    /// Turn the PFC watchdog on or off for the run (default: as `[qos.pfc_watchdog]`).
-    #[serde(default)]
-    pub watchdog: Option<bool>,
-    /// The watchdog's detection time when `watchdog = true`.
-    #[serde(default)]
-    pub watchdog_detection_us: Option<f64>,
-    /// When the fault or change happens.
-    #[serde(default)]
-    pub at_us: Option<f64>,
-    /// How long the switch stays down (switch-reboot).
-    #[serde(default)]
-    pub down_us: Option<f64>,
-    /// Down/up cycles (link-flap).
-    #[serde(default)]
-    pub count: Option<u32>,
-    /// The faulted link's one end, the rebooted switch, or a placement:
-    /// `busiest-spine-uplink`, `busiest-spine`.
-    #[serde(default)]
-    pub a: Option<String>,
-    #[serde(default)]
-    pub b: Option<String>,
-    #[serde(default)]
-    pub change: Option<RoutingChangeKind>,
-    /// The new ECMP seed (routing-change, hash-seed).
-    #[serde(default)]
-    pub seed: Option<u64>,
-    /// Routing convergence per switch hop for the run (default: `[routing]`'s).
-    #[serde(default)]
-    pub convergence_us: Option<f64>,
-    /// Share of NICs on the other profile (firmware-mix).
-    #[serde(default)]
-    pub share: Option<f64>,
-    /// The other profile's congestion control.
-    #[serde(default)]
-    pub congestion_control: Option<CongestionControl>,
-    /// The other profile's DCQCN parameters (any left out: the fleet's).
-    #[serde(default)]
-    pub dcqcn: Option<DcqcnConfig>,
-    /// The collective, as nccl-tests names it (`all_reduce`).
-    #[serde(default)]
-    pub op: Option<String>,
-    /// Ranks of the collective: the first N hosts in ring order (default: the fabric's placement).
-    #[serde(default)]
-    pub ranks: Option<u32>,
-    /// Run beside the traffic of this other `[[scenario]]` (a traffic kind).
-    #[serde(default)]
-    pub beside: Option<String>,
-    /// Telemetry sampling period (default: duration / 100).
-    #[serde(default)]
-    pub sample_us: Option<f64>,
-    /// TCP-like senders (mixed).
-    #[serde(default)]
-    pub tcp_senders: Option<u32>,
-    /// The class TCP-like traffic takes (mixed; default: the first lossy class carrying TCP).
-    #[serde(default)]
-    pub tcp_class: Option<String>,
-    /// Put TCP-like traffic in the RDMA class: the misconfiguration (mixed).
-    #[serde(default)]
-    pub shared_class: Option<bool>,
-    /// TCP-like traffic negotiates ECN (DCTCP); false: loss-based TCP whose packets switches
-    /// cannot mark (mixed; default true).
-    #[serde(default)]
-    pub tcp_ecn: Option<bool>,
-}
-
-impl ScenarioConfig {
-    /// A scenario of `kind` with every parameter at its default.
-    pub fn bare(kind: ScenarioKind) -> Self {
-        ScenarioConfig { kind, ..ScenarioConfig::default() }
-    }
-
-    /// The name `--scenario` finds it by.
-    pub fn display_name(&self) -> &str {
-        self.name.as_deref().unwrap_or(self.kind.name())
-    }
-}
+pub use crate::scenario::hotspot::HotspotTarget;
+pub use crate::scenario::routing_change::RoutingChangeKind;
+pub use crate::scenario::sustained::SustainedPattern;
+pub use crate::scenario::{ScenarioConfig, ScenarioKind, ScenarioParams};

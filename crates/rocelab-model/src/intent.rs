@@ -47,6 +47,8 @@ pub struct Intent {
     pub traffic: Vec<Traffic>,
     pub faults: Vec<Fault>,
     pub workloads: Vec<Workload>,
+    /// The `[[job]]` tables (`crate::jobs`).
+    pub jobs: Vec<crate::jobs::Job>,
 }
 
 /// One `[[traffic]]` table, its names resolved.
@@ -113,6 +115,8 @@ pub enum WorkloadRun {
     Collective { op: &'static str, min_bytes: u64, max_bytes: u64, step_factor: u64 },
     /// A training step: `"plan"` (this file's `[plan]`) or a plan file's path.
     Step { plan: String },
+    /// Inference serving: the plan and the `[serve]` keys.
+    Serve(crate::serving::ServeTable),
 }
 
 /// One `[[workload]]` table, checked. Values left out stay `None` (the run's flags decide).
@@ -130,7 +134,14 @@ pub struct Workload {
 
 /// Resolves the three tables of `m.config`; every problem is pushed to `errs`.
 pub(crate) fn resolve(m: &Model, errs: &mut Vec<Diagnostic>) -> Intent {
-    Intent { traffic: resolve_traffic(m, errs), faults: resolve_faults(m, errs), workloads: resolve_workloads(m, errs) }
+    let mut intent = Intent {
+        traffic: resolve_traffic(m, errs),
+        faults: resolve_faults(m, errs),
+        workloads: resolve_workloads(m, errs),
+        ..Default::default()
+    };
+    intent.jobs = crate::jobs::resolve(m, errs);
+    intent
 }
 
 fn host_named(m: &Model, name: &str, path: String) -> Result<NodeId, Diagnostic> {
@@ -649,6 +660,19 @@ fn workload_one(m: &Model, w: &WorkloadConfig, i: usize, p: &str) -> Result<Work
             Some(b) => Ok(Some(b)),
         }
     };
+    if w.serve.is_some() {
+        let table = crate::serving::workload(w, m.config.plan.is_some(), p)?;
+        let run = WorkloadRun::Serve(table);
+        return Ok(Workload {
+            name,
+            run,
+            nodes: None,
+            channels: None,
+            qps_per_connection: None,
+            chunk_bytes: None,
+            root: None,
+        });
+    }
     let run = match (&w.collective, &w.step) {
         (Some(c), None) => {
             let Some(op) = collective_name(c) else {

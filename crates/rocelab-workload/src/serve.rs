@@ -24,13 +24,31 @@
 //!   the decode replica, either layer by layer as each layer's prefill ends, or whole after the
 //!   prefill; the first token counts from the KV cache's arrival.
 //!
+//! * **MoE expert parallelism** (`ep` > 1, an MoE model): EP groups of `ep` consecutive
+//!   replicas of one role run their iterations in lockstep, as DP-attention + EP serving does
+//!   (DeepSeek-V3's deployment, SGLang): a member with nothing to do still runs the layers so
+//!   that its peers' tokens reach its experts. Each stage's compute is cut at its MoE layers;
+//!   after each cut, GPU j of every member dispatches its tokens' hidden states to GPU j of
+//!   every other member, and once a member has its own dispatch out and every peer's in, it
+//!   sends the experts' outputs back (the combine); a member goes on with the next layer when
+//!   every combine is in. Bytes per token copy, as DeepEP's kernels lay their messages out
+//!   (deepseek-ai/DeepEP `csrc/kernels/internode_ll.cu`): dispatch in FP8, h bytes + one FP32
+//!   scale per 128 channels + a 16-byte header (7,408 B for h = 7168); combine in BF16, 2·h
+//!   bytes. Copies per token: an iteration with prompts runs DeepEP's normal kernels, one copy
+//!   per destination node (at most `max_nodes_per_token` under node-limited routing,
+//!   DeepSeek-V3 §2.1.2); a decode-only iteration its low-latency kernels, one copy per expert
+//!   (top-k), RDMA straight to the expert's GPU. A member's copies spread evenly over the `ep`
+//!   members, so each peer gets tokens/t · copies / ep of them; a member with no tokens still
+//!   sends a 16-byte count. The wait from a member's dispatch to its last combine counts as
+//!   waiting on the network (the rendezvous with slower peers included).
+//!
 //! Reported: TTFT, TPOT (from the first token to the last, over output − 1 tokens) at
 //! p50/p90/p99, end-to-end latency, output tokens/s, and per phase the share of the latency
 //! spent waiting on the network (pipeline sends and the KV transfer; the rest is compute and
 //! queueing), with plan's analytical figures beside them.
 //!
-//! Not yet on the twin (refused or noted): MoE expert parallelism (dispatch/combine
-//! all-to-alls), TP across nodes, more than one micro-batch in flight through a pipeline,
+//! Not yet on the twin (refused or noted): TP across nodes, DeepEP's two-hop forwarding inside
+//! the node (NVLink, off the fabric) and its expert load imbalance, more than one micro-batch in flight through a pipeline,
 //! chunked prefill (a prompt runs whole), several tenants on one fabric.
 
 use crate::placement::{GpuLayout, Placement};
@@ -89,9 +107,40 @@ impl Default for ServeConfig {
     }
 }
 
-/// The most requests one run serves (a tag names a request in 32 bits; a trace this long is
-/// days of traffic).
-pub const MAX_REQUESTS: usize = 1 << 24;
+/// The most requests one run serves (checked at load with the `[serve]` keys).
+pub use rocelab_model::serving::MAX_REQUESTS;
+
+impl ServeConfig {
+    /// This `[serve]` table with a `[[workload]] serve` table's keys over it (the table's
+    /// trace path is kept as given; the caller resolves it against the fabric file).
+    pub fn with_table(mut self, t: &rocelab_model::serving::ServeTable) -> ServeConfig {
+        use rocelab_model::serving::KvTransferMode;
+        if let Some(r) = t.rate_per_s {
+            // Poisson arrivals asked for by the workload replace a trace in the plan file.
+            self.rate_per_s = r;
+            self.trace = None;
+        }
+        if let Some(n) = t.requests {
+            self.requests = n;
+        }
+        if t.trace.is_some() {
+            self.trace = t.trace.clone();
+        }
+        if let Some(b) = t.token_budget {
+            self.token_budget = b;
+        }
+        if let Some(b) = t.max_batch {
+            self.max_batch = b;
+        }
+        if let Some(k) = t.kv_transfer {
+            self.kv_transfer = match k {
+                KvTransferMode::Layer => KvTransfer::Layer,
+                KvTransferMode::Whole => KvTransfer::Whole,
+            };
+        }
+        self
+    }
+}
 
 /// Reads the `[serve]` table of a plan file (absent: the defaults); errors name file:line:col.
 pub fn parse_config(file: &str, text: &str) -> Result<ServeConfig, String> {
@@ -255,6 +304,28 @@ pub struct ServePlan {
     pub kv_bytes_per_token_gpu: f64,
     #[serde(skip)]
     tp_path: GroupPath,
+    /// Expert parallelism: replicas per EP group (1: none).
+    pub ep: u32,
+    /// MoE layers of one pipeline stage (the last stage may hold fewer).
+    pub moe_layers_per_stage: u32,
+    /// Bytes of one token copy: the FP8 dispatch message and the BF16 combine (DeepEP's).
+    pub dispatch_bytes_per_copy: u64,
+    pub combine_bytes_per_copy: u64,
+    /// Copies of a token over the fabric: normal kernels (prefill, one per node) and
+    /// low-latency kernels (decode, one per expert).
+    pub copies_normal: u32,
+    pub copies_low_latency: u32,
+}
+
+/// DeepEP's FP8 dispatch message for one token copy: a 16-byte header (source index and
+/// reserved ints), h FP8 bytes, one FP32 scale per 128 channels (`internode_ll.cu`).
+pub fn deepep_dispatch_bytes(hidden: u32) -> u64 {
+    16 + hidden as u64 + hidden.div_ceil(128) as u64 * 4
+}
+
+/// DeepEP's BF16 combine message for one token copy: h · 2 bytes.
+pub fn deepep_combine_bytes(hidden: u32) -> u64 {
+    hidden as u64 * 2
 }
 
 impl ServePlan {
@@ -266,8 +337,8 @@ impl ServePlan {
             );
         };
         let p = &s.parallel;
-        if p.ep > 1 {
-            return Err(format!("expert parallelism (ep = {}) is not on the serving twin yet: give ep = 1", p.ep));
+        if p.ep > 1 && !p.dp.is_multiple_of(p.ep) {
+            return Err(format!("ep = {} does not divide dp = {}: an EP group is ep replicas", p.ep, p.dp));
         }
         if p.tp > s.cluster.gpus_per_node.max(1) {
             return Err(format!(
@@ -296,6 +367,13 @@ impl ServePlan {
             weights_bytes: e.memory.weights_bytes,
             kv_bytes_per_token_gpu: mdl.kv_bytes_per_token(beta) / (kv_split * p.pp as f64),
             tp_path: rocelab_plan::estimate::place_group(s, p.tp, 1),
+            ep: p.ep.max(1),
+            moe_layers_per_stage: if p.ep > 1 && mdl.is_moe() { mdl.moe_layers.div_ceil(p.pp.max(1)) } else { 0 },
+            dispatch_bytes_per_copy: deepep_dispatch_bytes(mdl.hidden),
+            combine_bytes_per_copy: deepep_combine_bytes(mdl.hidden),
+            // EP members sit on different nodes, so node-limited routing applies.
+            copies_normal: mdl.dispatch_fanout(true).max(1.0) as u32,
+            copies_low_latency: mdl.top_k.max(1),
         })
     }
 
@@ -338,6 +416,23 @@ impl ServePlan {
 
     fn layers_per_stage(&self) -> u32 {
         self.model.layers.div_ceil(self.pp).max(1)
+    }
+
+    /// MoE layers stage `s` holds (0 without EP): the layers are split as plan splits them.
+    pub fn moe_layers_of(&self, s: u32) -> u32 {
+        let total = self.model.moe_layers;
+        let per = self.moe_layers_per_stage;
+        total.saturating_sub(s * per).min(per)
+    }
+
+    /// Bytes GPU j of one EP member sends each peer in one dispatch (or combine) of a layer,
+    /// for an iteration of `tokens` tokens, with prompts (normal kernels) or decode only
+    /// (low-latency kernels): tokens/t · copies / ep token copies, at least the 16-byte count.
+    pub fn ep_bytes(&self, tokens: u64, with_prompts: bool, dispatch: bool) -> u64 {
+        let copies = if with_prompts { self.copies_normal } else { self.copies_low_latency } as f64;
+        let per_copy = if dispatch { self.dispatch_bytes_per_copy } else { self.combine_bytes_per_copy } as f64;
+        let v = tokens as f64 / self.tp as f64 * copies / self.ep as f64 * per_copy;
+        (v.round() as u64).max(16)
     }
 }
 
@@ -432,6 +527,16 @@ struct Replica {
     pending: u32,
     sent_at: SimTime,
     net: u64,
+    /// EP: the stage's compute time, the MoE layer reached in it, when its dispatch left;
+    /// per MoE layer of the iteration (stage · moe_layers_per_stage + layer): dispatches and
+    /// combines arrived, and whether this member has dispatched and combined it.
+    stage_dur: SimTime,
+    seg: u32,
+    a2a_at: SimTime,
+    disp_in: Vec<u32>,
+    comb_in: Vec<u32>,
+    dispatched: Vec<bool>,
+    combined: Vec<bool>,
 }
 
 /// A KV transfer in flight: the messages still to arrive, and its requests.
@@ -445,9 +550,18 @@ const K_ARRIVE: u64 = 1;
 const K_STAGE: u64 = 2;
 const K_PP: u64 = 3;
 const K_KV: u64 = 4;
+const K_SEG: u64 = 5;
+const K_DISPATCH: u64 = 6;
+const K_COMBINE: u64 = 7;
 
+/// Tags: instance (16 bits, the job's when several run together) | kind (4) | replica (20) |
+/// request, transfer or MoE layer (24).
 fn tag(kind: u64, a: u64, b: u64) -> u64 {
-    kind << 56 | (a & 0xff_ffff) << 32 | (b & 0xffff_ffff)
+    kind << 44 | (a & 0xf_ffff) << 24 | (b & 0xff_ffff)
+}
+
+fn untag(t: u64) -> (u64, usize, usize) {
+    (t >> 44 & 0xf, (t >> 24 & 0xf_ffff) as usize, (t & 0xff_ffff) as usize)
 }
 
 struct ServeWork {
@@ -457,6 +571,8 @@ struct ServeWork {
     reps: Vec<Replica>,
     transfers: Vec<Transfer>,
     failed: u64,
+    /// The tag instance (the top 16 bits of every tag; a job's own beside other jobs).
+    inst: u16,
 }
 
 impl ServeWork {
@@ -468,17 +584,45 @@ impl ServeWork {
             .unwrap_or(0);
         self.reps[r].waiting.push_back(i);
         if let Some(next) = self.reqs.get(i as usize + 1) {
-            let _ = net.wake_at(next.arrival, tag(K_ARRIVE, 0, i as u64 + 1));
+            self.wake(net, next.arrival, tag(K_ARRIVE, 0, i as u64 + 1));
         }
         self.schedule(r, net);
     }
 
     /// Starts the replica's next iteration if it is idle and has work.
     fn schedule(&mut self, r: usize, net: &mut Net<'_, '_>) {
-        let rep = &mut self.reps[r];
-        if rep.busy {
+        // An EP group starts its members' iterations together, once every one is idle.
+        let members = self.group(r);
+        if members.clone().any(|k| self.reps[k].busy) {
             return;
         }
+        let mut any = false;
+        for k in members.clone() {
+            any |= self.form_batch(k);
+        }
+        if !any {
+            return;
+        }
+        for k in members {
+            let rep = &mut self.reps[k];
+            for &q in &rep.prefill {
+                self.st[q as usize].prefill_start = Some(net.now());
+            }
+            rep.busy = true;
+            rep.stage = 0;
+            rep.net = 0;
+            rep.disp_in.iter_mut().for_each(|x| *x = 0);
+            rep.comb_in.iter_mut().for_each(|x| *x = 0);
+            rep.dispatched.iter_mut().for_each(|x| *x = false);
+            rep.combined.iter_mut().for_each(|x| *x = false);
+            self.run_stage(k, net);
+        }
+    }
+
+    /// Replica `r`'s next iteration: one token of each running request, and waiting prompts in
+    /// arrival order within the token budget and the batch limit. Whether it has any work.
+    fn form_batch(&mut self, r: usize) -> bool {
+        let rep = &mut self.reps[r];
         rep.decode = rep.running.iter().copied().take(self.plan.max_batch as usize).collect();
         rep.prefill.clear();
         let mut budget = self.plan.token_budget as u64;
@@ -494,16 +638,7 @@ impl ServeWork {
             rep.prefill.push(q);
             rep.waiting.pop_front();
         }
-        if rep.prefill.is_empty() && rep.decode.is_empty() {
-            return;
-        }
-        for &q in &rep.prefill {
-            self.st[q as usize].prefill_start = Some(net.now());
-        }
-        rep.busy = true;
-        rep.stage = 0;
-        rep.net = 0;
-        self.run_stage(r, net);
+        !(rep.prefill.is_empty() && rep.decode.is_empty())
     }
 
     fn run_stage(&mut self, r: usize, net: &mut Net<'_, '_>) {
@@ -536,7 +671,104 @@ impl ServeWork {
                 }
             }
         }
-        let _ = net.wake_at(SimTime(now.0 + dur.0), tag(K_STAGE, r as u64, 0));
+        let stage_no = self.reps[r].stage;
+        if self.plan.ep > 1 && self.plan.moe_layers_of(stage_no) > 0 {
+            let rep = &mut self.reps[r];
+            rep.stage_dur = dur;
+            rep.seg = 0;
+            let segs = self.plan.moe_layers_of(stage_no) as u64 + 1;
+            self.wake(net, SimTime(now.0 + dur.0 / segs), tag(K_SEG, r as u64, 0));
+            return;
+        }
+        self.wake(net, SimTime(now.0 + dur.0), tag(K_STAGE, r as u64, 0));
+    }
+
+    /// The EP group replica `r` belongs to: `ep` consecutive replicas of one role.
+    fn group(&self, r: usize) -> std::ops::Range<usize> {
+        let ep = self.plan.ep.max(1) as usize;
+        let g = r / ep * ep;
+        g..g + ep
+    }
+
+    fn iteration_tokens(&self, r: usize) -> (u64, bool) {
+        let rep = &self.reps[r];
+        let p: u64 = rep.prefill.iter().map(|&q| self.reqs[q as usize].prompt as u64).sum();
+        (p + rep.decode.len() as u64, !rep.prefill.is_empty())
+    }
+
+    /// A compute segment of replica `r`'s stage ended: dispatch its next MoE layer's tokens, or
+    /// end the stage after the last layer's tail.
+    fn segment_done(&mut self, r: usize, net: &mut Net<'_, '_>) {
+        let rep = &self.reps[r];
+        let stage = rep.stage;
+        if rep.seg >= self.plan.moe_layers_of(stage) {
+            self.stage_done(r, net);
+            return;
+        }
+        let seq = (stage * self.plan.moe_layers_per_stage + rep.seg) as usize;
+        let (tokens, prompts) = self.iteration_tokens(r);
+        let bytes = self.plan.ep_bytes(tokens, prompts, true);
+        let mut msgs = Vec::new();
+        for p in self.group(r).filter(|&p| p != r) {
+            for j in 0..self.plan.tp as usize {
+                msgs.push(
+                    Message::new(rep.nics[stage as usize][j], self.reps[p].nics[stage as usize][j], bytes)
+                        .tag(tag(K_DISPATCH, p as u64, seq as u64)),
+                );
+            }
+        }
+        let rep = &mut self.reps[r];
+        rep.a2a_at = net.now();
+        rep.dispatched[seq] = true;
+        for m in msgs {
+            self.post(m, net);
+        }
+        self.try_combine(r, seq, net);
+    }
+
+    /// Member `p` sends the experts' outputs of layer `seq` back once it has dispatched that
+    /// layer itself and every peer's dispatch is in.
+    fn try_combine(&mut self, p: usize, seq: usize, net: &mut Net<'_, '_>) {
+        let expect = (self.plan.ep - 1) * self.plan.tp;
+        let rep = &self.reps[p];
+        if !rep.dispatched[seq] || rep.combined[seq] || rep.disp_in[seq] < expect {
+            return;
+        }
+        let stage = rep.stage as usize;
+        let mut msgs = Vec::new();
+        for m in self.group(p).filter(|&m| m != p) {
+            let (tokens, prompts) = self.iteration_tokens(m);
+            let bytes = self.plan.ep_bytes(tokens, prompts, false);
+            for j in 0..self.plan.tp as usize {
+                msgs.push(
+                    Message::new(rep.nics[stage][j], self.reps[m].nics[stage][j], bytes)
+                        .tag(tag(K_COMBINE, m as u64, seq as u64)),
+                );
+            }
+        }
+        self.reps[p].combined[seq] = true;
+        for m in msgs {
+            self.post(m, net);
+        }
+    }
+
+    /// A combine of layer `seq` reached member `m`: with every one in, the next segment runs.
+    fn combine_in(&mut self, m: usize, seq: usize, net: &mut Net<'_, '_>) {
+        let expect = (self.plan.ep - 1) * self.plan.tp;
+        let now = net.now();
+        let per = self.plan.moe_layers_per_stage as usize;
+        let rep = &mut self.reps[m];
+        rep.comb_in[seq] += 1;
+        let current = rep.stage as usize * per + rep.seg as usize;
+        if rep.comb_in[seq] < expect || current != seq || !rep.dispatched[seq] {
+            return;
+        }
+        rep.net += now.0.saturating_sub(rep.a2a_at.0);
+        rep.seg += 1;
+        let segs = self.plan.moe_layers_of(rep.stage) as u64 + 1;
+        let d = rep.stage_dur.0;
+        let len = d * (rep.seg as u64 + 1) / segs - d * rep.seg as u64 / segs;
+        self.wake(net, SimTime(now.0 + len), tag(K_SEG, m as u64, 0));
     }
 
     /// The transfer the prefill replica `r`'s current iteration writes into: a new one at its
@@ -552,7 +784,12 @@ impl ServeWork {
         id
     }
 
-    fn post(&mut self, m: Message, net: &mut Net<'_, '_>) {
+    fn wake(&self, net: &mut Net<'_, '_>, at: SimTime, t: u64) {
+        let _ = net.wake_at(at, t | (self.inst as u64) << 48);
+    }
+
+    fn post(&mut self, mut m: Message, net: &mut Net<'_, '_>) {
+        m.tag |= (self.inst as u64) << 48;
         if net.post(m).is_err() {
             self.failed += 1;
         }
@@ -669,7 +906,7 @@ impl ServeWork {
 impl Workload for ServeWork {
     fn start(&mut self, net: &mut Net<'_, '_>) {
         if let Some(first) = self.reqs.first() {
-            let _ = net.wake_at(first.arrival, tag(K_ARRIVE, 0, 0));
+            self.wake(net, first.arrival, tag(K_ARRIVE, 0, 0));
         }
     }
 
@@ -678,7 +915,7 @@ impl Workload for ServeWork {
             self.failed += 1;
             return;
         }
-        let (kind, a, b) = (done.tag >> 56, (done.tag >> 32 & 0xff_ffff) as usize, (done.tag & 0xffff_ffff) as usize);
+        let (kind, a, b) = untag(done.tag);
         match kind {
             K_PP => {
                 let rep = &mut self.reps[a];
@@ -689,6 +926,11 @@ impl Workload for ServeWork {
                     self.run_stage(a, net);
                 }
             }
+            K_DISPATCH => {
+                self.reps[a].disp_in[b] += 1;
+                self.try_combine(a, b, net);
+            }
+            K_COMBINE => self.combine_in(a, b, net),
             K_KV => {
                 let t = &mut self.transfers[b];
                 t.pending = t.pending.saturating_sub(1);
@@ -703,25 +945,13 @@ impl Workload for ServeWork {
     }
 
     fn on_wake(&mut self, tag: u64, net: &mut Net<'_, '_>) {
-        match tag >> 56 {
-            K_ARRIVE => self.arrive((tag & 0xffff_ffff) as u32, net),
-            K_STAGE => self.stage_done((tag >> 32 & 0xff_ffff) as usize, net),
+        let (kind, a, b) = untag(tag);
+        match kind {
+            K_ARRIVE => self.arrive(b as u32, net),
+            K_STAGE => self.stage_done(a, net),
+            K_SEG => self.segment_done(a, net),
             _ => {}
         }
-    }
-}
-
-struct Shared(Rc<RefCell<ServeWork>>);
-
-impl Workload for Shared {
-    fn start(&mut self, net: &mut Net<'_, '_>) {
-        self.0.borrow_mut().start(net)
-    }
-    fn on_delivered(&mut self, done: Delivered, net: &mut Net<'_, '_>) {
-        self.0.borrow_mut().on_delivered(done, net)
-    }
-    fn on_wake(&mut self, tag: u64, net: &mut Net<'_, '_>) {
-        self.0.borrow_mut().on_wake(tag, net)
     }
 }
 
@@ -743,8 +973,51 @@ pub fn run_serve(
     reqs: &[Request],
     opts: SimOptions,
 ) -> Result<ServeResult, Vec<Diagnostic>> {
-    let bad = |what: String, fix: String| vec![Diagnostic::new("serve", what, fix)];
     let g = gpu_layout(m).map_err(|d| vec![d])?;
+    let job = ServeJob::new(&g, plan, reqs, 0)?;
+    let faults = rocelab_sim::engine::resolve_faults(m)?;
+    let mut sim = Run::with_workload(m, Box::new(job.clone()), faults, opts)?;
+    sim.run(&mut |_| {});
+    let report = RunReport::from_snapshot(&sim.snapshot_totals(), m);
+    Ok(job.result(report))
+}
+
+/// A serving job that can run beside other work in one run (`crate::jobs`): the workload
+/// (clone it into the run) and, after the run, its result.
+#[derive(Clone)]
+pub(crate) struct ServeJob(Rc<RefCell<ServeWork>>);
+
+impl ServeJob {
+    /// `plan` serving `reqs` on the GPU nodes of `g` (the fabric's, or a job's share), every
+    /// tag under instance `inst`; refused as `run_serve` refuses it.
+    pub(crate) fn new(
+        g: &GpuLayout,
+        plan: &ServePlan,
+        reqs: &[Request],
+        inst: u16,
+    ) -> Result<ServeJob, Vec<Diagnostic>> {
+        build(g, plan, reqs, inst).map(|w| ServeJob(Rc::new(RefCell::new(w))))
+    }
+
+    pub(crate) fn result(&self, report: RunReport) -> ServeResult {
+        finish(&self.0.borrow(), report)
+    }
+}
+
+impl Workload for ServeJob {
+    fn start(&mut self, net: &mut Net<'_, '_>) {
+        self.0.borrow_mut().start(net)
+    }
+    fn on_delivered(&mut self, done: Delivered, net: &mut Net<'_, '_>) {
+        self.0.borrow_mut().on_delivered(done, net)
+    }
+    fn on_wake(&mut self, tag: u64, net: &mut Net<'_, '_>) {
+        self.0.borrow_mut().on_wake(tag, net)
+    }
+}
+
+fn build(g: &GpuLayout, plan: &ServePlan, reqs: &[Request], inst: u16) -> Result<ServeWork, Vec<Diagnostic>> {
+    let bad = |what: String, fix: String| vec![Diagnostic::new("serve", what, fix)];
     if plan.tp == 0 || plan.pp == 0 || plan.dp == 0 || plan.tp > g.gpus {
         return Err(bad(
             format!("tp = {}, pp = {}, dp = {} on nodes of {} GPUs", plan.tp, plan.pp, plan.dp, g.gpus),
@@ -760,7 +1033,7 @@ pub fn run_serve(
         (0..plan.dp).map(|_| Role::Both).collect()
     };
     let nodes = roles.len() as u64 * plan.pp as u64;
-    if nodes > g.nodes.len() as u64 || roles.len() > 0xff_ffff {
+    if nodes > g.nodes.len() as u64 || roles.len() > 0xf_ffff {
         return Err(bad(
             format!(
                 "{} replicas of {} nodes need {nodes} GPU nodes, the fabric has {}",
@@ -771,6 +1044,7 @@ pub fn run_serve(
             "use a larger fabric, or a smaller dp or pp".into(),
         ));
     }
+    let moe_seqs = (plan.moe_layers_per_stage * plan.pp) as usize;
     let mut reps = Vec::new();
     for (k, role) in roles.into_iter().enumerate() {
         let nics = (0..plan.pp as usize)
@@ -788,6 +1062,13 @@ pub fn run_serve(
             pending: 0,
             sent_at: SimTime(0),
             net: 0,
+            stage_dur: SimTime(0),
+            seg: 0,
+            a2a_at: SimTime(0),
+            disp_in: vec![0; moe_seqs],
+            comb_in: vec![0; moe_seqs],
+            dispatched: vec![false; moe_seqs],
+            combined: vec![false; moe_seqs],
         });
     }
     let work = ServeWork {
@@ -797,13 +1078,15 @@ pub fn run_serve(
         reps,
         transfers: vec![],
         failed: 0,
+        inst,
     };
-    let shared = Rc::new(RefCell::new(work));
-    let faults = rocelab_sim::engine::resolve_faults(m)?;
-    let mut sim = Run::with_workload(m, Box::new(Shared(shared.clone())), faults, opts)?;
-    sim.run(&mut |_| {});
-    let report = RunReport::from_snapshot(&sim.snapshot_totals(), m);
-    let w = shared.borrow();
+    Ok(work)
+}
+
+/// The serving figures once the run is over.
+fn finish(w: &ServeWork, report: RunReport) -> ServeResult {
+    let (plan, reqs) = (&w.plan, &w.reqs[..]);
+    let nodes = w.reps.len() as u64 * plan.pp as u64;
     let secs = |a: SimTime, b: SimTime| b.0.saturating_sub(a.0) as f64 * 1e-12;
     let (mut ttft, mut tpot, mut e2e, mut kv) = (vec![], vec![], vec![], vec![]);
     let (mut net_pre, mut net_dec, mut sum_ttft, mut sum_dec, mut queue) = (0.0, 0.0, 0.0, 0.0, 0.0);
@@ -830,7 +1113,7 @@ pub fn run_serve(
         last = last.max(done);
     }
     let span = secs(reqs[0].arrival, last);
-    Ok(ServeResult {
+    ServeResult {
         plan: plan.clone(),
         requests: reqs.len() as u32,
         completed: ttft.len() as u32,
@@ -849,7 +1132,7 @@ pub fn run_serve(
         ttft_seconds: ttft,
         tpot_seconds: tpot,
         report,
-    })
+    }
 }
 
 /// Plan's analytical serving figures, beside the twin's.
@@ -903,6 +1186,13 @@ pub fn render(r: &ServeResult, model_name: &str, fabric: &str, plan: Option<&Pla
         p.token_budget,
         p.max_batch
     );
+    if p.ep > 1 {
+        let _ = writeln!(
+            s,
+            "  expert parallelism: EP groups of {} replicas; per MoE layer a dispatch (FP8, {} B per token copy) and a combine (BF16, {} B); {} copies per token with prompts (normal kernels), {} decoding (low-latency)",
+            p.ep, p.dispatch_bytes_per_copy, p.combine_bytes_per_copy, p.copies_normal, p.copies_low_latency
+        );
+    }
     let _ = writeln!(s, "  {} of {} requests completed", r.completed, r.requests);
     let _ = writeln!(s, "\n  {:<32} {:>11} {:>11} {:>11} {:>11}", "", "p50", "p90", "p99", "plan");
     let pl = |f: Option<f64>| f.map_or("-".into(), |v| format!("{v:.3}"));

@@ -246,14 +246,21 @@ struct Layout {
     nodes: u32,
 }
 
-fn layout(m: &Model, plan: &StepPlan) -> Result<Layout, Diagnostic> {
-    let bad = |what: String, fix: String| Diagnostic::new("step", what, fix);
+/// The fabric's GPU nodes, for a step.
+fn gpu_layout(m: &Model) -> Result<GpuLayout, Diagnostic> {
     let Placement::Gpus(g) = crate::placement::placement(m).map_err(|mut d| d.remove(0))? else {
-        return Err(bad(
-            "the fabric has no GPU nodes".into(),
-            "a training step needs GPU nodes: a [topology.rail_optimized] fabric, or hosts with gpu_node".into(),
+        return Err(Diagnostic::new(
+            "step",
+            "the fabric has no GPU nodes",
+            "a training step needs GPU nodes: a [topology.rail_optimized] fabric, or hosts with gpu_node",
         ));
     };
+    Ok(g)
+}
+
+/// The step's ranks on the GPU nodes of `g` (the fabric's, or a job's share of them).
+fn layout(g: &GpuLayout, plan: &StepPlan) -> Result<Layout, Diagnostic> {
+    let bad = |what: String, fix: String| Diagnostic::new("step", what, fix);
     let (tp, dp, pp) = (plan.tp, plan.dp, plan.pp);
     let gpus = g.gpus;
     if pp == 0 || dp == 0 || tp == 0 || plan.micro_batches == 0 {
@@ -506,11 +513,27 @@ struct StepWork {
     ep: Vec<Vec<EpGroup>>,
     failed: u64,
     seed: u64,
+    /// The tag instances this step uses: its collectives take `inst_base..inst_base + slots`,
+    /// its own tags `own_inst` (0.. and OWN when it runs alone; a range of its own beside
+    /// other jobs, `crate::jobs`).
+    inst_base: u16,
+    own_inst: u16,
 }
 
 impl StepWork {
     fn idx(&self, s: u32, d: u32) -> usize {
         (s * self.plan.dp + d) as usize
+    }
+
+    /// One of the step's own tags, under its own instance number.
+    fn own_tag(&self, kind: u64, s: u32, d: u32, i: u32) -> u64 {
+        let t = own(kind, s, d, i) & !(0xffff << INSTANCE_SHIFT);
+        t | (self.own_inst as u64) << INSTANCE_SHIFT
+    }
+
+    /// The slot of collective instance `id`.
+    fn slot(&self, id: u16) -> usize {
+        id.wrapping_sub(self.inst_base) as usize
     }
 
     /// Whether ops are cut into MoE layers with all-to-alls between them.
@@ -560,14 +583,14 @@ impl StepWork {
         let first = if self.ep_on() { self.layer_time(dur, 0) } else { dur };
         let end = SimTime(now.0 + first.0);
         let last = self.replicas[i].next + 1 == self.replicas[i].ops.len();
-        net.wake_at(end, own(K_COMPUTE, s, d, 0)).expect("a step's compute within the clock range");
+        net.wake_at(end, self.own_tag(K_COMPUTE, s, d, 0)).expect("a step's compute within the clock range");
         if last && self.plan.dp > 1 && !self.ep_on() {
             // The last backward frees the buckets one by one as it goes (with EP, as its MoE
             // layers end: `ep_round_done`).
             let nb = self.plan.buckets as u64;
             for k in 0..nb {
                 let at = SimTime(now.0 + (dur.0 * (k + 1)).div_ceil(nb));
-                net.wake_at(at, own(K_BUCKET, s, d, k as u32)).expect("a bucket within the clock range");
+                net.wake_at(at, self.own_tag(K_BUCKET, s, d, k as u32)).expect("a bucket within the clock range");
             }
         }
     }
@@ -615,7 +638,8 @@ impl StepWork {
             _ => {}
         }
         if finished && self.plan.dp <= 1 {
-            net.wake_at(SimTime(now.0 + self.plan.optimizer.0), own(K_OPT, s, 0, 0)).expect("optimizer in range");
+            net.wake_at(SimTime(now.0 + self.plan.optimizer.0), self.own_tag(K_OPT, s, 0, 0))
+                .expect("optimizer in range");
         } else if finished {
             self.dp[s as usize].finished += 1;
             self.maybe_optimizer(s, net);
@@ -637,7 +661,7 @@ impl StepWork {
                 size_bytes: self.plan.pp_bytes.max(1),
                 class: None,
                 qps: 1,
-                tag: own(kind, to, d, k),
+                tag: self.own_tag(kind, to, d, k),
                 start: None,
                 sport: Some(self.pp_sports[li][j]),
             };
@@ -663,7 +687,8 @@ impl StepWork {
             return;
         }
         st.optimizer_started = true;
-        net.wake_at(SimTime(net.now().0 + self.plan.optimizer.0), own(K_OPT, s, 0, 0)).expect("optimizer in range");
+        net.wake_at(SimTime(net.now().0 + self.plan.optimizer.0), self.own_tag(K_OPT, s, 0, 0))
+            .expect("optimizer in range");
     }
 
     /// One all-to-all round of EP group `e` of stage `s`: per TP rank, an exchange among GPU j
@@ -677,6 +702,7 @@ impl StepWork {
             let out = Rc::new(RefCell::new(Outcome::default()));
             let seed = self.seed ^ ((s as u64) << 40 | (e as u64) << 20 | gi as u64) ^ 0xE9;
             let id = self.free_ids.pop().expect("fewer collectives at once than instance numbers");
+            let slot = self.slot(id);
             let plan = crate::p2p::ExchangePlan {
                 channels: 1,
                 qps: crate::QpUse { qps: 1, split: false },
@@ -687,7 +713,7 @@ impl StepWork {
             let mut w = crate::p2p::Exchange::new(placement, &transfers, plan, out.clone()).instance(id);
             let expected = w.chunks_to_deliver();
             w.start(net);
-            self.rings[id as usize] = Some(RingRun { w: Box::new(w), out, expected, stage: s, phase: Phase::Ep(e) });
+            self.rings[slot] = Some(RingRun { w: Box::new(w), out, expected, stage: s, phase: Phase::Ep(e) });
         }
     }
 
@@ -719,7 +745,8 @@ impl StepWork {
             }
             if k < self.plan.moe_layers {
                 let t = self.layer_time(dur, k);
-                net.wake_at(SimTime(now.0 + t.0), own(K_COMPUTE, s, d, 0)).expect("a layer within the clock range");
+                net.wake_at(SimTime(now.0 + t.0), self.own_tag(K_COMPUTE, s, d, 0))
+                    .expect("a layer within the clock range");
             } else {
                 self.finish_op(s, d, net);
             }
@@ -767,31 +794,33 @@ impl StepWork {
                 seed: self.seed ^ ((s as u64) << 32 | gi as u64) ^ u64::from(ph == Phase::Params) << 63,
             };
             let id = self.free_ids.pop().expect("fewer rings at once than instance numbers");
+            let slot = self.slot(id);
             // In lockstep on the flow engine: 128 rings of 192 ranks are 150 M messages
             // otherwise (docs/flow-engine.md, Speed).
             let mut ring = Ring::new(placement, plan, out.clone()).instance(id).lockstep();
             let expected = ring.chunks_to_deliver();
             ring.start(net);
-            self.rings[id as usize] = Some(RingRun { w: Box::new(ring), out, expected, stage: s, phase: ph });
+            self.rings[slot] = Some(RingRun { w: Box::new(ring), out, expected, stage: s, phase: ph });
         }
     }
 
     /// A ring's callback ran: if it is complete, free it and go on with its stage.
     fn ring_progress(&mut self, id: u16, net: &mut Net<'_, '_>) {
-        let Some(run) = &self.rings[id as usize] else { return };
+        let slot = self.slot(id);
+        let Some(run) = self.rings.get(slot).and_then(|r| r.as_ref()) else { return };
         let o = run.out.borrow().clone();
         if o.failed > 0 {
             // A chunk that never arrives stops the ring, as it would hang NCCL: the stage never
             // finishes and the step is reported incomplete. (Its slot is not reused.)
             self.failed += o.failed;
-            self.rings[id as usize] = None;
+            self.rings[slot] = None;
             return;
         }
         if o.delivered < run.expected {
             return;
         }
         let (s, ph) = (run.stage, run.phase);
-        self.rings[id as usize] = None;
+        self.rings[slot] = None;
         self.free_ids.push(id);
         if let Phase::Ep(e) = ph {
             let g = &mut self.ep[s as usize][e as usize];
@@ -843,8 +872,9 @@ impl Workload for StepWork {
 
     fn on_delivered(&mut self, done: Delivered, net: &mut Net<'_, '_>) {
         let inst = done.tag >> INSTANCE_SHIFT;
-        if inst != OWN {
-            if let Some(run) = self.rings[inst as usize].as_mut() {
+        if inst != self.own_inst as u64 {
+            let slot = self.slot(inst as u16);
+            if let Some(run) = self.rings.get_mut(slot).and_then(|r| r.as_mut()) {
                 run.w.on_delivered(done, net);
             }
             self.ring_progress(inst as u16, net);
@@ -866,8 +896,9 @@ impl Workload for StepWork {
 
     fn on_wake(&mut self, tag: u64, net: &mut Net<'_, '_>) {
         let inst = tag >> INSTANCE_SHIFT;
-        if inst != OWN {
-            if let Some(run) = self.rings[inst as usize].as_mut() {
+        if inst != self.own_inst as u64 {
+            let slot = self.slot(inst as u16);
+            if let Some(run) = self.rings.get_mut(slot).and_then(|r| r.as_mut()) {
                 run.w.on_wake(tag, net);
             }
             self.ring_progress(inst as u16, net);
@@ -975,8 +1006,66 @@ pub fn step_plan_on_fabric(file: &str, text: &str, m: &Model) -> Result<(StepPla
 
 /// Runs one training step of `plan` on `m` (with the fabric file's faults).
 pub fn run_step(m: &Model, plan: &StepPlan, opts: SimOptions) -> Result<StepResult, Vec<Diagnostic>> {
+    let g = gpu_layout(m).map_err(|d| vec![d])?;
+    let work = StepJob::new(&g, plan, opts.seed, 0, OWN as u16)?;
+    let faults = rocelab_sim::engine::resolve_faults(m)?;
+    // Either engine (`opts.engine`): the DAG only posts messages and asks for wake-ups.
+    let mut sim = Run::with_workload(m, Box::new(work.clone()), faults, opts)?;
+    sim.run(&mut |_| {});
+    let report = RunReport::from_snapshot(&sim.snapshot_totals(), m);
+    Ok(work.result(report))
+}
+
+/// A training step that can run beside other work in one run (`crate::jobs`): the workload
+/// (clone it into the run) and, after the run, its result.
+#[derive(Clone)]
+pub(crate) struct StepJob(Rc<RefCell<StepWork>>);
+
+impl StepJob {
+    /// The step of `plan` on the GPU nodes of `g`, its collectives' tags from `inst_base` up,
+    /// its own tags under `own_inst`; refused as `run_step` refuses it.
+    pub(crate) fn new(
+        g: &GpuLayout,
+        plan: &StepPlan,
+        seed: u64,
+        inst_base: u16,
+        own_inst: u16,
+    ) -> Result<StepJob, Vec<Diagnostic>> {
+        build(g, plan, seed, inst_base, own_inst).map(|w| StepJob(Rc::new(RefCell::new(w))))
+    }
+
+    /// Tag instances the step may use: its collective slots and its own.
+    pub(crate) fn instances(&self) -> u32 {
+        self.0.borrow().rings.len() as u32 + 1
+    }
+
+    pub(crate) fn result(&self, report: RunReport) -> StepResult {
+        finish(&self.0.borrow(), report)
+    }
+}
+
+impl Workload for StepJob {
+    fn start(&mut self, net: &mut Net<'_, '_>) {
+        self.0.borrow_mut().start(net)
+    }
+    fn on_delivered(&mut self, done: Delivered, net: &mut Net<'_, '_>) {
+        self.0.borrow_mut().on_delivered(done, net)
+    }
+    fn on_wake(&mut self, tag: u64, net: &mut Net<'_, '_>) {
+        self.0.borrow_mut().on_wake(tag, net)
+    }
+}
+
+fn build(
+    g: &GpuLayout,
+    plan: &StepPlan,
+    seed: u64,
+    inst_base: u16,
+    own_inst: u16,
+) -> Result<StepWork, Vec<Diagnostic>> {
     check_bounds(plan).map_err(|d| vec![d])?;
-    let lay = layout(m, plan).map_err(|d| vec![d])?;
+    let lay = layout(g, plan).map_err(|d| vec![d])?;
+    let opts = SimOptions { seed, ..SimOptions::default() };
     let (pp, dp, mb) = (plan.pp, plan.dp, plan.micro_batches);
     let replicas = (0..pp)
         .flat_map(|s| {
@@ -1007,7 +1096,7 @@ pub fn run_step(m: &Model, plan: &StepPlan, opts: SimOptions) -> Result<StepResu
         .max()
         .unwrap_or(0);
     let slots = per_stage * pp as usize;
-    if slots >= OWN as usize {
+    if inst_base as usize + slots > own_inst as usize {
         return Err(vec![Diagnostic::new(
             "step",
             format!("{slots} collectives at once"),
@@ -1025,7 +1114,7 @@ pub fn run_step(m: &Model, plan: &StepPlan, opts: SimOptions) -> Result<StepResu
             })
             .collect(),
         rings: (0..slots).map(|_| None).collect(),
-        free_ids: (0..slots as u16).rev().collect(),
+        free_ids: (0..slots as u16).rev().map(|i| i + inst_base).collect(),
         pp_sports,
         parts: lay.pp_links.iter().map(|l| l.len() as u32).max().unwrap_or(1).max(1),
         opt_done: vec![None; pp as usize],
@@ -1033,15 +1122,17 @@ pub fn run_step(m: &Model, plan: &StepPlan, opts: SimOptions) -> Result<StepResu
         failed: 0,
         seed: opts.seed,
         lay,
+        inst_base,
+        own_inst,
     };
-    let nodes = work.lay.nodes;
-    let shared = Rc::new(RefCell::new(work));
-    let faults = rocelab_sim::engine::resolve_faults(m)?;
-    // Either engine (`opts.engine`): the DAG only posts messages and asks for wake-ups.
-    let mut sim = Run::with_workload(m, Box::new(Shared(shared.clone())), faults, opts)?;
-    sim.run(&mut |_| {});
-    let report = RunReport::from_snapshot(&sim.snapshot_totals(), m);
-    let w = shared.borrow();
+    Ok(work)
+}
+
+/// The step's figures once its run is over.
+fn finish(w: &StepWork, report: RunReport) -> StepResult {
+    let plan = &w.plan;
+    let (pp, dp) = (plan.pp, plan.dp);
+    let nodes = w.lay.nodes;
     let end = w.opt_done.iter().map(|t| t.map(|t| t.0)).collect::<Option<Vec<u64>>>().and_then(|v| v.into_iter().max());
     let compute_only = plan.compute_only().0 as f64 * 1e-6;
     let step_us = match end {
@@ -1077,7 +1168,7 @@ pub fn run_step(m: &Model, plan: &StepPlan, opts: SimOptions) -> Result<StepResu
     } else {
         format!("pipeline sends between stages ({pp_wait:.1} µs of waits)")
     };
-    Ok(StepResult {
+    StepResult {
         plan: plan.clone(),
         gpus: plan.tp * plan.dp * plan.pp,
         nodes,
@@ -1093,7 +1184,7 @@ pub fn run_step(m: &Model, plan: &StepPlan, opts: SimOptions) -> Result<StepResu
         events: report.events,
         data_packets: report.totals.data_packets_sent,
         report,
-    })
+    }
 }
 
 /// The step's report: the twin's figures, and plan's beside them when given (step µs,
@@ -1167,20 +1258,6 @@ pub fn render(r: &StepResult, model_name: &str, fabric: &str, plan: Option<(f64,
 }
 
 /// The step's workload behind a shared handle, so its state can be read after the run.
-struct Shared(Rc<RefCell<StepWork>>);
-
-impl Workload for Shared {
-    fn start(&mut self, net: &mut Net<'_, '_>) {
-        self.0.borrow_mut().start(net)
-    }
-    fn on_delivered(&mut self, done: Delivered, net: &mut Net<'_, '_>) {
-        self.0.borrow_mut().on_delivered(done, net)
-    }
-    fn on_wake(&mut self, tag: u64, net: &mut Net<'_, '_>) {
-        self.0.borrow_mut().on_wake(tag, net)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -176,3 +176,84 @@ fn continuous_batching_admits_prompts_within_the_token_budget() {
     let end3 = end2 + ps(p.stage_seconds(&[2048], &[2050, 2049]));
     assert_eq!(t, vec![end1 - a0.0, end2 - a1.0, end3 - a1.0]);
 }
+
+/// Mixtral 8x7B (8 experts, top-2, every one of 32 layers MoE) in BF16, TP8 in a node, EP2
+/// over two nodes: the two replicas form one EP group.
+fn moe_plan_text(prompt: u32, output: u32) -> String {
+    format!(
+        r#"[plan.model]
+preset = "mixtral-8x7b"
+[plan.inference]
+prompt_tokens = {prompt}
+output_tokens = {output}
+batch = 1
+[plan.parallel]
+tp = 8
+dp = 2
+ep = 2
+[plan.hardware]
+gpu = "h100"
+gpus = 16
+"#
+    )
+}
+
+#[test]
+fn deepep_message_sizes_are_fp8_dispatch_and_bf16_combine() {
+    use rocelab_workload::serve::{deepep_combine_bytes, deepep_dispatch_bytes};
+    // DeepSeek-V3's hidden size 7168: 16 B header + 7168 FP8 bytes + 56 FP32 scales.
+    assert_eq!(deepep_dispatch_bytes(7168), 16 + 7168 + 56 * 4);
+    assert_eq!(deepep_combine_bytes(7168), 14_336);
+    let m = common::rail(2, 100, "intra_node = \"nvlink4\"");
+    let (p, _) = serve_plan(&m, &moe_plan_text(1024, 2));
+    assert_eq!((p.ep, p.moe_layers_per_stage, p.copies_normal, p.copies_low_latency), (2, 32, 2, 2));
+    // 1024 tokens over 8 TP ranks, 2 copies each, half of them to the one peer.
+    assert_eq!(p.ep_bytes(1024, true, true), 128 * 2 / 2 * (16 + 4096 + 32 * 4));
+    assert_eq!(p.ep_bytes(1024, true, false), 128 * 2 / 2 * 8192);
+    assert_eq!(p.ep_bytes(0, false, true), 16, "a member with no tokens still sends its count");
+}
+
+#[test]
+fn expert_parallel_prefill_waits_for_each_layers_dispatch_and_combine() {
+    let m = common::rail(2, 100, "intra_node = \"nvlink4\"");
+    let (p, _) = serve_plan(&m, &moe_plan_text(1024, 1));
+    let r = run_serve(&m, &p, &one(1024, 1), SimOptions::default()).unwrap();
+    assert_eq!(r.completed, 1);
+    // Replica 0 prefills, replica 1 (no tokens) runs beside it; every one of the 32 MoE layers
+    // waits for the dispatch to the peer and the peer's combine back, one after the other,
+    // each on its own rail at goodput: TTFT = compute + 32 · (dispatch + combine) / goodput.
+    let compute_ms = p.stage_seconds(&[1024], &[]) * 1e3;
+    let wire_ms = 32.0 * (p.ep_bytes(1024, true, true) + p.ep_bytes(1024, true, false)) as f64 / goodput(&m) * 1e3;
+    let ttft = r.ttft_seconds[0] * 1e3;
+    eprintln!(
+        "EP2: TTFT {ttft} ms = compute {compute_ms} + all-to-alls {wire_ms} ms; share {}",
+        r.prefill_network_share
+    );
+    assert!(ttft > compute_ms + wire_ms, "TTFT {ttft} ms");
+    // Plus 64 one-way latencies of a few µs across the spine.
+    assert!(ttft < compute_ms + wire_ms * 1.05 + 64.0 * 0.005, "TTFT {ttft} ms");
+    let share = (ttft - compute_ms) / ttft;
+    assert!((r.prefill_network_share - share).abs() < 0.01, "{} vs {share}", r.prefill_network_share);
+}
+
+#[test]
+fn expert_parallel_decode_keeps_the_group_in_lockstep() {
+    let m = common::rail(2, 100, "intra_node = \"nvlink4\"");
+    let (p, _) = serve_plan(&m, &moe_plan_text(256, 8));
+    // Two requests, one per replica (the least loaded takes the second): both finish, and each
+    // decode token pays the low-latency all-to-alls, so TPOT exceeds the compute alone.
+    let reqs = vec![
+        Request { arrival: SimTime(1_000_000), prompt: 256, output: 8 },
+        Request { arrival: SimTime(1_000_000), prompt: 256, output: 8 },
+    ];
+    let r = run_serve(&m, &p, &reqs, SimOptions::default()).unwrap();
+    assert_eq!(r.completed, 2);
+    let compute_ms = p.stage_seconds(&[], &[260]) * 1e3;
+    let wire_ms = 32.0 * (p.ep_bytes(1, false, true) + p.ep_bytes(1, false, false)) as f64 / goodput(&m) * 1e3;
+    eprintln!("EP2 decode: TPOT {:?}, compute {compute_ms} ms + wire {wire_ms} ms", r.tpot);
+    assert!(r.tpot.p50_ms > compute_ms + wire_ms, "{:?}", r.tpot);
+    assert!(r.decode_network_share > 0.0);
+    // Same seed, same figures.
+    let again = run_serve(&m, &p, &reqs, SimOptions::default()).unwrap();
+    assert_eq!(again.ttft_seconds, r.ttft_seconds);
+}

@@ -82,6 +82,10 @@ pub struct Args {
     /// prints TTFT and TPOT at p50/p90/p99, tokens/s and the network's share beside plan's.
     #[arg(long, value_name = "PLAN", conflicts_with_all = ["ns3_config", "collective", "step", "workload"])]
     serve: Option<PathBuf>,
+    /// Run the file's `[[job]]` tenants together on the fabric, then each alone with the same
+    /// seed: each job's slowdown, and the links it waited on with the other jobs' bytes there.
+    #[arg(long, conflicts_with_all = ["ns3_config", "collective", "step", "workload", "serve"])]
+    jobs: bool,
     /// Smallest size of the sweep (nccl-tests' -b; K, M, G suffixes are powers of 1024).
     #[arg(long, short = 'b', default_value = "8", requires = "collective")]
     min_bytes: String,
@@ -213,7 +217,11 @@ pub fn run(a: Args) -> VerbResult {
     }
     if let Some(plan) = &a.serve {
         drop(stages);
-        return run_serve(&a, plan, &model, &file, opts);
+        return run_serve(&a, plan, &model, &file, opts, None);
+    }
+    if a.jobs {
+        drop(stages);
+        return run_jobs(&a, &model, &file, opts);
     }
     if a.workload.is_some() || (!model.config.workload.is_empty() && model.config.traffic.is_empty()) {
         drop(stages);
@@ -598,6 +606,16 @@ fn run_workloads(
         if !a.quiet {
             eprintln!("workload {name}:");
         }
+        if let Some(rocelab_model::intent::WorkloadRun::Serve(t)) = model.intent.workloads.get(i).map(|x| &x.run) {
+            // "plan": this file's own [plan]; else a plan file next to this one.
+            let plan = if t.plan == "plan" {
+                file.to_path_buf()
+            } else {
+                file.parent().unwrap_or(std::path::Path::new(".")).join(&t.plan)
+            };
+            run_serve(&wa, &plan, model, file, opts.clone(), Some(t))?;
+            continue;
+        }
         match (&w.collective, &w.step) {
             (Some(c), None) => {
                 // The table's keys over the flags', typed by the workload crate.
@@ -641,33 +659,10 @@ fn run_serve(
     model: &rocelab_model::Model,
     file: &std::path::Path,
     opts: rocelab_sim::SimOptions,
+    table: Option<&rocelab_model::serving::ServeTable>,
 ) -> VerbResult {
     use rocelab_workload::serve;
-    let name = plan_file.display().to_string();
-    let text = std::fs::read_to_string(plan_file)
-        .map_err(|e| Failure::bad_input(format!("error: cannot read {name}: {e}\n  = help: check the --serve path")))?;
-    let (scenario, estimate) = crate::cmd::plan::scenario_on_fabric(plan_file, model)?;
-    let config = serve::parse_config(&name, &text).map_err(Failure::bad_input)?;
-    let plan = serve::ServePlan::from_scenario(&scenario, &estimate, &config)
-        .map_err(|e| Failure::bad_input(format!("error: {name}: {e}")))?;
-    let reqs = match &config.trace {
-        Some(t) => {
-            let path = plan_file.parent().unwrap_or(std::path::Path::new(".")).join(t);
-            let trace = std::fs::read_to_string(&path).map_err(|e| {
-                Failure::bad_input(format!(
-                    "error: cannot read the trace {}: {e}\n  = help: serve.trace is relative to {name}",
-                    path.display()
-                ))
-            })?;
-            serve::parse_trace(&path.display().to_string(), &trace).map_err(Failure::bad_input)?
-        }
-        None => {
-            let rocelab_plan::scenario::Workload::Inference(w) = &scenario.workload else {
-                return Err(Failure::bad_input(format!("error: {name}: not an inference plan")));
-            };
-            serve::poisson(config.rate_per_s, config.requests, w.prompt_tokens, w.output_tokens, opts.seed)
-        }
-    };
+    let (scenario, estimate, plan, reqs) = serve_inputs(plan_file, model, file, opts.seed, table)?;
     let bar = ProgressLine::new(a.quiet);
     let spinner = (!a.quiet).then(|| crate::common::Stages::start("simulate --serve"));
     if let Some(s) = &spinner {
@@ -689,6 +684,135 @@ fn run_serve(
             r.requests - r.completed,
             r.requests,
             r.failed_messages
+        )));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What a serving run needs: the plan resolved on the fabric, plan's estimate, the twin's
+/// serving plan (the plan file's `[serve]`, a `[[workload]]` or `[[job]]` table's keys over it)
+/// and the requests.
+fn serve_inputs(
+    plan_file: &std::path::Path,
+    model: &rocelab_model::Model,
+    file: &std::path::Path,
+    seed: u64,
+    table: Option<&rocelab_model::serving::ServeTable>,
+) -> Result<
+    (
+        rocelab_plan::Scenario,
+        rocelab_plan::estimate::Estimate,
+        rocelab_workload::serve::ServePlan,
+        Vec<rocelab_workload::serve::Request>,
+    ),
+    Failure,
+> {
+    use rocelab_workload::serve;
+    let name = plan_file.display().to_string();
+    let text = std::fs::read_to_string(plan_file)
+        .map_err(|e| Failure::bad_input(format!("error: cannot read {name}: {e}\n  = help: check the --serve path")))?;
+    let (scenario, estimate) = crate::cmd::plan::scenario_on_fabric(plan_file, model)?;
+    let mut config = serve::parse_config(&name, &text).map_err(Failure::bad_input)?;
+    // A [[workload]] table's keys win over the plan file's [serve]; its trace is relative to
+    // the fabric file.
+    let mut trace_base = plan_file.parent().unwrap_or(std::path::Path::new(".")).to_path_buf();
+    if let Some(t) = table {
+        if t.trace.is_some() {
+            trace_base = file.parent().unwrap_or(std::path::Path::new(".")).to_path_buf();
+        }
+        config = config.with_table(t);
+    }
+    let plan = serve::ServePlan::from_scenario(&scenario, &estimate, &config)
+        .map_err(|e| Failure::bad_input(format!("error: {name}: {e}")))?;
+    let reqs = match &config.trace {
+        Some(t) => {
+            let path = trace_base.join(t);
+            let trace = std::fs::read_to_string(&path).map_err(|e| {
+                Failure::bad_input(format!(
+                    "error: cannot read the trace {}: {e}\n  = help: serve.trace is relative to {name}",
+                    path.display()
+                ))
+            })?;
+            serve::parse_trace(&path.display().to_string(), &trace).map_err(Failure::bad_input)?
+        }
+        None => {
+            let rocelab_plan::scenario::Workload::Inference(w) = &scenario.workload else {
+                return Err(Failure::bad_input(format!("error: {name}: not an inference plan")));
+            };
+            serve::poisson(config.rate_per_s, config.requests, w.prompt_tokens, w.output_tokens, seed)
+        }
+    };
+    Ok((scenario, estimate, plan, reqs))
+}
+
+/// `--jobs`: the file's `[[job]]` tenants together, then each alone; the report on stdout
+/// (or JSON) and, unless `--no-files`, `jobs.txt` and `jobs.json` in `--out`.
+fn run_jobs(
+    a: &Args,
+    model: &rocelab_model::Model,
+    file: &std::path::Path,
+    opts: rocelab_sim::SimOptions,
+) -> VerbResult {
+    use rocelab_model::jobs::JobKind;
+    use rocelab_workload::jobs::{JobInput, Tenant};
+    let plan_path = |p: &str| {
+        if p == "plan" {
+            file.to_path_buf()
+        } else {
+            file.parent().unwrap_or(std::path::Path::new(".")).join(p)
+        }
+    };
+    let mut inputs = Vec::new();
+    for job in &model.intent.jobs {
+        let tenant = match &job.kind {
+            JobKind::Step { plan } => {
+                let path = plan_path(plan);
+                let name = path.display().to_string();
+                let text = std::fs::read_to_string(&path).map_err(|e| {
+                    Failure::bad_input(format!(
+                        "error: job `{}`: cannot read {name}: {e}\n  = help: plan is relative to {}",
+                        job.name,
+                        file.display()
+                    ))
+                })?;
+                let (p, _) =
+                    rocelab_workload::step::step_plan_on_fabric(&name, &text, model).map_err(Failure::bad_input)?;
+                Tenant::Step(p)
+            }
+            JobKind::Serve(t) => {
+                let (_, _, p, reqs) = serve_inputs(&plan_path(&t.plan), model, file, opts.seed, Some(t))?;
+                Tenant::Serve(p, reqs)
+            }
+            JobKind::Burst { .. } => Tenant::Burst,
+        };
+        inputs.push(JobInput { job: job.clone(), tenant });
+    }
+    let bar = ProgressLine::new(a.quiet);
+    let spinner = (!a.quiet).then(|| crate::common::Stages::start("simulate --jobs"));
+    if let Some(s) = &spinner {
+        s.stage("the jobs together, then each alone");
+    }
+    let opts = rocelab_sim::SimOptions { recycle_qps: true, ..opts };
+    let r = rocelab_workload::jobs::run_jobs(model, &inputs, opts)
+        .map_err(|d| located_or_flag(file, d, &[("job", "--jobs")]))?;
+    drop(spinner);
+    let text = rocelab_workload::jobs::render(&r, &model.config.fabric.name);
+    let json = serde_json::to_string_pretty(&r).map_err(|e| Failure::bad_input(format!("error: {e}")))? + "\n";
+    let json = envelope("simulate.jobs", &json);
+    if !a.no_files {
+        write_set(&a.out, &[("jobs.txt", text.as_bytes()), ("jobs.json", json.as_bytes())])?;
+    }
+    match a.format {
+        Format::Text => print!("{text}"),
+        Format::Json => print!("{json}"),
+    }
+    if !a.quiet {
+        eprintln!("wall {:.2} s", bar.elapsed().as_secs_f64());
+    }
+    if let Some(j) = r.jobs.iter().find(|j| !j.figure.together.is_finite() || !j.figure.alone.is_finite()) {
+        return Err(Failure::failed_check(format!(
+            "error: job `{}` did not finish ({} messages never arrived)",
+            j.name, j.failed_messages
         )));
     }
     Ok(ExitCode::SUCCESS)
