@@ -646,6 +646,9 @@ pub struct NicConfig {
     /// `ack_timeout`.
     #[serde(default)]
     pub retransmit_timeout_us: Option<f64>,
+    /// The window of the host's TCP without ECN: `"reno"` (default) or `"cubic"` (Linux's).
+    #[serde(default)]
+    pub tcp_congestion_control: Option<crate::tcp::TcpCongestionControl>,
 }
 
 /// DCQCN knobs; any left out take the defaults of the chosen `variant`
@@ -898,6 +901,16 @@ pub enum FaultKind {
     RouteWithdraw,
     /// The withdrawn link carries routes again.
     RouteRestore,
+    /// A host's NIC resets (a firmware update): its links go down for `duration_us`, its QPs
+    /// recover through their retransmission timeouts, and it comes back with NIC profile
+    /// `profile` if given.
+    NicReset,
+    /// An ECMP group update on one switch: switch `a` stops using its link to switch `b` as a
+    /// member of its equal-cost groups (a next-hop group member removed by its control plane
+    /// or a controller), the link left up and `b`'s own groups unchanged.
+    EcmpMemberRemove,
+    /// The member comes back into switch `a`'s groups.
+    EcmpMemberAdd,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -935,6 +948,9 @@ pub struct FaultConfig {
     /// stopping (a PCIe- or memory-bound host), Gb/s.
     #[serde(default)]
     pub drain_gbps: Option<f64>,
+    /// `nic-reset`: the `[nic_profiles.NAME]` the NIC comes back with (its new settings).
+    #[serde(default)]
+    pub profile: Option<String>,
 }
 
 impl FaultConfig {
@@ -953,6 +969,7 @@ impl FaultConfig {
             mode: None,
             routes_after_us: None,
             drain_gbps: None,
+            profile: None,
         }
     }
 }

@@ -1,13 +1,14 @@
-//! Events as they happen on a real fabric: the timescales of a switch reboot (cold or warm) and
-//! of a host that drains slowly, each default with its public source. `[[fault]]` tables name
-//! them (`kind = "switch-reboot"` with `mode`, `kind = "host-stall"` with `drain_gbps`);
-//! `intent` resolves and bounds them at load.
+//! Events as they happen on a real fabric: the timescales of a switch reboot (cold or warm), of
+//! a NIC reset for a firmware update and of a host that drains slowly, each default with its
+//! public source. `[[fault]]` tables name them (`kind = "switch-reboot"` with `mode`,
+//! `kind = "nic-reset"`, `kind = "host-stall"` with `drain_gbps`); `intent` resolves and
+//! bounds them at load.
 //!
 //! A switch reboot, as operators see one:
 //!
 //! ```text
-//! cold:  ports down ──────────── duration_us ────────────► ports up ── routes_after_us ──► routes back
-//!        (peers see loss of signal: routes withdrawn hop by hop)        (spread hop by hop again)
+//! cold:  ports down ──────────── duration_us ────────────► host links up ── routes_after_us ──► fabric links carry traffic
+//!        (peers see loss of signal: routes withdrawn hop by hop)             (routes advertised, spread hop by hop)
 //! warm:  ASIC stops forwarding ── duration_us ──► forwarding again
 //!        (links stay up, routes kept: peers keep sending into it; what arrives is lost)
 //! ```
@@ -66,3 +67,12 @@ pub const WARM_REBOOT_OUTAGE_US: f64 = 1e6;
 /// UPDATE exchange add to this on a real switch; no public figure fits every fabric, so give
 /// yours (it is the time `show ip bgp summary` takes to list the sessions Established).
 pub const COLD_REBOOT_ROUTES_AFTER_US: f64 = 0.0;
+
+/// How long a NIC reset (`nic-reset`, a firmware update's activation) keeps the host's links
+/// down, µs, when `duration_us` is left out: 3 s, the time ConnectX firmware allows a port's
+/// link to come back after a reset (NVIDIA's BlueField rshim driver waits that long for it:
+/// Mellanox/rshim-user-space pull request 125). An `mlxfwreset` that also restarts the driver
+/// and resets PCI (its reset level 3) takes longer on most hosts: give the link-down time your
+/// hosts log. What the reset costs the traffic is longer still: a QP whose packets died with
+/// the link resumes only at its retransmission timeout.
+pub const NIC_RESET_LINK_DOWN_US: f64 = 3e6;

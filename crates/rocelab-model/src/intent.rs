@@ -105,6 +105,8 @@ pub struct Fault {
     pub routes_after: SimTime,
     /// `host-stall` with `drain_gbps`: the rate the host still drains at; `None`: a full stall.
     pub drain: Option<BitsPerSec>,
+    /// `nic-reset`: the NIC profile (index into `Model::nics`) it comes back with, if new.
+    pub profile: Option<usize>,
 }
 
 /// What a `[[workload]]` runs.
@@ -365,6 +367,9 @@ fn fault_name(k: FaultKind) -> &'static str {
         FaultKind::EcmpHashFields => "ecmp-hash-fields",
         FaultKind::RouteWithdraw => "route-withdraw",
         FaultKind::RouteRestore => "route-restore",
+        FaultKind::NicReset => "nic-reset",
+        FaultKind::EcmpMemberRemove => "ecmp-member-remove",
+        FaultKind::EcmpMemberAdd => "ecmp-member-add",
     }
 }
 
@@ -411,10 +416,12 @@ fn fault_one(m: &Model, f: &crate::config::FaultConfig, p: &str) -> Result<Fault
         FaultKind::LinkFlap,
         FaultKind::RouteWithdraw,
         FaultKind::RouteRestore,
+        FaultKind::EcmpMemberRemove,
+        FaultKind::EcmpMemberAdd,
     ];
-    let stray: [(&str, bool, &[FaultKind]); 9] = [
+    let stray: [(&str, bool, &[FaultKind]); 10] = [
         ("b", f.b.is_some(), &link_kinds),
-        ("duration_us", f.duration_us.is_some(), &[FaultKind::SwitchReboot]),
+        ("duration_us", f.duration_us.is_some(), &[FaultKind::SwitchReboot, FaultKind::NicReset]),
         ("period_us", f.period_us.is_some(), &[FaultKind::LinkFlap]),
         ("count", f.count.is_some(), &[FaultKind::LinkFlap]),
         ("seed", f.seed.is_some(), &[FaultKind::EcmpReseed]),
@@ -422,6 +429,7 @@ fn fault_one(m: &Model, f: &crate::config::FaultConfig, p: &str) -> Result<Fault
         ("mode", f.mode.is_some(), &[FaultKind::SwitchReboot]),
         ("routes_after_us", f.routes_after_us.is_some(), &[FaultKind::SwitchReboot]),
         ("drain_gbps", f.drain_gbps.is_some(), &[FaultKind::HostStall]),
+        ("profile", f.profile.is_some(), &[FaultKind::NicReset]),
     ];
     if let Some((key, _, used_by)) = stray.iter().find(|(_, set, used_by)| *set && !used_by.contains(&f.kind)) {
         let users: Vec<&str> = used_by.iter().map(|u| fault_name(*u)).collect();
@@ -450,6 +458,7 @@ fn fault_one(m: &Model, f: &crate::config::FaultConfig, p: &str) -> Result<Fault
         mode: None,
         routes_after: SimTime::ZERO,
         drain: None,
+        profile: None,
     };
     let node = || m.node_by_name(&f.a).ok_or_else(|| unknown_node(m, &f.a, format!("{p}.a"), false));
     let link = |a: NodeId| -> Result<(PortId, PortId), Diagnostic> {
@@ -531,7 +540,7 @@ fn fault_one(m: &Model, f: &crate::config::FaultConfig, p: &str) -> Result<Fault
             }
             (r.period, r.count) = (Some(period), count);
         }
-        FaultKind::RouteWithdraw | FaultKind::RouteRestore => {
+        FaultKind::RouteWithdraw | FaultKind::RouteRestore | FaultKind::EcmpMemberRemove | FaultKind::EcmpMemberAdd => {
             let a = node()?;
             let l = link(a)?;
             if m.node(a).is_host() || m.node(m.port(l.1).node).is_host() {
@@ -576,6 +585,38 @@ fn fault_one(m: &Model, f: &crate::config::FaultConfig, p: &str) -> Result<Fault
                 ));
             }
             (r.node, r.duration, r.mode, r.routes_after) = (Some(a), Some(d), Some(mode), routes_after);
+        }
+        FaultKind::NicReset => {
+            let a = node()?;
+            if !m.node(a).is_host() {
+                return Err(not_a("a switch", "a NIC reset takes a host; a switch reboots with `switch-reboot`"));
+            }
+            let d = fault_time(
+                p,
+                "duration_us",
+                Some(f.duration_us.unwrap_or(crate::events::NIC_RESET_LINK_DOWN_US)),
+                false,
+                f.kind,
+            )?;
+            if at.0 as u128 + d.0 as u128 > SimTime::from_secs_f64(MAX_FAULT_TIME_US * 1e-6).0 as u128 {
+                return Err(Diagnostic::new(
+                    format!("{p}.duration_us"),
+                    "the NIC would come back after 10^12 µs",
+                    "use a shorter duration_us",
+                ));
+            }
+            if let Some(name) = &f.profile {
+                let i = m.nics.iter().position(|n| &n.name == name).ok_or_else(|| {
+                    let names: Vec<&str> = m.nics.iter().map(|n| n.name.as_str()).collect();
+                    Diagnostic::new(
+                        format!("{p}.profile"),
+                        format!("no NIC profile named `{name}`"),
+                        format!("use one of: {} (declare others as [nic_profiles.NAME])", names.join(", ")),
+                    )
+                })?;
+                r.profile = Some(i);
+            }
+            (r.node, r.duration) = (Some(a), Some(d));
         }
         FaultKind::HostStall | FaultKind::HostResume => {
             let a = node()?;

@@ -20,6 +20,7 @@
 //! * `infiniband` — the IB link layer: VLs, credits, SL → VL, VL arbitration, routing mode;
 //! * `intent`   — `[[traffic]]`, `[[fault]]` and `[[workload]]` resolved and bounded at load;
 //! * `events`   — reboot modes and their timescales, with sources;
+//! * `tcp`      — the host's TCP (`[nic] tcp_congestion_control`);
 //! * `diag`     — diagnostics that carry file:line:column;
 //! * `units`    — `SimTime` (ps) and `BitsPerSec`.
 
@@ -39,6 +40,7 @@ pub mod routing;
 pub mod scenario;
 pub mod serving;
 pub mod summary;
+pub mod tcp;
 pub mod templates;
 pub mod topology;
 pub mod units;

@@ -360,3 +360,42 @@ fn a_slow_drain_is_a_stall_at_a_rate_below_the_nic() {
         &["`drain_gbps` does not apply to a `host-resume` fault"],
     );
 }
+
+#[test]
+fn a_nic_reset_takes_a_host_its_default_link_down_and_a_declared_profile() {
+    let fault = |body: &str| format!("{BASE}[nic_profiles.new-fw]\nmtu = 4096\n[[fault]]\n{body}\n");
+    let m = load_str("f.toml", &fault("kind = \"nic-reset\"\nat_us = 1\na = \"host0\"\nprofile = \"new-fw\"")).unwrap();
+    let f = &m.intent.faults[0];
+    assert_eq!(f.duration.unwrap().as_us_f64(), 3e6, "3 s by default");
+    assert_eq!(m.nics[f.profile.unwrap()].name, "new-fw");
+    let m = load_str("f.toml", &fault("kind = \"nic-reset\"\nat_us = 1\na = \"host0\"\nduration_us = 500")).unwrap();
+    assert_eq!((m.intent.faults[0].duration.unwrap().as_us_f64(), m.intent.faults[0].profile), (500.0, None));
+    // The fault table starts at line 9 here.
+    refused(&fault("kind = \"nic-reset\"\nat_us = 1\na = \"leaf0\""), "12:5", &["`leaf0` is a switch"]);
+    refused(
+        &fault("kind = \"nic-reset\"\nat_us = 1\na = \"host0\"\nprofile = \"old-fw\""),
+        "13:11",
+        &["no NIC profile named `old-fw`", "new-fw"],
+    );
+    refused(
+        &fault("kind = \"host-stall\"\nat_us = 1\na = \"host0\"\nprofile = \"new-fw\""),
+        "13:11",
+        &["`profile` does not apply to a `host-stall` fault"],
+    );
+}
+
+#[test]
+fn an_ecmp_member_change_takes_two_linked_switches() {
+    let fault = |body: &str| with(&format!("[[fault]]\n{body}\n"));
+    let m =
+        load_str("f.toml", &fault("kind = \"ecmp-member-remove\"\nat_us = 1\na = \"leaf0\"\nb = \"spine0\"")).unwrap();
+    let (p, _) = m.intent.faults[0].link.unwrap();
+    let name = |q: rocelab_model::PortId| m.node(m.port(q).node).name.clone();
+    assert_eq!((name(p), name(m.port(p).peer)), ("leaf0".to_string(), "spine0".to_string()), "leaf0's own port first");
+    refused(
+        &fault("kind = \"ecmp-member-add\"\nat_us = 1\na = \"leaf0\"\nb = \"host0\""),
+        "10:5",
+        &["a host link carries no routes"],
+    );
+    refused(&fault("kind = \"ecmp-member-remove\"\nat_us = 1\na = \"leaf0\""), "7:1", &["needs both ends of the link"]);
+}

@@ -18,6 +18,12 @@
 //! A timeout (§4.8) leaves ssthresh at β·cwnd, restarts from one segment in slow start, and the
 //! next stage grows with K = 0 from the window it starts at.
 //!
+//! Its transport is Linux's: the retransmission timeout follows the RTT estimate as Linux
+//! keeps it (`tcp_rtt_estimator`, `__tcp_set_rto` in `net/ipv4/tcp_input.c`): RTO = SRTT +
+//! max(4·RTTVAR, 200 ms), SRTT and RTTVAR smoothed by 1/8 and 1/4 (RFC 6298), 1 s before the
+//! first sample (`TCP_TIMEOUT_INIT`), doubling after each timeout up to 120 s (`TCP_RTO_MAX`),
+//! and the connection given up after 15 timeouts in a row (`net.ipv4.tcp_retries2`).
+//!
 //! Not modelled: HyStart++ (Linux leaves slow start on its delay signal; here slow start ends
 //! at the first loss), and application-limited periods (§4.2: t keeps running).
 
@@ -32,6 +38,14 @@ pub const BETA: f64 = 0.7;
 pub const ALPHA: f64 = 3.0 * (1.0 - BETA) / (1.0 + BETA);
 /// Initial window, segments (RFC 6928, Linux's `TCP_INIT_CWND`).
 pub const INITIAL_WINDOW: f64 = 10.0;
+/// Linux's floor on the RTO's variance term (`TCP_RTO_MIN`, HZ/5): 200 ms.
+pub const RTO_MIN: SimTime = SimTime(200_000_000_000);
+/// The RTO before any RTT sample (`TCP_TIMEOUT_INIT`, RFC 6298 §2.1): 1 s.
+pub const RTO_INIT: SimTime = SimTime(1_000_000_000_000);
+/// The longest RTO, backoff included (`TCP_RTO_MAX`): 120 s.
+pub const RTO_MAX: SimTime = SimTime(120_000_000_000_000);
+/// Timeouts in a row before Linux gives the connection up (`net.ipv4.tcp_retries2`).
+pub const TCP_RETRIES2: u32 = 15;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Cubic {
@@ -49,6 +63,11 @@ pub struct Cubic {
     w_est: f64,
     /// The latest RTT sample, seconds (0 before the first).
     rtt: f64,
+    /// Smoothed RTT and its mean deviation, ps (`None` before the first sample).
+    srtt: Option<f64>,
+    rttvar: f64,
+    /// Timeouts since the last ACK of new data: the RTO doubles with each.
+    backoff: u32,
     /// No further reduction until this PSN is acknowledged (one per window of data).
     recover: u32,
     /// Reductions (losses and timeouts), for tests and reports.
@@ -66,6 +85,9 @@ impl Cubic {
             epoch: None,
             w_est: 0.0,
             rtt: 0.0,
+            srtt: None,
+            rttvar: 0.0,
+            backoff: 0,
             recover: 0,
             cuts: 0,
         }
@@ -130,8 +152,33 @@ impl Cubic {
         self.cuts += 1;
     }
 
+    /// One RTT sample into SRTT and RTTVAR (RFC 6298 §2).
+    fn sample(&mut self, rtt: SimTime) {
+        let r = rtt.0 as f64;
+        match self.srtt {
+            None => {
+                self.srtt = Some(r);
+                self.rttvar = r / 2.0;
+            }
+            Some(s) => {
+                self.rttvar = 0.75 * self.rttvar + 0.25 * (s - r).abs();
+                self.srtt = Some(0.875 * s + 0.125 * r);
+            }
+        }
+    }
+
+    /// Linux's retransmission timeout now, backoff included.
+    pub fn rto_now(&self) -> SimTime {
+        let base = match self.srtt {
+            None => RTO_INIT,
+            Some(s) => SimTime((s + (4.0 * self.rttvar).max(RTO_MIN.0 as f64)) as u64),
+        };
+        SimTime(base.0.saturating_mul(1u64 << self.backoff.min(20)).min(RTO_MAX.0))
+    }
+
     /// The retransmission timer fired (§4.8).
     pub fn on_timeout(&mut self) {
+        self.backoff += 1;
         self.ssthresh = (self.cwnd * BETA).max(2.0);
         self.cwnd = 1.0;
         // The next stage starts from the window it reaches, with K = 0.
@@ -149,11 +196,22 @@ impl CongestionControl for Cubic {
     fn on_ack(&mut self, now: SimTime, ack: &Ack, _p: &()) -> Todo {
         if let Some(rtt) = ack.rtt {
             self.rtt = rtt.0 as f64 * 1e-12;
+            self.sample(rtt);
         }
         if ack.newly_acked > 0 {
+            // New data acknowledged: the timer's backoff ends (Linux's `icsk_backoff = 0`).
+            self.backoff = 0;
             self.grow(now, ack.newly_acked);
         }
         Todo::Nothing
+    }
+
+    fn rto(&self) -> Option<SimTime> {
+        Some(self.rto_now())
+    }
+
+    fn max_timeouts(&self) -> Option<u32> {
+        Some(TCP_RETRIES2)
     }
 
     fn on_loss(&mut self, _now: SimTime, loss: Loss, _p: &()) -> Todo {
@@ -274,6 +332,40 @@ mod tests {
         let w = run(&mut c, SimTime::ZERO, SimTime(rtt.0 * 100), rtt);
         let want = 70.0 + ALPHA * 100.0;
         assert!((w - want).abs() < 1.5, "cwnd {w:.2}, W_est ≈ {want:.2}");
+    }
+
+    #[test]
+    fn the_rto_is_linux_s_srtt_plus_at_least_200_ms_and_doubles() {
+        let mut c = Cubic::new(MSS);
+        assert_eq!(c.rto_now(), RTO_INIT, "1 s before any sample");
+        let ack = |rtt_us: f64| Ack {
+            newly_acked: 1,
+            ce_echoed: 0,
+            snd_una: 1,
+            snd_max: 1,
+            acked_psn: 0,
+            rtt: Some(SimTime::from_secs_f64(rtt_us * 1e-6)),
+            int: &[],
+        };
+        // A 10 µs data-centre RTT: SRTT 10 µs, RTTVAR 5 µs: RTO = 10 µs + max(20 µs, 200 ms).
+        c.on_ack(SimTime::ZERO, &ack(10.0), &());
+        assert_eq!(c.rto_now(), SimTime(200_000_000_000 + 10_000_000));
+        // A WAN-like 100 ms sample: RTTVAR = 0.75·5 µs + 0.25·99.99 ms, SRTT = 12.5 ms + 8.75 µs.
+        c.on_ack(SimTime::ZERO, &ack(100_000.0), &());
+        let (srtt, var): (f64, f64) = (0.875 * 10e-6 + 0.125 * 0.1, 0.75 * 5e-6 + 0.25 * (0.1 - 10e-6));
+        let want = srtt + (4.0 * var).max(0.2);
+        assert!((c.rto_now().0 as f64 * 1e-12 - want).abs() < 1e-9, "{:?} vs {want}", c.rto_now());
+        // Timeouts double it, up to 120 s; new data acknowledged ends the backoff.
+        c.on_timeout();
+        c.on_timeout();
+        assert!((c.rto_now().0 as f64 * 1e-12 - 4.0 * want).abs() < 1e-8);
+        for _ in 0..20 {
+            c.on_timeout();
+        }
+        assert_eq!(c.rto_now(), RTO_MAX);
+        c.on_ack(SimTime::ZERO, &Ack { rtt: None, ..ack(0.0) }, &());
+        assert!((c.rto_now().0 as f64 * 1e-12 - want).abs() < 1e-9);
+        assert_eq!(CongestionControl::max_timeouts(&c), Some(15));
     }
 
     #[test]

@@ -214,6 +214,16 @@ pub trait CongestionControl {
     fn increase_gen(&self) -> u32 {
         0
     }
+    /// The retransmission timeout its transport keeps, if its own (Linux TCP's, from its RTT
+    /// estimate); `None`: the NIC profile's transport timeout.
+    fn rto(&self) -> Option<SimTime> {
+        None
+    }
+    /// Timeouts in a row after which its transport gives up, if its own; `None`: the NIC
+    /// profile's `retry_cnt`.
+    fn max_timeouts(&self) -> Option<u32> {
+        None
+    }
     /// What the receiver returns for it.
     fn feedback(&self) -> Feedback;
 }
@@ -276,8 +286,8 @@ pub enum QpKind {
     /// RDMA on InfiniBand.
     Ib { cc: bool },
     /// TCP-like (`Net::post_tcp`, `Net::post_with`): a DCTCP window (under the CCT's pacing
-    /// on InfiniBand with congestion control).
-    Tcp { ib_cc: bool },
+    /// on InfiniBand with congestion control), or with `cubic` Linux's TCP: a CUBIC window.
+    Tcp { ib_cc: bool, cubic: bool },
 }
 
 /// Declares the algorithms: the enum a QP holds and its dispatch. One line per algorithm:
@@ -342,6 +352,14 @@ macro_rules! algorithms {
                 match self { $(Cc::$var(c) => CongestionControl::increase_gen(c),)* }
             }
             #[inline]
+            fn rto(&self) -> Option<SimTime> {
+                match self { $(Cc::$var(c) => CongestionControl::rto(c),)* }
+            }
+            #[inline]
+            fn max_timeouts(&self) -> Option<u32> {
+                match self { $(Cc::$var(c) => CongestionControl::max_timeouts(c),)* }
+            }
+            #[inline]
             fn feedback(&self) -> Feedback {
                 match self { $(Cc::$var(c) => CongestionControl::feedback(c),)* }
             }
@@ -382,8 +400,9 @@ impl Cc {
         base_rtt: impl FnOnce() -> SimTime,
     ) -> Option<Cc> {
         match kind {
-            QpKind::Tcp { ib_cc: false } => Some(Cc::Dctcp(dctcp::Dctcp::new(mtu))),
-            QpKind::Tcp { ib_cc: true } => Some(Cc::DctcpIb(ibcc::DctcpOverIb {
+            QpKind::Tcp { cubic: true, .. } => Some(Cc::Cubic(cubic::Cubic::new(mtu))),
+            QpKind::Tcp { ib_cc: false, .. } => Some(Cc::Dctcp(dctcp::Dctcp::new(mtu))),
+            QpKind::Tcp { ib_cc: true, .. } => Some(Cc::DctcpIb(ibcc::DctcpOverIb {
                 window: dctcp::Dctcp::new(mtu),
                 pace: ibcc::IbCcState::new(line_bps),
             })),
