@@ -373,7 +373,11 @@ mod tests {
         let new = m.nics.iter().position(|n| n.name == "new-fw").unwrap();
         let mut sim = crate::build(&m, SimOptions::default()).unwrap();
         sim.run_until(SimTime::from_secs_f64(29e-6));
-        assert!(matches!(sim.host.qps[0].cc, Some(Cc::Paper(_) | Cc::Mlx5(_))), "DCQCN before: {:?}", sim.host.qps[0].cc);
+        assert!(
+            matches!(sim.host.qps[0].cc, Some(Cc::Paper(_) | Cc::Mlx5(_))),
+            "DCQCN before: {:?}",
+            sim.host.qps[0].cc
+        );
         assert_ne!(sim.host.nics[0].profile, new);
         sim.run_until(SimTime::from_secs_f64(31e-6));
         assert_eq!(sim.host.nics[0].profile, new);
