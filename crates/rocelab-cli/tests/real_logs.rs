@@ -82,9 +82,10 @@ fn h200_2_nodes_on_spectrum_x_the_twin_matches_from_128_mib_to_512_mib() {
 
     // 1–16 MiB: the twin (tree/LL128 as NCCL's model picks it) takes 0.52–0.57 of the log's
     // time. NCCL's own model predicts 60, 84 and 175 µs at 1, 4 and 16 MiB for this system, the
-    // log reads 77, 106 and 208: the log's tree pays a bandwidth cost per channel that NCCL's
-    // model states (per-channel LL128 caps, tree correction) and the twin's tree does not
-    // charge; the figures below pin the gap so that a change to either side shows.
+    // log reads 77, 106 and 208: NCCL's model charges each network hop of the tree 8.5 µs and
+    // scales its bandwidth by the medium-size correction, where the twin's fabric hop takes
+    // about 3 µs and its chunks move at the NICs' rate; the figures below pin the gap so that a
+    // change to either side shows.
     for size in [1u64 << 20, 4 << 20, 16 << 20] {
         let r = row(size);
         let share = r.2 / r.1;

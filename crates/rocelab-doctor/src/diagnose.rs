@@ -207,11 +207,6 @@ impl<'a> Window<'a> {
         self.d(format!("{nd} {name}"), a, b)
     }
 
-    fn sys(&mut self, nd: &str, f: fn(&Netdev) -> Option<u64>, label: &str) -> Option<u64> {
-        let (a, b) = (self.first.netdevs.get(nd).and_then(f), self.last.netdevs.get(nd).and_then(f));
-        self.d(format!("{nd} {label}"), a, b)
-    }
-
     fn rdma(&mut self, key: &str, name: &str) -> Option<u64> {
         let get = |s: &Snapshot| s.rdma_ports.get(key).and_then(|p| p.get(name));
         let (a, b) = (get(self.first), get(self.last));
@@ -556,9 +551,12 @@ fn host_rules(
             ];
             out.push(f("global-pause", sev, host, format!("{nd} {dir}"), format!("802.3x link-level pause{share}: {who}, and it stops every traffic class on the link, not only RoCE"), ev, &format!("a RoCE fabric uses PFC per priority, not global pause: turn link-level pause off on the NIC (`ethtool -A {} rx off tx off`) and the switch port, and enable PFC on the RoCE priority", crate::util::sh_quote(nd))));
         }
-        if let Some(v) = w.eth(nd, "tx_pause_storm_error_events").filter(|v| *v > 0) {
+        let storm = |w: &mut Window, kind: &str, source: &str| {
+            nic_delta(w, &before, &now, metrics::PFC_STORM_EVENTS_TOTAL, nd, &[("kind", kind)], source)
+        };
+        if let Some(v) = storm(w, "error", "tx_pause_storm_error_events").filter(|v| *v > 0) {
             out.push(f("pfc-storm", Severity::Error, host, nd.clone(), format!("the NIC's pause-storm guard fired {v} time(s) and stopped sending pauses"), vec![format!("tx_pause_storm_error_events +{v} {window}")], "the host stopped draining its receive queue for longer than the storm timeout: check the host (driver, PCIe, hung process)"));
-        } else if let Some(v) = w.eth(nd, "tx_pause_storm_warning_events").filter(|v| *v > 0) {
+        } else if let Some(v) = storm(w, "warning", "tx_pause_storm_warning_events").filter(|v| *v > 0) {
             out.push(f(
                 "pfc-storm",
                 Severity::Warning,
@@ -569,7 +567,9 @@ fn host_rules(
                 "a receiver close to a pause storm: check the host's receive path",
             ));
         }
-        if let Some(v) = w.eth(nd, "rx_discards_phy").filter(|v| *v > 0) {
+        let discards =
+            nic_delta(w, &before, &now, metrics::DROPS_TOTAL, nd, &[("reason", "buffer")], "rx_discards_phy");
+        if let Some(v) = discards.filter(|v| *v > 0) {
             let mut ev = vec![format!("rx_discards_phy +{} {window}", thousands(v))];
             if let Some(t) = w.eth(nd, "rx_buffer_passed_thres_phy") {
                 ev.push(format!("rx_buffer_passed_thres_phy +{}", thousands(t)));
@@ -585,16 +585,15 @@ fn host_rules(
         if let Some(v) = eth_no_wqe.filter(|v| *v > 0 && !has_hw_oob) {
             out.push(f("rx-no-wqe", Severity::Warning, host, nd.clone(), format!("{} packets arrived with no receive buffer posted", thousands(v)), vec![format!("rx_out_of_buffer +{} {window}", thousands(v))], "the host posts receive buffers too slowly (CPU, interrupt affinity, application); this is not a network fault"));
         }
-        let flaps = w
-            .eth(nd, "link_down_events_phy")
-            .or_else(|| w.sys(nd, |n| n.sysfs.carrier_down_count, "carrier_down_count"));
+        // Flaps and physical errors as the normalized model holds them (mlx5 counters, else
+        // sysfs: `metrics::from_snapshot` chose the source).
+        let flaps = nic_delta(w, &before, &now, metrics::LINK_STATE_CHANGES_TOTAL, nd, &[], "link_down_events_phy");
         if let Some(v) = flaps.filter(|v| *v > 0) {
             out.push(f("link-flap", Severity::Error, host, nd.clone(), format!("the link went down {v} time(s) {window}"), vec![format!("link down events +{v}")], "reseat or replace the cable/transceiver; check `ethtool -m` optics levels and the switch port's error counters"));
         }
-        let crc = w
-            .eth(nd, "rx_crc_errors_phy")
-            .or_else(|| w.sys(nd, |n| n.sysfs.statistics.get("rx_crc_errors").copied(), "statistics/rx_crc_errors"));
-        let sym = w.eth(nd, "rx_pcs_symbol_err_phy");
+        let crc = nic_delta(w, &before, &now, metrics::LINK_ERRORS_TOTAL, nd, &[("kind", "crc")], "rx_crc_errors");
+        let sym =
+            nic_delta(w, &before, &now, metrics::LINK_ERRORS_TOTAL, nd, &[("kind", "symbol")], "rx_pcs_symbol_err_phy");
         if crc.unwrap_or(0) > 0 || sym.unwrap_or(0) > 0 {
             let mut ev = Vec::new();
             if let Some(c) = crc {
@@ -841,6 +840,31 @@ fn switch_rules(
             _ => {}
         }
     }
+}
+
+/// The window's delta of one normalized NIC series of `port`: `metric` with exactly the
+/// labels node, port and `extra` (so `rx_discards_phy`'s drops are not a per-queue series).
+/// `source` names the counter in resets.
+fn nic_delta(
+    w: &mut Window,
+    before: &[metrics::Sample],
+    now: &[metrics::Sample],
+    metric: &str,
+    port: &str,
+    extra: &[(&str, &str)],
+    source: &str,
+) -> Option<u64> {
+    let get = |set: &[metrics::Sample]| {
+        set.iter()
+            .find(|c| {
+                c.name == metric
+                    && c.label("port") == Some(port)
+                    && c.labels.len() == 2 + extra.len()
+                    && extra.iter().all(|(k, v)| c.label(k) == Some(*v))
+            })
+            .map(|c| c.value.round().max(0.0) as u64)
+    };
+    w.d(format!("{port} {source}"), get(before), get(now))
 }
 
 /// Which end of a link a PFC counter is on: the words of a finding differ, not the rule.

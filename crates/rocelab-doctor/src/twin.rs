@@ -6,9 +6,9 @@
 //! out-of-place and in-place on each side) and their ratio, real / twin:
 //!
 //! * below [`JUDGED_FROM_BYTES`] a size is shown but not judged: there, a real run pays costs
-//!   per channel and per step that the twin does not charge (NCCL's own model charges the
-//!   tree's per-channel LL128 caps and its medium-size correction; kernel launch and the proxy
-//!   thread's posting add more), so a healthy cluster is slower than its twin for reasons that
+//!   per step that the twin does not charge (NCCL's own model charges each network hop of the
+//!   tree its calibrated latency and scales its bandwidth at medium sizes; kernel launch and the
+//!   proxy thread's posting add more), so a healthy cluster is slower than its twin for reasons that
 //!   are not the fabric's. On a published run of 2 × 8 H200 over 8 × 400GbE RoCE (NCCL 2.30.4,
 //!   `tests/fixtures/nccl-real/`), the log reads 53–56 % of the twin's busbw from 1 to 16 MiB,
 //!   68 % at 32 MiB, 78 % at 64 MiB, 89 % at 128 MiB, and 105 % at 256 MiB: judged from 1 MiB,

@@ -154,8 +154,14 @@ fn firmware_mix_puts_the_share_on_the_other_profile() {
     );
     let r = run(&text, "firmware-mix");
     assert_eq!(r.params["other_profile_hosts"].as_array().unwrap().len(), 3);
-    // CC off on half the senders: they do not back off, so they take more than their share.
-    assert!(r.headline.value.unwrap() > 1.0, "{}", r.render_text());
+    // CC off on half the senders: they do not back off, so they take more than their share
+    // and the fleet less than its own.
+    let share = r.headline.value.unwrap();
+    assert!(share < 1.0, "{}", r.render_text());
+    let (other, fleet) = (r.metrics["other_goodput_gbps_mean"].unwrap(), r.metrics["fleet_goodput_gbps_mean"].unwrap());
+    assert!(other > fleet, "{}", r.render_text());
+    // The headline from the means (equal counts on each profile): fleet / (fleet + other), over 1/2.
+    assert!((share - 2.0 * fleet / (fleet + other)).abs() < 1e-9, "{}", r.render_text());
 }
 
 #[test]

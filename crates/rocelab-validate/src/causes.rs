@@ -105,6 +105,35 @@ pub fn diagnose(
     let hosts: Vec<_> = m.hosts().collect();
     let speed = hosts.iter().map(|h| m.host_speed(*h).gbps()).fold(0.0f64, f64::max);
     let rdma = &m.qos.classes[m.qos.rdma_class()];
+    if c.kind == ScenarioKind::FirmwareMix && matches!(c.figure, Figure::Headline) && !not_converged {
+        let other_cc = r.params.get("congestion_control").and_then(|v| v.as_str()).unwrap_or("none").to_string();
+        let hosts = r.params.get("other_profile_hosts").map(|v| v.to_string()).unwrap_or_default();
+        evidence.push(format!(
+            "senders on the other profile ({other_cc}, {hosts}) averaged {:.1} Gb/s, the fleet's {:.1} Gb/s",
+            g("other_goodput_gbps_mean"),
+            g("fleet_goodput_gbps_mean")
+        ));
+        let mechanism = if other_cc == "none" {
+            "NICs without congestion control beside DCQCN NICs: the receiver's CNPs slow only the DCQCN senders, and the NICs that never back off take the bandwidth they give up"
+        } else {
+            "two DCQCN profiles on one bottleneck: the profile that cuts less per CNP or recovers faster takes the bandwidth the other gives up"
+        };
+        let cause = Cause {
+            mechanism: mechanism.into(),
+            evidence,
+            keys: vec!["[nic_profiles.NAME] congestion_control, [nic_profiles.NAME.dcqcn]".into()],
+        };
+        let cand = Candidate {
+            change: "roll firmware out with the fleet's congestion control: every [nic_profiles.NAME] keeps congestion_control = \"dcqcn\" and the fleet's [nic.dcqcn] (the re-run puts the other profile on them)".into(),
+            apply: Box::new(|_: &mut Config| {}),
+            scenario: Some(Box::new(|sc: &mut ScenarioConfig| {
+                sc.set("congestion_control", "dcqcn");
+                sc.table.remove("dcqcn");
+            })),
+            flow_engine: false,
+        };
+        return (cause, vec![cand]);
+    }
     if pfc_braking(c, r, not_converged) {
         if let Some(st) = &r.steady {
             evidence.push(format!(

@@ -626,3 +626,33 @@ fn cnps_behind_data_fail_where_they_cross_a_congested_egress_and_the_fix_is_veri
     assert_eq!(c.verdict, Verdict::Pass, "{}", render_text(&r));
     assert!(c.figure.unwrap() < 0.5, "{c:?}");
 }
+
+#[test]
+fn firmware_mix_judges_the_fleets_share_with_a_cause_and_a_verified_fix() {
+    // On leaf-spine-small PFC keeps the fleet near its fair share beside NICs without
+    // congestion control (0.9989): the default limit (0.5) passes, a stricter one fails with
+    // the mechanism named, and the re-run with the other profile on DCQCN moves the figure up.
+    let r = run("leaf-spine-small.toml", Policy::default(), &["firmware-mix"]);
+    let c = r.checks.iter().find(|c| c.name == "firmware-mix.fleet-share").unwrap();
+    assert_eq!(c.verdict, Verdict::Pass, "{c:?}");
+    let f = c.figure.unwrap();
+    assert!(f.is_finite() && (0.5..=1.5).contains(&f), "{c:?}");
+    let strict = Policy::parse("p.toml", &format!("[limits]\n\"firmware-mix.fleet-share\" = {}\n", f + 1e-4)).unwrap();
+    let (m, file, text) = example("leaf-spine-small.toml");
+    let opts = Options {
+        policy: strict,
+        only: vec!["firmware-mix".into()],
+        jobs: 1,
+        seed: 1,
+        verify_fixes: true,
+        ..Options::default()
+    };
+    let r = validate(&m, &file, &text, &opts, &|_| {}).unwrap();
+    let c = r.checks.iter().find(|c| c.name == "firmware-mix.fleet-share").unwrap();
+    assert_eq!(c.verdict, Verdict::Fail, "{c:?}");
+    let cause = c.cause.as_ref().unwrap();
+    assert!(cause.mechanism.contains("without congestion control"), "{cause:?}");
+    let fix = c.fix.as_ref().unwrap();
+    assert_eq!(fix.before, Some(f));
+    assert!(fix.verified && fix.after.unwrap() > f, "{fix:?}");
+}

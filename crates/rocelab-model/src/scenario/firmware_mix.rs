@@ -24,8 +24,8 @@ pub struct Params {
 pub const INFO: KindInfo = KindInfo {
     name: "firmware-mix",
     models: "a share of NICs on another congestion-control profile, as a partial rollout leaves a fleet, under an incast of continuous senders",
-    headline: "goodput_ratio_other_over_fleet",
-    headline_unit: "mean goodput of senders on the other profile / on the fleet's",
+    headline: "fleet_share_of_fair",
+    headline_unit: "the fleet's share of the receiver's goodput / its share of the senders (1 = fair, 0 = starved)",
     own: &[
         p("share", "fraction", || SHARE.to_string(), "of the senders (every 1/share-th, at least one)"),
         p(

@@ -94,15 +94,23 @@ impl Kind for Params {
         let dur = e.span().max(1e-12);
         e.put("other_goodput_gbps_mean", mean(&other).map(|b| b * 8.0 / dur / 1e9));
         e.put("fleet_goodput_gbps_mean", mean(&fleet).map(|b| b * 8.0 / dur / 1e9));
-        match (mean(&other), mean(&fleet)) {
-            (Some(o), Some(f)) if f > 0.0 => Some(o / f),
-            _ => None,
-        }
+        // The fleet's share of what the receiver got over its share of the senders: finite
+        // whenever anything was delivered, 0 when the other profile starves the fleet (the
+        // ratio of the two means is infinite there), 1 when every sender gets the same.
+        let (f_sum, all) = (fleet.iter().sum::<f64>(), bytes.iter().sum::<f64>());
+        (all > 0.0 && !fleet.is_empty()).then(|| (f_sum / all) / (fleet.len() as f64 / bytes.len() as f64))
     }
 }
+
+/// The least share of its fair share the fleet's NICs may keep beside NICs on the other
+/// profile: half. Below it the other profile takes most of a bottleneck (with a quarter of the
+/// senders on it, at 0.5 each of those gets 4× what a fleet sender gets).
+pub const FLEET_SHARE_MIN: f64 = 0.5;
+
+const FLEET_SHARE: &str = "the fleet's share of the receiver's goodput over its share of the senders, as a partial rollout leaves a fleet (a share of the NICs on another congestion-control profile, by default none): NICs that do not back off take what DCQCN NICs give up on every CNP and starve them. At least half the fair share: below it the other profile holds most of the bottleneck";
 
 /// The checklist's checks on this kind.
 #[rustfmt::skip]
 pub const CHECKS: &[CheckDef] = &[
-    CheckDef { name: "firmware-mix.goodput-ratio", kind: ScenarioKind::FirmwareMix, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, unit: "goodput of NICs on the other profile / on the fleet's", why: "goodput of the NICs on the other profile over the fleet's, as a partial rollout leaves a fleet: a risk to read, not a property of the file" },
+    CheckDef { name: "firmware-mix.fleet-share", kind: ScenarioKind::FirmwareMix, figure: Figure::Headline, cmp: Cmp::AtLeast, limit: Some(FLEET_SHARE_MIN), unit: "fleet's share of the receiver's goodput / its share of the senders (1 = fair)", why: FLEET_SHARE },
 ];
