@@ -658,6 +658,9 @@ pub struct NicConfig {
     /// `ack_timeout`.
     #[serde(default)]
     pub retransmit_timeout_us: Option<f64>,
+    /// The window of the host's TCP without ECN: `"reno"` (default) or `"cubic"` (Linux's).
+    #[serde(default)]
+    pub tcp_congestion_control: Option<crate::tcp::TcpCongestionControl>,
 }
 
 /// DCQCN knobs; any left out take the defaults of the chosen `variant`
@@ -893,7 +896,9 @@ pub enum FaultKind {
     /// A host stops draining its receive buffer (a PFC storm source).
     HostStall,
     HostResume,
-    /// A switch reboots: every port down, its buffers flushed, all back after `duration_us`.
+    /// A switch reboots, cold (every port down, its buffers flushed, back after `duration_us`,
+    /// routes after `routes_after_us`) or warm (`mode = "warm"`: links and routes stay, the
+    /// data plane stops for `duration_us`).
     SwitchReboot,
     /// A link goes down and up `count` times, once per `period_us` (down for half of it).
     LinkFlap,
@@ -908,6 +913,16 @@ pub enum FaultKind {
     RouteWithdraw,
     /// The withdrawn link carries routes again.
     RouteRestore,
+    /// A host's NIC resets (a firmware update): its links go down for `duration_us`, its QPs
+    /// recover through their retransmission timeouts, and it comes back with NIC profile
+    /// `profile` if given.
+    NicReset,
+    /// An ECMP group update on one switch: switch `a` stops using its link to switch `b` as a
+    /// member of its equal-cost groups (a next-hop group member removed by its control plane
+    /// or a controller), the link left up and `b`'s own groups unchanged.
+    EcmpMemberRemove,
+    /// The member comes back into switch `a`'s groups.
+    EcmpMemberAdd,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -920,7 +935,7 @@ pub struct FaultConfig {
     pub a: String,
     #[serde(default)]
     pub b: Option<String>,
-    /// `switch-reboot`: how long the switch is down.
+    /// `switch-reboot`: how long the switch's data plane is down (default by `mode`).
     #[serde(default)]
     pub duration_us: Option<f64>,
     /// `link-flap`: one down/up cycle per period (down for its first half).
@@ -935,6 +950,40 @@ pub struct FaultConfig {
     /// `ecmp-hash-fields`: the fields hashed from then on.
     #[serde(default)]
     pub fields: Option<Vec<HashField>>,
+    /// `switch-reboot`: `"cold"` (default) or `"warm"` (`events::RebootMode`).
+    #[serde(default)]
+    pub mode: Option<crate::events::RebootMode>,
+    /// `switch-reboot`, cold: how long after its ports return the switch advertises its routes.
+    #[serde(default)]
+    pub routes_after_us: Option<f64>,
+    /// `host-stall`: the host keeps draining its receive buffer at this rate instead of
+    /// stopping (a PCIe- or memory-bound host), Gb/s.
+    #[serde(default)]
+    pub drain_gbps: Option<f64>,
+    /// `nic-reset`: the `[nic_profiles.NAME]` the NIC comes back with (its new settings).
+    #[serde(default)]
+    pub profile: Option<String>,
+}
+
+impl FaultConfig {
+    /// A fault table of `kind` at `at_us` on `a`, every other key left out.
+    pub fn new(kind: FaultKind, at_us: f64, a: impl Into<String>) -> Self {
+        FaultConfig {
+            kind,
+            at_us,
+            a: a.into(),
+            b: None,
+            duration_us: None,
+            period_us: None,
+            count: None,
+            seed: None,
+            fields: None,
+            mode: None,
+            routes_after_us: None,
+            drain_gbps: None,
+            profile: None,
+        }
+    }
 }
 
 /// A byte count in the fabric file: a number, or a string with a K, M or G suffix ("64K").

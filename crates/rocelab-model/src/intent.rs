@@ -16,8 +16,9 @@
 
 use crate::config::{FaultKind, HashField, TrafficPattern, WorkloadConfig};
 use crate::diag::Diagnostic;
+use crate::events::RebootMode;
 use crate::model::{glob_match, Model, NodeId, PortId};
-use crate::units::SimTime;
+use crate::units::{BitsPerSec, SimTime};
 
 /// The largest message or flow the engines take: 1 TB (a QP's packets are numbered with 32-bit
 /// PSNs; 1 TB keeps every QP well inside that at any MTU, and is far beyond any collective).
@@ -98,6 +99,14 @@ pub struct Fault {
     pub seed: Option<u64>,
     /// `ecmp-hash-fields`.
     pub fields: Vec<HashField>,
+    /// `switch-reboot`: cold or warm (its `duration` is then the data-plane outage).
+    pub mode: Option<RebootMode>,
+    /// `switch-reboot`, cold: how long after the ports return the routes are advertised.
+    pub routes_after: SimTime,
+    /// `host-stall` with `drain_gbps`: the rate the host still drains at; `None`: a full stall.
+    pub drain: Option<BitsPerSec>,
+    /// `nic-reset`: the NIC profile (index into `Model::nics`) it comes back with, if new.
+    pub profile: Option<usize>,
 }
 
 /// What a `[[workload]]` runs.
@@ -358,6 +367,9 @@ fn fault_name(k: FaultKind) -> &'static str {
         FaultKind::EcmpHashFields => "ecmp-hash-fields",
         FaultKind::RouteWithdraw => "route-withdraw",
         FaultKind::RouteRestore => "route-restore",
+        FaultKind::NicReset => "nic-reset",
+        FaultKind::EcmpMemberRemove => "ecmp-member-remove",
+        FaultKind::EcmpMemberAdd => "ecmp-member-add",
     }
 }
 
@@ -404,14 +416,20 @@ fn fault_one(m: &Model, f: &crate::config::FaultConfig, p: &str) -> Result<Fault
         FaultKind::LinkFlap,
         FaultKind::RouteWithdraw,
         FaultKind::RouteRestore,
+        FaultKind::EcmpMemberRemove,
+        FaultKind::EcmpMemberAdd,
     ];
-    let stray: [(&str, bool, &[FaultKind]); 6] = [
+    let stray: [(&str, bool, &[FaultKind]); 10] = [
         ("b", f.b.is_some(), &link_kinds),
-        ("duration_us", f.duration_us.is_some(), &[FaultKind::SwitchReboot]),
+        ("duration_us", f.duration_us.is_some(), &[FaultKind::SwitchReboot, FaultKind::NicReset]),
         ("period_us", f.period_us.is_some(), &[FaultKind::LinkFlap]),
         ("count", f.count.is_some(), &[FaultKind::LinkFlap]),
         ("seed", f.seed.is_some(), &[FaultKind::EcmpReseed]),
         ("fields", f.fields.is_some(), &[FaultKind::EcmpHashFields]),
+        ("mode", f.mode.is_some(), &[FaultKind::SwitchReboot]),
+        ("routes_after_us", f.routes_after_us.is_some(), &[FaultKind::SwitchReboot]),
+        ("drain_gbps", f.drain_gbps.is_some(), &[FaultKind::HostStall]),
+        ("profile", f.profile.is_some(), &[FaultKind::NicReset]),
     ];
     if let Some((key, _, used_by)) = stray.iter().find(|(_, set, used_by)| *set && !used_by.contains(&f.kind)) {
         let users: Vec<&str> = used_by.iter().map(|u| fault_name(*u)).collect();
@@ -437,6 +455,10 @@ fn fault_one(m: &Model, f: &crate::config::FaultConfig, p: &str) -> Result<Fault
         count: 1,
         seed: None,
         fields: Vec::new(),
+        mode: None,
+        routes_after: SimTime::ZERO,
+        drain: None,
+        profile: None,
     };
     let node = || m.node_by_name(&f.a).ok_or_else(|| unknown_node(m, &f.a, format!("{p}.a"), false));
     let link = |a: NodeId| -> Result<(PortId, PortId), Diagnostic> {
@@ -518,7 +540,7 @@ fn fault_one(m: &Model, f: &crate::config::FaultConfig, p: &str) -> Result<Fault
             }
             (r.period, r.count) = (Some(period), count);
         }
-        FaultKind::RouteWithdraw | FaultKind::RouteRestore => {
+        FaultKind::RouteWithdraw | FaultKind::RouteRestore | FaultKind::EcmpMemberRemove | FaultKind::EcmpMemberAdd => {
             let a = node()?;
             let l = link(a)?;
             if m.node(a).is_host() || m.node(m.port(l.1).node).is_host() {
@@ -535,13 +557,64 @@ fn fault_one(m: &Model, f: &crate::config::FaultConfig, p: &str) -> Result<Fault
             if m.node(a).is_host() {
                 return Err(not_a("a host", "a reboot takes a switch"));
             }
-            let d = fault_time(p, "duration_us", f.duration_us, false, f.kind)?;
+            let mode = f.mode.unwrap_or_default();
+            let d =
+                fault_time(p, "duration_us", Some(f.duration_us.unwrap_or(mode.default_outage_us())), false, f.kind)?;
+            let routes_after = match (mode, f.routes_after_us) {
+                (RebootMode::Warm, Some(_)) => {
+                    return Err(Diagnostic::new(
+                        format!("{p}.routes_after_us"),
+                        "a warm reboot keeps its routes: there is nothing to advertise again",
+                        "remove routes_after_us, or make it a cold reboot (mode = \"cold\")",
+                    ))
+                }
+                (_, v) => fault_time(
+                    p,
+                    "routes_after_us",
+                    Some(v.unwrap_or(crate::events::COLD_REBOOT_ROUTES_AFTER_US)),
+                    true,
+                    f.kind,
+                )?,
+            };
+            let end = at.0 as u128 + d.0 as u128 + routes_after.0 as u128;
+            if end > SimTime::from_secs_f64(MAX_FAULT_TIME_US * 1e-6).0 as u128 {
+                return Err(Diagnostic::new(
+                    format!("{p}.duration_us"),
+                    "the switch (or its routes) would come back after 10^12 µs",
+                    "use a shorter duration_us or routes_after_us",
+                ));
+            }
+            (r.node, r.duration, r.mode, r.routes_after) = (Some(a), Some(d), Some(mode), routes_after);
+        }
+        FaultKind::NicReset => {
+            let a = node()?;
+            if !m.node(a).is_host() {
+                return Err(not_a("a switch", "a NIC reset takes a host; a switch reboots with `switch-reboot`"));
+            }
+            let d = fault_time(
+                p,
+                "duration_us",
+                Some(f.duration_us.unwrap_or(crate::events::NIC_RESET_LINK_DOWN_US)),
+                false,
+                f.kind,
+            )?;
             if at.0 as u128 + d.0 as u128 > SimTime::from_secs_f64(MAX_FAULT_TIME_US * 1e-6).0 as u128 {
                 return Err(Diagnostic::new(
                     format!("{p}.duration_us"),
-                    "the switch would come back after 10^12 µs",
+                    "the NIC would come back after 10^12 µs",
                     "use a shorter duration_us",
                 ));
+            }
+            if let Some(name) = &f.profile {
+                let i = m.nics.iter().position(|n| &n.name == name).ok_or_else(|| {
+                    let names: Vec<&str> = m.nics.iter().map(|n| n.name.as_str()).collect();
+                    Diagnostic::new(
+                        format!("{p}.profile"),
+                        format!("no NIC profile named `{name}`"),
+                        format!("use one of: {} (declare others as [nic_profiles.NAME])", names.join(", ")),
+                    )
+                })?;
+                r.profile = Some(i);
             }
             (r.node, r.duration) = (Some(a), Some(d));
         }
@@ -551,6 +624,19 @@ fn fault_one(m: &Model, f: &crate::config::FaultConfig, p: &str) -> Result<Fault
                 return Err(not_a("a switch", "host faults take a host"));
             }
             r.node = Some(a);
+            if let Some(g) = f.drain_gbps {
+                // A drain at or above the NIC's speed would hold nothing back: refuse it rather
+                // than run a stall that is not one.
+                let nic_gbps = m.host_speed(a).0 as f64 / 1e9;
+                if !(g.is_finite() && g > 0.0 && g < nic_gbps) {
+                    return Err(Diagnostic::new(
+                        format!("{p}.drain_gbps"),
+                        format!("drain_gbps = {g} is not a rate above 0 and below the host's {nic_gbps} Gb/s"),
+                        "give the rate the host still drains at in Gb/s, e.g. drain_gbps = 200; leave it out for a full stall",
+                    ));
+                }
+                r.drain = Some(BitsPerSec((g * 1e9).round() as u64));
+            }
         }
     }
     Ok(r)

@@ -19,6 +19,8 @@
 //! * `summary`  — what `rocelab topo` reports (counts, oversubscription, bisection, rails, ECMP);
 //! * `infiniband` — the IB link layer: VLs, credits, SL → VL, VL arbitration, routing mode;
 //! * `intent`   — `[[traffic]]`, `[[fault]]` and `[[workload]]` resolved and bounded at load;
+//! * `events`   — reboot modes and their timescales, with sources;
+//! * `tcp`      — the host's TCP (`[nic] tcp_congestion_control`);
 //! * `diag`     — diagnostics that carry file:line:column;
 //! * `units`    — `SimTime` (ps) and `BitsPerSec`.
 
@@ -26,6 +28,7 @@ pub mod atomic;
 pub mod cc;
 pub mod config;
 pub mod diag;
+pub mod events;
 pub mod infiniband;
 pub mod intent;
 pub mod jobs;
@@ -38,6 +41,7 @@ pub mod routing;
 pub mod scenario;
 pub mod serving;
 pub mod summary;
+pub mod tcp;
 pub mod templates;
 pub mod topology;
 pub mod units;

@@ -238,6 +238,8 @@ pub struct NicProfile {
     pub window_bytes: u64,
     /// Scale the window with the QP's current rate over its line rate (HPCC's `VAR_WIN`).
     pub window_scales_with_rate: bool,
+    /// The window of the host's TCP without ECN (`tcp_congestion_control`).
+    pub tcp_congestion_control: crate::tcp::TcpCongestionControl,
     /// Key path of the profile (`nic` or `nic_profiles.NAME`).
     pub path: String,
 }
@@ -1226,6 +1228,7 @@ fn resolve_nic(
         retry_cnt: retry_cnt.min(7),
         window_bytes: c.window_bytes.unwrap_or(0),
         window_scales_with_rate: c.window_scales_with_rate.unwrap_or(false),
+        tcp_congestion_control: c.tcp_congestion_control.unwrap_or_default(),
         path: path.to_string(),
     }
 }

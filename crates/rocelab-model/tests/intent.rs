@@ -3,6 +3,7 @@
 //! verb alike, and absurd values never panic.
 
 use rocelab_model::config::TrafficPattern;
+use rocelab_model::events::RebootMode;
 use rocelab_model::{load_str, NodeId};
 
 /// Two leaves under one spine, two hosts each (host0..host3, leaf0, leaf1, spine0), 100G.
@@ -185,11 +186,6 @@ fn faults_resolve_and_errors_are_located() {
         &["`host0` is a host"],
     );
     refused(
-        &fault("kind = \"switch-reboot\"\nat_us = 1\na = \"leaf0\""),
-        "7:1",
-        &["a `switch-reboot` fault needs `duration_us`"],
-    );
-    refused(
         &fault("kind = \"switch-reboot\"\nat_us = 999999999999\na = \"leaf0\"\nduration_us = 999999999999"),
         "11:15",
         &["after 10^12 µs"],
@@ -297,4 +293,109 @@ fn a_workload_on_gpus_needs_every_host_in_a_gpu_node() {
     let t = format!("{fabric}[[workload]]\ncollective = \"alltoall\"\n");
     refused(&t, "19:1", &["host `b` belongs to no GPU node while others do"]);
     load_str("f.toml", &format!("{t}placement = \"nics\"\n")).unwrap();
+}
+
+#[test]
+fn reboots_take_a_mode_and_its_documented_outage() {
+    let fault = |body: &str| with(&format!("[[fault]]\n{body}\n"));
+    // No mode, no duration: a cold reboot of 150 s (the published figure), routes back with
+    // the ports.
+    let m = load_str("f.toml", &fault("kind = \"switch-reboot\"\nat_us = 1\na = \"leaf0\"")).unwrap();
+    let f = &m.intent.faults[0];
+    assert_eq!(
+        (f.mode, f.duration.unwrap().as_us_f64(), f.routes_after.as_us_f64()),
+        (Some(RebootMode::Cold), 150e6, 0.0)
+    );
+    // Warm: 1 s of data-plane outage by default.
+    let m = load_str("f.toml", &fault("kind = \"switch-reboot\"\nat_us = 1\na = \"spine0\"\nmode = \"warm\"")).unwrap();
+    let f = &m.intent.faults[0];
+    assert_eq!((f.mode, f.duration.unwrap().as_us_f64()), (Some(RebootMode::Warm), 1e6));
+    // A cold reboot with its own timescales.
+    let m = load_str(
+        "f.toml",
+        &fault("kind = \"switch-reboot\"\nat_us = 1\na = \"leaf0\"\nmode = \"cold\"\nduration_us = 200\nroutes_after_us = 50"),
+    )
+    .unwrap();
+    let f = &m.intent.faults[0];
+    assert_eq!((f.duration.unwrap().as_us_f64(), f.routes_after.as_us_f64()), (200.0, 50.0));
+
+    refused(
+        &fault("kind = \"switch-reboot\"\nat_us = 1\na = \"leaf0\"\nmode = \"warm\"\nroutes_after_us = 5"),
+        "12:19",
+        &["a warm reboot keeps its routes"],
+    );
+    refused(&fault("kind = \"switch-reboot\"\nat_us = 1\na = \"leaf0\"\nmode = \"lukewarm\""), "11:8", &["lukewarm"]);
+    refused(
+        &fault("kind = \"switch-reboot\"\nat_us = 1\na = \"leaf0\"\nroutes_after_us = -1"),
+        "11:19",
+        &["routes_after_us = -1 is not a valid time"],
+    );
+    // The default 150 s counts toward the clock's end.
+    refused(&fault("kind = \"switch-reboot\"\nat_us = 999999999999\na = \"leaf0\""), "7:1", &["after 10^12 µs"]);
+    refused(
+        &fault("kind = \"link-down\"\nat_us = 1\na = \"leaf0\"\nb = \"spine0\"\nmode = \"warm\""),
+        "12:8",
+        &["`mode` does not apply to a `link-down` fault"],
+    );
+}
+
+#[test]
+fn a_slow_drain_is_a_stall_at_a_rate_below_the_nic() {
+    let fault = |body: &str| with(&format!("[[fault]]\n{body}\n"));
+    let m = load_str("f.toml", &fault("kind = \"host-stall\"\nat_us = 1\na = \"host0\"\ndrain_gbps = 25.5")).unwrap();
+    assert_eq!(m.intent.faults[0].drain.unwrap().0, 25_500_000_000);
+    let m = load_str("f.toml", &fault("kind = \"host-stall\"\nat_us = 1\na = \"host0\"")).unwrap();
+    assert_eq!(m.intent.faults[0].drain, None, "no rate: a full stall, as before");
+    // The hosts' NICs run at 100 Gb/s: 100 or more would hold nothing back.
+    for bad in ["100", "400", "0", "-3", "nan"] {
+        refused(
+            &fault(&format!("kind = \"host-stall\"\nat_us = 1\na = \"host0\"\ndrain_gbps = {bad}")),
+            "11:14",
+            &["not a rate above 0 and below the host's 100 Gb/s"],
+        );
+    }
+    refused(
+        &fault("kind = \"host-resume\"\nat_us = 1\na = \"host0\"\ndrain_gbps = 5"),
+        "11:14",
+        &["`drain_gbps` does not apply to a `host-resume` fault"],
+    );
+}
+
+#[test]
+fn a_nic_reset_takes_a_host_its_default_link_down_and_a_declared_profile() {
+    let fault = |body: &str| format!("{BASE}[nic_profiles.new-fw]\nmtu = 4096\n[[fault]]\n{body}\n");
+    let m = load_str("f.toml", &fault("kind = \"nic-reset\"\nat_us = 1\na = \"host0\"\nprofile = \"new-fw\"")).unwrap();
+    let f = &m.intent.faults[0];
+    assert_eq!(f.duration.unwrap().as_us_f64(), 3e6, "3 s by default");
+    assert_eq!(m.nics[f.profile.unwrap()].name, "new-fw");
+    let m = load_str("f.toml", &fault("kind = \"nic-reset\"\nat_us = 1\na = \"host0\"\nduration_us = 500")).unwrap();
+    assert_eq!((m.intent.faults[0].duration.unwrap().as_us_f64(), m.intent.faults[0].profile), (500.0, None));
+    // The fault table starts at line 9 here.
+    refused(&fault("kind = \"nic-reset\"\nat_us = 1\na = \"leaf0\""), "12:5", &["`leaf0` is a switch"]);
+    refused(
+        &fault("kind = \"nic-reset\"\nat_us = 1\na = \"host0\"\nprofile = \"old-fw\""),
+        "13:11",
+        &["no NIC profile named `old-fw`", "new-fw"],
+    );
+    refused(
+        &fault("kind = \"host-stall\"\nat_us = 1\na = \"host0\"\nprofile = \"new-fw\""),
+        "13:11",
+        &["`profile` does not apply to a `host-stall` fault"],
+    );
+}
+
+#[test]
+fn an_ecmp_member_change_takes_two_linked_switches() {
+    let fault = |body: &str| with(&format!("[[fault]]\n{body}\n"));
+    let m =
+        load_str("f.toml", &fault("kind = \"ecmp-member-remove\"\nat_us = 1\na = \"leaf0\"\nb = \"spine0\"")).unwrap();
+    let (p, _) = m.intent.faults[0].link.unwrap();
+    let name = |q: rocelab_model::PortId| m.node(m.port(q).node).name.clone();
+    assert_eq!((name(p), name(m.port(p).peer)), ("leaf0".to_string(), "spine0".to_string()), "leaf0's own port first");
+    refused(
+        &fault("kind = \"ecmp-member-add\"\nat_us = 1\na = \"leaf0\"\nb = \"host0\""),
+        "10:5",
+        &["a host link carries no routes"],
+    );
+    refused(&fault("kind = \"ecmp-member-remove\"\nat_us = 1\na = \"leaf0\""), "7:1", &["needs both ends of the link"]);
 }

@@ -32,8 +32,9 @@ use crate::stats::*;
 use crate::traffic::{FlowSpec, Transport};
 use crate::workload::{Delivered, FixedFlows, Net, WakeSlots, Workload};
 use link::{LinkLayer, QpIdentity};
-use rocelab_model::config::{CongestionControl, FaultConfig, FaultKind, WatchdogAction};
+use rocelab_model::config::{CongestionControl, WatchdogAction};
 use rocelab_model::queues::{ClassQueue, Queues};
+use rocelab_model::tcp::TcpCongestionControl;
 use rocelab_model::{BitsPerSec, Diagnostic, Model, NodeId, PortId, Role, SimTime};
 use std::collections::VecDeque;
 pub(crate) use transport::{HostTransport, Nic, Qp, RetiredQps};
@@ -48,6 +49,8 @@ mod pfc;
 mod sched;
 mod transport;
 mod wire;
+
+pub use faults::resolve_faults;
 
 const NONE: u32 = u32::MAX;
 /// RoCEv2's UDP destination port.
@@ -243,6 +246,17 @@ pub enum FaultAction {
     Reseed { switch: Option<NodeId>, seed: u64 },
     /// Every switch hashes other fields from now on (a bit set, as `Router::hash_fields`).
     HashFields { mask: u8 },
+    /// A switch's data plane stops, links and routes left as they are (a warm reboot), or
+    /// forwards again.
+    Freeze { switch: NodeId, frozen: bool },
+    /// A host keeps draining its receive buffer at `bps` only (a slow receiver) until a
+    /// `Host { stall: false }`.
+    Drain { host: NodeId, bps: u64 },
+    /// A host's NICs take NIC profile `profile` (the settings a firmware update brings).
+    NicProfile { host: NodeId, profile: u32 },
+    /// An ECMP group update on one switch: its egress `port` leaves its equal-cost groups
+    /// (`removed`) or rejoins them; the link and the peer's groups are left alone.
+    Member { port: u32, removed: bool },
 }
 
 /// One timed fault. A `[[fault]]` table may expand to several (a reboot is every link of the
@@ -421,6 +435,9 @@ impl<'m> Sim<'m> {
                         rx_q: VecDeque::new(),
                         rx_bytes: 0,
                         rx_xoff: [false; 8],
+                        drain_bps: 0,
+                        drain_gen: 0,
+                        drain_pending: false,
                         st: NicStats::default(),
                     }));
                 }
@@ -554,9 +571,15 @@ impl<'m> Sim<'m> {
     }
 
     /// Adds a flow (a message) and its QPs; they start at `f.start`. Returns its index.
-    pub(crate) fn post_flow(&mut self, f: FlowSpec) -> u32 {
+    pub(crate) fn post_flow(&mut self, mut f: FlowSpec) -> u32 {
         let fi = self.flows.len() as u32;
-        let prof = self.m.nic_of(f.src);
+        // The host's NICs' profile now (a NIC reset may have given them new settings).
+        let prof_i = self.host.nics[self.router.first_nic(f.src.0) as usize].profile;
+        let prof = &self.m.nics[prof_i];
+        if f.transport == Transport::LossBased && prof.tcp_congestion_control == TcpCongestionControl::Cubic {
+            // The host's TCP without ECN is Linux's CUBIC.
+            f.transport = Transport::Cubic;
+        }
         let QpIdentity { pcp, class: switch_class, kind: cc_kind, ect } =
             self.link.qp_identity(self.m, &f, &self.queues.classes);
         let mut qps = 0;
@@ -566,7 +589,7 @@ impl<'m> Sim<'m> {
             let mtu = prof.mtu;
             let npkts = size.div_ceil(mtu as u64).min(u32::MAX as u64 - 1) as u32;
             let path_rtt = || self.path_rtt(src_nic, f.dst.0, hash, mtu + self.hdr.data);
-            let cc = Cc::choose(cc_kind, prof, &self.host.cc_params[prof_index(self.m, f.src)], line, mtu, path_rtt);
+            let cc = Cc::choose(cc_kind, prof, &self.host.cc_params[prof_i], line, mtu, path_rtt);
             let fb = cc.as_ref().map(|c| c.feedback());
             let qp = Qp {
                 flow: fi,
@@ -590,7 +613,7 @@ impl<'m> Sim<'m> {
                             None => prof.qos.ecn_np_mask & (1 << pcp) != 0,
                         },
                         Transport::Dctcp => true,
-                        Transport::LossBased => false,
+                        Transport::LossBased | Transport::Cubic => false,
                     },
                 window: prof.window_bytes,
                 window_var: prof.window_scales_with_rate,
@@ -616,6 +639,11 @@ impl<'m> Sim<'m> {
                 nak_for: NONE,
                 last_cnp: None,
                 since_ack: 0,
+                rtx: NONE,
+                rtx_end: NONE,
+                ooo_held: 0,
+                quickacks: nic::QUICKACKS,
+                last_rx: SimTime::ZERO,
                 finish: None,
                 st: QpStats::default(),
                 pkts_out: 0,
@@ -908,6 +936,12 @@ impl<'m> Sim<'m> {
             Ev::Delivered { flow } => self.on_delivered(flow),
             Ev::Wake { slot } => self.on_wake(slot),
             Ev::RouteLearn { sw, epoch } => self.router.learn(sw, epoch),
+            Ev::HostDrain { nic, gen } => self.on_host_drain(nic, gen),
+            Ev::DelayedAck { qp, psn } => {
+                self.qp_timer_fired(qp);
+                self.on_delayed_ack(qp, psn);
+                self.maybe_retire(qp);
+            }
             Ev::RateIncrease { qp, gen } => {
                 self.qp_timer_fired(qp);
                 self.on_rate_increase(qp, gen);
@@ -1030,174 +1064,6 @@ impl<'m> Sim<'m> {
     pub fn stats(&self) -> &GlobalStats {
         &self.stats
     }
-}
-
-fn prof_index(m: &Model, host: NodeId) -> usize {
-    match m.node(host).role {
-        Role::Host { nic, .. } => nic,
-        Role::Switch { .. } => 0,
-    }
-}
-
-/// Resolves `[[fault]]` tables against the model.
-pub fn resolve_faults(m: &Model) -> Result<Vec<Fault>, Vec<Diagnostic>> {
-    let mut out = Vec::new();
-    let mut errs = Vec::new();
-    for (i, f) in m.config.fault.iter().enumerate() {
-        if let Err(e) = resolve_fault(m, &format!("fault[{i}]"), f, &mut out) {
-            errs.push(e);
-        }
-    }
-    // Faults at the same time happen in file order (the sort is stable).
-    out.sort_by_key(|f| f.at);
-    if errs.is_empty() {
-        Ok(out)
-    } else {
-        Err(errs)
-    }
-}
-
-/// A time in µs from a fault table, positive (or ≥ 0 for `at_us`) and finite.
-fn fault_time(p: &str, key: &str, v: Option<f64>, zero_ok: bool) -> Result<SimTime, Diagnostic> {
-    match v {
-        Some(x) if x.is_finite() && (x > 0.0 || zero_ok && x == 0.0) && x < 1e12 => {
-            Ok(SimTime::from_secs_f64(x * 1e-6))
-        }
-        Some(x) => {
-            Err(Diagnostic::new(format!("{p}.{key}"), format!("{key} = {x} is not a valid time"), "a time in µs, > 0"))
-        }
-        None => Err(Diagnostic::new(format!("{p}.{key}"), format!("this fault kind needs `{key}`"), "a time in µs")),
-    }
-}
-
-fn fault_node(m: &Model, path: String, name: &str) -> Result<NodeId, Diagnostic> {
-    m.node_by_name(name)
-        .ok_or_else(|| Diagnostic::new(path, format!("no node named `{name}`"), "use a node name from the fabric"))
-}
-
-fn resolve_fault(m: &Model, p: &str, f: &FaultConfig, out: &mut Vec<Fault>) -> Result<(), Diagnostic> {
-    let at = fault_time(p, "at_us", Some(f.at_us), true)?;
-    let link_ports = |a: NodeId| -> Result<(u32, u32), Diagnostic> {
-        let bn = f
-            .b
-            .as_deref()
-            .ok_or_else(|| Diagnostic::new(format!("{p}.b"), "a link fault needs both ends", "add `b = \"NODE\"`"))?;
-        let b = fault_node(m, format!("{p}.b"), bn)?;
-        let pa = m.node(a).ports().find(|pp| m.port(m.port(*pp).peer).node == b).ok_or_else(|| {
-            Diagnostic::new(
-                format!("{p}.b"),
-                format!("`{}` and `{bn}` are not linked", f.a),
-                "name the two ends of an existing link",
-            )
-        })?;
-        Ok((pa.0, m.port(pa).peer.0))
-    };
-    let node = || fault_node(m, format!("{p}.a"), &f.a);
-    match f.kind {
-        FaultKind::EcmpReseed => {
-            let seed = f
-                .seed
-                .ok_or_else(|| Diagnostic::new(format!("{p}.seed"), "ecmp-reseed needs `seed`", "e.g. seed = 7"))?;
-            // `a = "*"`: every switch.
-            let switch = if f.a == "*" { None } else { Some(node()?) };
-            if switch.is_some_and(|n| m.node(n).is_host()) {
-                return Err(Diagnostic::new(
-                    format!("{p}.a"),
-                    format!("`{}` is a host", f.a),
-                    "name a switch, or \"*\" for all",
-                ));
-            }
-            out.push(Fault { at, action: FaultAction::Reseed { switch, seed } });
-        }
-        FaultKind::EcmpHashFields => {
-            let fields = f.fields.as_deref().ok_or_else(|| {
-                Diagnostic::new(
-                    format!("{p}.fields"),
-                    "ecmp-hash-fields needs `fields`",
-                    "e.g. fields = [\"src-ip\", \"dst-ip\", \"protocol\", \"dst-port\"]",
-                )
-            })?;
-            if f.a != "*" {
-                return Err(Diagnostic::new(
-                    format!("{p}.a"),
-                    "the hashed fields change on every switch at once",
-                    "write a = \"*\"",
-                ));
-            }
-            out.push(Fault { at, action: FaultAction::HashFields { mask: hash_field_mask(fields) } });
-        }
-        FaultKind::LinkDown | FaultKind::LinkUp => {
-            let a = node()?;
-            out.push(Fault {
-                at,
-                action: FaultAction::Link { ports: link_ports(a)?, up: f.kind == FaultKind::LinkUp },
-            });
-        }
-        FaultKind::LinkFlap => {
-            let ports = link_ports(node()?)?;
-            let period = fault_time(p, "period_us", f.period_us, false)?;
-            let count = f.count.filter(|c| (1..=100_000).contains(c)).ok_or_else(|| {
-                Diagnostic::new(format!("{p}.count"), "link-flap needs `count` (1..=100000)", "e.g. count = 5")
-            })?;
-            // The last cycle must end inside the engine's clock range (10¹² µs).
-            let end = (count as u128 * period.0 as u128).saturating_add(at.0 as u128);
-            if end > crate::workload::LATEST_START.0 as u128 || period.0 < 2 {
-                return Err(Diagnostic::new(
-                    format!("{p}.period_us"),
-                    format!(
-                        "{count} cycles of {} µs end beyond 10¹² µs, or the period is too short",
-                        period.as_us_f64()
-                    ),
-                    "use a shorter period or fewer cycles",
-                ));
-            }
-            for k in 0..count as u64 {
-                let down = at + SimTime(k * period.0);
-                out.push(Fault { at: down, action: FaultAction::Link { ports, up: false } });
-                out.push(Fault { at: down + SimTime(period.0 / 2), action: FaultAction::Link { ports, up: true } });
-            }
-        }
-        FaultKind::RouteWithdraw | FaultKind::RouteRestore => {
-            let a = node()?;
-            let ports = link_ports(a)?;
-            if m.node(a).is_host() || m.node(m.port(PortId(ports.1)).node).is_host() {
-                return Err(Diagnostic::new(
-                    format!("{p}.a"),
-                    "a host link carries no routes",
-                    "withdraw a switch-to-switch link, or take a host link down with `link-down`",
-                ));
-            }
-            out.push(Fault { at, action: FaultAction::Route { ports, withdrawn: f.kind == FaultKind::RouteWithdraw } });
-        }
-        FaultKind::SwitchReboot => {
-            let a = node()?;
-            if m.node(a).is_host() {
-                return Err(Diagnostic::new(
-                    format!("{p}.a"),
-                    format!("`{}` is a host", f.a),
-                    "a reboot takes a switch",
-                ));
-            }
-            let back = at + fault_time(p, "duration_us", f.duration_us, false)?;
-            for pa in m.node(a).ports() {
-                let ports = (pa.0, m.port(pa).peer.0);
-                out.push(Fault { at, action: FaultAction::Link { ports, up: false } });
-                out.push(Fault { at: back, action: FaultAction::Link { ports, up: true } });
-            }
-        }
-        FaultKind::HostStall | FaultKind::HostResume => {
-            let a = node()?;
-            if !m.node(a).is_host() {
-                return Err(Diagnostic::new(
-                    format!("{p}.a"),
-                    format!("`{}` is a switch", f.a),
-                    "host faults take a host",
-                ));
-            }
-            out.push(Fault { at, action: FaultAction::Host { host: a, stall: f.kind == FaultKind::HostStall } });
-        }
-    }
-    Ok(())
 }
 
 impl Sim<'_> {

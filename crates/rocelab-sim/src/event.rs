@@ -66,6 +66,16 @@ pub enum Ev {
         sw: u32,
         epoch: u32,
     },
+    /// A slowly draining host (`FaultAction::Drain`) has taken its head packet.
+    HostDrain {
+        nic: u32,
+        gen: u32,
+    },
+    /// Linux TCP's delayed-ACK timer of a QP's receiver, armed when `rcv_nxt` was `psn`.
+    DelayedAck {
+        qp: u32,
+        psn: u32,
+    },
     /// DCQCN timers and transport timeout of a QP.
     RateIncrease {
         qp: u32,

@@ -213,6 +213,8 @@ pub struct Router<'m> {
     convergence_per_hop: SimTime,
     /// The stream of UDP source ports, one per QP in posting order.
     sport_rng: Rng,
+    /// Per engine switch: its data plane forwards nothing (a warm reboot); its routes stand.
+    frozen: Vec<bool>,
 }
 
 impl<'m> Router<'m> {
@@ -273,6 +275,7 @@ impl<'m> Router<'m> {
             views_freed: 0,
             convergence_per_hop,
             sport_rng: Rng::new(seed, 0x5150_0000),
+            frozen: vec![false; m.nodes.len()],
         })
     }
 
@@ -494,7 +497,8 @@ impl<'m> Router<'m> {
                 return true;
             }
             let sw = self.node_sw[next as usize];
-            if sw == NONE {
+            if sw == NONE || self.frozen[sw as usize] {
+                // (A frozen switch, in a warm reboot, forwards nothing: no path stands.)
                 return false;
             }
             port = self.choose(sw, dst, hash);
@@ -514,6 +518,21 @@ impl<'m> Router<'m> {
         l.up = up;
         l.routed = up && !l.withdrawn;
         true
+    }
+
+    /// Switch `node`'s data plane stops (a warm reboot: links and routes stay) or forwards
+    /// again.
+    pub(crate) fn set_frozen(&mut self, node: NodeId, frozen: bool) {
+        let sw = self.node_sw[node.idx()];
+        if sw != NONE {
+            self.frozen[sw as usize] = frozen;
+        }
+    }
+
+    /// Engine switch `sw` forwards nothing now (`set_frozen`).
+    #[inline]
+    pub(crate) fn is_frozen(&self, sw: u32) -> bool {
+        self.frozen[sw as usize]
     }
 
     /// The routes of port `port`'s link are withdrawn, or stand again; the wire carries on.
@@ -686,6 +705,15 @@ impl<'m> Router<'m> {
                 self.set_withdrawn(b, withdrawn);
                 [a, b]
             }
+            FaultAction::Member { port, removed } => {
+                // One switch's groups only: its own end of the link.
+                self.set_withdrawn(port, removed);
+                [port, self.links[port as usize].peer]
+            }
+            FaultAction::Freeze { switch, frozen } => {
+                self.set_frozen(switch, frozen);
+                return changed;
+            }
             FaultAction::Reseed { switch, seed } => {
                 self.reseed(switch, seed);
                 return changed;
@@ -694,7 +722,7 @@ impl<'m> Router<'m> {
                 self.set_hash_fields(mask);
                 return changed;
             }
-            FaultAction::Host { .. } => return changed,
+            FaultAction::Host { .. } | FaultAction::Drain { .. } | FaultAction::NicProfile { .. } => return changed,
         };
         let mut learns = Vec::new();
         self.reconverge(origin, now, &mut learns);

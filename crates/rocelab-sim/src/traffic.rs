@@ -52,6 +52,11 @@ pub enum Transport {
     /// wherever ECN was not negotiated, its default (`net.ipv4.tcp_ecn = 2`: ECN only when the
     /// peer asks): most storage, checkpoint and management traffic.
     LossBased,
+    /// Linux's TCP as it runs by default: a CUBIC window (RFC 9438), not ECN-capable, with
+    /// SACK-style recovery (the receiver keeps what arrives past a hole; the sender resends
+    /// only the holes), delayed ACKs (every second segment, or after 40 ms) and Linux's
+    /// retransmission timeout (RTT-based, at least 200 ms, doubling).
+    Cubic,
 }
 
 impl Transport {

@@ -194,7 +194,11 @@ fn dropping_the_source_port_from_the_hash_puts_each_host_pair_on_one_spine() {
 fn bad_fault_tables_are_refused_with_their_key() {
     for (fault, key, words) in [
         ("kind = \"switch-reboot\"\nat_us = 1\na = \"host0\"\nduration_us = 5", "fault[0].a", "is a host"),
-        ("kind = \"switch-reboot\"\nat_us = 1\na = \"spine0\"", "fault[0].duration_us", "needs `duration_us`"),
+        (
+            "kind = \"switch-reboot\"\nat_us = 1\na = \"spine0\"\nmode = \"warm\"\nroutes_after_us = 3",
+            "fault[0].routes_after_us",
+            "keeps its routes",
+        ),
         ("kind = \"link-flap\"\nat_us = 1\na = \"leaf0\"\nb = \"spine0\"\nperiod_us = 10", "fault[0].count", "count"),
         (
             "kind = \"link-flap\"\nat_us = 1\na = \"leaf0\"\nb = \"spine0\"\nperiod_us = -1\ncount = 2",

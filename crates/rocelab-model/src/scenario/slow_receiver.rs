@@ -42,9 +42,14 @@ pub const INFO: KindInfo = KindInfo {
             "drain_fraction",
             "fraction",
             || "0 (stops)".into(),
-            "0 < f < 1: stalled for 1 − f of every period_us (the NIC drains its buffer when it resumes)",
+            "0 < f < 1: drains steadily at f of its NIC's speed (a PCIe- or memory-bound host); with period_us, an on/off stall instead",
         ),
-        p("period_us", "µs", || PERIOD_US.to_string(), "the drain cycle when 0 < drain_fraction < 1"),
+        p(
+            "period_us",
+            "µs",
+            || format!("unset (steady drain); {PERIOD_US} is a typical on/off cycle"),
+            "0 < drain_fraction < 1: stalled for 1 − f of every period_us, its buffer drained at once when it resumes (the on/off approximation)",
+        ),
         p("fan_in", "senders", || format!("min(hosts − 1, {FAN_IN})"), "senders, the farthest hosts first"),
         p("at_us", "µs", || format!("min({AT_US}, duration / {AT_SHARE_DIVISOR})"), "when the host slows down"),
         p(

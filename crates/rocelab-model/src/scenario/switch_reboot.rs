@@ -13,6 +13,9 @@ pub const DOWN_DIVISOR: u64 = 4;
 #[serde(deny_unknown_fields)]
 pub struct Params {
     pub a: Option<String>,
+    /// `"cold"` (default: every port down) or `"warm"` (links and routes stay, the switch
+    /// forwards nothing for `down_us`).
+    pub mode: Option<crate::events::RebootMode>,
     pub at_us: Option<f64>,
     pub down_us: Option<f64>,
     pub duration_us: Option<f64>,
@@ -36,6 +39,12 @@ pub const INFO: KindInfo = KindInfo {
         ),
         p("at_us", "µs", || format!("duration / {AT_DIVISOR}"), "when the fault or change happens"),
         p("down_us", "µs", || format!("duration / {DOWN_DIVISOR}"), "how long it stays down"),
+        p(
+            "mode",
+            "cold or warm",
+            || "\"cold\"".into(),
+            "cold: every port down, routes withdrawn; warm: links and routes stay, nothing is forwarded for down_us (a [[fault]] switch-reboot takes the published timescales: docs/fabric-file.md)",
+        ),
     ],
     shared: UNDER_LOAD,
 };

@@ -39,15 +39,8 @@ impl Kind for Params {
             RoutingChangeKind::HashFields => {
                 // Only a `[[fault]]` table can name the hashed fields: the source port leaves.
                 s.fault_tables.push(FaultConfig {
-                    kind: FaultKind::EcmpHashFields,
-                    at_us: at.as_us_f64(),
-                    a: "*".into(),
-                    b: None,
-                    duration_us: None,
-                    period_us: None,
-                    count: None,
-                    seed: None,
                     fields: Some(vec![HashField::SrcIp, HashField::DstIp, HashField::Protocol, HashField::DstPort]),
+                    ..FaultConfig::new(FaultKind::EcmpHashFields, at.as_us_f64(), "*")
                 });
                 s.param("change", json!("hash-fields"));
             }

@@ -51,7 +51,15 @@ impl Kind for Params {
         let resume = |at| Fault { at, action: FaultAction::Host { host: dst, stall: false } };
         if f == 0.0 {
             s.faults.push(stall(at));
+        } else if f < 1.0 && self.period_us.is_none() {
+            // A steady drain at f of its NIC's speed (a PCIe- or memory-bound host): it
+            // delivers that rate and no more, however long the run.
+            let bps = (f * m.host_speed(dst).0 as f64) as u64;
+            s.faults.push(Fault { at, action: FaultAction::Drain { host: dst, bps } });
+            s.param("drain_gbps", json!(bps as f64 / 1e9));
         } else if f < 1.0 {
+            // With `period_us`: the on/off stall, stalled for 1 − f of every period and
+            // draining its buffer at once when it resumes.
             let mut t = at;
             let mut cycles = 0;
             while t < dur && cycles < MAX_CYCLES {

@@ -7,8 +7,10 @@ use crate::evaluate::{drops_at, tx_between, Eval};
 use crate::fabric;
 use crate::setup::{busiest, err, link_fault, probe_before, under_load, Ctx, Setup, UnderLoad};
 use rocelab_model::config::ScenarioKind;
+use rocelab_model::events::RebootMode;
 use rocelab_model::scenario::switch_reboot::{Params, AT_DIVISOR, BUSIEST_SPINE, DOWN_DIVISOR};
 use rocelab_model::{Diagnostic, PortId, SimTime};
+use rocelab_sim::engine::{Fault, FaultAction};
 use rocelab_sim::stats::DropReason;
 use serde_json::json;
 
@@ -49,9 +51,18 @@ impl Kind for Params {
             }
         };
         let down = cx.time("down_us", self.down_us, SimTime(dur.0 / DOWN_DIVISOR))?;
-        for p in m.node(sw).ports() {
-            s.faults.push(link_fault(m, p, at, false));
-            s.faults.push(link_fault(m, p, at + down, true));
+        let mode = self.mode.unwrap_or_default();
+        if mode == RebootMode::Warm {
+            s.faults.push(Fault { at, action: FaultAction::Freeze { switch: sw, frozen: true } });
+            s.faults.push(Fault { at: at + down, action: FaultAction::Freeze { switch: sw, frozen: false } });
+        } else {
+            for p in m.node(sw).ports() {
+                s.faults.push(link_fault(m, p, at, false));
+                s.faults.push(link_fault(m, p, at + down, true));
+            }
+        }
+        if mode == RebootMode::Warm {
+            s.param("mode", json!(mode.name()));
         }
         s.marks.switch = Some(sw);
         s.param("switch", json!(m.node(sw).name));

@@ -38,6 +38,7 @@
 //! `rocelab-model` registered on the NIC profile; `Cc::choose` picks it from the profile's
 //! `congestion_control`.
 
+pub mod cubic;
 pub mod dcqcn;
 pub mod dctcp;
 pub mod dctcp_rate;
@@ -213,6 +214,16 @@ pub trait CongestionControl {
     fn increase_gen(&self) -> u32 {
         0
     }
+    /// The retransmission timeout its transport keeps, if its own (Linux TCP's, from its RTT
+    /// estimate); `None`: the NIC profile's transport timeout.
+    fn rto(&self) -> Option<SimTime> {
+        None
+    }
+    /// Timeouts in a row after which its transport gives up, if its own; `None`: the NIC
+    /// profile's `retry_cnt`.
+    fn max_timeouts(&self) -> Option<u32> {
+        None
+    }
     /// What the receiver returns for it.
     fn feedback(&self) -> Feedback;
 }
@@ -229,6 +240,8 @@ pub struct CcParams {
     pub dcqcn: Dcqcn,
     /// DCTCP's constants are RFC 8257's: no table.
     pub dctcp: (),
+    /// CUBIC's constants are RFC 9438's: no table.
+    pub cubic: (),
     /// `[infiniband.cc]` (meaningful on an InfiniBand fabric with it enabled).
     pub ib: IbCc,
     pub hpcc: Hpcc,
@@ -243,6 +256,7 @@ impl CcParams {
         CcParams {
             dcqcn: prof.dcqcn.clone(),
             dctcp: (),
+            cubic: (),
             ib: ib.cloned().unwrap_or_else(no_ib),
             hpcc: prof.hpcc.clone(),
             timely: prof.timely.clone(),
@@ -272,8 +286,8 @@ pub enum QpKind {
     /// RDMA on InfiniBand.
     Ib { cc: bool },
     /// TCP-like (`Net::post_tcp`, `Net::post_with`): a DCTCP window (under the CCT's pacing
-    /// on InfiniBand with congestion control).
-    Tcp { ib_cc: bool },
+    /// on InfiniBand with congestion control), or with `cubic` Linux's TCP: a CUBIC window.
+    Tcp { ib_cc: bool, cubic: bool },
 }
 
 /// Declares the algorithms: the enum a QP holds and its dispatch. One line per algorithm:
@@ -338,6 +352,14 @@ macro_rules! algorithms {
                 match self { $(Cc::$var(c) => CongestionControl::increase_gen(c),)* }
             }
             #[inline]
+            fn rto(&self) -> Option<SimTime> {
+                match self { $(Cc::$var(c) => CongestionControl::rto(c),)* }
+            }
+            #[inline]
+            fn max_timeouts(&self) -> Option<u32> {
+                match self { $(Cc::$var(c) => CongestionControl::max_timeouts(c),)* }
+            }
+            #[inline]
             fn feedback(&self) -> Feedback {
                 match self { $(Cc::$var(c) => CongestionControl::feedback(c),)* }
             }
@@ -354,6 +376,7 @@ algorithms! {
     Hpcc(hpcc::HpccState, hpcc),
     Timely(timely::TimelyState, timely),
     DctcpRate(dctcp_rate::DctcpRateState, dctcp_rate),
+    Cubic(cubic::Cubic, cubic),
 }
 
 impl Cc {
@@ -377,8 +400,9 @@ impl Cc {
         base_rtt: impl FnOnce() -> SimTime,
     ) -> Option<Cc> {
         match kind {
-            QpKind::Tcp { ib_cc: false } => Some(Cc::Dctcp(dctcp::Dctcp::new(mtu))),
-            QpKind::Tcp { ib_cc: true } => Some(Cc::DctcpIb(ibcc::DctcpOverIb {
+            QpKind::Tcp { cubic: true, .. } => Some(Cc::Cubic(cubic::Cubic::new(mtu))),
+            QpKind::Tcp { ib_cc: false, .. } => Some(Cc::Dctcp(dctcp::Dctcp::new(mtu))),
+            QpKind::Tcp { ib_cc: true, .. } => Some(Cc::DctcpIb(ibcc::DctcpOverIb {
                 window: dctcp::Dctcp::new(mtu),
                 pace: ibcc::IbCcState::new(line_bps),
             })),
@@ -404,6 +428,7 @@ impl CcParams {
         CcParams {
             dcqcn: d,
             dctcp: (),
+            cubic: (),
             ib: no_ib(),
             hpcc: Hpcc::default(),
             timely: Timely::default(),

@@ -1,7 +1,109 @@
 //! Timed faults as they happen: links down and up (with host-port failover), route
-//! withdrawals, host stalls, ECMP reseeds and hash changes. Resolving `[[fault]]` tables into these actions is `resolve_faults`.
+//! withdrawals, switch reboots (cold: every link down, routes back after the ports; warm: the
+//! data plane frozen, links and routes kept), host stalls and slow drains, a NIC's new
+//! settings, ECMP reseeds and hash changes.
+//!
+//! `resolve_faults` turns the loader's resolution of the `[[fault]]` tables (`intent::Fault`:
+//! names, links and times already checked and bounded at load, with their located errors) into
+//! these actions; it checks nothing again.
 
 use super::*;
+use rocelab_model::config::FaultKind;
+use rocelab_model::events::RebootMode;
+use rocelab_model::intent;
+
+/// Bytes of headers a frame carries beyond its MTU of payload, at most (RoCEv2 over Ethernet
+/// with VLAN, as the wire counts it), for the drain's XON hysteresis.
+const HEADER_ROOM: u64 = 128;
+
+/// The timed actions of the fabric file's `[[fault]]` tables, in time order (faults at the
+/// same time in file order). A model that loaded has them resolved already, so this cannot
+/// fail; the `Result` is kept for the callers that chain it with other checks.
+pub fn resolve_faults(m: &Model) -> Result<Vec<Fault>, Vec<Diagnostic>> {
+    let mut out = Vec::new();
+    for f in &m.intent.faults {
+        actions(m, f, &mut out);
+    }
+    // Faults at the same time happen in file order (the sort is stable).
+    out.sort_by_key(|f| f.at);
+    Ok(out)
+}
+
+/// The actions one resolved `[[fault]]` table expands to.
+fn actions(m: &Model, f: &intent::Fault, out: &mut Vec<Fault>) {
+    let at = f.at;
+    let mut push = |at: SimTime, action: FaultAction| out.push(Fault { at, action });
+    let link = f.link.map(|(a, b)| (a.0, b.0));
+    match (f.kind, link, f.node) {
+        (FaultKind::EcmpReseed, _, switch) => {
+            push(at, FaultAction::Reseed { switch, seed: f.seed.unwrap_or_default() });
+        }
+        (FaultKind::EcmpHashFields, _, _) => {
+            push(at, FaultAction::HashFields { mask: hash_field_mask(&f.fields) });
+        }
+        (FaultKind::LinkDown | FaultKind::LinkUp, Some(ports), _) => {
+            push(at, FaultAction::Link { ports, up: f.kind == FaultKind::LinkUp });
+        }
+        (FaultKind::LinkFlap, Some(ports), _) => {
+            let period = f.period.unwrap_or(SimTime(2));
+            for k in 0..f.count as u64 {
+                let down = at + SimTime(k * period.0);
+                push(down, FaultAction::Link { ports, up: false });
+                push(down + SimTime(period.0 / 2), FaultAction::Link { ports, up: true });
+            }
+        }
+        (FaultKind::RouteWithdraw | FaultKind::RouteRestore, Some(ports), _) => {
+            push(at, FaultAction::Route { ports, withdrawn: f.kind == FaultKind::RouteWithdraw });
+        }
+        (FaultKind::EcmpMemberRemove | FaultKind::EcmpMemberAdd, Some((port, _)), _) => {
+            push(at, FaultAction::Member { port, removed: f.kind == FaultKind::EcmpMemberRemove });
+        }
+        (FaultKind::SwitchReboot, _, Some(sw)) => {
+            let back = at + f.duration.unwrap_or(SimTime::ZERO);
+            match f.mode.unwrap_or_default() {
+                RebootMode::Warm => {
+                    push(at, FaultAction::Freeze { switch: sw, frozen: true });
+                    push(back, FaultAction::Freeze { switch: sw, frozen: false });
+                }
+                RebootMode::Cold => {
+                    // Every port goes down. The host links come back with the ports; a link to
+                    // another switch carries traffic again only once the switch advertises its
+                    // routes (`routes_after` later): until then nothing is routed over it in
+                    // either direction, which for the data plane is the link still down.
+                    for pa in m.node(sw).ports() {
+                        let ports = (pa.0, m.port(pa).peer.0);
+                        let fabric = !m.node(m.port(m.port(pa).peer).node).is_host();
+                        push(at, FaultAction::Link { ports, up: false });
+                        let up = if fabric { back + f.routes_after } else { back };
+                        push(up, FaultAction::Link { ports, up: true });
+                    }
+                }
+            }
+        }
+        (FaultKind::HostStall, _, Some(host)) => match f.drain {
+            Some(bps) => push(at, FaultAction::Drain { host, bps: bps.0 }),
+            None => push(at, FaultAction::Host { host, stall: true }),
+        },
+        (FaultKind::HostResume, _, Some(host)) => push(at, FaultAction::Host { host, stall: false }),
+        (FaultKind::NicReset, _, Some(host)) => {
+            // The links go down with the reset and come back with the firmware, which brings
+            // its settings before the first packet.
+            let back = at + f.duration.unwrap_or(SimTime::ZERO);
+            let ports: Vec<(u32, u32)> = m.node(host).ports().map(|pa| (pa.0, m.port(pa).peer.0)).collect();
+            for &ports in &ports {
+                push(at, FaultAction::Link { ports, up: false });
+            }
+            if let Some(profile) = f.profile {
+                push(back, FaultAction::NicProfile { host, profile: profile as u32 });
+            }
+            for &ports in &ports {
+                push(back, FaultAction::Link { ports, up: true });
+            }
+        }
+        // (The loader gives every kind the link or node it needs.)
+        _ => {}
+    }
+}
 
 impl Sim<'_> {
     #[cold]
@@ -64,7 +166,12 @@ impl Sim<'_> {
             }
             FaultAction::Host { host, stall: false } => {
                 for n in self.router.nics_of(host) {
-                    self.host.nics[n as usize].stalled = false;
+                    let nic = &mut self.host.nics[n as usize];
+                    nic.stalled = false;
+                    // A slow drain ends too: its pending step is stale.
+                    nic.drain_bps = 0;
+                    nic.drain_pending = false;
+                    nic.drain_gen = nic.drain_gen.wrapping_add(1);
                     let port = self.host.nics[n as usize].port;
                     while let Some(pkt) = self.host.nics[n as usize].rx_q.pop_front() {
                         self.host_released(port, pkt);
@@ -83,6 +190,39 @@ impl Sim<'_> {
             FaultAction::Reseed { switch, seed } => {
                 self.router.reseed(switch, seed);
             }
+            FaultAction::Member { port, removed } => {
+                // Only switch `port` belongs to changes its groups: its egress is depreferenced
+                // (as a withdrawal does, kept as a last resort) and the switches further away
+                // learn what that changes hop by hop.
+                self.router.set_withdrawn(port, removed);
+                let peer = self.ports[port as usize].peer;
+                self.reconverge([port, peer]);
+            }
+            FaultAction::Freeze { switch, frozen } => {
+                self.router.set_frozen(switch, frozen);
+                if frozen {
+                    // The data plane stops: what is queued is lost (what is already on the
+                    // cables still arrives); links, PFC state and routes are left alone.
+                    for p in self.m.node(switch).ports() {
+                        self.flush_queues(p.0, None, DropReason::LinkDown);
+                    }
+                } else {
+                    for p in self.m.node(switch).ports() {
+                        self.kick(p.0);
+                    }
+                }
+            }
+            FaultAction::Drain { host, bps } => {
+                for n in self.router.nics_of(host) {
+                    let nic = &mut self.host.nics[n as usize];
+                    nic.stalled = true;
+                    nic.drain_bps = bps;
+                    nic.drain_gen = nic.drain_gen.wrapping_add(1);
+                    nic.drain_pending = false;
+                    self.drain_next(n);
+                }
+            }
+            FaultAction::NicProfile { host, profile } => self.set_nic_profile(host, profile as usize),
             FaultAction::HashFields { mask } => {
                 // The hash is the QP's, carried by its packets: recompute it from the stored
                 // source port. Packets already in flight keep the old one (as packets already
@@ -92,6 +232,92 @@ impl Sim<'_> {
                     q.hash = self.router.flow_hash(q.src, q.dst, q.sport as u32);
                 }
             }
+        }
+    }
+
+    /// A packet reached a switch whose data plane is frozen (a warm reboot): lost at its
+    /// ingress port `port`, counted as a link-down drop.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn frozen_drop(&mut self, port: u32, pkt: u32) {
+        let q = self.queues.classes[self.pkts.get(pkt).class as usize].queue;
+        self.drop_pkt(port, q, pkt, DropReason::LinkDown);
+    }
+
+    /// A slowly draining NIC starts on its head packet, if it has one and is not busy: it
+    /// takes the payload at `drain_bps`, so a host bound by PCIe or memory delivers exactly
+    /// that rate while its buffer holds anything.
+    pub(super) fn drain_next(&mut self, n: u32) {
+        let nic = &mut self.host.nics[n as usize];
+        if nic.drain_bps == 0 || nic.drain_pending {
+            return;
+        }
+        let Some(&pkt) = nic.rx_q.front() else { return };
+        let payload = self.pkts.get(pkt).payload.max(1) as u128;
+        let ps = (payload * 8 * 1_000_000_000_000).div_ceil(nic.drain_bps as u128);
+        nic.drain_pending = true;
+        let gen = nic.drain_gen;
+        self.q.push(self.now + SimTime(ps.min(u64::MAX as u128) as u64), Ev::HostDrain { nic: n, gen });
+    }
+
+    /// A slowly draining NIC has taken its head packet: it is received, and the buffer it
+    /// held frees; once the buffer is two frames below XOFF the NIC sends XON (a hysteresis
+    /// of two frames, as a switch's resume offset, so the link is not paused and resumed per
+    /// packet).
+    #[cold]
+    pub(super) fn on_host_drain(&mut self, n: u32, gen: u32) {
+        let nic = &mut self.host.nics[n as usize];
+        if nic.drain_gen != gen || !nic.drain_pending {
+            return;
+        }
+        nic.drain_pending = false;
+        let Some(pkt) = nic.rx_q.pop_front() else { return };
+        let size = self.pkts.get(pkt).wire_bytes as u64;
+        let nic = &mut self.host.nics[n as usize];
+        nic.rx_bytes = nic.rx_bytes.saturating_sub(size);
+        let (port, rx_bytes) = (nic.port, nic.rx_bytes);
+        self.host_released(port, pkt);
+        self.host_receive(n, pkt);
+        let prof = &self.m.nics[self.host.nics[n as usize].profile];
+        let xon = prof.rx_xoff_bytes.saturating_sub(2 * (prof.mtu as u64 + HEADER_ROOM));
+        // (No pause on InfiniBand: `rx_xoff` is never set there.)
+        if rx_bytes <= xon {
+            for prio in 0..8u8 {
+                if self.host.nics[n as usize].rx_xoff[prio as usize] {
+                    self.host.nics[n as usize].rx_xoff[prio as usize] = false;
+                    self.send_pfc(port, prio, 0);
+                }
+            }
+        }
+        self.drain_next(n);
+    }
+
+    /// A host's NICs take NIC profile `profile` (the settings a firmware update brings): the
+    /// tables every later step reads, and the congestion control of its RDMA QPs, started
+    /// afresh at line rate under the new profile as a QP re-created after the reset would be.
+    /// QPs without one (on a priority without a reaction point) and TCP-like ones keep theirs.
+    #[cold]
+    pub(super) fn set_nic_profile(&mut self, host: NodeId, profile: usize) {
+        let nics = self.router.nics_of(host);
+        for n in nics.clone() {
+            self.host.nics[n as usize].profile = profile;
+        }
+        let prof = &self.m.nics[profile];
+        for qi in 0..self.host.qps.len() {
+            let q = &self.host.qps[qi];
+            if !nics.contains(&q.src_nic) || q.sender_done.is_some() {
+                continue;
+            }
+            let rdma =
+                matches!(q.cc, Some(Cc::Paper(_) | Cc::Mlx5(_) | Cc::Hpcc(_) | Cc::Timely(_) | Cc::DctcpRate(_)));
+            if !rdma {
+                continue;
+            }
+            let line = self.ports[self.host.nics[q.src_nic as usize].port as usize].speed.0 as f64;
+            let (src_nic, dst, hash, mtu) = (q.src_nic, q.dst, q.hash, q.mtu);
+            let path_rtt = || self.path_rtt(src_nic, dst, hash, mtu + self.hdr.data);
+            let cc = Cc::choose(QpKind::Rdma, prof, &self.host.cc_params[profile], line, mtu, path_rtt);
+            self.host.qps[qi].cc = cc;
         }
     }
 
@@ -124,5 +350,39 @@ impl Sim<'_> {
         l.cnp_q.extend(cnps);
         l.ack_q.extend(acks);
         self.nic_try_send(live);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::star;
+    use super::*;
+
+    #[test]
+    fn a_nic_reset_brings_its_new_profile_to_the_nic_and_its_qps() {
+        // h0 runs DCQCN; its NIC resets at 10 µs for 20 µs and comes back as `new-fw`, with
+        // HPCC: from then on the NIC reads the new tables and its RDMA QP runs HPCC, started
+        // afresh at line rate, as a QP re-created after the reset would be.
+        let m = star(
+            2,
+            "",
+            "[nic_profiles.new-fw]\nmtu = 4096\ncongestion_control = \"hpcc\"\n\
+             [[traffic]]\npattern = \"flow\"\nsrc = \"h0\"\ndst = \"h1\"\nsize_bytes = 2000000\n\
+             [[fault]]\nkind = \"nic-reset\"\nat_us = 10\na = \"h0\"\nduration_us = 20\nprofile = \"new-fw\"\n",
+        );
+        let new = m.nics.iter().position(|n| n.name == "new-fw").unwrap();
+        let mut sim = crate::build(&m, SimOptions::default()).unwrap();
+        sim.run_until(SimTime::from_secs_f64(29e-6));
+        assert!(
+            matches!(sim.host.qps[0].cc, Some(Cc::Paper(_) | Cc::Mlx5(_))),
+            "DCQCN before: {:?}",
+            sim.host.qps[0].cc
+        );
+        assert_ne!(sim.host.nics[0].profile, new);
+        sim.run_until(SimTime::from_secs_f64(31e-6));
+        assert_eq!(sim.host.nics[0].profile, new);
+        assert!(matches!(sim.host.qps[0].cc, Some(Cc::Hpcc(_))), "HPCC after: {:?}", sim.host.qps[0].cc);
+        sim.run(&mut |_| {});
+        assert!(sim.host.qps[0].finish.is_some(), "the flow completes after the reset");
     }
 }

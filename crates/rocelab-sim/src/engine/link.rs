@@ -114,7 +114,7 @@ impl LinkLayer {
                 pcp: classes[f.class].queue,
                 class: f.class as u8,
                 kind: if f.transport.is_tcp() {
-                    QpKind::Tcp { ib_cc: s.cc.is_some() }
+                    QpKind::Tcp { ib_cc: s.cc.is_some(), cubic: f.transport == Transport::Cubic }
                 } else {
                     QpKind::Ib { cc: s.cc.is_some() }
                 },
@@ -133,7 +133,7 @@ impl LinkLayer {
                     rocelab_model::config::Trust::Pcp => m.qos.priority_to_class[pcp as usize],
                 };
                 let kind = if f.transport.is_tcp() {
-                    QpKind::Tcp { ib_cc: false }
+                    QpKind::Tcp { ib_cc: false, cubic: f.transport == Transport::Cubic }
                 } else if prof.qos.ecn_rp_mask & (1 << pcp) != 0 {
                     QpKind::Rdma
                 } else {

@@ -6,6 +6,14 @@ use super::*;
 
 /// How far into a NIC's control queue a blocked head is looked past.
 const CTRL_LOOKAHEAD: usize = 16;
+/// Linux TCP's delayed-ACK timer (`TCP_DELACK_MIN`, HZ/25 in `include/net/tcp.h`): 40 ms.
+const DELAYED_ACK: SimTime = SimTime(40_000_000_000);
+/// Segments Linux's receiver acknowledges one by one at a connection's start and after a
+/// pause longer than its RTO (`tcp_incr_quickack`, `TCP_MAX_QUICKACKS`: 16).
+pub(super) const QUICKACKS: u8 = 16;
+/// The pause after which Linux's receiver goes back to quick ACKs (`tcp_event_data_recv`:
+/// longer than the RTO, at least `TCP_RTO_MIN`).
+const QUICKACK_AFTER: SimTime = crate::cc::cubic::RTO_MIN;
 
 impl Sim<'_> {
     #[inline]
@@ -43,7 +51,7 @@ impl Sim<'_> {
             let idx = (start + i) % n_active;
             let qi = self.host.nics[nic as usize].active[idx];
             let q = &self.host.qps[qi as usize];
-            if q.snd_nxt >= q.npkts || !q.window_open() {
+            if (q.snd_nxt >= q.npkts || !q.window_open()) && q.rtx == NONE {
                 continue;
             }
             // (The next packet's size matters only to InfiniBand's credits.)
@@ -83,7 +91,21 @@ impl Sim<'_> {
         let port = self.host.nics[nic as usize].port;
         let prof = self.host.nics[nic as usize].profile;
         let q = &mut self.host.qps[qi as usize];
-        let psn = q.snd_nxt;
+        // A hole SACK recovery resends (Linux TCP), if one is due and not acknowledged since.
+        let mut rtx = q.rtx;
+        if rtx != NONE && rtx < q.snd_una {
+            // Acknowledged since: resume from the left edge, still inside the hole.
+            rtx = q.snd_una;
+        }
+        if rtx != NONE && (rtx >= q.rtx_end || rtx >= q.snd_nxt) {
+            rtx = NONE;
+        }
+        q.rtx = if rtx != NONE && rtx + 1 < q.rtx_end.min(q.snd_nxt) { rtx + 1 } else { NONE };
+        let psn = if rtx != NONE { rtx } else { q.snd_nxt };
+        if rtx != NONE && rtx == q.rtt_psn {
+            // Karn: a resent packet's ACK times neither copy.
+            q.rtt_psn = NONE;
+        }
         let payload = q.payload_of(psn);
         let wire = payload + self.hdr.data + q.int_bytes as u32;
         if psn < q.st.max_sent_psn_plus1 {
@@ -96,7 +118,9 @@ impl Sim<'_> {
                 q.rtt_sent = now;
             }
         }
-        q.snd_nxt += 1;
+        if rtx == NONE {
+            q.snd_nxt += 1;
+        }
         let pkt = Packet {
             qp: qi,
             psn,
@@ -124,7 +148,8 @@ impl Sim<'_> {
             }
         }
         if !q.rto_armed {
-            if let Some(rto) = self.m.nics[prof].retransmit_timeout {
+            // The transport's own timeout (Linux TCP's) or the NIC profile's.
+            if let Some(rto) = q.cc.as_ref().and_then(|c| c.rto()).or(self.m.nics[prof].retransmit_timeout) {
                 q.rto_armed = true;
                 q.rto_gen = q.rto_gen.wrapping_add(1);
                 q.last_progress = now;
@@ -168,6 +193,8 @@ impl Sim<'_> {
                 let port = n.port;
                 self.send_pause(port, prio);
             }
+            // A slow drain takes it in its turn (a full stall holds it until resumed).
+            self.drain_next(nic);
             return;
         }
         self.host_receive(nic, pkt);
@@ -190,12 +217,31 @@ impl Sim<'_> {
                 if p.ecn == CE {
                     self.ce_received(nic, qi, p.pcp);
                 }
-                let ack_iv = self.opts.ack_interval.max(1);
                 let mut message_done = None;
                 // InfiniBand with adaptive routing: packets may arrive out of order.
                 let ib = self.link.keeps_out_of_order();
                 let q = &mut self.host.qps[qi as usize];
-                if ib && p.psn > q.rcv_nxt {
+                // Linux TCP's receiver: SACK (what arrives past a hole is kept) and delayed
+                // ACKs (every second segment, RFC 5681 §4.2).
+                let linux = matches!(q.cc, Some(Cc::Cubic(_)));
+                let ack_iv = if linux { 2 } else { self.opts.ack_interval.max(1) };
+                if linux && p.psn > q.rcv_nxt {
+                    // Kept, and answered at once by a duplicate ACK whose SACK block names the
+                    // hole: a NAK of `rcv_nxt`, once per hole.
+                    if p.psn < q.npkts && !q.ooo_has(p.psn) {
+                        q.st.out_of_sequence += 1;
+                        self.stats.out_of_order += 1;
+                        q.ooo_set(p.psn);
+                        q.ooo_held += 1;
+                    } else {
+                        q.st.duplicate += 1;
+                    }
+                    if q.nak_for != q.rcv_nxt {
+                        q.nak_for = q.rcv_nxt;
+                        let psn = q.rcv_nxt;
+                        self.send_sack(qi, psn);
+                    }
+                } else if ib && p.psn > q.rcv_nxt {
                     // InfiniBand RC over adaptive routing: a packet ahead of the next expected
                     // one is kept (placed) and counted, with no NAK and no go-back-N. (With
                     // static routing a gap means a loss: NAK and go-back-N, as on RoCE.)
@@ -212,7 +258,7 @@ impl Sim<'_> {
                     q.st.bytes_delivered += p.payload as u64;
                     self.stats.payload_delivered += p.payload as u64;
                     q.since_ack += 1;
-                    if ib {
+                    if ib || linux {
                         // Packets received ahead now in order.
                         while q.rcv_nxt < q.npkts && q.ooo_take(q.rcv_nxt) {
                             let b = q.payload_of(q.rcv_nxt) as u64;
@@ -220,7 +266,27 @@ impl Sim<'_> {
                             q.st.bytes_delivered += b;
                             self.stats.payload_delivered += b;
                             q.since_ack += 1;
+                            q.ooo_held = q.ooo_held.saturating_sub(1);
                         }
+                    }
+                    if linux && q.ooo_held > 0 && q.rcv_nxt < q.npkts {
+                        // A hole filled, another behind it (its SACK blocks show it): the
+                        // cumulative ACK and the next hole go back at once.
+                        q.since_ack = 0;
+                        q.nak_for = q.rcv_nxt;
+                        let psn = q.rcv_nxt;
+                        self.send_sack(qi, psn);
+                    }
+                    let q = &mut self.host.qps[qi as usize];
+                    if linux {
+                        if now.0.saturating_sub(q.last_rx.0) > QUICKACK_AFTER.0 {
+                            q.quickacks = QUICKACKS;
+                        }
+                        q.last_rx = now;
+                    }
+                    let quick = linux && q.quickacks > 0 && q.since_ack > 0;
+                    if quick {
+                        q.quickacks -= 1;
                     }
                     let last = q.rcv_nxt == q.npkts;
                     if last && q.finish.is_none() {
@@ -234,10 +300,15 @@ impl Sim<'_> {
                             }
                         }
                     }
-                    if last || q.since_ack >= ack_iv {
+                    if last || quick || q.since_ack >= ack_iv {
                         q.since_ack = 0;
                         let psn = q.rcv_nxt - 1;
                         self.send_ctrl(qi, Kind::Ack, psn);
+                    } else if linux && q.since_ack == 1 {
+                        // A lone segment is acknowledged with the next one, or when Linux's
+                        // delayed-ACK timer fires (`TCP_DELACK_MIN`, 40 ms).
+                        let psn = q.rcv_nxt;
+                        self.push_qp_timer(now + DELAYED_ACK, Ev::DelayedAck { qp: qi, psn }, qi);
                     }
                 } else if p.psn > q.rcv_nxt {
                     q.st.out_of_sequence += 1;
@@ -267,10 +338,38 @@ impl Sim<'_> {
                     q.snd_una = new_una;
                     q.last_progress = now;
                     q.timeouts_in_row = 0;
+                    // Linux re-arms its timer at each ACK of new data, at its current RTO
+                    // (`tcp_rearm_rto`): the first one, armed before any RTT sample, was 1 s.
+                    if let (true, Some(rto)) = (q.rto_armed, q.cc.as_ref().and_then(|c| c.rto())) {
+                        q.rto_gen = q.rto_gen.wrapping_add(1);
+                        let gen = q.rto_gen;
+                        self.q.push(now + rto, Ev::Rto { qp: qi, gen });
+                    }
                 }
                 // An ACK delayed past a timeout can acknowledge more than was resent.
                 q.snd_nxt = q.snd_nxt.max(q.snd_una);
-                if p.kind == Kind::Nak {
+                if p.kind == Kind::Nak && matches!(q.cc, Some(Cc::Cubic(_))) {
+                    // Linux TCP with SACK: only the hole is resent; what the receiver holds
+                    // past it is not.
+                    q.st.naks += 1;
+                    // The NAK's payload field carries the hole's length (its SACK block). A
+                    // hole already being resent is not resent again (the receiver names it at
+                    // each packet that partly fills it); only a longer one extends the range.
+                    if p.psn >= q.snd_una && p.psn < q.snd_nxt {
+                        let end = p.psn.saturating_add(p.payload.max(1) as u32);
+                        if q.rtx_end != NONE && p.psn < q.rtx_end {
+                            if end > q.rtx_end {
+                                if q.rtx == NONE {
+                                    q.rtx = q.rtx_end;
+                                }
+                                q.rtx_end = end;
+                            }
+                        } else {
+                            q.rtx = p.psn;
+                            q.rtx_end = end;
+                        }
+                    }
+                } else if p.kind == Kind::Nak {
                     q.st.naks += 1;
                     // (A stale NAK for a PSN already acknowledged rewinds nothing.)
                     if q.snd_nxt > p.psn && p.psn >= q.snd_una {
@@ -404,8 +503,11 @@ impl Sim<'_> {
         let now = self.now;
         let prof = self.host.nics[self.host.qps[qi as usize].src_nic as usize].profile;
         let nic = &self.m.nics[prof];
-        let (rto, retry_cnt) = (nic.retransmit_timeout.expect("armed only with a timeout"), nic.retry_cnt);
         let q = &mut self.host.qps[qi as usize];
+        // The transport's own timeout and retries (Linux TCP's), or the NIC profile's.
+        let own = q.cc.as_ref().map(|c| (c.rto(), c.max_timeouts()));
+        let rto = own.and_then(|o| o.0).or(nic.retransmit_timeout).expect("armed only with a timeout");
+        let retry_cnt = own.and_then(|o| o.1).unwrap_or(nic.retry_cnt as u32);
         if q.rto_gen != gen || q.sender_done.is_some() {
             return;
         }
@@ -424,7 +526,7 @@ impl Sim<'_> {
             }
             q.st.timeouts += 1;
             q.timeouts_in_row += 1;
-            if q.timeouts_in_row > retry_cnt as u32 {
+            if q.timeouts_in_row > retry_cnt {
                 // Like an RC QP whose retry count is exhausted: the QP goes to the error state.
                 q.st.failed = true;
                 if let Some(cc) = &mut q.cc {
@@ -450,14 +552,37 @@ impl Sim<'_> {
                 return;
             }
             q.snd_nxt = q.snd_una;
+            (q.rtx, q.rtx_end) = (NONE, NONE);
             q.last_progress = now;
             let nic = q.src_nic;
+            // (A transport that backs off has doubled its timeout in `on_loss`.)
+            let rto = q.cc.as_ref().and_then(|c| c.rto()).unwrap_or(rto);
             self.q.push(now + rto, Ev::Rto { qp: qi, gen });
             self.nic_try_send(nic);
         } else {
             let at = q.last_progress + rto;
             self.q.push(at, Ev::Rto { qp: qi, gen });
         }
+    }
+
+    /// Linux TCP's receiver reports a hole at `psn` (its `rcv_nxt`): a NAK that acknowledges
+    /// everything below and whose payload field carries the hole's length up to the next
+    /// packet it holds, as a SACK block would tell the sender.
+    fn send_sack(&mut self, qi: u32, psn: u32) {
+        let q = &self.host.qps[qi as usize];
+        let hole = (q.ooo_next_after(psn) - psn).min(u16::MAX as u32) as u16;
+        self.send_ctrl_carrying(qi, Kind::Nak, psn, Some(hole));
+    }
+
+    /// Linux TCP's delayed-ACK timer of QP `qi`'s receiver, armed at `rcv_nxt == psn`: the
+    /// lone segment still unacknowledged is acknowledged now (unless the next one did it).
+    pub(super) fn on_delayed_ack(&mut self, qi: u32, psn: u32) {
+        let q = &mut self.host.qps[qi as usize];
+        if q.since_ack == 0 || q.rcv_nxt != psn || psn == 0 {
+            return;
+        }
+        q.since_ack = 0;
+        self.send_ctrl(qi, Kind::Ack, psn - 1);
     }
 
     /// A control packet (ACK/NAK/CNP) from the receiver of QP `qi` back to its sender.
@@ -484,12 +609,19 @@ impl Sim<'_> {
 
     #[inline]
     pub(super) fn send_ctrl(&mut self, qi: u32, kind: Kind, psn: u32) {
+        self.send_ctrl_carrying(qi, kind, psn, None);
+    }
+
+    /// `send_ctrl` with a value in the payload field (a SACK's hole length).
+    fn send_ctrl_carrying(&mut self, qi: u32, kind: Kind, psn: u32, carried: Option<u16>) {
         let q = &self.host.qps[qi as usize];
         let (nic, class, pcp) = (q.dst_nic, q.class, q.pcp);
         let int_bytes = self.host.qps[qi as usize].int_bytes as u32;
         let wire = (self.hdr.ack + int_bytes).max(self.hdr.ack_floor);
         let mut pkt = self.ctrl_packet(qi, kind, psn, class, pcp, wire);
-        if self.host.qps[qi as usize].cc.as_ref().is_some_and(|c| c.feedback().echo_ce) {
+        if let Some(v) = carried {
+            pkt.payload = v;
+        } else if self.host.qps[qi as usize].cc.as_ref().is_some_and(|c| c.feedback().echo_ce) {
             pkt.payload = std::mem::take(&mut self.host.qps[qi as usize].ce_unechoed);
         }
         self.stats.sent += 1;

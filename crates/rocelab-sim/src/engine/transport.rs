@@ -20,6 +20,11 @@ pub(crate) struct Nic {
     pub(crate) rx_q: VecDeque<u32>,
     pub(crate) rx_bytes: u64,
     pub(crate) rx_xoff: [bool; 8],
+    /// A slow drain (`FaultAction::Drain`): the rate the host takes payload at, bits/s (0:
+    /// none), and the generation of its pending drain step (`Ev::HostDrain`, if pending).
+    pub(crate) drain_bps: u64,
+    pub(crate) drain_gen: u32,
+    pub(crate) drain_pending: bool,
     pub st: NicStats,
 }
 
@@ -71,6 +76,14 @@ pub(crate) struct Qp {
     pub(crate) nak_for: u32,
     pub(crate) last_cnp: Option<SimTime>,
     pub(crate) since_ack: u32,
+    /// Linux TCP's SACK recovery: the hole being resent, `rtx..rtx_end` (`rtx == NONE`:
+    /// none); the packets its receiver holds past a hole; segments the receiver acknowledges
+    /// at once before it delays ACKs again (Linux's quick-ACK mode), and its last data arrival.
+    pub(crate) rtx: u32,
+    pub(crate) rtx_end: u32,
+    pub(crate) ooo_held: u32,
+    pub(crate) quickacks: u8,
+    pub(crate) last_rx: SimTime,
     pub finish: Option<SimTime>,
     pub st: QpStats,
     /// Packets of this QP alive (on wires, in queues, in NIC queues) and timer events of it
@@ -105,6 +118,11 @@ impl Qp {
         } else {
             self.mtu
         }
+    }
+
+    /// The first PSN after `psn` the receiver holds (ahead of a hole), or `npkts`.
+    pub(crate) fn ooo_next_after(&self, psn: u32) -> u32 {
+        (psn + 1..self.npkts).find(|&p| self.ooo_has(p)).unwrap_or(self.npkts)
     }
 
     /// A packet `psn` ahead of `rcv_nxt` is held (InfiniBand, out of order).

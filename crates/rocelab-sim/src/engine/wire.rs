@@ -81,6 +81,10 @@ impl Sim<'_> {
         }
         let dst = &self.ports[peer as usize];
         if dst.sw != NONE {
+            if self.router.is_frozen(dst.sw) {
+                self.frozen_drop(peer, pkt);
+                return;
+            }
             self.switch_arrive(dst.sw, peer, pkt);
         } else {
             let nic = dst.nic;

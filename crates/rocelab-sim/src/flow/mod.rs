@@ -951,7 +951,9 @@ impl<'m> FlowSim<'m> {
     fn on_fault(&mut self, idx: usize) {
         self.faults_due -= 1;
         let action = self.faults[idx].action;
-        if matches!(action, FaultAction::Host { .. }) {
+        // Host-side faults change no path (a slow drain and a NIC's new settings are the
+        // packet engine's: the flow engine has no receive buffers or per-QP control).
+        if matches!(action, FaultAction::Host { .. } | FaultAction::Drain { .. } | FaultAction::NicProfile { .. }) {
             return;
         }
         for p in self.router.apply(action, self.now).into_iter().flatten() {
