@@ -36,6 +36,7 @@ pub mod routing;
 pub mod serving;
 pub mod summary;
 pub mod templates;
+pub mod thunderbolt;
 pub mod topology;
 pub mod units;
 
