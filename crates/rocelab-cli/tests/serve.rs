@@ -130,7 +130,7 @@ fn plan_compare_on_a_thunderbolt_fabric_takes_the_homelab_cell_from_the_serving_
         "--model",
         "llama3-70b",
         "--fabric",
-        &example("homelab-tb5.toml"),
+        &example("homelab/tb5.toml"),
         "--format",
         "json",
     ]);
