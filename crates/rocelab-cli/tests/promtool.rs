@@ -106,10 +106,10 @@ fn doctor_metric_pages_pass_promtool() {
     names.sort();
     let mut checked = 0;
     for d in names {
-        let dump = rocelab_doctor::dump::load_dump(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
+        let dump = rocelab_doctor::dump::load_dump(&d, 3).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
         let mut all = rocelab_doctor::metrics::MetricSet::default();
         for s in &dump.snapshots {
-            all.extend(rocelab_doctor::metrics::from_snapshot(s, 3));
+            all.extend(rocelab_doctor::metrics::from_snapshot(s));
         }
         if all.is_empty() {
             continue;

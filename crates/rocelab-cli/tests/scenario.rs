@@ -69,7 +69,7 @@ fn a_bare_kind_runs_with_defaults_and_an_unknown_name_lists_the_choices() {
 fn scenario_errors_name_the_line_and_the_key() {
     let d = tmpdir("errors");
     let cases = [
-        ("incast", "fan_inn = 3", "f.toml:11:1", "unknown field `fan_inn`"),
+        ("incast", "fan_inn = 3", "f.toml:11:11", "did you mean `fan_in`?"),
         ("incast", "down_us = 5", "f.toml:11:11", "`down_us` is not a parameter of `incast` scenarios"),
         ("incast", "fan_in = 300", "f.toml:11:10", "fan_in = 300, but 7 hosts can send here"),
         ("incast", "dst = \"leaf0\"", "f.toml:11:7", "`leaf0` is a switch"),

@@ -281,9 +281,12 @@ fn pause_flood(
     ));
 }
 
-/// SONiC unicast queue `UC3` -> 3 (multicast queues carry no RoCE).
+const STORM_HINT: &str = "a storm reached the switch: find the port that keeps sending pauses (a stalled host) and the cyclic buffer dependency, if any";
+
+/// A unicast queue's index: SONiC `UC3`, Arista `TC3`, Cumulus `3` (the RoCE class) -> 3.
+/// Multicast queues (`MC3`) carry no RoCE.
 fn unicast_queue(q: &str) -> Option<u8> {
-    q.strip_prefix("UC").and_then(|n| n.parse().ok())
+    q.strip_prefix("UC").or_else(|| q.strip_prefix("TC")).unwrap_or(q).parse().ok().filter(|i| *i < 8)
 }
 
 const RETRANS: &[&str] =
@@ -360,7 +363,7 @@ pub fn diagnose(mut snaps: Vec<Snapshot>, opts: &Options) -> Diagnosis {
         dx.data_problems.extend(crate::quality::scrub(&mut first, &mut last, interval_s));
         let mut w = Window { first: &first, last: &last, interval_s, resets: BTreeSet::new() };
         host_rules(&mut w, host, opts, &mut dx.findings, &mut fabric_pauses, &mut fabric_ecn);
-        let (rates, utilization) = rates(&first, &last, interval_s, opts.roce_priority);
+        let (rates, utilization) = rates(&first, &last, interval_s);
         dx.windows.push(HostWindow {
             node: host.clone(),
             snapshots: list.len(),
@@ -501,51 +504,33 @@ fn host_rules(
     let secs = w.interval_s;
     let window = format!("over {secs:.1} s");
     let netdevs: Vec<String> = w.last.netdevs.keys().filter(|k| w.first.netdevs.contains_key(*k)).cloned().collect();
-    for nd in &netdevs {
-        // PFC per priority and direction.
-        for p in 0u8..8 {
-            for dir in ["rx", "tx"] {
-                let frames = w.eth(nd, &format!("{dir}_prio{p}_pause"));
-                let dur_us = w.eth(nd, &format!("{dir}_prio{p}_pause_duration"));
-                if let Some(fr) = frames.filter(|v| *v > 0) {
-                    fabric_pauses.push((fr, format!("{host} {nd} priority {p} {dir}")));
-                }
-                let Some(dur) = dur_us else {
-                    // No duration (missing or reset): the frame rate alone can still show a flood.
-                    if let Some(fr) = frames {
-                        let has = w
-                            .last
-                            .netdevs
-                            .get(nd)
-                            .and_then(|n| n.ethtool.as_ref())
-                            .and_then(|e| e.get(&format!("{dir}_prio{p}_pause_duration")))
-                            .is_some();
-                        let why = if has {
-                            "the pause-duration counter went down (reset) in the window"
-                        } else {
-                            "no pause-duration counter in this output"
-                        };
-                        pause_flood(out, th, host, format!("{nd} priority {p} {dir}"), fr, secs, why);
-                    }
-                    continue;
-                };
-                let ratio = dur as f64 / (secs * 1e6);
-                let meaning = if dir == "rx" {
-                    "the switch paused this NIC (fabric congestion toward its destinations)"
-                } else {
-                    "this NIC paused the switch (the host cannot absorb what it receives)"
-                };
-                let ev = vec![
-                    format!("{dir}_prio{p}_pause_duration +{} µs {window}", thousands(dur)),
-                    format!("{dir}_prio{p}_pause +{}", frames.map(thousands).unwrap_or_else(|| "?".into())),
-                ];
-                if ratio >= th.storm_ratio {
-                    out.push(f("pfc-storm", Severity::Error, host, format!("{nd} priority {p} {dir}"), format!("paused {} of the window: {meaning}", pct(ratio.min(1.0))), ev, "a port paused most of the time is a PFC storm: look for a stalled receiver (hung GPU job, NIC out of buffer) or a deadlock; check the PFC watchdog"));
-                } else if ratio >= th.pause_ratio {
-                    out.push(f("pause-ratio", Severity::Warning, host, format!("{nd} priority {p} {dir}"), format!("paused {} of the window (threshold {}): {meaning}", pct(ratio), pct(th.pause_ratio)), ev, "sustained pausing means DCQCN is not keeping queues below the PFC threshold: check ECN marking (Kmin/Kmax) and the NP/RP enables"));
-                }
-            }
+    // PFC per port, priority and direction, on the NIC counters as the normalized model
+    // holds them (the switch rules run the same function on switch counters).
+    let pfc = |s: &Snapshot| -> Vec<metrics::Sample> {
+        metrics::from_snapshot(s)
+            .iter()
+            .filter(|c| c.label("node") == Some(host) && netdevs.iter().any(|n| c.label("port") == Some(n.as_str())))
+            .cloned()
+            .collect()
+    };
+    let (before, now) = (pfc(w.first), pfc(w.last));
+    pfc_rules(w, host, Side::Nic, &before, &now, th, out, fabric_pauses);
+    // Per-priority receive-buffer discards (mlx5 `rx_prioN_buf_discard`) on a priority the
+    // fabric declares lossless: the NIC's PFC did not stop the switch in time.
+    for c in now.iter().filter(|c| c.name == metrics::DROPS_TOTAL && c.label("reason") == Some("buffer")) {
+        let (Some(port), Some(q)) = (c.label("port"), c.label("queue").and_then(|q| q.parse::<u8>().ok())) else {
+            continue;
+        };
+        let Some(a) = before.iter().find(|b| b.series() == c.series()).map(|b| b.value) else { continue };
+        let Some(d) = w.d(format!("{port} rx_prio{q}_buf_discard"), Some(a as u64), Some(c.value as u64)) else {
+            continue;
+        };
+        let declared = opts.intent.as_ref().and_then(|t| t.lossless_queues.get(&q).map(|p| (*p, &t.source)));
+        if let (true, Some((p, source))) = (d > 0, declared) {
+            out.push(f("lossless-drops", Severity::Error, host, format!("{port} priority {q}"), format!("the NIC dropped {} received packets for lack of buffer on priority {q}, which carries lossless priority {p}: a lossless class must never drop", thousands(d)), vec![format!("rx_prio{q}_buf_discard +{} {window}", thousands(d)), format!("{source}: queue {q} carries priority {p}, declared lossless")], "the NIC's receive buffer for this priority filled before its PFC stopped the switch: check that PFC is enabled on this priority on the NIC (mlnx_qos --pfc) and the switch port, and the NIC's buffer split and headroom (mlnx_qos --buffer_size, cable length)"));
         }
+    }
+    for nd in &netdevs {
         // 802.3x link-level ("global") pause: stops every class on the link, RoCE or not.
         for dir in ["rx", "tx"] {
             let frames = w.eth(nd, &format!("{dir}_global_pause"));
@@ -735,123 +720,225 @@ fn host_rules(
             ));
         }
     }
-    // Switch data carried in this host's snapshots.
+    // Switch data carried in this host's snapshots: the normalized model, whatever the vendor.
     for (sw, data) in &w.last.switches {
         let Some(prev) = w.first.switches.get(sw) else { continue };
-        // Registered sources, in the normalized model: one pass over every counter series.
-        let before: BTreeMap<String, f64> = prev.counters.iter().map(|c| (c.series(), c.value)).collect();
-        let pfc_delta = |port: &str, prio: u8, dir: &str| -> Option<u64> {
-            let find = |set: &[metrics::Sample]| {
-                set.iter()
-                    .find(|c| {
-                        c.name == metrics::PFC_PAUSE_FRAMES_TOTAL
-                            && c.label("port") == Some(port)
-                            && c.label("priority") == Some(prio.to_string().as_str())
-                            && c.label("direction") == Some(dir)
-                    })
-                    .map(|c| c.value)
-            };
-            Some((find(&data.counters)? - find(&prev.counters)?).max(0.0) as u64)
+        switch_rules(w, sw, &prev.counters, &data.counters, opts, out, fabric_pauses, fabric_ecn);
+    }
+}
+
+/// The switch rules, on the normalized samples of one switch at both ends of the window
+/// ([`crate::sources`]): PFC pauses (paused share where the source gives a duration, the
+/// frame rate where it does not), watchdog storms, queue drops (critical on a queue the
+/// fabric declares lossless), and ECN marks for the fabric-wide rules.
+#[allow(clippy::too_many_arguments)]
+fn switch_rules(
+    w: &mut Window,
+    sw: &str,
+    prev: &[metrics::Sample],
+    cur: &[metrics::Sample],
+    opts: &Options,
+    out: &mut Vec<Finding>,
+    fabric_pauses: &mut Vec<(u64, String)>,
+    fabric_ecn: &mut Option<u64>,
+) {
+    let th = &opts.thresholds;
+    let secs = w.interval_s;
+    let window = format!("over {secs:.1} s");
+    let before: BTreeMap<String, f64> = prev.iter().map(|c| (c.series(), c.value)).collect();
+    // Deltas of every counter series present at both ends; a series that went down was
+    // reset and is named by the window, not read as a huge increase. PFC series are
+    // pfc_rules' (which names their resets); here they only feed the drop evidence.
+    let mut deltas: BTreeMap<String, u64> = BTreeMap::new();
+    for c in cur.iter().filter(|c| metrics::is_counter(c.name) && c.name != metrics::PFC_PAUSED_SECONDS_TOTAL) {
+        let series = c.series();
+        let Some(&a) = before.get(&series) else { continue };
+        let (a, b) = (a.round().max(0.0) as u64, c.value.round().max(0.0) as u64);
+        let d = if c.name == metrics::PFC_PAUSE_FRAMES_TOTAL {
+            b.checked_sub(a)
+        } else {
+            w.d(format!("{sw} {series}"), Some(a), Some(b))
         };
-        for c in &data.counters {
-            let Some(&a) = before.get(&c.series()) else { continue };
-            let (port, prio, dir) =
-                (c.label("port").unwrap_or(""), c.label("priority").unwrap_or(""), c.label("direction").unwrap_or(""));
-            let what = match c.name {
-                metrics::PFC_PAUSE_FRAMES_TOTAL => format!("{sw} {port} PFC{prio} {dir}"),
-                metrics::DROPS_TOTAL => format!("{sw} {port} {} Drop/pkts", c.label("queue").unwrap_or("")),
-                _ => format!("{sw} {}", c.series()),
-            };
-            let Some(d) = w.d(what, Some(a.max(0.0) as u64), Some(c.value.max(0.0) as u64)).filter(|d| *d > 0) else {
-                continue;
-            };
-            match c.name {
-                metrics::PFC_PAUSE_FRAMES_TOTAL => {
-                    fabric_pauses.push((d, format!("{sw} {port} priority {prio} {dir}")));
-                    pause_flood(
-                        out,
-                        th,
-                        sw,
-                        format!("{port} priority {prio} {dir}"),
-                        d,
-                        secs,
-                        "the source has no pause duration",
-                    );
-                }
-                metrics::ECN_MARKED_PACKETS_TOTAL => *fabric_ecn = Some(fabric_ecn.unwrap_or(0) + d),
-                metrics::PFC_STORM_EVENTS_TOTAL => {
-                    out.push(f("pfc-storm", Severity::Error, sw, port.to_string(), format!("the switch's PFC watchdog detected {} storm(s){}", thousands(d), if prio.is_empty() { String::new() } else { format!(" on priority {prio}") }), vec![format!("storm detections +{} {window}", thousands(d))], "a storm reached the switch: find the port that keeps sending pauses (a stalled host) and the cyclic buffer dependency, if any"));
-                }
-                metrics::DROPS_TOTAL => {
-                    let Some(queue) = c.label("queue") else { continue };
-                    let lossless_prio = unicast_queue(queue).and_then(|i| {
-                        opts.intent.as_ref().and_then(|t| t.lossless_queues.get(&i).map(|p| (*p, &t.source)))
-                    });
-                    if let Some((p, source)) = lossless_prio {
-                        let mut ev = vec![
-                            format!("queue drops +{} {window}", thousands(d)),
-                            format!("{source}: queue {queue} carries priority {p}, declared lossless"),
-                        ];
-                        for dir in ["rx", "tx"] {
-                            if let Some(f) = pfc_delta(port, p, dir) {
-                                ev.push(format!("PFC{p} {dir} frames on {port} +{}", thousands(f)));
-                            }
+        if let Some(d) = d {
+            deltas.insert(series, d);
+        }
+    }
+    pfc_rules(w, sw, Side::Switch, prev, cur, th, out, fabric_pauses);
+    let pfc_delta = |port: &str, prio: u8, dir: &str| -> Option<u64> {
+        cur.iter()
+            .find(|c| {
+                c.name == metrics::PFC_PAUSE_FRAMES_TOTAL
+                    && c.label("port") == Some(port)
+                    && c.label("priority") == Some(prio.to_string().as_str())
+                    && c.label("direction") == Some(dir)
+            })
+            .and_then(|c| deltas.get(&c.series()).copied())
+    };
+    // The watchdog's state: stormed (SONiC) or DEADLOCK (Cumulus) at the end of the window.
+    let stormed_now = |port: &str, prio: &str| {
+        cur.iter().any(|c| {
+            c.name == metrics::PFC_WATCHDOG_STORMED
+                && c.value >= 1.0
+                && c.label("port") == Some(port)
+                && c.label("priority").unwrap_or("") == prio
+        })
+    };
+    let detected = |port: &str, prio: &str| {
+        cur.iter().any(|c| {
+            c.name == metrics::PFC_STORM_EVENTS_TOTAL
+                && c.label("port") == Some(port)
+                && c.label("priority").unwrap_or("") == prio
+                && deltas.get(&c.series()).is_some_and(|d| *d > 0)
+        })
+    };
+    for c in cur.iter().filter(|c| c.name == metrics::PFC_WATCHDOG_STORMED && c.value >= 1.0) {
+        let (port, prio) = (c.label("port").unwrap_or(""), c.label("priority").unwrap_or(""));
+        if detected(port, prio) {
+            continue; // said with the detections below
+        }
+        out.push(f("pfc-storm", Severity::Error, sw, port.to_string(), format!("the switch's PFC watchdog holds priority {prio} in a storm now (no new detection in the window: the storm began before it)"), vec![format!("watchdog state at the end of the window: stormed, {window}")], STORM_HINT));
+    }
+    for c in cur {
+        let series = c.series();
+        let Some(&d) = deltas.get(&series) else { continue };
+        let (port, prio) = (c.label("port").unwrap_or(""), c.label("priority").unwrap_or(""));
+        match c.name {
+            metrics::ECN_MARKED_PACKETS_TOTAL => *fabric_ecn = Some(fabric_ecn.unwrap_or(0) + d),
+            metrics::PFC_STORM_EVENTS_TOTAL if d > 0 => {
+                let what = if c.label("kind") == Some("deadlock") { "deadlock(s)" } else { "storm(s)" };
+                let on = if prio.is_empty() { String::new() } else { format!(" on priority {prio}") };
+                let still = if stormed_now(port, prio) { ", and holds it in a storm now" } else { "" };
+                out.push(f(
+                    "pfc-storm",
+                    Severity::Error,
+                    sw,
+                    port.to_string(),
+                    format!("the switch's PFC watchdog detected {} {what}{on}{still}", thousands(d)),
+                    vec![format!("watchdog detections +{} {window}", thousands(d))],
+                    STORM_HINT,
+                ));
+            }
+            metrics::DROPS_TOTAL if d > 0 => {
+                let Some(queue) = c.label("queue") else { continue };
+                let lossless_prio = unicast_queue(queue).and_then(|i| {
+                    opts.intent.as_ref().and_then(|t| t.lossless_queues.get(&i).map(|p| (*p, &t.source)))
+                });
+                if let Some((p, source)) = lossless_prio {
+                    let mut ev = vec![
+                        format!("queue drops +{} {window}", thousands(d)),
+                        format!("{source}: queue {queue} carries priority {p}, declared lossless"),
+                    ];
+                    for dir in ["rx", "tx"] {
+                        if let Some(f) = pfc_delta(port, p, dir) {
+                            ev.push(format!("PFC{p} {dir} frames on {port} +{}", thousands(f)));
                         }
-                        out.push(f("lossless-drops", Severity::Error, sw, format!("{port} {queue}"), format!("{} packets dropped on queue {queue}, which carries lossless priority {p}: a lossless class must never drop", thousands(d)), ev, "PFC did not hold the senders back: check that PFC is enabled for this priority on the port (PORT_QOS_MAP pfc_enable) and its peer, that the DSCP maps this traffic to the priority, and that the headroom covers the cable (rocelab lint checks it)"));
-                    } else {
-                        out.push(f("switch-drops", Severity::Warning, sw, format!("{port} {queue}"), format!("{} packets dropped on egress queue {queue}", thousands(d)), vec![format!("queue drops +{} {window}", thousands(d))], "drops on the RoCE queue mean PFC did not hold the sender back (headroom, PFC not enabled on that priority); on other queues they are ordinary congestion"));
                     }
-                }
-                _ => {}
-            }
-        }
-        for (port, rc) in &data.roce {
-            let Some(rp) = prev.roce.get(port) else { continue };
-            for dir in ["rx", "tx"] {
-                let sfx = format!("{dir}-pfc-stats/pause-packets");
-                if let (Some(a), Some(b)) = (rp.sum_suffix(&sfx), rc.sum_suffix(&sfx)) {
-                    if b > a {
-                        fabric_pauses.push(((b - a) as u64, format!("{sw} {port} {dir}")));
-                    }
+                    out.push(f("lossless-drops", Severity::Error, sw, format!("{port} {queue}"), format!("{} packets dropped on queue {queue}, which carries lossless priority {p}: a lossless class must never drop", thousands(d)), ev, "PFC did not hold the senders back: check that PFC is enabled for this priority on the port (PORT_QOS_MAP pfc_enable) and its peer, that the DSCP maps this traffic to the priority, and that the headroom covers the cable (rocelab lint checks it)"));
+                } else {
+                    out.push(f("switch-drops", Severity::Warning, sw, format!("{port} {queue}"), format!("{} packets dropped on egress queue {queue}", thousands(d)), vec![format!("queue drops +{} {window}", thousands(d))], "drops on the RoCE queue mean PFC did not hold the sender back (headroom, PFC not enabled on that priority); on other queues they are ordinary congestion"));
                 }
             }
-            if let (Some(a), Some(b)) = (rp.sum_suffix("ecn-marked-packets"), rc.sum_suffix("ecn-marked-packets")) {
-                *fabric_ecn = Some(fabric_ecn.unwrap_or(0) + (b - a).max(0.0) as u64);
-            }
-            if let (Some(a), Some(b)) = (rp.sum_suffix("no-buffer-discard"), rc.sum_suffix("no-buffer-discard")) {
-                if b > a {
-                    let d = (b - a) as u64;
-                    let declared =
-                        opts.intent.as_ref().filter(|t| t.lossless_queues.values().any(|p| *p == opts.roce_priority));
-                    if let Some(t) = declared {
-                        out.push(f("lossless-drops", Severity::Error, sw, port.clone(), format!("{} RoCE packets discarded for lack of buffer on lossless priority {}: a lossless class must never drop", thousands(d), opts.roce_priority), vec![format!("no-buffer-discard +{} {window}", thousands(d)), format!("{}: priority {} declared lossless", t.source, opts.roce_priority)], "PFC did not hold the senders back: check PFC on this priority at both ends of the port and that the headroom covers the cable"));
-                        continue;
-                    }
-                    out.push(f(
-                        "switch-drops",
-                        Severity::Warning,
-                        sw,
-                        port.clone(),
-                        format!("{} RoCE packets discarded for lack of buffer", thousands(d)),
-                        vec![format!("no-buffer-discard +{} {window}", thousands(d))],
-                        "a lossless RoCE class should not discard: check PFC and headroom on this port",
-                    ));
-                }
-            }
-        }
-        for (port, wd) in &data.pfc_watchdog {
-            let before = prev.pfc_watchdog.get(port).map(|p| p.deadlock_count()).unwrap_or(0);
-            let grew = wd.deadlock_count().saturating_sub(before);
-            if wd.deadlocked() || grew > 0 {
-                out.push(f("pfc-storm", Severity::Error, sw, port.clone(), format!("the PFC watchdog reports {} (deadlock count +{grew})", if wd.deadlocked() { "DEADLOCK" } else { "recovered storms" }), vec![format!("nv show interface {port} qos pfc-watchdog: deadlock-count {}", wd.deadlock_count())], "a storm reached the switch: find the port that keeps sending pauses (a stalled host) and the cyclic buffer dependency, if any"));
-            }
+            _ => {}
         }
     }
 }
 
-fn rates(first: &Snapshot, last: &Snapshot, secs: f64, roce_priority: u8) -> (Vec<Rate>, Vec<Rate>) {
-    let a: MetricSet = metrics::from_snapshot(first, roce_priority);
-    let b: MetricSet = metrics::from_snapshot(last, roce_priority);
+/// Which end of a link a PFC counter is on: the words of a finding differ, not the rule.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Nic,
+    Switch,
+}
+
+/// `pfc-storm`, `pause-ratio` and `pause-flood` on the normalized samples of one node (a
+/// host's NICs or a switch): per port, priority and direction, the paused share of the
+/// window where the source counts paused time, and the frame rate where it does not or its
+/// duration counter went down (reset).
+#[allow(clippy::too_many_arguments)]
+fn pfc_rules(
+    w: &mut Window,
+    node: &str,
+    side: Side,
+    prev: &[metrics::Sample],
+    cur: &[metrics::Sample],
+    th: &Thresholds,
+    out: &mut Vec<Finding>,
+    fabric_pauses: &mut Vec<(u64, String)>,
+) {
+    let secs = w.interval_s;
+    let window = format!("over {secs:.1} s");
+    // (port, priority, direction) -> [frames, paused µs] before and now.
+    type Pair = [Option<u64>; 2];
+    let mut series: BTreeMap<(String, String, String), (Pair, Pair)> = BTreeMap::new();
+    for (k, set) in [prev, cur].into_iter().enumerate() {
+        for c in set.iter().filter(|c| c.label("node") == Some(node)) {
+            let slot = match c.name {
+                metrics::PFC_PAUSE_FRAMES_TOTAL => 0,
+                metrics::PFC_PAUSED_SECONDS_TOTAL => 1,
+                _ => continue,
+            };
+            let key = (
+                c.label("port").unwrap_or("").to_string(),
+                c.label("priority").unwrap_or("").to_string(),
+                c.label("direction").unwrap_or("").to_string(),
+            );
+            let v = if slot == 1 { c.value * 1e6 } else { c.value };
+            let e = series.entry(key).or_insert(([None; 2], [None; 2]));
+            let pair = if k == 0 { &mut e.0 } else { &mut e.1 };
+            pair[slot] = Some(v.round().max(0.0) as u64);
+        }
+    }
+    for ((port, p, dir), (a, b)) in series {
+        // The source's own counter names in evidence and resets: `rx_prio3_pause` on a NIC.
+        let (frames_name, dur_name) = match side {
+            Side::Nic => (format!("{dir}_prio{p}_pause"), format!("{dir}_prio{p}_pause_duration")),
+            Side::Switch => (format!("PFC{p} {dir} pause frames"), format!("PFC{p} {dir} pause duration")),
+        };
+        let at = if side == Side::Nic { port.clone() } else { format!("{node} {port}") };
+        let frames = w.d(format!("{at} {frames_name}"), a[0], b[0]);
+        let dur_us = w.d(format!("{at} {dur_name}"), a[1], b[1]);
+        let subject = format!("{port} priority {p} {dir}");
+        if let Some(fr) = frames.filter(|v| *v > 0) {
+            fabric_pauses.push((fr, format!("{node} {subject}")));
+        }
+        let Some(dur) = dur_us else {
+            // No duration (missing or reset): the frame rate alone can still show a flood.
+            if let Some(fr) = frames {
+                let why = if b[1].is_some() {
+                    "the pause-duration counter went down (reset) in the window"
+                } else {
+                    "no pause-duration counter in this source"
+                };
+                pause_flood(out, th, node, subject, fr, secs, why);
+            }
+            continue;
+        };
+        let ratio = dur as f64 / (secs * 1e6);
+        let meaning = match (side, dir.as_str()) {
+            (Side::Nic, "rx") => "the switch paused this NIC (fabric congestion toward its destinations)",
+            (Side::Nic, _) => "this NIC paused the switch (the host cannot absorb what it receives)",
+            (Side::Switch, "rx") => {
+                "the device behind this port paused the switch (it cannot absorb what the switch sends)"
+            }
+            (Side::Switch, _) => {
+                "the switch paused the device behind this port (congestion inside the switch toward its destinations)"
+            }
+        };
+        let ev = vec![
+            format!("{dur_name} +{} µs {window}", thousands(dur)),
+            format!("{frames_name} +{}", frames.map(thousands).unwrap_or_else(|| "?".into())),
+        ];
+        if ratio >= th.storm_ratio {
+            out.push(f("pfc-storm", Severity::Error, node, subject, format!("paused {} of the window: {meaning}", pct(ratio.min(1.0))), ev, "a port paused most of the time is a PFC storm: look for a stalled receiver (hung GPU job, NIC out of buffer) or a deadlock; check the PFC watchdog"));
+        } else if ratio >= th.pause_ratio {
+            out.push(f("pause-ratio", Severity::Warning, node, subject, format!("paused {} of the window (threshold {}): {meaning}", pct(ratio), pct(th.pause_ratio)), ev, "sustained pausing means DCQCN is not keeping queues below the PFC threshold: check ECN marking (Kmin/Kmax) and the NP/RP enables"));
+        }
+    }
+}
+
+fn rates(first: &Snapshot, last: &Snapshot, secs: f64) -> (Vec<Rate>, Vec<Rate>) {
+    let a: MetricSet = metrics::from_snapshot(first);
+    let b: MetricSet = metrics::from_snapshot(last);
     let mut out = Vec::new();
     for s in b.iter() {
         if !metrics::is_counter(s.name) {

@@ -11,13 +11,13 @@
 //! <snapshot>/rdma/<dev>/<port>/hw_counters/<name>   one integer per file (sysfs layout)
 //! <snapshot>/rdma/<dev>/<port>/netdev       the port's netdev name
 //! <snapshot>/rdma-statistic.txt             `rdma statistic show` (fills missing hw_counters)
-//! <snapshot>/switch/<name>/<file>                   a registered switch source
-//!                                                    (`sources::SWITCH_SOURCES`: pfc-counters.txt
-//!                                                    = SONiC `show pfc counters`, queue-counters.txt
-//!                                                    = SONiC `show queue counters`, ...)
-//! <snapshot>/switch/<name>/pg-watermark-*.txt        SONiC `show priority-group watermark ..`
-//! <snapshot>/switch/<name>/roce-counters/<swp>.txt   Cumulus `nv show interface <swp> qos roce counters`
-//! <snapshot>/switch/<name>/pfc-watchdog/<swp>.txt    Cumulus `nv show interface <swp> qos pfc-watchdog`
+//! <snapshot>/switch/<name>/<path>           a registered switch source (`sources::SWITCH_SOURCES`):
+//!                                           pfc-counters.txt = SONiC `show pfc counters`,
+//!                                           queue-counters.txt, pfcwd-stats.txt,
+//!                                           pg-watermark-*.txt, roce-counters/<swp>.txt =
+//!                                           Cumulus `nv show interface <swp> qos roce
+//!                                           counters`, pfc-watchdog/<swp>.txt, ...; any other
+//!                                           file there is named in a note
 //! <snapshot>/nccl/<test>.txt                nccl-tests output (op from `Collective test
 //!                                           starting:` or the file name, e.g. all_reduce_perf.txt)
 //! <snapshot>/nccl-log/<name>                any job's NCCL_DEBUG=INFO log (NICs, GPU Direct RDMA,
@@ -91,12 +91,11 @@ pub struct RawRdmaPort {
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RawSwitch {
-    /// (file name, text) of every file a registered source reads ([`crate::sources`]).
+    /// (path inside `switch/<name>/`, text) of every file a registered source reads
+    /// ([`crate::sources`]).
     pub sources: Vec<(String, String)>,
-    /// (file name, text) of each watermark table.
-    pub pg_watermarks: Vec<(String, String)>,
-    pub roce_counters: BTreeMap<String, String>,
-    pub pfc_watchdog: BTreeMap<String, String>,
+    /// Files there that no source reads, named in a note rather than passed over.
+    pub unread: Vec<String>,
 }
 
 /// How to treat a source that does not parse.
@@ -110,7 +109,8 @@ pub enum Strictness {
 
 impl RawSnapshot {
     /// Parses every text; `base` names files in errors (`<base>/netdev/eth0/ethtool-S.txt:3`).
-    pub fn to_snapshot(&self, base: &Path, mode: Strictness) -> Result<Snapshot, ParseError> {
+    /// `roce_priority` labels switch counters of "the RoCE class" ([`crate::sources::Input`]).
+    pub fn to_snapshot(&self, base: &Path, mode: Strictness, roce_priority: u8) -> Result<Snapshot, ParseError> {
         let mut notes = self.meta.notes.clone();
         let mut handle = |res: Result<(), ParseError>| -> Result<(), ParseError> {
             match (res, mode) {
@@ -190,39 +190,18 @@ impl RawSnapshot {
         for (name, raw) in &self.switches {
             let dir = base.join("switch").join(name);
             let mut sw = SwitchData::default();
-            for (file, t) in &raw.sources {
-                let Some(src) = crate::sources::find(file) else { continue };
+            for (rel, t) in &raw.sources {
                 handle(
-                    crate::sources::read(src, t, name)
+                    crate::sources::read_path(rel, t, name, roce_priority)
                         .map(|v| sw.counters.extend(v))
-                        .map_err(|e| e.in_file(&dir.join(file))),
+                        .map_err(|e| e.in_file(&dir.join(rel))),
                 )?;
             }
-            for (file, t) in &raw.pg_watermarks {
-                handle(
-                    parse::sonic::parse_pg_watermark(t)
-                        .map(|mut v| {
-                            if file.contains("headroom") {
-                                v.pool = "headroom".into();
-                            }
-                            sw.pg_watermarks.push(v)
-                        })
-                        .map_err(|e| e.in_file(&dir.join(file))),
-                )?;
-            }
-            for (port, t) in &raw.roce_counters {
-                handle(
-                    parse::cumulus::parse_roce_counters(t)
-                        .map(|v| drop(sw.roce.insert(port.clone(), v)))
-                        .map_err(|e| e.in_file(&dir.join("roce-counters").join(format!("{port}.txt")))),
-                )?;
-            }
-            for (port, t) in &raw.pfc_watchdog {
-                handle(
-                    parse::cumulus::parse_pfc_watchdog(t)
-                        .map(|v| drop(sw.pfc_watchdog.insert(port.clone(), v)))
-                        .map_err(|e| e.in_file(&dir.join("pfc-watchdog").join(format!("{port}.txt")))),
-                )?;
+            for rel in &raw.unread {
+                warned.push(format!(
+                    "not read: {} (no switch source reads this file; docs/doctor.md lists them)",
+                    dir.join(rel).display()
+                ));
             }
             snap.switches.insert(name.clone(), sw);
         }
@@ -353,23 +332,16 @@ pub fn read_raw(dir: &Path) -> Result<RawSnapshot, DoctorError> {
     raw.rdma_statistic = read_text(&dir.join("rdma-statistic.txt"))?;
     for sw in subdirs(&dir.join("switch")) {
         let mut rs = RawSwitch::default();
-        for f in files(&sw) {
-            let n = name_of(&f);
-            if crate::sources::find(&n).is_some() {
-                if let Some(t) = read_text(&f)? {
-                    rs.sources.push((n, t));
-                }
-            } else if n.starts_with("pg-watermark") {
-                if let Some(t) = read_text(&f)? {
-                    rs.pg_watermarks.push((n, t));
-                }
-            }
+        // The switch's own files, then one level of per-port directories.
+        let mut rels: Vec<(String, PathBuf)> = files(&sw).into_iter().map(|f| (name_of(&f), f)).collect();
+        for sub in subdirs(&sw) {
+            rels.extend(files(&sub).into_iter().map(|f| (format!("{}/{}", name_of(&sub), name_of(&f)), f)));
         }
-        for (sub, map) in [("roce-counters", &mut rs.roce_counters), ("pfc-watchdog", &mut rs.pfc_watchdog)] {
-            for f in files(&sw.join(sub)) {
-                if let Some(t) = read_text(&f)? {
-                    map.insert(stem_of(&f), t);
-                }
+        for (rel, f) in rels {
+            if crate::sources::find(&rel).is_none() {
+                rs.unread.push(rel);
+            } else if let Some(t) = read_text(&f)? {
+                rs.sources.push((rel, t));
             }
         }
         raw.switches.insert(name_of(&sw), rs);
@@ -445,8 +417,8 @@ pub fn write_raw(dir: &Path, raw: &RawSnapshot) -> std::io::Result<()> {
 }
 
 /// Reads one snapshot directory and parses it strictly.
-pub fn read_snapshot(dir: &Path) -> Result<Snapshot, DoctorError> {
-    Ok(read_raw(dir)?.to_snapshot(dir, Strictness::Strict)?)
+pub fn read_snapshot(dir: &Path, roce_priority: u8) -> Result<Snapshot, DoctorError> {
+    Ok(read_raw(dir)?.to_snapshot(dir, Strictness::Strict, roce_priority)?)
 }
 
 /// What one command-line argument held: its snapshots, and what was passed over.
@@ -458,22 +430,23 @@ pub struct Dump {
 }
 
 /// Loads every snapshot a command-line argument names: a snapshot directory, a directory of
-/// snapshot directories, or a `.tar.gz` of either.
-pub fn load_dump(path: &Path) -> Result<Dump, DoctorError> {
+/// snapshot directories, or a `.tar.gz` of either. `roce_priority` as in
+/// [`RawSnapshot::to_snapshot`].
+pub fn load_dump(path: &Path, roce_priority: u8) -> Result<Dump, DoctorError> {
     let name = name_of(path);
     if path.is_file() && (name.ends_with(".tar.gz") || name.ends_with(".tgz")) {
-        return load_tarball(path);
+        return load_tarball(path, roce_priority);
     }
     if !path.is_dir() {
         return Err(DoctorError::Invalid(format!("{}: not a dump directory or .tar.gz", path.display())));
     }
     if path.join("meta.json").is_file() {
-        return Ok(Dump { snapshots: vec![read_snapshot(path)?], skipped: Vec::new() });
+        return Ok(Dump { snapshots: vec![read_snapshot(path, roce_priority)?], skipped: Vec::new() });
     }
     let mut out = Dump::default();
     for d in subdirs(path) {
         if d.join("meta.json").is_file() {
-            out.snapshots.push(read_snapshot(&d)?);
+            out.snapshots.push(read_snapshot(&d, roce_priority)?);
         } else {
             let why = if name_of(&d).ends_with(".partial") {
                 "an unfinished snapshot (collect was interrupted)"
@@ -496,7 +469,7 @@ pub fn load_dump(path: &Path) -> Result<Dump, DoctorError> {
     Ok(out)
 }
 
-fn load_tarball(path: &Path) -> Result<Dump, DoctorError> {
+fn load_tarball(path: &Path, roce_priority: u8) -> Result<Dump, DoctorError> {
     static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let tmp = std::env::temp_dir().join(format!(
         "rocelab-doctor-{}-{}",
@@ -509,7 +482,7 @@ fn load_tarball(path: &Path) -> Result<Dump, DoctorError> {
         // `tar -C dir .` (what collect writes) or a tarball of one top directory.
         let top = subdirs(&tmp);
         let root = if top.len() == 1 && !top[0].join("meta.json").is_file() { top[0].clone() } else { tmp.clone() };
-        let mut dump = load_dump(&root)?;
+        let mut dump = load_dump(&root, roce_priority)?;
         let (tmp_s, path_s) = (tmp.display().to_string(), path.display().to_string());
         for s in &mut dump.snapshots {
             s.origin = s.origin.replace(&tmp_s, &path_s);

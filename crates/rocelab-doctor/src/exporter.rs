@@ -80,7 +80,7 @@ fn collect_page(opts: &CollectOptions, roce_priority: u8) -> (String, usize) {
         ));
     }
     let raw = collect_raw(opts, &ports);
-    let snap = match raw.to_snapshot(Path::new("live"), Strictness::Lenient) {
+    let snap = match raw.to_snapshot(Path::new("live"), Strictness::Lenient, roce_priority) {
         Ok(s) => s,
         Err(e) => {
             head.push_str(&format!("# rocelab: {}\n", one_line(&e.to_string())));
@@ -90,7 +90,7 @@ fn collect_page(opts: &CollectOptions, roce_priority: u8) -> (String, usize) {
     for n in &snap.notes {
         head.push_str(&format!("# rocelab: {}\n", one_line(n)));
     }
-    (head + &crate::metrics::from_snapshot(&snap, roce_priority).to_prometheus(), raw.tool_errors)
+    (head + &crate::metrics::from_snapshot(&snap).to_prometheus(), raw.tool_errors)
 }
 
 /// A note as one comment line, with no control character a `curl` to a terminal would run.

@@ -20,12 +20,14 @@
 //!
 //! * `parse`     — one module per real format (`ethtool -S`/`-i`, RDMA `hw_counters` and
 //!   `rdma statistic show`, `mlnx_qos -i`, host sysfs QoS/ECN/DCQCN files, nccl-tests, SONiC
-//!   `show pfc counters` / `show queue counters` / `show priority-group watermark`, Cumulus
-//!   `nv show interface .. qos roce counters`). Every parser is total: malformed input is a
+//!   `show pfc counters` / `show queue counters` / `show pfcwd stats` / `show priority-group
+//!   watermark`, Cumulus `nv show interface .. qos roce counters` / `qos pfc-watchdog`,
+//!   Arista EOS `show interfaces counters queue detail`). Every parser is total: malformed input is a
 //!   [`ParseError`] carrying its line number, never a panic (`tests/fuzz.rs` checks that).
 //! * `sources`   — the switch counter sources (file, command, parser) and the one normalized
-//!   counter model (samples of the metric schema) they fill; a new source is a parser and
-//!   one registry line.
+//!   counter model (samples of the metric schema) they fill, as the NIC counters do through
+//!   `metrics`; the switch rules and the PFC rules of NICs and switches read only that model.
+//!   A new source is a parser and one registry line.
 //! * `snapshot`  — the typed result of one collection; `dump` reads and writes its on-disk
 //!   layout (documented in `docs/collect.md`), which is just the raw tool outputs and sysfs
 //!   files, so a dump made by hand with `ethtool -S eth0 > ...` works too.

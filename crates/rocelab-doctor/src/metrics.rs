@@ -18,6 +18,7 @@ use std::fmt::Write;
 pub const PFC_PAUSE_FRAMES_TOTAL: &str = "rocelab_pfc_pause_frames_total";
 pub const PFC_PAUSED_SECONDS_TOTAL: &str = "rocelab_pfc_paused_seconds_total";
 pub const PFC_STORM_EVENTS_TOTAL: &str = "rocelab_pfc_storm_events_total";
+pub const PFC_WATCHDOG_STORMED: &str = "rocelab_pfc_watchdog_stormed";
 pub const ECN_MARKED_PACKETS_TOTAL: &str = "rocelab_ecn_marked_packets_total";
 pub const CNP_SENT_TOTAL: &str = "rocelab_cnp_sent_total";
 pub const CNP_RECEIVED_TOTAL: &str = "rocelab_cnp_received_total";
@@ -45,6 +46,11 @@ pub const CATALOG: &[(&str, &str, &str)] = &[
     (PFC_PAUSE_FRAMES_TOTAL, "counter", "PFC pause frames by priority and direction."),
     (PFC_PAUSED_SECONDS_TOTAL, "counter", "Time paused by PFC, by priority and direction."),
     (PFC_STORM_EVENTS_TOTAL, "counter", "PFC storm / deadlock detections (NIC storm guard, switch watchdog)."),
+    (
+        PFC_WATCHDOG_STORMED,
+        "gauge",
+        "1 while a switch's PFC watchdog holds the port and priority in a storm (SONiC stormed, Cumulus DEADLOCK).",
+    ),
     (RETRANSMITTED_PACKETS_TOTAL, "counter", "RoCE retransmission and out-of-sequence events by source counter."),
 ];
 
@@ -179,9 +185,9 @@ impl MetricSet {
 const RETRANS_COUNTERS: &[&str] =
     &["duplicate_request", "implied_nak_seq_err", "local_ack_timeout_err", "out_of_sequence", "packet_seq_err"];
 
-/// Maps a snapshot's counters onto the schema. `roce_priority` labels switch-side RoCE
-/// counters that do not name their priority (Cumulus `qos roce counters`).
-pub fn from_snapshot(snap: &Snapshot, roce_priority: u8) -> MetricSet {
+/// Maps a snapshot's counters onto the schema: the NIC side here, the switch side as its
+/// sources read it ([`crate::sources`]).
+pub fn from_snapshot(snap: &Snapshot) -> MetricSet {
     let mut m = MetricSet::default();
     let node = snap.host.as_str();
     for (port, nd) in &snap.netdevs {
@@ -204,6 +210,24 @@ pub fn from_snapshot(snap: &Snapshot, roce_priority: u8) -> MetricSet {
                     m.push(Sample::new(
                         PFC_STORM_EVENTS_TOTAL,
                         &[("node", node), ("port", port), ("kind", kind)],
+                        v as f64,
+                    ));
+                }
+            }
+            // Per traffic class (mlx5 `en_stats.c`, per-TC congestion group): receive-buffer
+            // discards, WRED discards and ECN marks made by the NIC, on queue = the index.
+            for p in 0u8..8 {
+                let q = p.to_string();
+                for (c, reason) in [("buf_discard", "buffer"), ("cong_discard", "wred")] {
+                    if let Some(v) = e.get(&format!("rx_prio{p}_{c}")) {
+                        let l = [("node", node), ("port", port), ("queue", q.as_str()), ("reason", reason)];
+                        m.push(Sample::new(DROPS_TOTAL, &l, v as f64));
+                    }
+                }
+                if let Some(v) = e.get(&format!("rx_prio{p}_marked")) {
+                    m.push(Sample::new(
+                        ECN_MARKED_PACKETS_TOTAL,
+                        &[("node", node), ("port", port), ("queue", &q)],
                         v as f64,
                     ));
                 }
@@ -268,83 +292,10 @@ pub fn from_snapshot(snap: &Snapshot, roce_priority: u8) -> MetricSet {
             m.push(Sample::new(DROPS_TOTAL, &[("node", node), ("port", port), ("reason", "no_wqe")], v as f64));
         }
     }
-    for (sw, data) in &snap.switches {
-        let sw = sw.as_str();
-        // Registered sources are already in the schema, labelled with this switch.
+    // Switch sources are already in the schema, labelled with their switch.
+    for data in snap.switches.values() {
         for c in &data.counters {
             m.push(c.clone());
-        }
-        for wm in &data.pg_watermarks {
-            for (port, vals) in &wm.ports {
-                for (pg, v) in vals.iter().enumerate() {
-                    if let Some(v) = v {
-                        let pg = format!("PG{pg}");
-                        m.push(Sample::new(
-                            BUFFER_OCCUPANCY_BYTES,
-                            &[
-                                ("node", sw),
-                                ("port", port),
-                                ("priority_group", &pg),
-                                ("pool", &wm.pool),
-                                ("stat", "peak"),
-                            ],
-                            *v as f64,
-                        ));
-                    }
-                }
-            }
-        }
-        let prio = roce_priority.to_string();
-        for (port, rc) in &data.roce {
-            for dir in ["rx", "tx"] {
-                let l = [("node", sw), ("port", port.as_str()), ("priority", prio.as_str()), ("direction", dir)];
-                if let Some(v) = rc.sum_suffix(&format!("{dir}-pfc-stats/pause-packets")) {
-                    m.push(Sample::new(PFC_PAUSE_FRAMES_TOTAL, &l, v));
-                }
-                if let Some(v) = rc.sum_suffix(&format!("{dir}-pfc-stats/pause-duration")) {
-                    m.push(Sample::new(PFC_PAUSED_SECONDS_TOTAL, &l, v / 1e6));
-                }
-            }
-            if let Some(v) = rc.sum_suffix("ecn-marked-packets") {
-                m.push(Sample::new(ECN_MARKED_PACKETS_TOTAL, &[("node", sw), ("port", port), ("queue", &prio)], v));
-            }
-            if let Some(v) = rc.sum_suffix("no-buffer-discard") {
-                m.push(Sample::new(
-                    DROPS_TOTAL,
-                    &[("node", sw), ("port", port), ("queue", &prio), ("reason", "buffer")],
-                    v,
-                ));
-            }
-            if let Some(v) = rc.sum_suffix("rx-roce-stats/pg-max-usage") {
-                m.push(Sample::new(
-                    BUFFER_OCCUPANCY_BYTES,
-                    &[
-                        ("node", sw),
-                        ("port", port),
-                        ("priority_group", &format!("PG{prio}")),
-                        ("pool", "shared"),
-                        ("stat", "peak"),
-                    ],
-                    v,
-                ));
-            }
-            if let Some(v) = rc.sum_suffix("tx-roce-stats/tc-max-usage") {
-                m.push(Sample::new(
-                    BUFFER_OCCUPANCY_BYTES,
-                    &[("node", sw), ("port", port), ("queue", &prio), ("pool", "egress"), ("stat", "peak")],
-                    v,
-                ));
-            }
-        }
-        for (port, wd) in &data.pfc_watchdog {
-            for (section, (_, count)) in &wd.entries {
-                let p = section.rsplit('/').next().filter(|s| s.parse::<u8>().is_ok()).unwrap_or(&prio);
-                m.add(Sample::new(
-                    PFC_STORM_EVENTS_TOTAL,
-                    &[("node", sw), ("port", port), ("priority", p), ("kind", "deadlock")],
-                    *count as f64,
-                ));
-            }
         }
     }
     for run in &snap.nccl {

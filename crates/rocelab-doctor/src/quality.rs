@@ -189,7 +189,7 @@ pub fn scrub(first: &mut Snapshot, last: &mut Snapshot, secs: f64) -> Vec<DataPr
             p.counters.retain(|k, _| !bad.contains(k));
         }
     }
-    // Switch side: SONiC PFC and queue counters, Cumulus RoCE counters (speed unknown).
+    // Switch side: every source's counters in the normalized model (speed unknown).
     let switches: Vec<String> = last.switches.keys().cloned().collect();
     for sw in &switches {
         let Some(prev) = first.switches.get(sw).cloned() else { continue };
@@ -204,7 +204,10 @@ pub fn scrub(first: &mut Snapshot, last: &mut Snapshot, secs: f64) -> Vec<DataPr
             let series = c.series();
             let a = before.get(&series).copied().unwrap_or(0.0);
             let label = counter_label(c);
-            if let Some(m) = implausible(&label, a.max(0.0) as u64, c.value.max(0.0) as u64, secs, None) {
+            // Paused time is checked in microseconds, the unit its bound is in.
+            let scale = if c.name == crate::metrics::PFC_PAUSED_SECONDS_TOTAL { 1e6 } else { 1.0 };
+            let (a, b) = ((a * scale).round().max(0.0) as u64, (c.value * scale).round().max(0.0) as u64);
+            if let Some(m) = implausible(&label, a, b, secs, None) {
                 out.push(DataProblem {
                     node: sw.clone(),
                     subject: c.label("port").unwrap_or("").to_string(),
@@ -216,27 +219,6 @@ pub fn scrub(first: &mut Snapshot, last: &mut Snapshot, secs: f64) -> Vec<DataPr
         cur.counters.retain(|c| !bad_series.contains(&c.series()));
         if let Some(p) = first.switches.get_mut(sw) {
             p.counters.retain(|c| !bad_series.contains(&c.series()));
-        }
-        // Cumulus RoCE counters (watermarks are gauges and not checked).
-        for (port, rc) in cur.roce.iter_mut() {
-            let before = prev.roce.get(port);
-            let mut bad = Vec::new();
-            for (k, v) in &rc.values {
-                if !(k.contains("duration") || k.ends_with("packets") || k.ends_with("discard")) {
-                    continue;
-                }
-                let a = before.and_then(|b| b.values.get(k)).copied().unwrap_or(0.0);
-                if let Some(m) = implausible(k, a.max(0.0) as u64, v.max(0.0) as u64, secs, None) {
-                    out.push(DataProblem { node: sw.clone(), subject: port.clone(), message: m });
-                    bad.push(k.clone());
-                }
-            }
-            for k in bad {
-                rc.values.remove(&k);
-                if let Some(p) = first.switches.get_mut(sw).and_then(|s| s.roce.get_mut(port)) {
-                    p.values.remove(&k);
-                }
-            }
         }
     }
     out

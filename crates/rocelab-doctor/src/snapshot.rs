@@ -4,12 +4,10 @@
 //! the host, a dump made by hand without `mlnx_qos`), the field is `None` and the rules that
 //! need it stay silent rather than guess.
 
-use crate::parse::cumulus::{PfcWatchdog, RoceCounters};
 use crate::parse::ethtool::{DriverInfo, EthtoolStats};
 use crate::parse::mlnx_qos::MlnxQos;
 use crate::parse::nccl::NcclRun;
 use crate::parse::rdma::Counters;
-use crate::parse::sonic::PgWatermarks;
 use crate::parse::sysfs::HostSysfs;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -63,16 +61,14 @@ impl RdmaPort {
     }
 }
 
-/// Switch outputs saved in a dump by hand or by automation (`switch/<name>/...`).
+/// Switch outputs saved in a dump by hand or by automation (`switch/<name>/...`), whatever
+/// the vendor: only the normalized model ([`crate::sources`]).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct SwitchData {
-    /// Counters of every registered source ([`crate::sources`]) in the shared metric schema:
-    /// PFC frames, queue drops, ... labelled `node`, `port`, ...
+    /// Counters of every registered source in the shared metric schema: PFC frames and
+    /// paused time, queue drops, ECN marks, storm detections, watermarks, labelled `node`,
+    /// `port`, `priority`/`queue`, ...
     pub counters: Vec<crate::metrics::Sample>,
-    pub pg_watermarks: Vec<PgWatermarks>,
-    /// Cumulus: per port (`swp1`).
-    pub roce: BTreeMap<String, RoceCounters>,
-    pub pfc_watchdog: BTreeMap<String, PfcWatchdog>,
 }
 
 impl Netdev {

@@ -67,7 +67,7 @@ fn collect_writes_a_dump_the_doctor_reads() {
     let out = tmp("out");
     let path = write_snapshot(&out, &raw).unwrap();
     assert!(path.file_name().unwrap().to_string_lossy().starts_with("gpu01-20"));
-    let snaps = load_dump(&out).unwrap().snapshots;
+    let snaps = load_dump(&out, 3).unwrap().snapshots;
     assert_eq!(snaps.len(), 1);
     let s = &snaps[0];
     assert_eq!(s.host, "gpu01");
@@ -81,7 +81,7 @@ fn collect_writes_a_dump_the_doctor_reads() {
     // The same dump packed as .tar.gz reads the same.
     let tgz = out.with_extension("tar.gz");
     pack_tar_gz(&out, &tgz).unwrap();
-    let again = load_dump(&tgz).unwrap().snapshots;
+    let again = load_dump(&tgz, 3).unwrap().snapshots;
     assert_eq!(again.len(), 1);
     assert_eq!(again[0].rdma_ports, s.rdma_ports);
     assert_eq!(again[0].netdevs, s.netdevs);
@@ -109,10 +109,10 @@ fn malformed_dump_files_are_located_errors() {
     let text =
         std::fs::read_to_string(&f).unwrap().replace("     rx_prio3_pause: 41927", "     rx_prio3_pause: 41x927");
     std::fs::write(&f, text).unwrap();
-    let e = load_dump(&dst).unwrap_err().to_string();
+    let e = load_dump(&dst, 3).unwrap_err().to_string();
     assert!(e.contains("ethtool-S.txt:") && e.contains("rx_prio3_pause"), "{e}");
     std::fs::write(dst.join("snap/meta.json"), "{\"host\": \"x\",\n \"taken_at_unix_ms\": \"soon\"}").unwrap();
-    let e = load_dump(&dst).unwrap_err().to_string();
+    let e = load_dump(&dst, 3).unwrap_err().to_string();
     assert!(e.contains("meta.json:2"), "{e}");
     std::fs::remove_dir_all(&dst).unwrap();
 }
@@ -171,7 +171,7 @@ fn tarballs_are_read_without_the_system_tar_and_cannot_escape() {
         b.append(&h, &body[..]).unwrap();
         b.into_inner().unwrap().finish().unwrap();
     }
-    let dump = load_dump(&tgz).unwrap();
+    let dump = load_dump(&tgz, 3).unwrap();
     assert_eq!(dump.snapshots.len(), 2);
     assert!(dump.snapshots[0].origin.starts_with(&tgz.display().to_string()), "{}", dump.snapshots[0].origin);
     let t = std::env::temp_dir();
@@ -180,7 +180,7 @@ fn tarballs_are_read_without_the_system_tar_and_cannot_escape() {
     }
     // Not a gzip file: a located error, not a panic.
     std::fs::write(dir.join("bad.tar.gz"), b"plain text").unwrap();
-    let e = load_dump(&dir.join("bad.tar.gz")).unwrap_err().to_string();
+    let e = load_dump(&dir.join("bad.tar.gz"), 3).unwrap_err().to_string();
     assert!(e.contains("cannot unpack"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 fn run_with(scenario: &str, opts: &Options) -> Diagnosis {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dumps").join(scenario);
-    let snaps = load_dump(&p).unwrap_or_else(|e| panic!("{scenario}: {e}")).snapshots;
+    let snaps = load_dump(&p, 3).unwrap_or_else(|e| panic!("{scenario}: {e}")).snapshots;
     diagnose(snaps, opts)
 }
 
@@ -160,10 +160,10 @@ fn busbw_against_the_line_rate() {
 fn busbw_low_with_network_trouble_points_at_the_network() {
     let opts = Options { node_net_gbps: Some(3200.0), roce_priority: 3, ..Options::default() };
     let base = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dumps");
-    let mut snaps = load_dump(&base.join("busbw-low")).unwrap().snapshots;
+    let mut snaps = load_dump(&base.join("busbw-low"), 3).unwrap().snapshots;
     snaps.retain(|s| s.host == "gpu02");
-    snaps.extend(load_dump(&base.join("pfc-storm")).unwrap().snapshots);
-    let nccl = load_dump(&base.join("busbw-low")).unwrap().snapshots.into_iter().flat_map(|s| s.nccl).collect();
+    snaps.extend(load_dump(&base.join("pfc-storm"), 3).unwrap().snapshots);
+    let nccl = load_dump(&base.join("busbw-low"), 3).unwrap().snapshots.into_iter().flat_map(|s| s.nccl).collect();
     let d = diagnose(snaps, &Options { extra_nccl: nccl, ..opts });
     assert!(has(&d, "busbw-low", Severity::Error), "{:?}", codes(&d));
     assert!(d.verdict.as_deref().unwrap().contains("likely the network"), "{:?}", d.verdict);
@@ -284,8 +284,11 @@ fn cumulus_watchdog_deadlock_and_discards() {
     let d = run("cumulus-deadlock");
     assert_eq!(codes(&d), vec![("pfc-storm", Severity::Error), ("switch-drops", Severity::Warning)]);
     assert_eq!((d.findings[0].node.as_str(), d.findings[0].subject.as_str()), ("leaf2", "swp1"));
-    assert!(d.findings[0].message.contains("DEADLOCK"), "{}", d.findings[0].message);
-    assert!(d.findings[1].message.starts_with("120 RoCE packets discarded"), "{}", d.findings[1].message);
+    assert!(d.findings[0].message.contains("1 deadlock(s) on priority 3"), "{}", d.findings[0].message);
+    // The RoCE class's discards (tx-roce-stats), on the RoCE queue, read through the
+    // normalized model like any other source's queue drops.
+    assert_eq!(d.findings[1].subject, "swp1 3");
+    assert!(d.findings[1].message.starts_with("120 packets dropped on egress queue 3"), "{}", d.findings[1].message);
     let d = run("cumulus-deadlock-ok");
     assert!(d.findings.is_empty(), "{:?}", codes(&d));
 }
@@ -293,7 +296,7 @@ fn cumulus_watchdog_deadlock_and_discards() {
 #[test]
 fn a_counter_that_went_down_is_a_reset_not_a_finding() {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dumps/retransmissions");
-    let mut snaps = load_dump(&p).unwrap().snapshots;
+    let mut snaps = load_dump(&p, 3).unwrap().snapshots;
     snaps.sort_by_key(|s| s.taken_at_unix_ms);
     // The driver was reloaded between the snapshots: out_of_sequence restarted from zero.
     snaps[1].rdma_ports.get_mut("mlx5_0/1").unwrap().counters.insert("out_of_sequence".into(), 4);
@@ -403,8 +406,9 @@ fn impossible_counters_are_corrupt_data_not_findings() {
     assert!(h.contains("no findings in the data that could be used"), "{h}");
     assert!(h.contains(", 2 data problem(s)"), "{h}");
     // A duration above the window that is not near 2^64 is caught by the window bound.
-    let mut snaps =
-        load_dump(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dumps/healthy")).unwrap().snapshots;
+    let mut snaps = load_dump(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dumps/healthy"), 3)
+        .unwrap()
+        .snapshots;
     snaps.sort_by_key(|s| s.taken_at_unix_ms);
     let e = snaps[1].netdevs.get_mut("ens3np0").unwrap().ethtool.as_mut().unwrap();
     e.counters.insert("rx_prio3_pause_duration".into(), 90_000_000);
@@ -427,7 +431,7 @@ fn a_second_snapshot_cut_short_or_missing_is_said() {
     );
     assert!(d.notes.iter().any(|n| n.contains("ethtool-S.txt: line") && n.contains("is cut short")), "{:?}", d.notes);
     // The same cut in the first snapshot is said from the other side.
-    let mut snaps = load_dump(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dumps/pause-ratio"))
+    let mut snaps = load_dump(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dumps/pause-ratio"), 3)
         .unwrap()
         .snapshots;
     snaps.sort_by_key(|s| s.taken_at_unix_ms);
@@ -453,7 +457,7 @@ fn a_second_snapshot_cut_short_or_missing_is_said() {
 #[test]
 fn a_directory_without_meta_json_is_reported() {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dumps/no-meta");
-    let dump = load_dump(&p).unwrap();
+    let dump = load_dump(&p, 3).unwrap();
     assert_eq!(dump.snapshots.len(), 2);
     assert_eq!(dump.skipped.len(), 1);
     assert!(dump.skipped[0].subject.ends_with("gpu01-1796204587000"), "{:?}", dump.skipped);
@@ -545,15 +549,19 @@ fn nccl_over_sockets_is_an_error() {
 #[test]
 fn corrupt_switch_counters_are_data_problems_too() {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dumps/cumulus-deadlock-ok");
-    let mut snaps = load_dump(&p).unwrap().snapshots;
+    let mut snaps = load_dump(&p, 3).unwrap().snapshots;
     snaps.sort_by_key(|s| s.taken_at_unix_ms);
-    let rc = snaps[1].switches.get_mut("leaf2").unwrap().roce.get_mut("swp1").unwrap();
-    let key = rc.values.keys().find(|k| k.ends_with("no-buffer-discard")).unwrap().clone();
-    rc.values.insert(key, 1.8e19);
+    // The Cumulus RoCE discards, as the normalized model holds them.
+    let counters = &mut snaps[1].switches.get_mut("leaf2").unwrap().counters;
+    let drops =
+        counters.iter_mut().find(|c| c.name == "rocelab_drops_total" && c.label("port") == Some("swp1")).unwrap();
+    drops.value = 1.8e19;
     let d = diagnose(snaps, &Options::default());
     assert!(!has(&d, "switch-drops", Severity::Warning), "{:?}", codes(&d));
     assert!(
-        problems(&d).iter().any(|m| m.starts_with("leaf2 swp1:") && m.contains("no-buffer-discard")),
+        problems(&d)
+            .iter()
+            .any(|m| m.starts_with("leaf2 swp1:") && m.contains("3 Drop/pkts") && m.contains("near 2^64")),
         "{:?}",
         problems(&d)
     );

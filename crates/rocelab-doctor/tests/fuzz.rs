@@ -89,6 +89,19 @@ fn parsers() -> Vec<(&'static str, Parser)> {
         ("sonic pfcwd", |t| rocelab_doctor::parse::sonic_pfcwd::storm_samples(t).map(drop)),
         ("cumulus roce", |t| cumulus::parse_roce_counters(t).map(drop)),
         ("cumulus watchdog", |t| cumulus::parse_pfc_watchdog(t).map(drop)),
+        ("arista queue", |t| rocelab_doctor::parse::arista::queue_samples(t).map(drop)),
+        // Every registered switch source, as the dump reader calls it (all run; the first
+        // error is the one checked).
+        ("switch sources", |t| {
+            let mut first = Ok(());
+            for s in rocelab_doctor::sources::SWITCH_SOURCES {
+                let r = rocelab_doctor::sources::read_path(&s.path.replace('*', "x"), t, "leaf1", 3).map(drop);
+                if first.is_ok() {
+                    first = r;
+                }
+            }
+            first
+        }),
         ("meta.json", |t| rocelab_doctor::dump::parse_meta(t).map(drop)),
         ("nvidia-smi topo", |t| gpu::parse_topo(t).map(drop)),
         ("modules", |t| {

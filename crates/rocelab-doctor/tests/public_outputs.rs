@@ -109,7 +109,7 @@ fn large_nccl_logs_are_streamed() {
     big.push_str(&public("nccl-2node-tree.txt"));
     big.push_str("gpu01:41000:41000 [0] NCCL WARN Call to ibv_modify_qp failed: Connection timed out\n");
     std::fs::write(snap.join("nccl").join("all_reduce_perf.txt"), &big).unwrap();
-    let dump = rocelab_doctor::dump::load_dump(&dir).unwrap();
+    let dump = rocelab_doctor::dump::load_dump(&dir, 3).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     let s = &dump.snapshots[0];
     assert_eq!(s.nccl.len(), 1);
@@ -120,8 +120,7 @@ fn large_nccl_logs_are_streamed() {
 }
 
 fn switch_snap(t_ms: u64, queues: &str, intent_drop: u64) -> Snapshot {
-    let src = rocelab_doctor::sources::find("queue-counters.txt").unwrap();
-    let mut q = rocelab_doctor::sources::read(src, queues, "leaf1").unwrap();
+    let mut q = rocelab_doctor::sources::read_path("queue-counters.txt", queues, "leaf1", 3).unwrap();
     for c in &mut q {
         if c.label("queue") == Some("UC3") {
             c.value += intent_drop as f64;
@@ -129,7 +128,7 @@ fn switch_snap(t_ms: u64, queues: &str, intent_drop: u64) -> Snapshot {
     }
     let mut s =
         Snapshot { host: "leaf1".into(), taken_at_unix_ms: t_ms, origin: "dump/leaf1".into(), ..Default::default() };
-    s.switches.insert("leaf1".into(), SwitchData { counters: q, ..Default::default() });
+    s.switches.insert("leaf1".into(), SwitchData { counters: q });
     s
 }
 
@@ -275,4 +274,111 @@ fn hints_quote_names_and_the_report_escapes_controls() {
     let text = rocelab_doctor::report::human(&d);
     assert!(!text.contains('\u{1b}'), "{text}");
     assert!(text.contains("\\x1b[2Jgpu01"), "{text}");
+}
+
+fn cumulus_snap(t_ms: u64, text: &str, roce_priority: u8) -> Snapshot {
+    let counters = rocelab_doctor::sources::read_path("roce-counters/swp16.txt", text, "leaf1", roce_priority).unwrap();
+    let mut s =
+        Snapshot { host: "leaf1".into(), taken_at_unix_ms: t_ms, origin: "dump/leaf1".into(), ..Default::default() };
+    s.switches.insert("leaf1".into(), SwitchData { counters });
+    s
+}
+
+#[test]
+fn cumulus_counters_as_published_fill_the_normalized_model() {
+    // NVIDIA's published `nv show interface swp16 qos roce counters` prints `applied` and
+    // `description` columns beside the value; the doctor used to refuse the file ("expected
+    // `number [unit]`"). Its RoCE discards are the RoCE class's own: the 55 non-RoCE rx
+    // discards belong to the lossy pool and are not the RoCE queue's.
+    let s = cumulus_snap(0, &public("cumulus-roce-counters-swp16.txt"), 3);
+    let v = |series: &str| {
+        let c = s.switches["leaf1"].counters.iter().find(|c| c.series() == series);
+        c.unwrap_or_else(|| panic!("{series} missing from {:#?}", s.switches["leaf1"].counters)).value
+    };
+    assert_eq!(
+        v("rocelab_drops_total{node=\"leaf1\",port=\"swp16\",queue=\"3\",reason=\"buffer\"}"),
+        663_060_754_115.0
+    );
+    assert_eq!(v("rocelab_ecn_marked_packets_total{node=\"leaf1\",port=\"swp16\",queue=\"3\"}"), 693_777_677_344.0);
+    assert_eq!(v("rocelab_pfc_pause_frames_total{node=\"leaf1\",port=\"swp16\",priority=\"3\",direction=\"tx\"}"), 0.0);
+    // 16.02 MB in NVUE's binary megabytes.
+    assert_eq!(
+        v("rocelab_buffer_occupancy_bytes{node=\"leaf1\",port=\"swp16\",queue=\"3\",pool=\"egress\",stat=\"peak\"}"),
+        16.02 * 1024.0 * 1024.0
+    );
+}
+
+#[test]
+fn cumulus_roce_discards_on_a_declared_lossless_queue_are_errors() {
+    // The published counters, then 91 more RoCE tx discards a minute later.
+    let text = public("cumulus-roce-counters-swp16.txt");
+    let later = text.replace("663060754115", "663060754206");
+    let snaps = |p: u8| vec![cumulus_snap(0, &text, p), cumulus_snap(60_000, &later, p)];
+    let d = diagnose(snaps(3), &Options { intent: Some(lossless_intent()), ..Options::default() });
+    assert_eq!(codes(&d), vec![("lossless-drops", Severity::Error)]);
+    assert_eq!((d.findings[0].node.as_str(), d.findings[0].subject.as_str()), ("leaf1", "swp16 3"));
+    assert!(d.findings[0].message.starts_with("91 packets dropped on queue 3"), "{}", d.findings[0].message);
+    // RoCE on priority 4 (`--roce-priority 4`) while the fabric declares only 3 lossless:
+    // ordinary congestion on another queue.
+    let d = diagnose(snaps(4), &Options { intent: Some(lossless_intent()), ..Options::default() });
+    assert_eq!(codes(&d), vec![("switch-drops", Severity::Warning)]);
+    assert_eq!(d.findings[0].subject, "swp16 4");
+}
+
+#[test]
+fn switch_files_no_source_reads_are_named() {
+    let dir = std::env::temp_dir().join(format!("rocelab-doctor-unread-{}", std::process::id()));
+    let sw = dir.join("switch").join("leaf1");
+    std::fs::create_dir_all(sw.join("roce-counters")).unwrap();
+    std::fs::write(dir.join("meta.json"), "{\"host\":\"gpu01\",\"taken_at_unix_ms\":1796204467000}\n").unwrap();
+    std::fs::write(sw.join("roce-counters").join("swp16.txt"), public("cumulus-roce-counters-swp16.txt")).unwrap();
+    std::fs::write(sw.join("show-version.txt"), "Arista DCS-7050\n").unwrap();
+    let dump = rocelab_doctor::dump::load_dump(&dir, 3);
+    let _ = std::fs::remove_dir_all(&dir);
+    let s = &dump.unwrap().snapshots[0];
+    assert!(!s.switches["leaf1"].counters.is_empty());
+    let notes: Vec<&String> = s.notes.iter().filter(|n| n.contains("not read")).collect();
+    assert_eq!(notes.len(), 1, "{:?}", s.notes);
+    assert!(notes[0].contains("switch/leaf1/show-version.txt"), "{}", notes[0]);
+}
+
+#[test]
+fn switch_pauses_are_judged_by_paused_time_where_the_source_counts_it() {
+    // The same rule as on a NIC, on the normalized switch samples: 6 s of the minute paused
+    // on swp16's RoCE priority (rx) is a pause-ratio warning; SONiC's frame counters without
+    // duration get the frame-rate rule instead (a_pause_flood_without_a_duration_counter_is_found).
+    let text = public("cumulus-roce-counters-swp16.txt");
+    let later = text
+        .replacen("pause-duration             0 ", "pause-duration             6000000 ", 1)
+        .replacen("pause-packets              0 ", "pause-packets              175000 ", 1)
+        // ECN keeps marking (else the fabric-wide pause-without-ecn rule speaks too).
+        .replace("693777677344", "693777687344");
+    let d = diagnose(vec![cumulus_snap(0, &text, 3), cumulus_snap(60_000, &later, 3)], &Options::default());
+    assert_eq!(codes(&d), vec![("pause-ratio", Severity::Warning)]);
+    let f = &d.findings[0];
+    assert_eq!((f.node.as_str(), f.subject.as_str()), ("leaf1", "swp16 priority 3 rx"));
+    assert!(f.message.starts_with("paused 10.0% of the window"), "{}", f.message);
+    assert_eq!(f.evidence[0], "PFC3 rx pause duration +6,000,000 µs over 60.0 s");
+}
+
+#[test]
+fn nic_per_priority_discards_on_a_declared_lossless_priority_are_errors() {
+    // mlx5's per-traffic-class receive-buffer discards (en_stats.c `rx_prio%d_buf_discard`)
+    // fill the normalized model on queue 3, like a switch queue's drops.
+    let a = "NIC statistics:\n     rx_prio3_buf_discard: 10\n     rx_prio3_cong_discard: 0\n     rx_prio3_marked: 5\n";
+    let b =
+        "NIC statistics:\n     rx_prio3_buf_discard: 510\n     rx_prio3_cong_discard: 0\n     rx_prio3_marked: 905\n";
+    let m = rocelab_doctor::metrics::from_snapshot(&eth_snap(60_000, b));
+    assert_eq!(
+        m.get("rocelab_drops_total{node=\"gpu01\",port=\"ens3np0\",queue=\"3\",reason=\"buffer\"}"),
+        Some(510.0)
+    );
+    assert_eq!(m.get("rocelab_ecn_marked_packets_total{node=\"gpu01\",port=\"ens3np0\",queue=\"3\"}"), Some(905.0));
+    let snaps = vec![eth_snap(0, a), eth_snap(60_000, b)];
+    let d = diagnose(snaps.clone(), &Options { intent: Some(lossless_intent()), ..Options::default() });
+    assert_eq!(codes(&d), vec![("lossless-drops", Severity::Error)]);
+    assert_eq!(d.findings[0].subject, "ens3np0 priority 3");
+    assert!(d.findings[0].message.starts_with("the NIC dropped 500 received packets"), "{}", d.findings[0].message);
+    // Without a fabric that declares priority 3 lossless: no verdict on these counters alone.
+    assert!(diagnose(snaps, &Options::default()).findings.is_empty());
 }

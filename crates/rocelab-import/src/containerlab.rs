@@ -39,7 +39,7 @@ struct Line<'a> {
     text: &'a str,
 }
 
-fn strip_comment(s: &str) -> &str {
+pub(crate) fn strip_comment(s: &str) -> &str {
     let mut quote: Option<char> = None;
     for (i, c) in s.char_indices() {
         match (quote, c) {
@@ -52,7 +52,7 @@ fn strip_comment(s: &str) -> &str {
     s
 }
 
-fn unquote(s: &str) -> &str {
+pub(crate) fn unquote(s: &str) -> &str {
     let s = s.trim();
     s.strip_prefix('"')
         .and_then(|r| r.strip_suffix('"'))

@@ -15,6 +15,7 @@
 //! * `htsim`  — `.cm` connection matrices and the generated topology;
 //! * `sonic`  — a SONiC switch's `config_db.json` (QoS, buffers, PFC) as a fabric file;
 //! * `containerlab` — a `*.clab.yml` topology's nodes and links as an explicit fabric;
+//! * `nvue`   — a Cumulus Linux switch's NVUE configuration (QoS, RoCE, PFC, ECN) as a fabric file;
 //! * `fabric` — the shared `Scenario` and its TOML rendering;
 //! * `text`   — a token reader that keeps line numbers, and ns-3 rate/time strings.
 //!
@@ -27,6 +28,7 @@ pub mod containerlab;
 pub mod fabric;
 pub mod htsim;
 pub mod ns3;
+pub mod nvue;
 pub mod sonic;
 pub mod text;
 

@@ -94,14 +94,14 @@ fn num<T: std::str::FromStr>(file: &str, at: &str, s: &str) -> Result<T, ImportE
 }
 
 /// `Ethernet4` < `Ethernet12`: by prefix, then by the number at the end.
-fn port_key(name: &str) -> (String, u64, String) {
+pub(crate) fn port_key(name: &str) -> (String, u64, String) {
     let digits = name.len() - name.trim_end_matches(|c: char| c.is_ascii_digit()).len();
     let (head, tail) = name.split_at(name.len() - digits);
     (head.to_string(), tail.parse().unwrap_or(0), name.to_string())
 }
 
 /// A name rocelab accepts for a node: letters, digits, `-`, `_`, `.`.
-fn node_name(s: &str) -> String {
+pub(crate) fn node_name(s: &str) -> String {
     let n: String =
         s.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '-' }).collect();
     if n.is_empty() {
@@ -571,7 +571,7 @@ pub fn from_json(file: &str, text: &str) -> Result<SonicImport, ImportError> {
     Ok(SonicImport { switch, ports: ports.len(), classes: classes.len(), notes, toml: t })
 }
 
-fn fmt_f(v: f64) -> String {
+pub(crate) fn fmt_f(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {
         format!("{}", v as i64)
     } else {
@@ -579,7 +579,7 @@ fn fmt_f(v: f64) -> String {
     }
 }
 
-fn toml_str(s: &str) -> String {
+pub(crate) fn toml_str(s: &str) -> String {
     s.replace('\\', "\\\\").replace('"', "\\\"")
 }
 

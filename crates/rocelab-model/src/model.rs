@@ -269,6 +269,9 @@ pub struct Model {
     pub links: Vec<Link>,
     pub switch_models: Vec<SwitchModel>,
     pub qos: Qos,
+    /// The egress queues as the engines run them (class → priority and queue, strict order,
+    /// DWRR quanta, pause masks, ECN by port speed), resolved from `qos` and the link layer.
+    pub queues: crate::queues::Queues,
     pub nics: Vec<NicProfile>,
     pub gpu_node: GpuNode,
     pub rails: Vec<Rail>,
@@ -512,6 +515,7 @@ impl Model {
         if !errs.is_empty() {
             return Err(errs);
         }
+        let queues = crate::queues::Queues::resolve(&qos, ib.as_ref());
         let mut model = Model {
             name: if config.fabric.name.is_empty() { graph.kind.to_string() } else { config.fabric.name.clone() },
             kind: graph.kind,
@@ -521,6 +525,7 @@ impl Model {
             links,
             switch_models,
             qos,
+            queues,
             nics,
             gpu_node,
             rails,
@@ -533,6 +538,7 @@ impl Model {
         // Run intent last: it names hosts, switches and links of the built fabric.
         stage("checking traffic, faults and workloads");
         model.intent = crate::intent::resolve(&model, &mut errs);
+        crate::scenario::check(&model.config.scenario, &mut errs);
         if !errs.is_empty() {
             return Err(errs);
         }

@@ -44,6 +44,17 @@ pub struct PcieConfig {
     /// One crossing of the inter-socket link, ns (default 200; SYS only).
     #[serde(default)]
     pub socket_crossing_ns: Option<f64>,
+    /// PCIe generation and lanes of each NIC's own link, where it differs from the GPU's (a
+    /// NIC behind a Gen5 x4 link carries at most 14.4 GB/s, whatever its port's speed).
+    #[serde(default)]
+    pub nic_gen: Option<u32>,
+    #[serde(default)]
+    pub nic_lanes: Option<u32>,
+    /// The node's GPU rows of `nvidia-smi topo -m`, NIC columns only: row g lists GPU g's class
+    /// to each NIC in rail order (`"PIX SYS SYS SYS"`). NCCL gives each GPU its closest NIC
+    /// ([`nccl_nic_choice`]); without it, GPU g's closest NIC is NIC ⌊g·R/G⌋ at `gpu_nic`.
+    #[serde(default)]
+    pub topo: Option<Vec<String>>,
 }
 
 /// How far a GPU sits from its NIC (`nvidia-smi topo -m`).
@@ -73,6 +84,8 @@ impl Affinity {
 pub struct PcieLeg {
     /// Payload bandwidth of a device's link, per direction, bytes/s.
     pub bytes_per_s: f64,
+    /// Payload bandwidth of a NIC's own link, per direction, bytes/s.
+    pub nic_bytes_per_s: f64,
     pub affinity: Affinity,
     /// Whether NCCL moves data with GPUDirect RDMA (asked for, and the affinity within PXB).
     pub gdr: bool,
@@ -100,18 +113,30 @@ impl PcieConfig {
     /// The leg, or the key that cannot be used (`gpu_node.pcie.<key>`).
     pub fn resolve(&self) -> Result<PcieLeg, Diagnostic> {
         let d = |key: &str, msg: String, hint: &str| Diagnostic::new(format!("gpu_node.pcie.{key}"), msg, hint);
-        let gen = self.gen.unwrap_or(5);
-        let (gts, code) = rate(gen).ok_or_else(|| d("gen", format!("PCIe generation {gen}"), "3, 4, 5 or 6"))?;
-        let lanes = self.lanes.unwrap_or(16);
-        if !matches!(lanes, 1 | 2 | 4 | 8 | 16) {
-            return Err(d("lanes", format!("{lanes} lanes"), "1, 2, 4, 8 or 16"));
-        }
-        let affinity = match &self.gpu_nic {
+        let link = |gen_key: &str, gen: u32, lanes_key: &str, lanes: u32| -> Result<f64, Diagnostic> {
+            let (gts, code) = rate(gen).ok_or_else(|| d(gen_key, format!("PCIe generation {gen}"), "3, 4, 5 or 6"))?;
+            if !matches!(lanes, 1 | 2 | 4 | 8 | 16) {
+                return Err(d(lanes_key, format!("{lanes} lanes"), "1, 2, 4, 8 or 16"));
+            }
+            Ok(lanes as f64 * gts * 1e9 * code / 8.0 * TLP_EFFICIENCY)
+        };
+        let (gen, lanes) = (self.gen.unwrap_or(5), self.lanes.unwrap_or(16));
+        let bytes_per_s = link("gen", gen, "lanes", lanes)?;
+        let nic_bytes_per_s =
+            link("nic_gen", self.nic_gen.unwrap_or(gen), "nic_lanes", self.nic_lanes.unwrap_or(lanes))?;
+        let mut affinity = match &self.gpu_nic {
             None => Affinity::Pix,
             Some(s) => Affinity::parse(s).ok_or_else(|| {
                 d("gpu_nic", format!("affinity `{s}`"), "PIX, PXB, PHB, NODE or SYS, as nvidia-smi topo -m prints it")
             })?,
         };
+        if let Some(rows) = &self.topo {
+            // The farthest GPU from the NIC NCCL gives it sets the leg: a ring waits for its
+            // slowest hop.
+            let t = topo_classes(rows).map_err(|(i, msg)| d(&format!("topo[{i}]"), msg, TOPO_HINT))?;
+            let choice = nccl_nic_choice(&t);
+            affinity = (0..t.len()).map(|g| t[g][choice[g]]).max().unwrap_or(affinity);
+        }
         let ns = |key: &str, v: Option<f64>, default: f64| match v {
             Some(x) if !(x.is_finite() && (0.0..=1e6).contains(&x)) => {
                 Err(d(key, format!("{x} ns"), "0 to 1000000 ns"))
@@ -126,7 +151,8 @@ impl PcieConfig {
         let send_ns = 2.0 * (read + 2.0 * socket);
         let recv_ns = read / 2.0 + socket;
         Ok(PcieLeg {
-            bytes_per_s: lanes as f64 * gts * 1e9 * code / 8.0 * TLP_EFFICIENCY,
+            bytes_per_s,
+            nic_bytes_per_s,
             affinity,
             gdr: self.gpudirect.unwrap_or(true) && affinity <= Affinity::Pxb,
             send_latency: SimTime::from_secs_f64(send_ns * 1e-9),
@@ -135,7 +161,67 @@ impl PcieConfig {
     }
 }
 
+const TOPO_HINT: &str =
+    "one row per GPU, its class to each NIC in rail order, as nvidia-smi topo -m prints them: \"PIX SYS SYS SYS\"";
+
+/// `topo` rows as classes: every row the same number of NICs, each a class NCCL knows; the
+/// row index and the problem otherwise.
+pub fn topo_classes(rows: &[String]) -> Result<Vec<Vec<Affinity>>, (usize, String)> {
+    let mut out: Vec<Vec<Affinity>> = Vec::with_capacity(rows.len());
+    for (i, row) in rows.iter().enumerate() {
+        let classes: Vec<Affinity> = row
+            .split_whitespace()
+            .map(|c| Affinity::parse(c).ok_or_else(|| (i, format!("class `{c}`"))))
+            .collect::<Result<_, _>>()?;
+        if classes.is_empty() {
+            return Err((i, "an empty row".into()));
+        }
+        if let Some(first) = out.first() {
+            if first.len() != classes.len() {
+                return Err((i, format!("{} NICs where row 0 has {}", classes.len(), first.len())));
+            }
+        }
+        out.push(classes);
+    }
+    Ok(out)
+}
+
+/// NCCL's rule for the NIC a GPU uses (`ncclTopoGetLocalNet`, `src/graph/topo.cc`, channel 0):
+/// the NICs of the closest path class to the GPU (PIX before PXB before PHB before SYS) are its
+/// local NICs; of those it takes number `dev mod count`, its device index with the low bits
+/// mirrored first when the count is a power of two (`mirrorBits`), so GPUs that share their
+/// local NICs spread over them. Returns the NIC index of each GPU.
+pub fn nccl_nic_choice(topo: &[Vec<Affinity>]) -> Vec<usize> {
+    let mirror = |val: usize, pow2: usize| {
+        let (mut m, mut b, mut mb) = (0, 1, pow2 >> 1);
+        while b < pow2 {
+            if val & b != 0 {
+                m |= mb;
+            }
+            b <<= 1;
+            mb >>= 1;
+        }
+        m
+    };
+    topo.iter()
+        .enumerate()
+        .map(|(dev, row)| {
+            let best = row.iter().min().copied();
+            let local: Vec<usize> = (0..row.len()).filter(|&n| Some(row[n]) == best).collect();
+            let count = local.len().max(1);
+            let net = if count.is_power_of_two() { mirror(dev, count) } else { dev };
+            local[net % count]
+        })
+        .collect()
+}
+
 impl PcieLeg {
+    /// The rate at which a NIC can move data between the GPU and the wire, bytes/s: its own
+    /// PCIe link's and the GPU's, the slower (the port's speed caps it further).
+    pub fn nic_cap_bytes_per_s(&self) -> f64 {
+        self.nic_bytes_per_s.min(self.bytes_per_s)
+    }
+
     /// What one message of `bytes` between nodes adds to its hop: the NIC's DMA on both ends,
     /// and without GPUDirect the copy through host memory on each side.
     pub fn hop_cost(&self, bytes: u64) -> SimTime {
@@ -168,12 +254,59 @@ mod tests {
     }
 
     #[test]
+    fn nccl_gives_each_gpu_its_closest_nic_and_shares_ties_in_turn() {
+        let rows = |r: &[&str]| topo_classes(&r.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
+        // One NIC per GPU pair behind a PCIe switch (PIX), the other NICs across the host.
+        let pairs = rows(&[
+            "PIX SYS SYS SYS",
+            "PIX SYS SYS SYS",
+            "SYS PIX SYS SYS",
+            "SYS PIX SYS SYS",
+            "SYS SYS PIX SYS",
+            "SYS SYS PIX SYS",
+            "SYS SYS SYS PIX",
+            "SYS SYS SYS PIX",
+        ]);
+        assert_eq!(nccl_nic_choice(&pairs), [0, 0, 1, 1, 2, 2, 3, 3]);
+        // The NICs listed out of GPU order: each GPU still gets its PIX NIC.
+        let crossed = rows(&["SYS PIX", "PIX SYS"]);
+        assert_eq!(nccl_nic_choice(&crossed), [1, 0]);
+        // GPUs with no close NIC (all SYS) spread over the four by their mirrored index
+        // (1 = 0b01 -> 0b10 = NIC 2, 3 -> NIC 3); PXB beats PHB.
+        let far = rows(&["SYS SYS SYS SYS", "SYS SYS SYS SYS", "PHB PXB PHB PHB", "SYS SYS SYS SYS"]);
+        assert_eq!(nccl_nic_choice(&far), [0, 2, 1, 3]);
+        // Three local NICs (not a power of two): index mod 3.
+        let three = rows(&["PIX PIX PIX SYS", "PIX PIX PIX SYS", "PIX PIX PIX SYS", "PIX PIX PIX SYS"]);
+        assert_eq!(nccl_nic_choice(&three), [0, 1, 2, 0]);
+        // The leg takes the farthest chosen class: PXB (GPUDirect stays on).
+        let topo = Some(vec!["PIX SYS".to_string(), "PHB PXB".to_string()]);
+        let leg = PcieConfig { topo, ..Default::default() }.resolve().unwrap();
+        assert_eq!((leg.affinity, leg.gdr), (Affinity::Pxb, true));
+    }
+
+    #[test]
+    fn a_nic_behind_a_narrow_link_is_capped_by_it() {
+        // A 200G port behind PCIe Gen5 x4: 4 × 32 GT/s × 128/130 / 8 × 256/280 = 14.4 GB/s
+        // (115 Gb/s), the GPU's x16 link 57.6 GB/s.
+        let leg = PcieConfig { nic_lanes: Some(4), ..Default::default() }.resolve().unwrap();
+        assert!((leg.nic_cap_bytes_per_s() / 1e9 - 14.4).abs() < 0.01, "{}", leg.nic_cap_bytes_per_s());
+        assert!((leg.bytes_per_s / 1e9 - 57.6).abs() < 0.05);
+        assert_eq!(PcieConfig::default().resolve().unwrap().nic_cap_bytes_per_s(), leg.bytes_per_s);
+    }
+
+    #[test]
     fn values_that_cannot_be_are_named() {
         for (c, key) in [
             (PcieConfig { gen: Some(7), ..Default::default() }, "gpu_node.pcie.gen"),
             (PcieConfig { lanes: Some(12), ..Default::default() }, "gpu_node.pcie.lanes"),
             (PcieConfig { gpu_nic: Some("NV4".into()), ..Default::default() }, "gpu_node.pcie.gpu_nic"),
             (PcieConfig { dma_read_ns: Some(-1.0), ..Default::default() }, "gpu_node.pcie.dma_read_ns"),
+            (PcieConfig { nic_lanes: Some(3), ..Default::default() }, "gpu_node.pcie.nic_lanes"),
+            (PcieConfig { topo: Some(vec!["PIX NV4".into()]), ..Default::default() }, "gpu_node.pcie.topo[0]"),
+            (
+                PcieConfig { topo: Some(vec!["PIX SYS".into(), "SYS".into()]), ..Default::default() },
+                "gpu_node.pcie.topo[1]",
+            ),
         ] {
             assert_eq!(c.resolve().unwrap_err().path, key);
         }

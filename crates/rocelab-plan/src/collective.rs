@@ -1,5 +1,5 @@
-//! Collective cost: nccl-tests bus-bandwidth factors, the α-β model, and an NCCL-like model
-//! (ring and tree, three protocols) built from NCCL's own tuning constants.
+//! Collective cost: nccl-tests bus-bandwidth factors, the α-β model, and NCCL's time from its
+//! own tuning model.
 //!
 //! Size convention (nccl-tests PERFORMANCE.md): `bytes` is the per-rank buffer for all-reduce,
 //! broadcast, reduce and all-to-all, and the *full* array (count per rank × n) for all-gather and
@@ -8,19 +8,13 @@
 //! α-β (Thakur et al. 2005; Patarasuk & Yuan 2009): a ring all-reduce takes 2(n−1) steps, each
 //! paying the hop latency α, and moves 2(n−1)/n · S through the bottleneck bandwidth B.
 //!
-//! NCCL-like (NVIDIA/nccl `src/graph/tuning.cc`, 2.19 era):
-//!
-//! ```text
-//! t       = latency + S / algbw
-//! latency = base[algo][proto] + intra-node hops × hwLat[intra] + inter-node hops × hwLat[NET]
-//! algbw   = busbw × protocol factor × (n / steps)        ring
-//! algbw   = 0.5 × 0.92 × busbw × protocol factor          tree (all-reduce only)
-//! ```
-//!
-//! An all-reduce ring counts 2·nodes inter-node steps; a multi-node ring's intra-node steps cost
-//! at least the proxy's network overhead. The cheapest (algorithm, protocol) pair wins, as NCCL's
-//! tuner picks.
+//! NCCL's time ([`nccl_seconds_on`]): NCCL's own tuning model ([`crate::tuning`], NCCL
+//! 2.30.7's `src/graph/tuning.cc`), the same model that picks the twin's algorithm and
+//! protocol, given the group as NCCL's search would describe it ([`group_system`]): its ranks
+//! and nodes, and channels that share out the path's bus bandwidth. The pair of least time
+//! wins, as NCCL's tuner picks.
 
+use crate::tuning::{GpuArch, NcclSystem};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -192,110 +186,62 @@ pub struct NcclTime {
     pub protocol: Protocol,
 }
 
-const PROTOCOLS: [Protocol; 3] = [Protocol::Ll, Protocol::Ll128, Protocol::Simple];
+/// A network hop slower than NCCL's RDMA-calibrated one (more than this one way: a kernel TCP
+/// stack, Thunderbolt) adds its own latency to every network hop of NCCL's model, as NCCL adds
+/// the latency a network plugin reports (`latencyInter`).
+const SLOW_NET_HOP_US: f64 = 5.0;
 
-/// tuning.cc baseLat, µs: [tree, ring][LL, LL128, Simple].
-const BASE_LAT_US: [[f64; 3]; 2] = [[6.8, 14.0, 0.0], [6.6, 14.0, 8.4]];
+/// NCCL's threshold below which a point-to-point send uses LL, per channel
+/// (`NCCL_P2P_LL_THRESHOLD`, 16 KiB, `src/enqueue.cc`).
+const P2P_LL_THRESHOLD: f64 = 16384.0;
 
-/// tuning.cc hwLat, µs: [NVLink, PCI, NET][tree, ring][LL, LL128, Simple].
-#[rustfmt::skip]
-const HW_LAT_US: [[[f64; 3]; 2]; 3] = [
-    [[0.6, 1.25, 28.0], [0.6, 1.9, 3.4]],  // NVLink
-    [[1.0, 1.9, 28.0], [1.0, 2.5, 5.7]],   // PCI
-    [[5.0, 8.5, 28.0], [2.7, 4.0, 14.0]],  // NET
-];
-
-/// tuning.cc `getNetOverhead`: each step of a multi-node ring also pays the proxy thread's post
-/// overhead (1 µs on x86; three times that with Simple).
-const NET_OVERHEAD_US: f64 = 1.0;
-
-fn hw_index(c: HwClass) -> usize {
-    match c {
-        HwClass::Nvlink => 0,
-        HwClass::Pci => 1,
-        HwClass::Net => 2,
+/// What NCCL's tuning model sees for a group on `path` with GPUs of generation `arch`: its ranks
+/// and nodes, a channel per GPU of a node the group spans (one per NIC share), or per rank on
+/// one node, that share out the path's bus bandwidth, LL128 where the path allows it.
+pub fn group_system(path: &GroupPath, arch: GpuArch) -> NcclSystem {
+    let ranks = path.ranks.max(1);
+    let nodes = path.nodes.clamp(1, ranks);
+    let channels = if nodes > 1 { ranks / nodes } else { ranks }.max(1);
+    let gbytes = path.bus_bytes_per_s / 1e9 / channels as f64;
+    let mut sys = NcclSystem::from_channels(ranks, nodes, arch, path.intra, channels, gbytes);
+    sys.ll128 &= path.ll128;
+    let alpha_us = path.alpha_seconds * 1e6;
+    if nodes > 1 && alpha_us > SLOW_NET_HOP_US {
+        sys.latency_inter_us = alpha_us;
     }
+    sys
 }
 
-/// NCCL-like time: the cheapest ring/tree × LL/LL128/Simple choice.
+/// NCCL's time for one collective of `bytes` on `path`, GPUs of NCCL's default generation here
+/// (Hopper): [`nccl_seconds_on`].
 pub fn nccl_seconds(c: Collective, bytes: f64, path: &GroupPath) -> NcclTime {
+    nccl_seconds_on(c, bytes, path, GpuArch::Hopper)
+}
+
+/// NCCL's time for one collective of `bytes` on `path` with GPUs of `arch`: the pair of least
+/// time in NCCL's own tuning model ([`crate::tuning`], the model the twin picks with), on the
+/// system [`group_system`] describes. All-to-all and send/recv, which NCCL sends as
+/// point-to-point without its model: one hop's latency and the bytes each rank moves over
+/// the path, LL (half the bandwidth) up to 16 KiB per peer and channel, else Simple.
+pub fn nccl_seconds_on(c: Collective, bytes: f64, path: &GroupPath, arch: GpuArch) -> NcclTime {
     let n = path.ranks.max(1);
     let none = NcclTime { seconds: 0.0, algorithm: Algorithm::Ring, protocol: Protocol::Simple };
-    if n <= 1 && c != Collective::SendRecv {
+    if (n <= 1 && c != Collective::SendRecv) || bytes <= 0.0 || path.bus_bytes_per_s <= 0.0 {
         return none;
     }
-    let multi_node = path.nodes > 1;
-    let intra = hw_index(path.intra);
-    let net = hw_index(HwClass::Net);
-    let mut best: Option<NcclTime> = None;
-    for (pi, &p) in PROTOCOLS.iter().enumerate() {
-        if p == Protocol::Ll128 && !path.ll128 {
-            continue;
-        }
-        // Ring (every collective; send/recv and all-to-all go through the same channels).
-        let proto_bw = match p {
-            Protocol::Simple => 1.0,
-            Protocol::Ll128 => 0.92,
-            // LL moves 4 data bytes per 8-byte line, and less across nodes.
-            Protocol::Ll => {
-                if multi_node || c == Collective::AllReduce || c == Collective::Reduce {
-                    0.25
-                } else {
-                    1.0 / 3.0
-                }
-            }
-        };
-        let steps = c.ring_steps(n) as f64;
-        let inter_steps = if !multi_node {
-            0.0
-        } else {
-            match c {
-                Collective::AllReduce => 2.0 * path.nodes as f64,
-                Collective::SendRecv => 1.0,
-                _ => path.nodes as f64 - 1.0,
-            }
-        };
-        // The network hop costs at least the link's own latency (TCP stacks are slower than the
-        // InfiniBand-calibrated constants).
-        let inter_lat = (HW_LAT_US[net][1][pi] * 1e-6).max(path.alpha_seconds);
-        let intra_lat = HW_LAT_US[intra][1][pi] * 1e-6;
-        let intra_lat = if multi_node {
-            intra_lat.max(NET_OVERHEAD_US * 1e-6 * if p == Protocol::Simple { 3.0 } else { 1.0 })
-        } else {
-            intra_lat.max(path.alpha_seconds)
-        };
-        let lat = BASE_LAT_US[1][pi] * 1e-6 + (steps - inter_steps).max(0.0) * intra_lat + inter_steps * inter_lat;
-        let algbw = path.bus_bytes_per_s * proto_bw / c.busbw_factor(n);
-        let ring = NcclTime { seconds: lat + bytes / algbw, algorithm: Algorithm::Ring, protocol: p };
-        if best.is_none_or(|b| ring.seconds < b.seconds) {
-            best = Some(ring);
-        }
-        // Tree: all-reduce only, a reduce up and a broadcast down a double binary tree.
-        if c == Collective::AllReduce {
-            let tree_proto = match p {
-                Protocol::Simple => 1.0,
-                Protocol::Ll128 => {
-                    if multi_node {
-                        120.0 / 128.0
-                    } else {
-                        7.0 / 9.0
-                    }
-                }
-                Protocol::Ll => 1.0 / 3.8,
-            };
-            let per_node = (n as f64 / path.nodes.max(1) as f64).max(1.0);
-            let tree_inter = (HW_LAT_US[net][0][pi] * 1e-6).max(path.alpha_seconds);
-            let tree_intra = HW_LAT_US[intra][0][pi] * 1e-6;
-            let lat = BASE_LAT_US[0][pi] * 1e-6
-                + 2.0 * ((per_node - 1.0) * tree_intra + (path.nodes.max(1) as f64).log2().floor() * tree_inter);
-            let algbw = 0.5 * 0.92 * path.bus_bytes_per_s * tree_proto;
-            let tree = NcclTime { seconds: lat + bytes / algbw, algorithm: Algorithm::Tree, protocol: p };
-            if best.is_none_or(|b| tree.seconds < b.seconds) {
-                best = Some(tree);
-            }
-        }
+    let sys = group_system(path, arch);
+    if matches!(c, Collective::AllToAll | Collective::SendRecv) {
+        let per_peer = if c == Collective::AllToAll { bytes / n as f64 } else { bytes };
+        let ll = per_peer <= sys.channels as f64 * P2P_LL_THRESHOLD;
+        let (protocol, share) = if ll { (Protocol::Ll, 0.5) } else { (Protocol::Simple, 1.0) };
+        let wire = c.wire_bytes_per_rank(bytes, n);
+        let seconds = sys.p2p_hop_us(protocol) * 1e-6 + wire / (path.bus_bytes_per_s * share);
+        return NcclTime { seconds, algorithm: Algorithm::Ring, protocol };
     }
-    best.unwrap_or(none)
+    match sys.choose(c, bytes.round().max(1.0) as u64, &[], &[]) {
+        Some(ch) => NcclTime { seconds: ch.time_us * 1e-6, algorithm: ch.algorithm, protocol: ch.protocol },
+        None => none,
+    }
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@
 //! Inference: TTFT = prefill compute + its collectives (+ KV transfer when disaggregated);
 //! TPOT = p × max(HBM time, compute time) per stage + the decode collectives.
 
-use crate::collective::{alpha_beta_seconds, nccl_seconds, Collective, GroupPath, HwClass};
+use crate::collective::{alpha_beta_seconds, nccl_seconds_on, Collective, GroupPath, HwClass};
 use crate::link::Transport;
 use crate::model::ModelSpec;
 use crate::scenario::{Recompute, Scenario, Schedule, Workload};
@@ -285,7 +285,8 @@ fn line(s: &Scenario, l: LineSpec) -> CommLine {
         );
     }
     let ab = alpha_beta_seconds(l.collective, l.bytes_each, &pl.path);
-    let nc = nccl_seconds(l.collective, l.bytes_each, &pl.path);
+    let arch = crate::tuning::GpuArch::from_gpu_name(&s.cluster.gpu.name);
+    let nc = nccl_seconds_on(l.collective, l.bytes_each, &pl.path, arch);
     let total = l.count * nc.seconds;
     let overlap = if l.hiding == Hiding::Fixed { l.overlap } else { 0.0 };
     CommLine {

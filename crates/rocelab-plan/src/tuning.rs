@@ -181,8 +181,21 @@ impl NcclSystem {
     /// `nics` NICs of `nic_gbytes` GB/s: a ring and tree channel per NIC at the NIC's speed step,
     /// doubled (at half the bandwidth each) where `ncclTopoDupChannels` doubles them.
     pub fn from_nics(ranks: u32, nodes: u32, arch: GpuArch, intra: HwClass, nics: u32, nic_gbytes: f64) -> NcclSystem {
-        let mut channels = nics.max(1);
-        let mut bw = Self::graph_gbytes(arch, nic_gbytes);
+        Self::from_channels(ranks, nodes, arch, intra, nics, Self::graph_gbytes(arch, nic_gbytes))
+    }
+
+    /// The system of `channels` channels of `gbytes` GB/s each (already a graph's speed, or,
+    /// for the planner, a link's effective rate shared out), doubled where NCCL doubles them.
+    pub fn from_channels(
+        ranks: u32,
+        nodes: u32,
+        arch: GpuArch,
+        intra: HwClass,
+        channels: u32,
+        gbytes: f64,
+    ) -> NcclSystem {
+        let mut channels = channels.max(1);
+        let mut bw = gbytes;
         let hopper_plus = matches!(arch, GpuArch::Hopper | GpuArch::Blackwell);
         if bw >= 25.0 && !(hopper_plus && bw < 50.0 && channels > 4) {
             channels *= 2;
@@ -372,6 +385,19 @@ impl NcclSystem {
             lat *= if self.arch == GpuArch::Volta { 1.9 } else { 1.4 };
         }
         Some(lat + bytes as f64 / (1000.0 * bw))
+    }
+
+    /// One hop of a point-to-point send with `p`, µs: the ring's `hwLat` over the network (plus
+    /// its reported latency) between nodes, over the intra-node link on one node. NCCL sends
+    /// all-to-all and send/recv without its tuning model; every peer's send is posted at once,
+    /// so one hop is what their latency adds.
+    pub fn p2p_hop_us(&self, p: Protocol) -> f64 {
+        let ring = a_idx(Algorithm::Ring);
+        if self.nodes > 1 {
+            HW_LAT[2][ring][p_idx(p)] + self.latency_inter_us
+        } else {
+            HW_LAT[if self.intra == HwClass::Nvlink { 0 } else { 1 }][ring][p_idx(p)]
+        }
     }
 
     /// NCCL's pick for `c` on `bytes` among `algos` and `protos` (NCCL_ALGO, NCCL_PROTO; empty:

@@ -10,10 +10,12 @@
 //!
 //! | module | owns |
 //! |---|---|
-//! | `catalog` | every kind, its parameters, defaults and headline metric (`--list`, key checks) |
+//! | `kinds` | one file per kind: its setup and its evaluation (its typed parameters and defaults: the file of the same name in `rocelab_model::scenario`) |
+//! | `check` | what a check of the checklist is (each kind lists its own) |
+//! | `catalog` | `scenarios --list`, from each kind's parameter table |
 //! | `fabric` | the fabric's scale, hop distances, spine uplinks and spines |
-//! | `setup` | each kind → messages, faults, fleet changes (watchdog, convergence, a NIC profile) |
-//! | `evaluate` | the run's counters and telemetry → headline and metrics |
+//! | `setup` | what setups are built from: messages, faults, fleet changes, checked parameter readers |
+//! | `evaluate` | the figures every kind reports, and the readers a kind's evaluation uses |
 //! | `telemetry` | the sampled run and `timeseries.csv` (long format, bounded) |
 //!
 //! A scenario runs its own traffic and faults, not the file's `[[traffic]]` and `[[fault]]`
@@ -23,12 +25,15 @@
 //! validated as a file is. Same file + seed → byte-identical results.
 
 pub mod catalog;
+pub mod check;
 mod evaluate;
 pub mod fabric;
+pub mod kinds;
 pub mod setup;
 pub mod steady;
 pub mod telemetry;
 
+pub use kinds::collective_spec;
 use rocelab_model::config::{NicAssign, ScenarioConfig, ScenarioKind};
 use rocelab_model::PortId;
 use rocelab_model::{Diagnostic, Model, SimTime};
@@ -214,7 +219,7 @@ pub fn find(m: &Model, name: &str) -> Result<(ScenarioConfig, String), Diagnosti
         return Ok((ScenarioConfig::bare(k), "scenario".into()));
     }
     let mut names: Vec<String> = m.config.scenario.iter().map(|c| c.display_name().to_string()).collect();
-    names.extend(catalog::KINDS.iter().map(|k| k.name.to_string()));
+    names.extend(ScenarioKind::ALL.iter().map(|k| k.name().to_string()));
     Err(Diagnostic::new(
         "scenario",
         format!("no [[scenario]] named `{name}`, and no scenario kind of that name"),
@@ -222,37 +227,21 @@ pub fn find(m: &Model, name: &str) -> Result<(ScenarioConfig, String), Diagnosti
     ))
 }
 
-/// Checks every `[[scenario]]` of the file: kinds' parameters, names unique and none another
-/// kind's.
+/// Checks every `[[scenario]]` of the file (as loading it does): kinds' parameters, names
+/// unique and none another kind's.
 pub fn check_all(m: &Model) -> Result<(), Vec<Diagnostic>> {
     let mut errs = Vec::new();
-    let mut seen = BTreeMap::new();
-    for (i, c) in m.config.scenario.iter().enumerate() {
-        if let Err(mut e) = catalog::check_keys(c, &format!("scenario[{i}]")) {
-            errs.append(&mut e);
-        }
-        // A scenario named after another kind would be taken for it (`--scenario incast`, the
-        // checks `validate` names after it).
-        if let Some(k) = ScenarioKind::from_name(c.display_name()).filter(|k| *k != c.kind) {
-            errs.push(Diagnostic::new(
-                format!("scenario[{i}].name"),
-                format!("a {} scenario named `{}`, the name of the {} kind", c.kind.name(), k.name(), k.name()),
-                "give it a name of its own, e.g. `my-incast`",
-            ));
-        }
-        if let Some(j) = seen.insert(c.display_name().to_string(), i) {
-            errs.push(Diagnostic::new(
-                format!("scenario[{i}].name"),
-                format!("scenario `{}` is also scenario[{j}]", c.display_name()),
-                "give each [[scenario]] its own `name`",
-            ));
-        }
-    }
+    rocelab_model::scenario::check(&m.config.scenario, &mut errs);
     if errs.is_empty() {
         Ok(())
     } else {
         Err(errs)
     }
+}
+
+/// The hosts a scenario names (`hosts`, glob patterns), if it does.
+pub fn hosts_of(c: &ScenarioConfig) -> Option<Vec<String>> {
+    c.table.get("hosts").and_then(|v| v.clone().try_into().ok())
 }
 
 /// Runs scenario `c` (found at key path `path`) on `m` with `seed`, the steady-state kinds
@@ -263,7 +252,7 @@ pub fn run(m: &Model, c: &ScenarioConfig, path: &str, seed: u64) -> Result<Scena
 
 /// The kinds judged on a converged window (`steady`): a load held indefinitely.
 pub fn is_steady(kind: ScenarioKind) -> bool {
-    matches!(kind, ScenarioKind::Sustained | ScenarioKind::Hotspot | ScenarioKind::FirmwareMix)
+    ScenarioConfig::bare(kind).params("scenario").is_ok_and(|p| kinds::of(&p).steady())
 }
 
 /// Runs scenario `c` with the steady-state options `so` (used by the steady kinds only).
@@ -274,17 +263,20 @@ pub fn run_with(
     seed: u64,
     so: &steady::SteadyOptions,
 ) -> Result<ScenarioResult, Vec<Diagnostic>> {
-    catalog::check_keys(c, path)?;
-    let plan = is_steady(c.kind).then(|| steady::plan(so, c.duration_us));
+    let p = c.params(path)?;
+    let kind = kinds::of(&p);
+    let duration_us = c.table.get("duration_us").and_then(|v| v.as_float().or(v.as_integer().map(|i| i as f64)));
+    let plan = kind.steady().then(|| steady::plan(so, duration_us));
     let mut c_run = c.clone();
     if let Some((_, horizon, _)) = plan {
         // The traffic lasts to the horizon; the run stops earlier once it has converged.
-        c_run.duration_us = Some(horizon.as_us_f64());
+        c_run.set("duration_us", horizon.as_us_f64());
     }
     let c = &c_run;
-    let scale = fabric::Scale::new(m, &c.hosts, path).map_err(|d| vec![d])?;
-    let cx = setup::Ctx { m, c, path: path.to_string(), seed, scale };
-    let s = setup::build(&cx)?;
+    let p = c.params(path)?;
+    let scale = fabric::Scale::new(m, &hosts_of(c), path).map_err(|d| vec![d])?;
+    let cx = setup::Ctx { m, c, p, path: path.to_string(), seed, scale };
+    let s = kinds::of(&cx.p).build(&cx).map_err(|d| vec![d])?;
     let dm = derived_model(m, &s, path)?;
     let mut faults = s.faults.clone();
     if !s.fault_tables.is_empty() {
@@ -296,7 +288,10 @@ pub fn run_with(
     let interval = match plan {
         Some((_, _, iv)) => iv,
         None => telemetry::interval(
-            cx.c.sample_us.map(|x| SimTime::from_secs_f64(x.max(1e-3) * 1e-6)),
+            c.table
+                .get("sample_us")
+                .and_then(|v| v.as_float().or(v.as_integer().map(|i| i as f64)))
+                .map(|x| SimTime::from_secs_f64(x.max(1e-3) * 1e-6)),
             s.duration.unwrap_or(s.horizon).max(SimTime::from_ns(1)),
         ),
     };
@@ -332,25 +327,12 @@ pub fn run_with(
     let steady = tracker.as_ref().and_then(|t| t.finish());
     let snap = sim.snapshot();
     let report = RunReport::from_snapshot(&snap, &dm);
-    let info = catalog::info(c.kind);
-    // Mixed: the RDMA messages alone, same seed, for the headline's reference.
-    let alone = (c.kind == ScenarioKind::Mixed).then(|| {
-        let rdma: Vec<Message> =
-            s.msgs.iter().zip(&s.transport).filter(|(_, t)| !t.is_tcp()).map(|(m, _)| m.clone()).collect();
-        let w = Beside { main: None, n_bg: rdma.len(), bg: rdma, transport: vec![] };
-        let opts = SimOptions { seed, duration: s.duration, ..SimOptions::default() };
-        Sim::with_workload(&dm, Box::new(w), Vec::new(), opts).ok().map(|mut sim| {
-            sim.run(&mut |_| {});
-            sim.snapshot()
-        })
-    });
-    let alone = alone.flatten();
+    let info = c.kind.info();
     let outcome = evaluate::Outcome {
         snap: &snap,
         series: &series,
         collective: prepared.as_ref(),
         first_pause: first_pause.get(),
-        alone: alone.as_ref(),
         steady: steady.as_ref(),
     };
     let (value, metrics) = evaluate::evaluate(&cx, &dm, &s, &outcome);

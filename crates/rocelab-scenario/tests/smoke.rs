@@ -24,29 +24,29 @@ fn small(kind: ScenarioKind, hosts: usize) -> ScenarioConfig {
     let big = hosts > 200;
     match kind {
         ScenarioKind::Sustained | ScenarioKind::Hotspot | ScenarioKind::FirmwareMix => {
-            c.duration_us = Some(if big { 4.0 } else { 20.0 })
+            c.set("duration_us", if big { 4.0 } else { 20.0 })
         }
-        ScenarioKind::Incast => c.size_bytes = Some(64 << 10),
+        ScenarioKind::Incast => c.set("size_bytes", 64 << 10),
         ScenarioKind::Microburst => {
-            c.burst_bytes = Some(16 << 10);
-            c.duration_us = Some(10.0);
+            c.set("burst_bytes", 16 << 10);
+            c.set("duration_us", 10.0);
         }
-        ScenarioKind::SlowReceiver => c.duration_us = Some(30.0),
+        ScenarioKind::SlowReceiver => c.set("duration_us", 30.0),
         ScenarioKind::LinkLoss | ScenarioKind::LinkFlap | ScenarioKind::SwitchReboot | ScenarioKind::RoutingChange => {
-            c.duration_us = Some(if big { 6.0 } else { 40.0 })
+            c.set("duration_us", if big { 6.0 } else { 40.0 })
         }
         ScenarioKind::Mixed => {
-            c.duration_us = Some(if big { 8.0 } else { 40.0 });
-            c.size_bytes = Some(16 << 10);
+            c.set("duration_us", if big { 8.0 } else { 40.0 });
+            c.set("size_bytes", 16 << 10);
         }
         ScenarioKind::Collective => {
-            c.ranks = Some(8);
-            c.size_bytes = Some(256 << 10);
+            c.set("ranks", 8);
+            c.set("size_bytes", 256 << 10);
         }
     }
     if big {
         // Ten samples: each one copies every port's counters.
-        c.sample_us = Some(c.duration_us.unwrap_or(20.0) / 10.0);
+        c.set("sample_us", c.table.get("duration_us").and_then(|v| v.as_float()).unwrap_or(20.0) / 10.0);
     }
     c
 }
@@ -55,7 +55,7 @@ fn small(kind: ScenarioKind, hosts: usize) -> ScenarioConfig {
 fn every_kind_runs_on_every_example_with_a_finite_headline() {
     for (file, m) in examples() {
         let hosts = m.hosts().count();
-        for kind in ScenarioKind::ALL {
+        for &kind in ScenarioKind::ALL {
             let c = small(kind, hosts);
             let t = std::time::Instant::now();
             let r = rocelab_scenario::run(&m, &c, "scenario", 1).unwrap_or_else(|e| panic!("{file} {kind:?}: {e:?}"));

@@ -1,12 +1,15 @@
 //! The packet-level engine: ports, switch MMU, schedulers, NICs, and the event loop.
 //!
-//! Components are plain structs in typed vectors; handlers are methods on `Sim` that receive
-//! packets and wake up on time. The data path of one hop:
+//! `Sim` holds one of each component, as fields: the `Router` (`router`), the switch `Mmu`
+//! (`mmu`), the host transport (`transport`), the link layer chosen once (`link`), the egress
+//! queues' properties from the model, and the ports; handlers are methods on `Sim` that
+//! receive packets and wake up on time, handing each component what it needs (the crate doc
+//! has the table). The data path of one hop:
 //!
 //! ```text
 //! NIC/switch egress port ──serialize──► wire (FIFO of (arrival, pkt)) ──► peer ingress
 //!   ▲ scheduler: strict, then DWRR; skips PFC-paused priorities    │
-//!   └──────────── egress queue ◄── MMU admission ◄── ECMP route ◄───┘
+//!   └──────── egress queue ◄── Mmu::admit ◄── Router::choose ◄──────┘
 //! ```
 //!
 //! Switch MMU (the HPCC ns-3 reference model, generalized): per (ingress port, priority group)
@@ -23,22 +26,27 @@ use crate::event::{Ev, EventQueue};
 use crate::observer::{Observed, Observer, SeriesRecord};
 use crate::pacer::Pacer;
 use crate::packet::*;
-use crate::rng::{mix64, Rng};
+use crate::rng::Rng;
+use crate::router::{hash_field_mask, QpRoute, RouteLearn, Router};
 use crate::stats::*;
 use crate::traffic::{FlowSpec, Transport};
 use crate::workload::{Delivered, FixedFlows, Net, WakeSlots, Workload};
-use rocelab_model::config::{CongestionControl, FaultConfig, FaultKind, HashField, SchedulerKind, WatchdogAction};
+use link::{LinkLayer, QpIdentity};
+use rocelab_model::config::{CongestionControl, FaultConfig, FaultKind, WatchdogAction};
+use rocelab_model::queues::{ClassQueue, Queues};
 use rocelab_model::{BitsPerSec, Diagnostic, Model, NodeId, PortId, Role, SimTime};
 use std::collections::VecDeque;
+pub(crate) use transport::{HostTransport, Nic, Qp, RetiredQps};
 
-mod ecmp;
 mod faults;
 mod ib;
 mod invariants;
+mod link;
 mod mmu;
 mod nic;
 mod pfc;
 mod sched;
+mod transport;
 mod wire;
 
 const NONE: u32 = u32::MAX;
@@ -109,11 +117,21 @@ struct Ecn {
     pmax: f64,
 }
 
-#[derive(Clone, Copy, Debug)]
-struct ClassProps {
-    prio: u8,
-    queue: u8,
-    lossless: bool,
+impl Ecn {
+    /// RED on the egress queue length `qlen` (bytes, before this packet leaves): never below
+    /// Kmin, always above Kmax, with probability rising linearly to Pmax between them (the
+    /// only case that draws from the switch's stream `rng`).
+    #[inline]
+    fn marks(&self, qlen: u64, rng: &mut Rng) -> bool {
+        if qlen > self.kmax {
+            true
+        } else if qlen > self.kmin {
+            let p = self.pmax * (qlen - self.kmin) as f64 / (self.kmax - self.kmin).max(1) as f64;
+            rng.unit() < p
+        } else {
+            false
+        }
+    }
 }
 
 /// One egress queue of a port, its FIFO of packets and its counters in one 64-byte line:
@@ -165,12 +183,8 @@ pub(crate) struct Port {
     pub delay: SimTime,
     /// The port is serializing until then.
     busy_until: SimTime,
+    /// The wire works (what routing knows of the link is the router's: `Router::is_up`).
     pub up: bool,
-    /// ECMP may choose this port: it is up and its routes are not withdrawn (what routing
-    /// sees, where `up` is what the wire does).
-    routed: bool,
-    /// A `route-withdraw` fault holds the link's routes back (cold; `routed` is the hot copy).
-    withdrawn: bool,
     /// A TxDone event is pending: scheduled only when something waits to be sent, so an idle
     /// port costs no event after its last packet.
     tx_pending: bool,
@@ -205,178 +219,14 @@ pub(crate) struct Port {
     pub st: Box<PortStats>,
 }
 
-pub(crate) struct Switch {
-    pub node: u32,
-    buffer: u64,
-    shared_used: u64,
-    total_hdrm: u64,
-    total_rsrv: u64,
-    reserve: u64,
-    resume_offset: u64,
-    alpha_lossless: f64,
-    alpha_lossy: f64,
-    static_xoff: Option<(u64, u64)>,
-    pub used: u64,
-    pub peak_used: u64,
-    seed: u64,
-    rng: Rng,
-}
-
-pub(crate) struct Nic {
-    pub node: u32,
-    port: u32,
-    profile: usize,
-    active: Vec<u32>,
-    rr: usize,
-    cnp_q: VecDeque<u32>,
-    ack_q: VecDeque<u32>,
-    wake_at: SimTime,
-    wake_gen: u32,
-    stalled: bool,
-    rx_q: VecDeque<u32>,
-    rx_bytes: u64,
-    rx_xoff: [bool; 8],
-    pub st: NicStats,
-}
-
-pub(crate) struct Qp {
-    pub flow: u32,
-    src_nic: u32,
-    dst_nic: u32,
-    pub src: u32,
-    pub dst: u32,
-    pub size: u64,
-    npkts: u32,
-    mtu: u32,
-    class: u8,
-    pcp: u8,
-    hash: u32,
-    /// Its UDP source port (the hash is recomputed from it when the hashed fields change).
-    sport: u16,
-    ect: bool,
-    /// In-flight window in bytes (0: none; ConnectX's DCQCN is rate-based and has none).
-    window: u64,
-    /// Scale the window with the current rate (HPCC's `VAR_WIN`).
-    window_var: bool,
-    // sender
-    snd_nxt: u32,
-    snd_una: u32,
-    pacer: Pacer,
-    rto_gen: u32,
-    rto_armed: bool,
-    timeouts_in_row: u32,
-    last_progress: SimTime,
-    /// Its congestion control (`cc`): DCQCN, DCTCP for TCP-like messages, IB CC ...; `None`:
-    /// the port alone paces it.
-    cc: Option<Cc>,
-    /// The packet timed for the algorithm's RTT sample (`NONE`: none in flight), and when it
-    /// left. Only new packets are timed, and a rewind past it drops it (Karn's rule).
-    rtt_psn: u32,
-    rtt_sent: SimTime,
-    /// Bytes of congestion-control header on each data packet and ACK of this QP: HPCC's INT
-    /// (42 B), ns-3's TIMELY timestamp (8 B with its header count); 0 otherwise.
-    int_bytes: u16,
-    /// Receiver: CE-marked packets not yet echoed on an ACK (TCP-like QPs).
-    ce_unechoed: u16,
-    pub sender_done: Option<SimTime>,
-    // receiver
-    rcv_nxt: u32,
-    /// InfiniBand with adaptive routing: a bitmap by PSN of packets received ahead of
-    /// `rcv_nxt` (allocated at the first reordered packet; empty otherwise).
-    ooo: Vec<u64>,
-    nak_for: u32,
-    last_cnp: Option<SimTime>,
-    since_ack: u32,
-    pub finish: Option<SimTime>,
-    pub st: QpStats,
-    /// Packets of this QP alive (on wires, in queues, in NIC queues) and timer events of it
-    /// pending (DCQCN's, a delayed CNP, its start; not the transport timeout, which is
-    /// invalidated by generation): its slot may be reused only when both are zero
-    /// (`SimOptions::recycle_qps`).
-    pkts_out: u32,
-    timers: u32,
-    /// Done and folded into its message's counters; the slot is free.
-    pub(crate) retired: bool,
-}
-
-/// The counters of a message's QPs whose slots were reused, as `snapshot` aggregates live ones.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct RetiredQps {
-    pub qps: u32,
-    pub delivered_bytes: u64,
-    pub retransmitted_packets: u64,
-    pub cnps: u64,
-    pub timeouts: u64,
-    /// The latest finish and sender completion among them.
-    pub finish: SimTime,
-    pub sender_done: SimTime,
-}
-
-impl Qp {
-    /// Payload bytes of packet `psn` (the last one carries the remainder).
+impl Port {
+    /// Priority `prio` is paused by the peer at `now` (and the PFC watchdog is not ignoring
+    /// its pauses).
     #[inline]
-    fn payload_of(&self, psn: u32) -> u32 {
-        if psn + 1 >= self.npkts {
-            self.size.saturating_sub(psn as u64 * self.mtu as u64).min(self.mtu as u64) as u32
-        } else {
-            self.mtu
-        }
+    pub(crate) fn is_paused(&self, prio: u8, now: SimTime) -> bool {
+        let s = &self.pause[prio as usize];
+        s.until > now && s.wd_until <= now
     }
-
-    /// A packet `psn` ahead of `rcv_nxt` is held (InfiniBand, out of order).
-    #[inline]
-    fn ooo_has(&self, psn: u32) -> bool {
-        self.ooo.get(psn as usize / 64).is_some_and(|w| w & (1 << (psn % 64)) != 0)
-    }
-
-    #[cold]
-    fn ooo_set(&mut self, psn: u32) {
-        if self.ooo.is_empty() {
-            self.ooo = vec![0; (self.npkts as usize).div_ceil(64)];
-        }
-        self.ooo[psn as usize / 64] |= 1 << (psn % 64);
-    }
-
-    /// Clears and returns whether packet `psn` was held.
-    #[inline]
-    fn ooo_take(&mut self, psn: u32) -> bool {
-        match self.ooo.get_mut(psn as usize / 64) {
-            Some(w) if *w & (1 << (psn % 64)) != 0 => {
-                *w &= !(1 << (psn % 64));
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// False while the bytes sent and not yet acknowledged fill the window (HPCC's
-    /// `IsWinBound`); an ACK reopens it and kicks the NIC.
-    #[inline]
-    fn window_open(&self) -> bool {
-        let own = self.cc.as_ref().and_then(|c| c.window_bytes());
-        if self.window == 0 && own.is_none() {
-            return true;
-        }
-        let in_flight = self.snd_nxt.saturating_sub(self.snd_una) as u64 * self.mtu as u64;
-        if let Some(w) = own {
-            return in_flight < w;
-        }
-        let w = match (&self.cc, self.window_var) {
-            (Some(cc), true) => ((self.window as f64 * cc.rate_bps() / cc.line_rate_bps()) as u64).max(1),
-            _ => self.window,
-        };
-        in_flight < w
-    }
-}
-
-/// Where a QP runs: its NICs at both ends, its UDP source port and the ECMP hash of its
-/// 5-tuple (`Sim::qp_route`).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct QpRoute {
-    pub src_nic: u32,
-    pub dst_nic: u32,
-    pub sport: u16,
-    pub hash: u32,
 }
 
 /// What a fault does when it happens, with its target resolved.
@@ -391,7 +241,7 @@ pub enum FaultAction {
     Host { host: NodeId, stall: bool },
     /// A switch (or every switch) takes a new ECMP hash seed.
     Reseed { switch: Option<NodeId>, seed: u64 },
-    /// Every switch hashes other fields from now on (a bit set, as `Sim::hash_fields`).
+    /// Every switch hashes other fields from now on (a bit set, as `Router::hash_fields`).
     HashFields { mask: u8 },
 }
 
@@ -423,26 +273,20 @@ pub struct Sim<'m> {
     q: EventQueue,
     pub(crate) pkts: Slab,
     pub(crate) ports: Vec<Port>,
-    pub(crate) switches: Vec<Switch>,
-    pub(crate) nics: Vec<Nic>,
-    pub(crate) qps: Vec<Qp>,
+    /// The switches' shared buffers (`mmu::Mmu`).
+    pub(crate) mmu: mmu::Mmu,
+    /// NICs, QPs and their congestion control (`transport`).
+    pub(crate) host: HostTransport,
     pub(crate) flows: Vec<FlowSpec>,
     pub(crate) faults: Vec<Fault>,
-    node_nic: Vec<u32>,
-    classes: Vec<ClassProps>,
-    strict_queues: Vec<u8>,
-    dwrr_queues: Vec<u8>,
-    quantum: [i64; 8],
-    queue_prio_mask: [u8; 8],
-    /// Each NIC profile's congestion-control tables.
-    cc_params: Vec<CcParams>,
+    /// Forwarding, ECMP, routing epochs, host port choice (`router`).
+    pub(crate) router: Router<'m>,
+    /// Per class its priority, queue and losslessness; strict order, DWRR quanta and pause
+    /// masks of the egress queues (resolved by the model, `Model::queues`).
+    queues: Queues,
     qps_left: usize,
     /// QPs ever created (slots may be fewer: `SimOptions::recycle_qps`).
     qps_created: usize,
-    /// Slots of retired QPs, reused by the next QPs.
-    free_qps: Vec<u32>,
-    /// Per flow, its retired QPs' counters (empty unless `recycle_qps`).
-    pub(crate) retired: Vec<RetiredQps>,
     /// QPs started and not finished.
     active_qps: usize,
     /// Fault events not yet handled.
@@ -458,20 +302,6 @@ pub struct Sim<'m> {
     pub(crate) stopped_at_duration: bool,
     /// Stopped because no packet left the fabric for `NO_PROGRESS_LIMIT` (no duration set).
     pub(crate) stopped_no_progress: bool,
-    pub(crate) hash_fields: u8,
-    /// Routing states, one per link change (epoch): `views[e][row * groups + g]` = how switch
-    /// `row` still reaches destination group `g` over the surviving equal-cost paths, a
-    /// `RouteLevel` (routing reconverged). `None`: every link up and routed. A state no switch
-    /// holds any more is emptied.
-    views: Vec<Option<Vec<u8>>>,
-    /// The forwarding table, flattened for ECMP (`ecmp::Fib`).
-    fib: ecmp::Fib,
-    /// The routing state each switch has learned (index into `views`).
-    sw_view: Vec<u32>,
-    /// `views` below this index are emptied.
-    views_freed: usize,
-    /// Per switch hop, how long a link change takes to reach a switch.
-    convergence_per_hop: SimTime,
     /// Told of PFC frames, drops, marks, CNPs, deliveries and samples (see `observer`).
     observers: Vec<Box<dyn Observer + 'm>>,
     /// What posts the messages (taken out while one of its callbacks runs).
@@ -484,8 +314,6 @@ pub struct Sim<'m> {
     deliveries_due: u32,
     /// Tags of the workload's wake-ups by slot, and the free slots (a wake-up due holds one).
     wakes: WakeSlots,
-    /// The stream of UDP source ports, one per QP in posting order.
-    sport_rng: Rng,
     /// The link layer's per-packet overheads (RoCEv2 or InfiniBand).
     pub(crate) hdr: ib::Overheads,
     /// Some NIC profile runs an algorithm fed by INT: switches stamp data packets.
@@ -494,37 +322,12 @@ pub struct Sim<'m> {
     int: Vec<crate::cc::IntStack>,
     /// The stack of the packet the NIC is receiving (kept past its slot's release).
     int_rx: crate::cc::IntStack,
-    /// InfiniBand: VL arbitration, routing mode and destination LIDs (`None` on RoCE).
-    pub(crate) ib: Option<Box<ib::IbState>>,
+    /// The link layer, chosen once (`link`): RoCE, or InfiniBand with its VL arbitration,
+    /// routing mode and destination LIDs.
+    link: LinkLayer,
     /// InfiniBand: per port, its credits and VL arbiter (empty on RoCE, so a RoCE port keeps
     /// its layout).
     pub(crate) ib_ports: Vec<ib::IbPort>,
-    /// QPs created so far per host (a multi-port host takes its ports round-robin).
-    qps_at: Vec<u32>,
-}
-
-/// The hashed fields as the bit set `Sim::hash_fields` holds (bit 0 source IP … bit 4
-/// destination port).
-pub(crate) fn hash_field_mask(fields: &[HashField]) -> u8 {
-    fields.iter().fold(0, |m, f| {
-        m | 1
-            << match f {
-                HashField::SrcIp => 0,
-                HashField::DstIp => 1,
-                HashField::Protocol => 2,
-                HashField::SrcPort => 3,
-                HashField::DstPort => 4,
-            }
-    })
-}
-
-/// The ECMP hash seed of switch `i` for a base seed: its own, or the same everywhere.
-fn switch_seed(base: u64, i: usize, per_switch: bool) -> u64 {
-    if per_switch {
-        mix64(base ^ mix64(i as u64 + 1))
-    } else {
-        mix64(base)
-    }
 }
 
 /// Prefetches the first line of a port (what every transmission and arrival reads).
@@ -564,61 +367,14 @@ impl<'m> Sim<'m> {
         opts: SimOptions,
     ) -> Result<Sim<'m>, Vec<Diagnostic>> {
         let qos = &m.qos;
-        let classes: Vec<ClassProps> = qos
-            .classes
-            .iter()
-            .map(|c| match &m.ib {
-                // InfiniBand: a class's priority is its service level; its packets go on the
-                // VL the SL maps to, in that VL's queue, with no pause (credits instead).
-                Some(ib) => {
-                    let vl = ib.vl_of_sl(c.priority);
-                    ClassProps { prio: vl, queue: vl, lossless: false }
-                }
-                None => ClassProps { prio: c.priority, queue: c.queue, lossless: qos.pfc_enabled(c.priority) },
-            })
-            .collect();
-        let ib_state = match &m.ib {
-            Some(ib) => Some(Box::new(ib::IbState::new(m, ib)?)),
-            None => None,
-        };
-        let is_ib = ib_state.is_some();
-        // Queue properties: the first class mapped to a queue decides strict/weight; a queue is
-        // paused when any priority mapped to it is paused.
-        let mut strict = [None::<(bool, u32, u8)>; 8];
-        let mut queue_prio_mask = [0u8; 8];
-        for c in &qos.classes {
-            let q = c.queue as usize;
-            queue_prio_mask[q] |= 1 << c.priority;
-            if strict[q].is_none() {
-                strict[q] = Some((c.scheduler == SchedulerKind::Strict, c.weight.max(1), c.priority));
-            }
-        }
-        let mut strict_queues: Vec<(u8, u8)> = Vec::new();
-        let mut dwrr_queues = Vec::new();
-        let mut quantum = [0i64; 8];
-        for (q, s) in strict.iter().enumerate() {
-            match s {
-                Some((true, _, prio)) => strict_queues.push((*prio, q as u8)),
-                Some((false, w, _)) => {
-                    dwrr_queues.push(q as u8);
-                    quantum[q] = *w as i64 * 256;
-                }
-                None => {}
-            }
-        }
-        // Strict queues: higher priority first.
-        strict_queues.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        let strict_queues = strict_queues.into_iter().map(|x| x.1).collect();
-
-        let mut node_sw = vec![NONE; m.nodes.len()];
-        let mut node_nic = vec![NONE; m.nodes.len()];
+        let link = LinkLayer::of(m)?;
+        let router = Router::new(m, opts.seed)?;
         let mut switches = Vec::new();
         let mut nics = Vec::new();
-        let per_switch_seed = m.config.routing.per_switch_seed;
         let lossless_prios = (0..8u8).filter(|p| qos.pfc_enabled(*p)).count() as u64;
         let used_prios = {
             let mut mask = 0u8;
-            for c in &classes {
+            for c in &m.queues.classes {
                 mask |= 1 << c.prio;
             }
             mask.count_ones() as u64
@@ -627,15 +383,14 @@ impl<'m> Sim<'m> {
             match &n.role {
                 Role::Switch { model } => {
                     let sp = &m.switch_models[*model].params;
-                    node_sw[i] = switches.len() as u32;
-                    let seed = switch_seed(m.config.routing.ecmp_seed, i, per_switch_seed);
-                    switches.push(Switch {
+                    debug_assert_eq!(router.switch_of(i as u32), switches.len() as u32);
+                    switches.push(mmu::Switch {
                         node: i as u32,
                         buffer: sp.buffer_bytes,
                         shared_used: 0,
                         total_hdrm: 0,
-                        total_rsrv: if is_ib { 0 } else { sp.reserve_bytes * n.num_ports as u64 * used_prios },
-                        reserve: if is_ib { 0 } else { sp.reserve_bytes },
+                        total_rsrv: link.reserve_bytes(sp.reserve_bytes) * n.num_ports as u64 * used_prios,
+                        reserve: link.reserve_bytes(sp.reserve_bytes),
                         resume_offset: sp.resume_offset_bytes,
                         alpha_lossless: sp.ingress_lossless_alpha,
                         alpha_lossy: sp.ingress_lossy_alpha,
@@ -645,14 +400,13 @@ impl<'m> Sim<'m> {
                             .map(|x| (x, qos.pfc.xon_bytes.unwrap_or(x.saturating_sub(sp.resume_offset_bytes)))),
                         used: 0,
                         peak_used: 0,
-                        seed,
                         rng: Rng::new(opts.seed, 0x5357_0000 + i as u64),
                     });
                 }
                 Role::Host { nic, .. } => {
                     // One NIC (queues, scheduler, receive buffer) per host port, consecutive:
                     // a multi-homed host is a dual-port NIC in RoCE LAG.
-                    node_nic[i] = nics.len() as u32;
+                    debug_assert_eq!(router.first_nic(i as u32), nics.len() as u32);
                     nics.extend(n.ports().map(|port| Nic {
                         node: i as u32,
                         port: port.0,
@@ -677,29 +431,24 @@ impl<'m> Sim<'m> {
             let node = p.node.idx();
             let ps_per_byte =
                 if 8_000_000_000_000u64.is_multiple_of(p.speed.0) { 8_000_000_000_000u64 / p.speed.0 } else { 0 };
-            let mut ecn = [None; 8];
-            for c in qos.classes.iter().filter(|_| !is_ib) {
-                if ecn[c.queue as usize].is_none() {
-                    if let Some(e) = c.ecn_for_speed(p.speed.gbps()) {
-                        ecn[c.queue as usize] = Some(Ecn { kmin: e.kmin_bytes, kmax: e.kmax_bytes, pmax: e.pmax });
-                    }
-                }
-            }
-            let headroom = if is_ib { 0 } else { m.headroom_in_force(PortId(pi as u32)) };
-            if node_sw[node] != NONE {
-                switches[node_sw[node] as usize].total_hdrm += headroom * lossless_prios;
+            let ecn = m
+                .queues
+                .ecn_at(qos, p.speed.gbps())
+                .map(|e| e.map(|e| Ecn { kmin: e.kmin_bytes, kmax: e.kmax_bytes, pmax: e.pmax }));
+            let headroom = link.headroom_bytes(m, PortId(pi as u32));
+            let (sw, first_nic) = (router.switch_of(node as u32), router.first_nic(node as u32));
+            if sw != NONE {
+                switches[sw as usize].total_hdrm += headroom * lossless_prios;
             }
             ports.push(Port {
                 node: node as u32,
                 peer: p.peer.0,
-                sw: node_sw[node],
-                nic: if node_nic[node] == NONE { NONE } else { node_nic[node] + pi as u32 - m.nodes[node].first_port },
+                sw,
+                nic: if first_nic == NONE { NONE } else { first_nic + pi as u32 - m.nodes[node].first_port },
                 speed: p.speed,
                 ps_per_byte,
                 delay: p.delay,
                 up: true,
-                routed: true,
-                withdrawn: false,
                 busy_until: SimTime::ZERO,
                 tx_pending: false,
                 queues: Default::default(),
@@ -723,44 +472,21 @@ impl<'m> Sim<'m> {
                 st: Box::default(),
             });
         }
-        let hash_fields = hash_field_mask(&m.config.routing.ecmp_hash_fields);
-        let ib_cc = m.ib.as_ref().and_then(|i| i.cc.as_ref());
-        let cc_params: Vec<CcParams> = m.nics.iter().map(|n| CcParams::of(n, ib_cc)).collect();
-        let n_switches = switches.len();
-        let fib = ecmp::Fib::new(&m.routing, switches.iter().map(|s| s.node));
-        let convergence_per_hop = match m.config.routing.convergence_us_per_hop {
-            None => SimTime::ZERO,
-            Some(us) if us.is_finite() && (0.0..1e9).contains(&us) => SimTime::from_secs_f64(us * 1e-6),
-            Some(us) => {
-                return Err(vec![Diagnostic::new(
-                    "routing.convergence_us_per_hop",
-                    format!("convergence_us_per_hop = {us} is not a time in µs"),
-                    "e.g. 100 (µs per switch hop); 0 or leave it out: every switch learns at once",
-                )])
-            }
-        };
+        let cc_params: Vec<CcParams> = m.nics.iter().map(|n| CcParams::of(n, link.ib_cc())).collect();
         let mut sim = Sim {
             m,
             now: SimTime::ZERO,
             q: EventQueue::with_capacity(ports.len() * 2 + 1024),
             pkts: Slab::with_capacity(4096),
             ports,
-            switches,
-            nics,
-            qps: Vec::new(),
+            mmu: mmu::Mmu { switches },
+            host: HostTransport { nics, qps: Vec::new(), cc_params, free_qps: Vec::new(), retired: Vec::new() },
             flows: Vec::new(),
             faults,
-            node_nic,
-            classes,
-            strict_queues,
-            dwrr_queues,
-            quantum,
-            queue_prio_mask,
-            cc_params,
+            router,
+            queues: m.queues.clone(),
             qps_left: 0,
             qps_created: 0,
-            free_qps: Vec::new(),
-            retired: Vec::new(),
             active_qps: 0,
             faults_due: 0,
             flow_failed: Vec::new(),
@@ -770,32 +496,18 @@ impl<'m> Sim<'m> {
             series: None,
             stopped_at_duration: false,
             stopped_no_progress: false,
-            hash_fields,
-            views: vec![None],
-            fib,
-            sw_view: vec![0; n_switches],
-            views_freed: 0,
-            convergence_per_hop,
             observers: Vec::new(),
             deliveries_wanted: workload.wants_deliveries(),
             workload: None,
             flow_rx_left: Vec::new(),
             deliveries_due: 0,
             wakes: WakeSlots::default(),
-            sport_rng: Rng::new(opts.seed, 0x5150_0000),
-            hdr: match (is_ib, m.config.simulation.header_overhead.unwrap_or_default()) {
-                (true, _) => ib::Overheads::INFINIBAND,
-                (false, rocelab_model::cc::HeaderOverhead::Roce) => ib::Overheads::ROCE,
-                (false, rocelab_model::cc::HeaderOverhead::Ns3) => ib::Overheads::NS3,
-            },
-            int_on: !is_ib && m.nics.iter().any(|n| n.congestion_control == CongestionControl::Hpcc),
+            hdr: link.overheads(m),
+            int_on: link.stamps_int(m),
             int: Vec::new(),
             int_rx: crate::cc::IntStack::default(),
-            ib_ports: ib_state
-                .as_ref()
-                .map_or_else(Vec::new, |s| vec![ib::IbPort::new(s.initial_credits); m.ports.len()]),
-            ib: ib_state,
-            qps_at: vec![0; m.nodes.len()],
+            ib_ports: link.ports(m.ports.len()),
+            link,
             opts,
         };
         if sim.opts.sample_interval.is_some() {
@@ -813,9 +525,8 @@ impl<'m> Sim<'m> {
         if let Some(iv) = sim.opts.sample_interval {
             sim.q.push(iv, Ev::Sample);
         }
-        let wd = &m.qos.watchdog;
-        if wd.enabled && m.qos.pfc_mask != 0 && !m.is_ib() {
-            sim.q.push(wd.poll, Ev::WatchdogPoll);
+        if sim.link.runs_pfc_watchdog(m) {
+            sim.q.push(m.qos.watchdog.poll, Ev::WatchdogPoll);
         }
         Ok(sim)
     }
@@ -824,7 +535,7 @@ impl<'m> Sim<'m> {
     /// serialization per hop (as HPCC's `third.cc` sizes its base RTT).
     fn path_rtt(&self, src_nic: u32, dst: u32, hash: u32, frame: u32) -> SimTime {
         let mut path = Vec::new();
-        self.trace_path(src_nic, dst, hash, 64, &mut path);
+        self.router.trace_path(src_nic, dst, hash, 64, &mut path);
         path.iter().fold(SimTime::ZERO, |t, &p| {
             let port = &self.ports[p as usize];
             t + port.delay + port.delay + ser_time(port, frame)
@@ -846,41 +557,16 @@ impl<'m> Sim<'m> {
     pub(crate) fn post_flow(&mut self, f: FlowSpec) -> u32 {
         let fi = self.flows.len() as u32;
         let prof = self.m.nic_of(f.src);
-        let class = &self.m.qos.classes[f.class];
-        // The NIC stamps the class's DSCP and maps it to a priority with its own table.
-        let dscp = if f.class == self.m.qos.rdma_class() {
-            prof.qos.roce_dscp
-        } else {
-            class.dscp.first().copied().unwrap_or(0)
-        };
-        let (pcp, switch_class) = if self.ib.is_some() {
-            // InfiniBand: the class's SL (its `priority`) picks the VL; no DSCP, no PCP.
-            (self.classes[f.class].queue, f.class as u8)
-        } else {
-            let pcp = prof.qos.dscp_to_priority[dscp as usize];
-            let switch_class = match self.m.qos.trust {
-                rocelab_model::config::Trust::Dscp => self.m.qos.dscp_to_class[dscp as usize],
-                rocelab_model::config::Trust::Pcp => self.m.qos.priority_to_class[pcp as usize],
-            };
-            (pcp, switch_class)
-        };
-        let cc_kind = if f.transport.is_tcp() {
-            QpKind::Tcp { ib_cc: self.ib.as_ref().is_some_and(|i| i.cc.is_some()) }
-        } else if let Some(ib) = &self.ib {
-            QpKind::Ib { cc: ib.cc.is_some() }
-        } else if prof.qos.ecn_rp_mask & (1 << pcp) != 0 {
-            QpKind::Rdma
-        } else {
-            QpKind::RdmaUnmanaged
-        };
+        let QpIdentity { pcp, class: switch_class, kind: cc_kind, ect } =
+            self.link.qp_identity(self.m, &f, &self.queues.classes);
         let mut qps = 0;
         for (k, size) in f.qp_sizes() {
-            let QpRoute { src_nic, dst_nic, sport, hash } = self.qp_route(&f, k);
-            let line = self.ports[self.nics[src_nic as usize].port as usize].speed.0 as f64;
+            let QpRoute { src_nic, dst_nic, sport, hash } = self.router.qp_route(&f, k);
+            let line = self.ports[self.host.nics[src_nic as usize].port as usize].speed.0 as f64;
             let mtu = prof.mtu;
             let npkts = size.div_ceil(mtu as u64).min(u32::MAX as u64 - 1) as u32;
             let path_rtt = || self.path_rtt(src_nic, f.dst.0, hash, mtu + self.hdr.data);
-            let cc = Cc::choose(cc_kind, prof, &self.cc_params[prof_index(self.m, f.src)], line, mtu, path_rtt);
+            let cc = Cc::choose(cc_kind, prof, &self.host.cc_params[prof_index(self.m, f.src)], line, mtu, path_rtt);
             let fb = cc.as_ref().map(|c| c.feedback());
             let qp = Qp {
                 flow: fi,
@@ -895,7 +581,7 @@ impl<'m> Sim<'m> {
                 pcp,
                 hash,
                 sport,
-                ect: self.ib.is_none()
+                ect: ect
                     && match f.transport {
                         // ECN-capable where the algorithm reads marks (DCQCN's CNPs, DCTCP's
                         // echo; not HPCC's INT or TIMELY's RTT), or the receiver answers them.
@@ -936,17 +622,7 @@ impl<'m> Sim<'m> {
                 timers: 0,
                 retired: false,
             };
-            let id = match self.free_qps.pop() {
-                Some(id) => {
-                    let rto_gen = self.qps[id as usize].rto_gen.wrapping_add(1);
-                    self.qps[id as usize] = Qp { rto_gen, ..qp };
-                    id
-                }
-                None => {
-                    self.qps.push(qp);
-                    (self.qps.len() - 1) as u32
-                }
-            };
+            let id = self.host.store(qp);
             self.push_qp_timer(f.start, Ev::QpStart { qp: id }, id);
             self.qps_created += 1;
             self.qps_left += 1;
@@ -956,24 +632,10 @@ impl<'m> Sim<'m> {
         self.flow_rx_left.push(qps);
         self.flow_failed.push(false);
         if self.opts.recycle_qps {
-            self.retired.push(RetiredQps::default());
+            self.host.retired.push(RetiredQps::default());
         }
         self.flows.push(f);
         fi
-    }
-
-    /// The NICs, source port and ECMP hash QP `k` of message `f` gets: the host ports
-    /// round-robin, the source port from the message or the run's stream. Draws in QP
-    /// creation order, so an engine calling it for the same messages gets the same QPs.
-    pub(crate) fn qp_route(&mut self, f: &FlowSpec, k: u32) -> QpRoute {
-        let src_nic = self.host_nic(f.src);
-        let dst_nic = self.host_nic(f.dst);
-        let sport = match f.sport {
-            Some(base) => crate::workload::sport_after(base, k) as u32,
-            None => self.sport_rng.sport() as u32,
-        };
-        let hash = self.flow_hash(f.src.0, f.dst.0, sport);
-        QpRoute { src_nic, dst_nic, sport: sport as u16, hash }
     }
 
     /// Adds an observer; it hears everything from now on.
@@ -1107,7 +769,7 @@ impl<'m> Sim<'m> {
                     // (A timeout only brings progress with packets outstanding; a QP with
                     // none re-arms its timer for ever.) A fault still to come may revive it.
                     let awaiting = |q: &Qp| q.rto_armed && q.sender_done.is_none() && q.snd_una < q.snd_nxt;
-                    if self.faults_due > 0 || self.qps.iter().any(awaiting) {
+                    if self.faults_due > 0 || self.host.qps.iter().any(awaiting) {
                         stall_since = t;
                     } else {
                         self.stopped_no_progress = true;
@@ -1138,8 +800,8 @@ impl<'m> Sim<'m> {
     /// Payload bytes delivered in order, per flow.
     pub fn flow_delivered_bytes(&self) -> Vec<u64> {
         let mut v: Vec<u64> =
-            (0..self.flows.len()).map(|f| self.retired.get(f).map_or(0, |r| r.delivered_bytes)).collect();
-        for q in self.qps.iter().filter(|q| !q.retired) {
+            (0..self.flows.len()).map(|f| self.host.retired.get(f).map_or(0, |r| r.delivered_bytes)).collect();
+        for q in self.host.qps.iter().filter(|q| !q.retired) {
             v[q.flow as usize] += q.st.bytes_delivered;
         }
         v
@@ -1152,7 +814,7 @@ impl<'m> Sim<'m> {
     #[inline]
     pub(super) fn push_qp_timer(&mut self, at: SimTime, ev: Ev, qp: u32) {
         if self.opts.recycle_qps {
-            self.qps[qp as usize].timers += 1;
+            self.host.qps[qp as usize].timers += 1;
         }
         self.q.push(at, ev);
     }
@@ -1160,7 +822,7 @@ impl<'m> Sim<'m> {
     #[inline]
     fn qp_timer_fired(&mut self, qp: u32) {
         if self.opts.recycle_qps {
-            self.qps[qp as usize].timers -= 1;
+            self.host.qps[qp as usize].timers -= 1;
         }
     }
 
@@ -1168,7 +830,7 @@ impl<'m> Sim<'m> {
     #[inline]
     pub(super) fn alloc_pkt(&mut self, p: Packet) -> u32 {
         if self.opts.recycle_qps {
-            self.qps[p.qp as usize].pkts_out += 1;
+            self.host.qps[p.qp as usize].pkts_out += 1;
         }
         self.pkts.alloc(p)
     }
@@ -1178,7 +840,7 @@ impl<'m> Sim<'m> {
     pub(super) fn free_pkt(&mut self, id: u32) -> u32 {
         let qp = self.pkts.get(id).qp;
         if self.opts.recycle_qps {
-            self.qps[qp as usize].pkts_out -= 1;
+            self.host.qps[qp as usize].pkts_out -= 1;
         }
         self.pkts.free(id);
         qp
@@ -1191,7 +853,7 @@ impl<'m> Sim<'m> {
         if !self.opts.recycle_qps {
             return;
         }
-        let q = &self.qps[qi as usize];
+        let q = &self.host.qps[qi as usize];
         // (A QP that gave up stays: its failure is reported from the QP itself.)
         if q.pkts_out == 0
             && q.timers == 0
@@ -1200,23 +862,8 @@ impl<'m> Sim<'m> {
             && !q.retired
             && !q.st.failed
         {
-            self.retire(qi);
+            self.host.retire(qi);
         }
-    }
-
-    #[cold]
-    fn retire(&mut self, qi: u32) {
-        let q = &mut self.qps[qi as usize];
-        q.retired = true;
-        let r = &mut self.retired[q.flow as usize];
-        r.qps += 1;
-        r.delivered_bytes += q.st.bytes_delivered;
-        r.retransmitted_packets += q.st.retransmitted_packets;
-        r.cnps += q.st.cnps;
-        r.timeouts += q.st.timeouts;
-        r.finish = r.finish.max(q.finish.unwrap_or(SimTime::ZERO));
-        r.sender_done = r.sender_done.max(q.sender_done.unwrap_or(SimTime::ZERO));
-        self.free_qps.push(qi);
     }
 
     /// Bytes queued at a port's egress, all queues.
@@ -1243,7 +890,7 @@ impl<'m> Sim<'m> {
             Ev::PauseRefresh { port, prio } => self.on_pause_refresh(port, prio),
             Ev::CreditArrive { port, vl, bytes } => self.on_credit_arrive(port, vl, bytes),
             Ev::NicWake { host, gen } => {
-                let n = &mut self.nics[host as usize];
+                let n = &mut self.host.nics[host as usize];
                 if n.wake_gen == gen {
                     n.wake_at = SimTime::MAX;
                     self.nic_try_send(host);
@@ -1252,15 +899,15 @@ impl<'m> Sim<'m> {
             Ev::QpStart { qp } => {
                 self.qp_timer_fired(qp);
                 // Its port may have gone down since the QP was created.
-                let nic = self.live_nic(self.qps[qp as usize].src_nic);
-                self.qps[qp as usize].src_nic = nic;
-                self.nics[nic as usize].active.push(qp);
+                let nic = self.router.live_nic(self.host.qps[qp as usize].src_nic);
+                self.host.qps[qp as usize].src_nic = nic;
+                self.host.nics[nic as usize].active.push(qp);
                 self.active_qps += 1;
                 self.nic_try_send(nic);
             }
             Ev::Delivered { flow } => self.on_delivered(flow),
             Ev::Wake { slot } => self.on_wake(slot),
-            Ev::RouteLearn { sw, epoch } => self.on_route_learn(sw, epoch),
+            Ev::RouteLearn { sw, epoch } => self.router.learn(sw, epoch),
             Ev::RateIncrease { qp, gen } => {
                 self.qp_timer_fired(qp);
                 self.on_rate_increase(qp, gen);
@@ -1297,6 +944,18 @@ impl<'m> Sim<'m> {
     // ----------------------------------------------------------------------------------------
     // Periodic work, faults, watchdog
 
+    /// Routing reconverges after the link between ports `origin` changed; the switches beyond
+    /// its ends learn of it when the router says.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn reconverge(&mut self, origin: [u32; 2]) {
+        let mut learns = Vec::new();
+        self.router.reconverge(origin, self.now, &mut learns);
+        for RouteLearn { at, sw, epoch } in learns {
+            self.q.push(at, Ev::RouteLearn { sw, epoch });
+        }
+    }
+
     #[cold]
     #[inline(never)]
     fn on_sample(&mut self) {
@@ -1308,8 +967,8 @@ impl<'m> Sim<'m> {
         }
         // The occupancy goes to the observers (the series is one: `SeriesRecord`).
         if !self.observers.is_empty() {
-            for i in 0..self.switches.len() {
-                let s = &self.switches[i];
+            for i in 0..self.mmu.switches.len() {
+                let s = &self.mmu.switches[i];
                 self.notify_all(Observed::BufferSample { time: now, node: NodeId(s.node), bytes: s.used });
             }
             for i in 0..self.ports.len() {
@@ -1692,5 +1351,22 @@ size_bytes = 100000
         // A second frame right behind (another priority) queues behind the first.
         sim.send_pfc(port, 4, 0xffff);
         assert_eq!(next_pfc(&mut sim), data_end + pfc_ser + pfc_ser + delay);
+    }
+    #[test]
+    fn red_never_marks_below_kmin_always_above_kmax_and_linearly_between() {
+        let e = Ecn { kmin: 100_000, kmax: 400_000, pmax: 0.2 };
+        let mut rng = Rng::new(7, 0x5357_0000);
+        let before = rng.next_u64();
+        let mut rng = Rng::new(7, 0x5357_0000);
+        // Outside (Kmin, Kmax] nothing is drawn: the switch's stream is untouched.
+        assert!(!e.marks(100_000, &mut rng));
+        assert!(e.marks(400_001, &mut rng));
+        assert_eq!(rng.next_u64(), before);
+        // Halfway: p = 0.2 × 150,000 / 300,000 = 0.1; 100,000 packets, σ ≈ 95.
+        let marked = (0..100_000).filter(|_| e.marks(250_000, &mut rng)).count();
+        assert!((9_700..=10_300).contains(&marked), "{marked} of 100000 marked, expected 10000");
+        // Just below Kmax: p → Pmax.
+        let marked = (0..100_000).filter(|_| e.marks(400_000, &mut rng)).count();
+        assert!((19_600..=20_400).contains(&marked), "{marked} of 100000 marked, expected 20000");
     }
 }

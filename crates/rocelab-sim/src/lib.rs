@@ -10,19 +10,35 @@
 //! (links, flaps, switch reboots, host stalls, ECMP reseeds). A [`workload::Workload`] posts the
 //! messages and hears when each is delivered.
 //!
+//! # Components and their interfaces
+//!
+//! Each mechanism's state has one owner; the others reach it through a few calls, not fields.
+//!
+//! | component | owns | connected by |
+//! |---|---|---|
+//! | `Router` (`router`), held by both engines | the flattened forwarding table, per-switch ECMP seeds and hashed fields, what routing knows of each link (up, routes withdrawn), the routing epochs each switch forwards by, the source-port stream and a multi-homed host's port choice | `choose` (per switch hop), `trace_path` (a flow's path), `qp_route` (a new QP's NICs, port, hash); link changes in through `set_link_up` / `set_withdrawn` / `reconverge`, whose switch learnings the engine schedules and hands back (`learn`); the flow engine applies a fault in one call (`apply`) |
+//! | switch MMU (`engine::mmu::Mmu`) | every switch's buffer: pool, reserve and headroom carve-outs, thresholds, use, RED's draws | `admit` / `take_shared` / `release` with the priority-group counters a packet is charged to (they stay in the port's cache lines), `xoff_threshold` and `shared` for PFC |
+//! | egress queues (`rocelab_model::queues::Queues`, resolved at load) | per class its priority, queue and losslessness; strict order, DWRR quanta, pause masks, ECN by port speed | read by admission, the schedulers (`engine::sched`) and PFC (`engine::pfc`); the engine holds a copy |
+//! | egress scheduler (`engine::sched::pick_queue`) | nothing of its own: a port's queues, pause and DWRR state | a function of the queues' properties, that one port and the clock |
+//! | link layer (`engine::link::LinkLayer`), chosen once per fabric | RoCE, or InfiniBand's arbitration tables, routing mode, LIDs and IB CC (`engine::ib`) | construction-time resolution (reserve, headroom, overheads, INT, watchdog, a QP's identity) and data-path hooks where the layers differ: `switch_arrive`, `host_arrive`, `pick`, `tx_blocked`, `dequeued`, `on_wire`, `released`, `ce_received`, `cnp_class` |
+//! | ports (`Sim::ports`) | the wire, egress queues, PFC pause and watchdog state, ingress counters, grouped by what one packet touches | the event loop (`engine`), `engine::wire`, `engine::sched`, `engine::pfc` |
+//! | host transport (`engine::transport::HostTransport`, `Sim::host`; behaviour in `engine::nic`, `pacer`, `cc`) | NICs and their queues, QPs with their pacers and congestion control (`cc::Cc`), the CC tables per NIC profile, QP slots and their reuse | `post_flow` (a message's QPs, `store`), `nic_try_send`, `host_receive`, `retire`; congestion control behind `cc::CongestionControl` |
+//!
 //! # Where things live
 //!
 //! | to change… | look in |
 //! |---|---|
 //! | the event loop, dispatch, run termination, sampling instants | `engine` (`engine.rs`) |
 //! | serialization, propagation, wire arrival, drops | `engine::wire` |
-//! | forwarding, admission, ingress accounting, release | `engine::mmu` |
+//! | forwarding, admission, ingress accounting, release (the `Mmu` component) | `engine::mmu` |
 //! | PFC pause/refresh/resume, the watchdog, queue flushes | `engine::pfc` |
 //! | strict and DWRR scheduling, ECN marking at dequeue | `engine::sched` |
-//! | ECMP hashing, the flattened forwarding table, next-hop choice and failover, reconvergence | `engine::ecmp` |
-//! | QPs: sending, receiving, ACK/NAK/CNP, timeouts, port choice | `engine::nic` |
+//! | ECMP hashing, the flattened forwarding table, next-hop choice and failover, routing epochs and reconvergence, a host's port choice | `router` (`Router`, owned by both engines) |
+//! | QPs: sending, receiving, ACK/NAK/CNP, timeouts | `engine::nic`; their state and slots: `engine::transport` |
 //! | what a fault does when it happens | `engine::faults`; resolving `[[fault]]`: `engine::resolve_faults` |
 //! | invariants recounted from the packets | `engine::invariants` |
+//! | the link layer, chosen once per fabric: what RoCE and InfiniBand resolve differently at construction and a QP's creation, and the data-path hooks where they differ (admission, pick, wire, release, CE at the receiver) | `engine::link` |
+//! | InfiniBand's credits, VL arbitration, LID routing, FECN | `engine::ib` |
 //! | congestion control: the one interface every algorithm sits behind (CNP, ACK with RTT and INT, loss, timers), static dispatch by enum | `cc` |
 //! | DCQCN's two variants (paper, mlx5) | `cc::dcqcn` |
 //! | the TCP-like transport's window (DCTCP, RFC 8257), for `Net::post_tcp` | `cc::dctcp` |
@@ -74,6 +90,7 @@ pub mod pacer;
 pub mod packet;
 pub mod report;
 pub mod rng;
+pub mod router;
 pub mod snapshot;
 pub mod stats;
 pub mod traffic;
@@ -83,6 +100,7 @@ pub use cc::{dcqcn, dctcp};
 pub use engine::{EngineKind, Progress, Sim, SimOptions};
 pub use flow::FlowSim;
 pub use report::RunReport;
+pub use router::Router;
 pub use snapshot::Snapshot;
 
 use rocelab_model::{Diagnostic, Model, SimTime};

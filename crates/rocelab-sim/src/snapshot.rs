@@ -14,7 +14,7 @@
 
 use crate::engine::Sim;
 use crate::stats::{Histogram, SampleRow, DROP_REASONS};
-use rocelab_model::{BitsPerSec, Model, NodeId, PortId, SimTime};
+use rocelab_model::{BitsPerSec, Model, NodeId, PortId, Role, SimTime};
 
 /// Everything a run has counted, at the time it was taken.
 #[derive(Clone, Debug)]
@@ -196,6 +196,74 @@ fn latest(acc: Option<SimTime>, t: Option<SimTime>) -> Option<SimTime> {
     }
 }
 
+impl Snapshot {
+    /// A fabric on which nothing has run yet: every link up, every counter zero, no QP or
+    /// flow (what an engine that counts only some of these starts from: `flow`).
+    pub fn idle(m: &Model) -> Snapshot {
+        let ports = m
+            .ports
+            .iter()
+            .enumerate()
+            .map(|(i, p)| PortCounters {
+                port: PortId(i as u32),
+                node: p.node,
+                peer: p.peer,
+                speed: p.speed,
+                up: true,
+                tx_bytes: 0,
+                pfc_tx: [0; 8],
+                pfc_rx: [0; 8],
+                paused_ps: [0; 8],
+                storms: [0; 8],
+                ecn_marked: [0; 8],
+                drops: [[0; DROP_REASONS.len()]; 8],
+                queued_bytes: [0; 8],
+                queue_peak_bytes: [0; 8],
+                queue_delay_max_ps: [0; 8],
+                link_state_changes: 0,
+            })
+            .collect();
+        let mut switches = Vec::new();
+        let mut nics = Vec::new();
+        for (i, n) in m.nodes.iter().enumerate() {
+            let node = NodeId(i as u32);
+            match n.role {
+                Role::Switch { model } => switches.push(SwitchBuffer {
+                    node,
+                    buffer_bytes: m.switch_models[model].params.buffer_bytes,
+                    used_bytes: 0,
+                    peak_used_bytes: 0,
+                }),
+                Role::Host { .. } => nics.extend(n.ports().map(|_| NicCounters {
+                    node,
+                    cnp_sent: 0,
+                    cnp_received: 0,
+                    ecn_marked_rx: 0,
+                    rx_discards: 0,
+                })),
+            }
+        }
+        Snapshot {
+            engine: crate::engine::EngineKind::Packet.name(),
+            now: SimTime::ZERO,
+            seed: 0,
+            sample_interval: None,
+            events: 0,
+            stopped_at_duration: false,
+            stopped_no_progress: false,
+            counters: Counters::default(),
+            queue_delay: Histogram::default(),
+            cnp_queue_delay: Histogram::default(),
+            ports,
+            switches,
+            nics,
+            qps: Vec::new(),
+            flows: Vec::new(),
+            series: Vec::new(),
+        }
+    }
+}
+
 impl<'m> Sim<'m> {
     /// The model the run is on.
     pub fn model(&self) -> &'m Model {
@@ -241,6 +309,7 @@ impl<'m> Sim<'m> {
             })
             .collect();
         let nics: Vec<NicCounters> = self
+            .host
             .nics
             .iter()
             .map(|n| NicCounters {
@@ -251,7 +320,7 @@ impl<'m> Sim<'m> {
                 rx_discards: n.st.rx_discards,
             })
             .collect();
-        let live = self.qps.iter().filter(|q| !q.retired);
+        let live = self.host.qps.iter().filter(|q| !q.retired);
         let qps: Vec<QpRecord> = live
             .clone()
             .filter(|_| records)
@@ -292,7 +361,7 @@ impl<'m> Sim<'m> {
             })
             .collect();
         // QPs whose slots were reused (`SimOptions::recycle_qps`) count as the live ones do.
-        for (f, r) in flows.iter_mut().zip(&self.retired) {
+        for (f, r) in flows.iter_mut().zip(&self.host.retired) {
             f.qps += r.qps;
             f.delivered_bytes += r.delivered_bytes;
             f.retransmitted_packets += r.retransmitted_packets;
@@ -314,6 +383,7 @@ impl<'m> Sim<'m> {
             }
         }
         let switches = self
+            .mmu
             .switches
             .iter()
             .map(|s| SwitchBuffer {
@@ -351,7 +421,7 @@ impl<'m> Sim<'m> {
             pfc_storms: st.storms,
             // (From the engine's QPs, not `qps`, which may be left out.)
             timeouts: live.clone().map(|q| q.st.timeouts).sum::<u64>()
-                + self.retired.iter().map(|r| r.timeouts).sum::<u64>(),
+                + self.host.retired.iter().map(|r| r.timeouts).sum::<u64>(),
             qps_failed: live.filter(|q| q.st.failed).count() as u64,
             packet_hops: st.packet_hops,
             data_packet_hops: st.data_hops,
@@ -563,5 +633,36 @@ size_bytes = {size}
         let s = sim.snapshot();
         assert!(s.series.is_empty() && s.sample_interval.is_none());
         assert!(s.counters.pfc_frames_sent > 0, "the same busy incast");
+    }
+    #[test]
+    fn an_idle_snapshot_is_what_an_engine_that_ran_nothing_counts() {
+        // The flow engine starts its snapshot from `Snapshot::idle`; it must be the packet
+        // engine's own layout: every port, switch and NIC port, in the same order, zeroed.
+        for m in [
+            crate::engine::test_support::star(3, "", ""),
+            model(
+                "ls.toml",
+                r#"[fabric]
+name = "ls"
+[topology.leaf_spine]
+leaves = 2
+spines = 2
+hosts_per_leaf = 2
+host_link = { speed_gbps = 100, length_m = 3 }
+fabric_link = { speed_gbps = 400, length_m = 30 }
+leaf_model = "spectrum-2"
+spine_model = "spectrum-2"
+"#,
+            ),
+        ] {
+            let idle = super::Snapshot::idle(&m);
+            let packet = crate::engine::test_support::idle_sim(&m).snapshot();
+            assert_eq!(idle.ports, packet.ports);
+            assert_eq!(idle.switches, packet.switches);
+            assert_eq!(idle.nics, packet.nics);
+            assert_eq!(idle.counters, packet.counters);
+            assert!(idle.qps.is_empty() && idle.flows.is_empty() && idle.series.is_empty());
+            assert_eq!(idle.ports.len(), m.ports.len());
+        }
     }
 }

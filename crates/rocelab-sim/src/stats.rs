@@ -27,7 +27,7 @@ pub struct PortStats {
     /// Picoseconds this port's priority was paused by its peer.
     pub paused_ps: [u64; 8],
     pub ecn_marked: [u64; 8],
-    /// [queue][reason]
+    /// `[queue][reason]`
     pub drops: [[u64; 5]; 8],
     pub storms: [u64; 8],
     pub link_state_changes: u64,

@@ -440,7 +440,7 @@ pub fn diagnose(
                 "[[scenario]] kind = \"collective\", size_bytes = {bigger}   # each step moves 8× more per channel"
             ),
             apply: Box::new(|_: &mut Config| {}),
-            scenario: Some(Box::new(move |sc: &mut ScenarioConfig| sc.size_bytes = Some(bigger))),
+            scenario: Some(Box::new(move |sc: &mut ScenarioConfig| sc.set("size_bytes", bigger as i64))),
             flow_engine: true,
         };
         return (cause, vec![cand]);

@@ -100,14 +100,16 @@ pub struct CollectiveSpec {
 /// twin and `rocelab plan` name the same choice.
 pub use rocelab_plan::collective::{Algorithm as Algo, Protocol as Proto};
 
-/// The channels NCCL runs `algo` on over `placement`: a ring per NIC of a GPU node (NCCL's
-/// ring search gives every NIC its own ring, so every rail carries traffic; NCCL often doubles
-/// that, which an explicit count can ask for), and for the tree one channel of each of its two
-/// trees per NIC; 2 where the ranks are host NICs.
-pub fn nccl_channels(placement: &Placement, algo: Algo) -> u32 {
+/// The channels NCCL runs `algo` on over `placement` of `m`: a ring per NIC port of a GPU node
+/// (NCCL's ring search gives every net device its own ring, so every rail carries traffic, and
+/// NCCL sees each port of a dual-port NIC as a net device of its own; NCCL often doubles that,
+/// which an explicit count can ask for), and for the tree one channel of each of its two trees
+/// per port; 2 where the ranks are host NICs.
+pub fn nccl_channels(m: &Model, placement: &Placement, algo: Algo) -> u32 {
     match placement {
         Placement::Gpus(g) => {
-            let nics = g.nodes.iter().map(|n| n.len() as u32).min().unwrap_or(2).max(1);
+            let ports = |n: &Vec<NodeId>| n.iter().map(|h| m.node(*h).num_ports.max(1)).sum::<u32>();
+            let nics = g.nodes.iter().map(ports).min().unwrap_or(2).max(1);
             if algo == Algo::Tree {
                 2 * nics
             } else {
@@ -121,7 +123,33 @@ pub fn nccl_channels(placement: &Placement, algo: Algo) -> u32 {
 /// NCCL's default count of ring channels on `m`'s own placement ([`nccl_channels`]); for
 /// sizing a run before it is resolved.
 pub fn default_channels(m: &Model) -> u32 {
-    placement::placement(m).map_or(2, |p| nccl_channels(&p, Algo::Ring))
+    placement::placement(m).map_or(2, |p| nccl_channels(m, &p, Algo::Ring))
+}
+
+/// The line rate that bounds a collective's busbw on `placement` of `m` with `channels`, in
+/// Gb/s: on GPU nodes, every port of the NICs the channels cross in a node (channel c leaves
+/// on NIC c mod R, so min(channels, R) of a node's R NICs carry traffic, each at its ports'
+/// rate: a dual-port 2 × 200G NIC is 400 Gb/s); where the ranks are host NICs, one host's
+/// ports. busbw is meant to approach this (less the headers) on a non-blocking fabric.
+pub fn busbw_bound_gbps(m: &Model, placement: &Placement, channels: u32) -> f64 {
+    match placement {
+        Placement::Gpus(g) => g
+            .nodes
+            .iter()
+            .map(|n| n.iter().take(channels.max(1) as usize).map(|h| nic_line_gbps(m, *h, true)).sum::<f64>())
+            .fold(f64::INFINITY, f64::min),
+        Placement::Hosts(h) => h.iter().map(|x| nic_line_gbps(m, *x, false)).fold(f64::INFINITY, f64::min),
+    }
+}
+
+/// What a NIC can carry, Gb/s: its ports' speed, and on a GPU node no more than its PCIe link
+/// to the GPU carries (`[gpu_node.pcie]`: the NIC's own link and the GPU's, the slower; a 200G
+/// port behind PCIe Gen5 x4 carries 115 Gb/s). The packet engine still sends at the port's
+/// speed; this is the rate NCCL's model and the busbw bound see.
+pub fn nic_line_gbps(m: &Model, nic: NodeId, on_gpu_node: bool) -> f64 {
+    let ports = m.host_speed(nic).gbps() * m.node(nic).num_ports.max(1) as f64;
+    let leg = on_gpu_node.then(|| m.config.gpu_node.pcie.clone().unwrap_or_default().resolve().ok()).flatten();
+    leg.map_or(ports, |l| ports.min(l.nic_cap_bytes_per_s() * 8.0 / 1e9))
 }
 
 /// What NCCL's tuning model sees on `placement` of `m`: ranks, nodes, the GPU generation, the
@@ -147,7 +175,9 @@ pub fn nccl_system(m: &Model, placement: &Placement) -> NcclSystem {
             )
         }
     };
-    let nic_gbytes = first.map_or(0.0, |h| m.host_speed(h).gbps() / 8.0);
+    // Each port a net device of its share of the NIC (its PCIe link caps the NIC as a whole).
+    let on_gpus = matches!(placement, Placement::Gpus(_));
+    let nic_gbytes = first.map_or(0.0, |h| nic_line_gbps(m, h, on_gpus) / m.node(h).num_ports.max(1) as f64 / 8.0);
     NcclSystem::from_nics(ranks, nodes.max(1), arch, intra, nics, nic_gbytes)
 }
 
@@ -320,7 +350,7 @@ impl CollectiveSpec {
             // Point-to-point: NCCL sends on the ring's channels, LL up to 16 KiB per channel.
             Collective::AllToAll | Collective::SendRecv => {
                 let per_peer = if self.op == Collective::AllToAll { self.bytes.div_ceil(n) } else { self.bytes };
-                let ch = self.channels.unwrap_or_else(|| nccl_channels(&placement, Algo::Ring)) as u64;
+                let ch = self.channels.unwrap_or_else(|| nccl_channels(m, &placement, Algo::Ring)) as u64;
                 let ll = per_peer <= ch * P2P_LL_THRESHOLD;
                 (Algo::Ring, self.proto.unwrap_or(if ll { Proto::Ll } else { Proto::Simple }), None)
             }
@@ -342,7 +372,7 @@ impl CollectiveSpec {
                 format!("give at most {MAX_COLLECTIVE_BYTES} B on the wire (1 TB), or the Simple protocol"),
             );
         }
-        let channels = self.channels.unwrap_or_else(|| nccl_channels(&placement, algo));
+        let channels = self.channels.unwrap_or_else(|| nccl_channels(m, &placement, algo));
         // A hop inside a node costs NCCL's latency for its link, algorithm and protocol.
         if let Placement::Gpus(g) = &mut placement {
             let hw = if g.intra.label.starts_with("pcie") { HwClass::Pci } else { HwClass::Nvlink };

@@ -299,14 +299,65 @@ pub fn placement(m: &Model) -> Result<Placement, Vec<Diagnostic>> {
         let (g, rail) = node_of(h);
         by_node.entry(g.unwrap_or(0)).or_default().push((rail.unwrap_or(u32::MAX), *h));
     }
-    let nodes: Vec<Vec<NodeId>> = by_node
+    let mut nodes: Vec<Vec<NodeId>> = by_node
         .into_values()
         .map(|mut nics| {
             nics.sort();
             nics.into_iter().map(|(_, h)| h).collect()
         })
         .collect();
+    if let Some(rows) = m.config.gpu_node.pcie.as_ref().and_then(|p| p.topo.as_ref()) {
+        let order = nic_order(rows, gpus, &nodes)?;
+        for nics in &mut nodes {
+            *nics = order.iter().map(|&i| nics[i]).collect();
+        }
+    }
     Ok(Placement::Gpus(GpuLayout { nodes, gpus, intra }))
+}
+
+/// The order of a node's NICs (indices in rail order) under which GPU g's NIC, ⌊g·R/G⌋, is the
+/// one NCCL gives it from `[gpu_node.pcie] topo` ([`rocelab_model::pcie::nccl_nic_choice`]).
+/// The twin places GPUs on NICs in contiguous blocks; a choice that is not one (two blocks on
+/// one NIC, or one block split over two) is refused, naming the GPUs.
+fn nic_order(rows: &[String], gpus: u32, nodes: &[Vec<NodeId>]) -> Result<Vec<usize>, Vec<Diagnostic>> {
+    let d = |msg: String, hint: &str| vec![Diagnostic::new("gpu_node.pcie.topo", msg, hint)];
+    let topo = rocelab_model::pcie::topo_classes(rows).map_err(|(i, msg)| {
+        vec![Diagnostic::new(format!("gpu_node.pcie.topo[{i}]"), msg, "one row per GPU, a class per NIC")]
+    })?;
+    let r = nodes.iter().map(Vec::len).min().unwrap_or(0);
+    if topo.len() != gpus as usize || nodes.iter().any(|n| n.len() != topo[0].len()) {
+        return Err(d(
+            format!("{} rows of {} NICs for nodes of {gpus} GPUs and {r} NICs", topo.len(), topo[0].len()),
+            "give a row per GPU with a class per NIC of the node, in rail order (nvidia-smi topo -m)",
+        ));
+    }
+    let choice = rocelab_model::pcie::nccl_nic_choice(&topo);
+    let g = gpus as usize;
+    let mut order: Vec<Option<usize>> = vec![None; r];
+    for (gpu, &nic) in choice.iter().enumerate() {
+        let block = gpu * r / g;
+        match order[block] {
+            None if order.contains(&Some(nic)) => {
+                let other = (0..gpu).find(|&h| choice[h] == nic).unwrap_or(0);
+                return Err(d(
+                    format!("NCCL gives GPUs {other} and {gpu} the same NIC {nic}, which the twin's blocks of {} GPUs per NIC cannot hold", g.div_ceil(r)),
+                    "the twin places GPU g on NIC ⌊g·R/G⌋ after reordering the NICs; describe GPUs that share a NIC as consecutive",
+                ));
+            }
+            None => order[block] = Some(nic),
+            Some(n) if n != nic => {
+                return Err(d(
+                    format!("NCCL gives GPU {gpu} NIC {nic} and GPU {} NIC {n}, one block of the twin's placement", gpu - 1),
+                    "the twin places GPU g on NIC ⌊g·R/G⌋ after reordering the NICs; describe GPUs that share a NIC as consecutive",
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    // NICs no GPU takes (more NICs than GPUs) keep their rail order after the taken ones.
+    let rest: Vec<usize> = (0..r).filter(|n| !order.contains(&Some(*n))).collect();
+    let mut rest = rest.into_iter();
+    Ok(order.into_iter().map(|o| o.or_else(|| rest.next()).unwrap_or(0)).collect())
 }
 
 #[cfg(test)]

@@ -307,3 +307,80 @@ fn with_pxn_an_all_to_all_stays_on_rails_and_without_it_crosses_them() {
     assert_eq!(on_rail(&without), 32);
     println!("all-to-all {:.1} µs with PXN, {:.1} µs without", with.time_us, without.time_us);
 }
+
+/// `[gpu_node.pcie] topo` rows: GPU g's class to each of the 8 NICs, PIX to `pix(g)`, SYS to
+/// the others.
+fn topo(pix: impl Fn(usize) -> usize) -> String {
+    let rows: Vec<String> = (0..8)
+        .map(|g| {
+            let row: Vec<&str> = (0..8).map(|n| if n == pix(g) { "PIX" } else { "SYS" }).collect();
+            format!("\"{}\"", row.join(" "))
+        })
+        .collect();
+    format!("intra_node = \"nvlink4\"\n[gpu_node.pcie]\ntopo = [{}]", rows.join(", "))
+}
+
+#[test]
+fn each_gpu_sends_on_the_nic_nccl_gives_it_from_nvidia_smi_topo() {
+    // The NICs are cabled to the rails in the reverse of GPU order: GPU g's PCIe switch holds
+    // the NIC of rail 7 − g. NCCL gives each GPU that NIC (PIX), so GPU g's messages leave on
+    // rail 7 − g, and every ring still crosses between nodes on one rail.
+    let m = rail_fabric(2, 400, &topo(|g| 7 - g));
+    let Placement::Gpus(l) = placement::placement(&m).unwrap() else { panic!("GPUs") };
+    let rail = |h: rocelab_model::NodeId| match m.node(h).role {
+        rocelab_model::Role::Host { rail, .. } => rail.unwrap(),
+        _ => unreachable!(),
+    };
+    for k in 0..2 {
+        let rails: Vec<u32> = (0..8).map(|g| rail(l.nic_of(k, g))).collect();
+        assert_eq!(rails, [7, 6, 5, 4, 3, 2, 1, 0], "node {k}");
+    }
+    for c in 0..8 {
+        let ring = l.ring(c);
+        let rails: BTreeSet<u32> = ring
+            .hops
+            .iter()
+            .filter_map(|h| match h {
+                Hop::Net { src, dst } => Some((rail(*src), rail(*dst))),
+                Hop::Local { .. } => None,
+            })
+            .map(|(a, b)| {
+                assert_eq!(a, b);
+                a
+            })
+            .collect();
+        assert_eq!(rails.len(), 1, "channel {c}");
+        // The ring starts at the GPU local to the NIC it enters on.
+        let first = ring.order[0];
+        assert_eq!(l.nic_of(0, first), l.nodes[0][l.channel_nic(0, c)]);
+    }
+    // Unchanged without `topo`: GPU g on rail g.
+    let Placement::Gpus(plain) = placement::placement(&rail_fabric(2, 400, "")).unwrap() else { panic!() };
+    assert_eq!((0..8).map(|g| rail(plain.nic_of(0, g))).collect::<Vec<_>>(), [0, 1, 2, 3, 4, 5, 6, 7]);
+    // Two GPUs on one PIX NIC while another NIC has none cannot be the twin's blocks: refused.
+    let shared = rail_fabric(2, 400, &topo(|g| if g == 3 { 0 } else { g }));
+    let e = placement::placement(&shared).unwrap_err();
+    assert_eq!(e[0].path, "gpu_node.pcie.topo");
+    assert!(e[0].message.contains("GPUs 0 and 3 the same NIC 0"), "{}", e[0].message);
+}
+
+#[test]
+fn a_nic_behind_a_narrow_pcie_link_is_capped_for_nccls_model_and_the_bound() {
+    // 200G ports, each NIC behind PCIe Gen5 x4 (14.4 GB/s = 115.2 Gb/s of payload).
+    let m = rail_fabric(2, 200, "intra_node = \"nvlink4\"\n[gpu_node.pcie]\nnic_lanes = 4");
+    let p = placement::placement(&m).unwrap();
+    let nic = match &p {
+        Placement::Gpus(l) => l.nodes[0][0],
+        _ => unreachable!(),
+    };
+    let cap = rocelab_workload::nic_line_gbps(&m, nic, true);
+    assert!((cap - 115.2).abs() < 0.1, "{cap}");
+    assert_eq!(rocelab_workload::nic_line_gbps(&m, nic, false), 200.0);
+    // The bound of 8 channels on 8 NICs: 8 × 115.2 Gb/s, not 8 × 200.
+    assert!((rocelab_workload::busbw_bound_gbps(&m, &p, 8) - 8.0 * cap).abs() < 1e-6);
+    // NCCL's search sees 14.4 GB/s per net device: the SM90 speed step below it, 12 GB/s.
+    let sys = rocelab_workload::nccl_system(&m, &p);
+    assert_eq!(sys.bw_inter_gbytes, 12.0);
+    let full = rocelab_workload::nccl_system(&rail_fabric(2, 200, ""), &p);
+    assert_eq!(full.bw_inter_gbytes, 24.0);
+}

@@ -130,9 +130,8 @@ fn without_gpudirect_every_message_pays_the_bounce_through_host_memory() {
     );
 }
 
-#[test]
-fn a_dual_port_nic_counts_as_two_ports_for_the_planner_and_nccls_model() {
-    // 2 GPU servers, each one NIC with two 200G ports to a switch (2 × 200G).
+/// 2 GPU servers, each one NIC with two 200G ports to a switch (2 × 200G).
+fn dual_port() -> Model {
     let mut t = String::from("[fabric]\nname = \"dual-port\"\n[topology.explicit]\n");
     t += "[[topology.explicit.node]]\nname = \"sw\"\nkind = \"switch\"\n";
     for h in 0..2 {
@@ -147,7 +146,12 @@ fn a_dual_port_nic_counts_as_two_ports_for_the_planner_and_nccls_model() {
             );
         }
     }
-    let m = rocelab_model::load_str("dual-port.toml", &t).unwrap_or_else(|e| panic!("{e}"));
+    rocelab_model::load_str("dual-port.toml", &t).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn a_dual_port_nic_counts_as_two_ports_for_the_planner_and_nccls_model() {
+    let m = dual_port();
     let f = rocelab_workload::step::fabric_facts(&m);
     // Before ports were counted: one 200G NIC per node.
     assert_eq!((f.nics_per_node, f.nic_rate_gbps), (Some(2), Some(200.0)));
@@ -175,4 +179,26 @@ fn striping_over_16_qps_on_an_idle_rail_keeps_the_unsplit_busbw() {
     let (whole, striped) = (run(1, false), run(16, true));
     println!("64 MiB all-reduce on 16 GPUs: {whole:.1} GB/s unsplit, {striped:.1} GB/s over 16 QPs");
     assert!(striped >= 0.9 * whole, "{striped} against {whole} GB/s");
+}
+
+#[test]
+fn a_dual_port_nics_busbw_stays_within_the_bound_of_both_its_ports() {
+    // The collective scenario reported 150 % of its bound on a 2 × 200G NIC: the bound counted
+    // the NIC once at one port's 200 Gb/s while NCCL ran a channel per port and the two ports
+    // carried them. The bound is every port of the NICs the channels cross: 400 Gb/s here.
+    let m = dual_port();
+    let spec = CollectiveSpec::nccl(Collective::AllReduce, 64 << 20);
+    let r = spec.resolve(&m).unwrap();
+    // NCCL sees two net devices per node: a ring channel on each.
+    assert_eq!(r.channels, 2);
+    let bound = rocelab_workload::busbw_bound_gbps(&m, &r.placement, r.channels);
+    assert_eq!(bound, 400.0);
+    // Eight QPs per connection so that the switch's hash spreads each channel over both of the
+    // receiver's ports (with one QP each, the two channels may hash onto one downlink).
+    let spread = CollectiveSpec { qps_per_connection: 8, ..spec };
+    let busbw = run_collective(&m, &spread, SimOptions::default()).unwrap().busbw_gbytes_per_s;
+    let share = busbw * 8.0 / bound;
+    println!("64 MiB all-reduce over 2 × (2 × 200G): {busbw:.2} GB/s, {:.1} % of the bound", share * 100.0);
+    // Above one port's 200 Gb/s (so both ports carry traffic), never above both.
+    assert!(busbw * 8.0 > 200.0 && share <= 1.0, "{busbw} GB/s against {bound} Gb/s");
 }

@@ -24,7 +24,8 @@ pub struct Args {
     #[arg(long)]
     fabric: Option<PathBuf>,
     /// A switch configuration as the intended configuration instead of a fabric file: a SONiC
-    /// config_db.json (its DSCP map, PFC priorities, lossless queues).
+    /// config_db.json or a Cumulus NVUE configuration (JSON or YAML), for its DSCP map, PFC
+    /// priorities and lossless queues.
     #[arg(long, value_name = "CONFIG", conflicts_with = "fabric")]
     intent: Option<PathBuf>,
     /// nccl-tests output to judge against the expected bandwidth ("is it the network?").
@@ -94,9 +95,15 @@ pub fn run(a: Args) -> VerbResult {
     };
     let mut intent = fabric.as_ref().map(|(m, p)| intent::from_model(m, &p.display().to_string()));
     if let Some(p) = &a.intent {
-        // The switch's config, through the same fabric file `rocelab import sonic` writes.
-        let imp = rocelab_import::sonic::import(p).map_err(|e| Failure::bad_input(e.to_string()))?;
-        let model = rocelab_model::load_str(&format!("{} (imported)", p.display()), &imp.toml).map_err(|e| {
+        // The switch's config, through the same fabric file `rocelab import sonic|nvue` writes.
+        let text = rocelab_import::read_text(p).map_err(|e| Failure::bad_input(e.to_string()))?;
+        let toml = if rocelab_import::nvue::is_nvue(&text) {
+            rocelab_import::nvue::from_text(&p.display().to_string(), &text, 100.0).map(|i| i.toml)
+        } else {
+            rocelab_import::sonic::from_json(&p.display().to_string(), &text).map(|i| i.toml)
+        };
+        let toml = toml.map_err(|e| Failure::bad_input(e.to_string()))?;
+        let model = rocelab_model::load_str(&format!("{} (imported)", p.display()), &toml).map_err(|e| {
             Failure::bad_input(format!("error: {}: the imported configuration does not load: {e}", p.display()))
         })?;
         intent = Some(intent::from_model(&model, &p.display().to_string()));
@@ -104,7 +111,7 @@ pub fn run(a: Args) -> VerbResult {
     let mut snaps = Vec::new();
     let mut skipped_inputs = Vec::new();
     for d in &a.dumps {
-        let dump = dump::load_dump(d).map_err(|e| Failure::bad_input(format!("error: {e}")))?;
+        let dump = dump::load_dump(d, a.roce_priority).map_err(|e| Failure::bad_input(format!("error: {e}")))?;
         snaps.extend(dump.snapshots);
         skipped_inputs.extend(dump.skipped);
     }

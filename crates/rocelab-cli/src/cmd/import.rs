@@ -1,4 +1,4 @@
-//! `rocelab import ns3|htsim|sonic|containerlab`: turn another simulator's scenario, a
+//! `rocelab import ns3|htsim|sonic|containerlab|nvue`: turn another simulator's scenario, a
 //! switch's configuration or a lab topology into a rocelab fabric file.
 //!
 //! Writes `OUT/fabric.toml` (commented; traffic included) and prints what could not be carried
@@ -31,6 +31,24 @@ enum What {
     Sonic(SonicArgs),
     /// A containerlab topology (*.clab.yml): its nodes and links as an explicit fabric.
     Containerlab(ClabArgs),
+    /// A Cumulus Linux NVUE configuration (`nv config show -o json`, `nv config show`,
+    /// /etc/nvue.d/startup.yaml): its RoCE, PFC, ECN and scheduling as a fabric file.
+    Nvue(NvueArgs),
+}
+
+#[derive(clap::Args)]
+struct NvueArgs {
+    /// The configuration, JSON or YAML.
+    config: PathBuf,
+    /// Speed in Gb/s of ports whose speed the configuration leaves to autonegotiation.
+    #[arg(long, default_value_t = 100.0)]
+    speed_gbps: f64,
+    /// Output directory for fabric.toml.
+    #[arg(long, short, default_value = "rocelab-import")]
+    out: PathBuf,
+    /// No notes on stderr.
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 #[derive(clap::Args)]
@@ -270,6 +288,20 @@ pub fn run(a: Args) -> VerbResult {
             let path = a.out.join("fabric.toml");
             write_atomic(&path, imp.toml.as_bytes())?;
             println!("wrote {} ({} hosts, {} switches, {} links)", path.display(), imp.hosts, imp.switches, imp.links);
+            Ok(ExitCode::SUCCESS)
+        }
+        What::Nvue(a) => {
+            let imp = rocelab_import::nvue::import(&a.config, a.speed_gbps).map_err(failure)?;
+            if !a.quiet {
+                for n in &imp.notes {
+                    eprintln!("warning: {n}");
+                }
+            }
+            std::fs::create_dir_all(&a.out)
+                .map_err(|e| Failure::bad_input(format!("error: cannot create {}: {e}", a.out.display())))?;
+            let path = a.out.join("fabric.toml");
+            write_atomic(&path, imp.toml.as_bytes())?;
+            println!("wrote {} (switch {}, {} ports, {} classes)", path.display(), imp.switch, imp.ports, imp.classes);
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -25,9 +25,16 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// Leaves as (line, path, raw value).
+///
+/// When the listing has its column rule (`-----  -----------  ----`), the value is read from
+/// the `operational` column only: NVUE prints an `applied` and a `description` column beside
+/// it (`buffer-max-usage   144 Bytes   Max Ingress Pool-buffer usage ...`), and the words of
+/// a description are not part of the value.
 fn tree(source: &str, text: &str) -> Result<Vec<(usize, String, String)>, ParseError> {
     let mut stack: Vec<(usize, String)> = Vec::new();
     let mut out = Vec::new();
+    // (start of the value column, start of the column after it) once the rule is seen.
+    let mut cols: Option<(usize, Option<usize>)> = None;
     for (i, raw) in text.lines().enumerate() {
         let n = i + 1;
         if raw.trim().is_empty() {
@@ -36,6 +43,16 @@ fn tree(source: &str, text: &str) -> Result<Vec<(usize, String, String)>, ParseE
         let t = raw.trim();
         // Column header (`operational  applied`) and its rule.
         if t.starts_with('-') && t.chars().all(|c| c == '-' || c == ' ') {
+            if cols.is_none() {
+                let starts: Vec<usize> = raw
+                    .char_indices()
+                    .filter(|&(k, c)| c == '-' && (k == 0 || raw.as_bytes()[k - 1] == b' '))
+                    .map(|(k, _)| k)
+                    .collect();
+                if starts.len() >= 2 {
+                    cols = Some((starts[1], starts.get(2).copied()));
+                }
+            }
             continue;
         }
         if matches!(t.split_whitespace().next(), Some("operational") | Some("applied") | Some("description")) {
@@ -45,9 +62,14 @@ fn tree(source: &str, text: &str) -> Result<Vec<(usize, String, String)>, ParseE
             return Err(ParseError::new(source, n, "tab in indentation; NVUE indents with spaces"));
         }
         let indent = raw.len() - raw.trim_start().len();
-        let mut parts = t.splitn(2, char::is_whitespace);
-        let key = parts.next().unwrap_or("").to_string();
-        let value = parts.next().map(str::trim).unwrap_or("").to_string();
+        let (key, value) = match cols.and_then(|(vs, ve)| split_columns(raw, vs, ve)) {
+            Some(kv) => kv,
+            None => {
+                let mut parts = t.splitn(2, char::is_whitespace);
+                let key = parts.next().unwrap_or("").to_string();
+                (key, parts.next().map(str::trim).unwrap_or("").to_string())
+            }
+        };
         while stack.last().is_some_and(|(d, _)| *d >= indent) {
             stack.pop();
         }
@@ -63,6 +85,26 @@ fn tree(source: &str, text: &str) -> Result<Vec<(usize, String, String)>, ParseE
         return Err(ParseError::new(source, 0, "no `key value` lines found"));
     }
     Ok(out)
+}
+
+/// Key (left of the value column) and value (the value column, up to the next column).
+/// `None` when the line does not fit the columns (a key running into the value column,
+/// non-ASCII text), so the caller falls back to splitting on the first blank.
+fn split_columns(raw: &str, vs: usize, ve: Option<usize>) -> Option<(String, String)> {
+    let key = raw.get(..vs.min(raw.len()))?.trim();
+    if key.is_empty() || key.contains(char::is_whitespace) {
+        return None;
+    }
+    if raw.len() <= vs {
+        return Some((key.to_string(), String::new()));
+    }
+    if vs == 0 || raw.as_bytes()[vs - 1] != b' ' {
+        return None;
+    }
+    // A value wider than its column runs on to the next blank-separated gap: cut at the
+    // next column only where two blanks precede it.
+    let end = ve.filter(|&e| e < raw.len() && raw.get(..e).is_some_and(|p| p.ends_with("  "))).unwrap_or(raw.len());
+    Some((key.to_string(), raw.get(vs..end)?.trim().to_string()))
 }
 
 /// A value normalised to bytes (sizes), microseconds (durations) or a plain count.
@@ -155,6 +197,81 @@ pub fn parse_pfc_watchdog(text: &str) -> Result<PfcWatchdog, ParseError> {
     Ok(w)
 }
 
+/// `qos roce counters` of one port (`input.name`) in the normalized model. The counters
+/// are those of the RoCE class, on `input.roce_priority`:
+/// - PFC pause frames and duration (µs → s) per direction, from `{rx,tx}-pfc-stats`;
+/// - ECN-marked packets (`tx-ecn-stats`), on the RoCE queue;
+/// - buffer drops of RoCE traffic: `rx-roce-stats/no-buffer-discard` plus
+///   `tx-roce-stats/unicast-no-buffer-discard`. Non-RoCE and CNP discards are not counted
+///   as the RoCE queue's: they are other classes (the lossy pool and the CNP queue);
+/// - peak occupancy of the RoCE priority group (`rx-roce-stats/pg-max-usage`) and of its
+///   egress traffic class (`tx-roce-stats/tc-max-usage`).
+pub fn roce_samples(input: &crate::sources::Input) -> Result<Vec<crate::metrics::Sample>, ParseError> {
+    use crate::metrics::*;
+    let c = parse_roce_counters(input.text)?;
+    let (port, prio) = (input.name, input.roce_priority.to_string());
+    let mut out = Vec::new();
+    for dir in ["rx", "tx"] {
+        let l = [("port", port), ("priority", prio.as_str()), ("direction", dir)];
+        if let Some(v) = c.sum_suffix(&format!("{dir}-pfc-stats/pause-packets")) {
+            out.push(Sample::new(PFC_PAUSE_FRAMES_TOTAL, &l, v));
+        }
+        if let Some(v) = c.sum_suffix(&format!("{dir}-pfc-stats/pause-duration")) {
+            out.push(Sample::new(PFC_PAUSED_SECONDS_TOTAL, &l, v / 1e6));
+        }
+    }
+    if let Some(v) = c.sum_suffix("tx-ecn-stats/ecn-marked-packets") {
+        out.push(Sample::new(ECN_MARKED_PACKETS_TOTAL, &[("port", port), ("queue", &prio)], v));
+    }
+    let drops =
+        [c.sum_suffix("rx-roce-stats/no-buffer-discard"), c.sum_suffix("tx-roce-stats/unicast-no-buffer-discard")];
+    if drops.iter().any(Option::is_some) {
+        let v = drops.iter().flatten().sum();
+        out.push(Sample::new(DROPS_TOTAL, &[("port", port), ("queue", &prio), ("reason", "buffer")], v));
+    }
+    if let Some(v) = c.sum_suffix("rx-roce-stats/pg-max-usage") {
+        let pg = format!("PG{prio}");
+        out.push(Sample::new(
+            BUFFER_OCCUPANCY_BYTES,
+            &[("port", port), ("priority_group", &pg), ("pool", "shared"), ("stat", "peak")],
+            v,
+        ));
+    }
+    if let Some(v) = c.sum_suffix("tx-roce-stats/tc-max-usage") {
+        out.push(Sample::new(
+            BUFFER_OCCUPANCY_BYTES,
+            &[("port", port), ("queue", &prio), ("pool", "egress"), ("stat", "peak")],
+            v,
+        ));
+    }
+    Ok(out)
+}
+
+/// `qos pfc-watchdog` of one port in the normalized model, per traffic class: deadlock
+/// detections (`rocelab_pfc_storm_events_total{kind="deadlock"}`) and whether it is in
+/// DEADLOCK now (`rocelab_pfc_watchdog_stormed`). A section that names no class counts on
+/// the RoCE priority.
+pub fn watchdog_samples(input: &crate::sources::Input) -> Result<Vec<crate::metrics::Sample>, ParseError> {
+    use crate::metrics::{Sample, PFC_STORM_EVENTS_TOTAL, PFC_WATCHDOG_STORMED};
+    let w = parse_pfc_watchdog(input.text)?;
+    // priority -> (detections, deadlocked now)
+    let mut by_prio: BTreeMap<String, (u64, bool)> = BTreeMap::new();
+    for (section, (status, count)) in &w.entries {
+        let p = section.rsplit('/').next().filter(|s| s.parse::<u8>().is_ok_and(|p| p < 8));
+        let p = p.map(str::to_string).unwrap_or_else(|| input.roce_priority.to_string());
+        let e = by_prio.entry(p).or_insert((0, false));
+        e.0 += count;
+        e.1 |= status.eq_ignore_ascii_case("deadlock");
+    }
+    let mut out = Vec::new();
+    for (p, (c, now)) in by_prio {
+        let l = [("port", input.name), ("priority", p.as_str())];
+        out.push(Sample::new(PFC_STORM_EVENTS_TOTAL, &[l[0], l[1], ("kind", "deadlock")], c as f64));
+        out.push(Sample::new(PFC_WATCHDOG_STORMED, &l, if now { 1.0 } else { 0.0 }));
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,5 +296,21 @@ mod tests {
             parse_pfc_watchdog("traffic-class\n  3\n    status          DEADLOCK\n    deadlock-count  2\n").unwrap();
         assert!(w.deadlocked());
         assert_eq!(w.deadlock_count(), 2);
+    }
+
+    #[test]
+    fn watchdog_in_the_normalized_model() {
+        let text = "traffic-class\n  3\n    status          DEADLOCK\n    deadlock-count  2\n  4\n    status          OK\n    deadlock-count  0\n";
+        let input = crate::sources::Input { text, name: "swp1", roce_priority: 3 };
+        let got: Vec<(String, f64)> = watchdog_samples(&input).unwrap().iter().map(|s| (s.series(), s.value)).collect();
+        assert_eq!(
+            got,
+            [
+                ("rocelab_pfc_storm_events_total{port=\"swp1\",priority=\"3\",kind=\"deadlock\"}".to_string(), 2.0),
+                ("rocelab_pfc_watchdog_stormed{port=\"swp1\",priority=\"3\"}".to_string(), 1.0),
+                ("rocelab_pfc_storm_events_total{port=\"swp1\",priority=\"4\",kind=\"deadlock\"}".to_string(), 0.0),
+                ("rocelab_pfc_watchdog_stormed{port=\"swp1\",priority=\"4\"}".to_string(), 0.0),
+            ]
+        );
     }
 }

@@ -5,6 +5,7 @@
 //! the input itself. Unknown counters are kept (a newer driver adds names); unknown *layouts*
 //! are errors, so a truncated or foreign file is reported instead of read as zeros.
 
+pub mod arista;
 pub mod cumulus;
 pub mod ethtool;
 pub mod gpu;

@@ -297,6 +297,31 @@ pub fn queue_samples(text: &str) -> Result<Vec<crate::metrics::Sample>, ParseErr
         .collect())
 }
 
+/// `show priority-group watermark shared|headroom` as samples: peak bytes per port and
+/// priority group. The pool comes from the table's title, or from the file name
+/// (`pg-watermark-headroom.txt`) when the title is missing.
+pub fn pg_watermark_samples(input: &crate::sources::Input) -> Result<Vec<crate::metrics::Sample>, ParseError> {
+    use crate::metrics::{Sample, BUFFER_OCCUPANCY_BYTES};
+    let mut wm = parse_pg_watermark(input.text)?;
+    if input.name.contains("headroom") {
+        wm.pool = "headroom".into();
+    }
+    let mut out = Vec::new();
+    for (port, vals) in &wm.ports {
+        for (pg, v) in vals.iter().enumerate() {
+            if let Some(v) = v {
+                let pg = format!("PG{pg}");
+                out.push(Sample::new(
+                    BUFFER_OCCUPANCY_BYTES,
+                    &[("port", port), ("priority_group", &pg), ("pool", &wm.pool), ("stat", "peak")],
+                    *v as f64,
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,12 +11,11 @@ impl Sim<'_> {
         match self.faults[idx].action {
             FaultAction::Link { ports: (a, b), up } => {
                 for p in [a, b] {
-                    let port = &mut self.ports[p as usize];
-                    if port.up == up {
+                    if !self.router.set_link_up(p, up) {
                         continue;
                     }
+                    let port = &mut self.ports[p as usize];
                     port.up = up;
-                    port.routed = up && !port.withdrawn;
                     port.st.link_state_changes += 1;
                     if !up {
                         // Packets on the cable are lost; queued packets are flushed.
@@ -24,15 +23,8 @@ impl Sim<'_> {
                         self.ports[p as usize].wire_tail = NONE;
                         while pkt != NONE {
                             let next = self.pkts.get(pkt).next;
-                            let q = self.classes[self.pkts.get(pkt).class as usize].queue;
-                            if self.ib.is_some() {
-                                // InfiniBand: the receiver never got it; the link's flow
-                                // control re-initializes when it comes back (IBTA Vol. 1
-                                // §7.9.4), so its credits are the sender's again.
-                                let k = self.pkts.get(pkt);
-                                let (vl, bytes) = (k.pcp as usize & 7, k.wire_bytes as u32);
-                                self.ib_ports[p as usize].credits[vl] += bytes;
-                            }
+                            let q = self.queues.classes[self.pkts.get(pkt).class as usize].queue;
+                            self.lost_on_wire(p, pkt);
                             self.drop_pkt(p, q, pkt, DropReason::LinkDown);
                             pkt = next;
                         }
@@ -46,9 +38,9 @@ impl Sim<'_> {
                         // A host port is back: QPs stranded on its host's dead ports move here.
                         let nic = self.ports[p as usize].nic;
                         if nic != NONE {
-                            let host = NodeId(self.nics[nic as usize].node);
-                            for n in self.nics_of(host) {
-                                if !self.ports[self.nics[n as usize].port as usize].up {
+                            let host = NodeId(self.host.nics[nic as usize].node);
+                            for n in self.router.nics_of(host) {
+                                if !self.ports[self.host.nics[n as usize].port as usize].up {
                                     self.nic_failover(n);
                                 }
                             }
@@ -61,75 +53,44 @@ impl Sim<'_> {
                 // Only routing changes: the wire, its queues and PFC carry on, so what is
                 // already queued on the link drains and nothing is lost.
                 for p in [a, b] {
-                    let port = &mut self.ports[p as usize];
-                    port.withdrawn = withdrawn;
-                    port.routed = port.up && !withdrawn;
+                    self.router.set_withdrawn(p, withdrawn);
                 }
                 self.reconverge([a, b]);
             }
             FaultAction::Host { host, stall: true } => {
-                for n in self.nics_of(host) {
-                    self.nics[n as usize].stalled = true;
+                for n in self.router.nics_of(host) {
+                    self.host.nics[n as usize].stalled = true;
                 }
             }
             FaultAction::Host { host, stall: false } => {
-                for n in self.nics_of(host) {
-                    self.nics[n as usize].stalled = false;
-                    let port = self.nics[n as usize].port;
-                    while let Some(pkt) = self.nics[n as usize].rx_q.pop_front() {
-                        if self.ib.is_some() {
-                            // What the host held frees its input buffer: credits go back.
-                            let p = self.pkts.get(pkt);
-                            let (size, vl) = (p.wire_bytes as u32, p.pcp);
-                            self.return_credits(port, vl, size);
-                        }
+                for n in self.router.nics_of(host) {
+                    self.host.nics[n as usize].stalled = false;
+                    let port = self.host.nics[n as usize].port;
+                    while let Some(pkt) = self.host.nics[n as usize].rx_q.pop_front() {
+                        self.host_released(port, pkt);
                         self.host_receive(n, pkt);
                     }
-                    self.nics[n as usize].rx_bytes = 0;
+                    self.host.nics[n as usize].rx_bytes = 0;
                     // (No pause on InfiniBand: nothing to lift there.)
                     for prio in 0..8u8 {
-                        if self.nics[n as usize].rx_xoff[prio as usize] {
-                            self.nics[n as usize].rx_xoff[prio as usize] = false;
+                        if self.host.nics[n as usize].rx_xoff[prio as usize] {
+                            self.host.nics[n as usize].rx_xoff[prio as usize] = false;
                             self.send_pfc(port, prio, 0);
                         }
                     }
                 }
             }
             FaultAction::Reseed { switch, seed } => {
-                let per_switch = self.m.config.routing.per_switch_seed;
-                for s in &mut self.switches {
-                    if switch.is_none_or(|n| n.0 == s.node) {
-                        // Keyed by node index, as at build time.
-                        s.seed = switch_seed(seed, s.node as usize, per_switch);
-                    }
-                }
+                self.router.reseed(switch, seed);
             }
             FaultAction::HashFields { mask } => {
                 // The hash is the QP's, carried by its packets: recompute it from the stored
                 // source port. Packets already in flight keep the old one (as packets already
                 // past a switch keep the path it chose).
-                self.hash_fields = mask;
-                for i in 0..self.qps.len() {
-                    let q = &self.qps[i];
-                    let h = self.flow_hash(q.src, q.dst, q.sport as u32);
-                    self.qps[i].hash = h;
+                self.router.set_hash_fields(mask);
+                for q in &mut self.host.qps {
+                    q.hash = self.router.flow_hash(q.src, q.dst, q.sport as u32);
                 }
-            }
-        }
-    }
-
-    /// Applies a fault's effect on routing and hashing at once, for an engine that runs no
-    /// packets on this one and asks it only for paths (`flow`): links and routes change, the
-    /// switches learn of it without convergence delay, seeds and hashed fields change. Host
-    /// stalls change nothing here.
-    #[cold]
-    pub(crate) fn apply_routing_fault(&mut self, action: FaultAction) {
-        self.faults.push(Fault { at: self.now, action });
-        self.faults_due += 1;
-        self.on_fault(self.faults.len() - 1);
-        while let Some((_, ev)) = self.q.pop() {
-            if let Ev::RouteLearn { sw, epoch } = ev {
-                self.on_route_learn(sw, epoch);
             }
         }
     }
@@ -141,25 +102,25 @@ impl Sim<'_> {
     #[cold]
     #[inline(never)]
     pub(super) fn nic_failover(&mut self, dead: u32) {
-        let live = self.live_nic(dead);
+        let live = self.router.live_nic(dead);
         if live == dead {
             return;
         }
-        let moved = std::mem::take(&mut self.nics[dead as usize].active);
+        let moved = std::mem::take(&mut self.host.nics[dead as usize].active);
         for &qi in &moved {
-            self.qps[qi as usize].src_nic = live;
+            self.host.qps[qi as usize].src_nic = live;
         }
-        self.nics[live as usize].active.extend(moved);
-        for q in &mut self.qps {
+        self.host.nics[live as usize].active.extend(moved);
+        for q in &mut self.host.qps {
             if q.dst_nic == dead {
                 q.dst_nic = live;
             }
         }
         let (cnps, acks) = {
-            let d = &mut self.nics[dead as usize];
+            let d = &mut self.host.nics[dead as usize];
             (std::mem::take(&mut d.cnp_q), std::mem::take(&mut d.ack_q))
         };
-        let l = &mut self.nics[live as usize];
+        let l = &mut self.host.nics[live as usize];
         l.cnp_q.extend(cnps);
         l.ack_q.extend(acks);
         self.nic_try_send(live);

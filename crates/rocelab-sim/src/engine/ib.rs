@@ -18,8 +18,8 @@
 //!   With adaptive routing receivers accept packets out of order (`Qp::ooo`), as RC over
 //!   adaptive routing requires; with static routing a gap is a loss (NAK, go-back-N).
 
-use super::ecmp::View;
 use super::*;
+use crate::rng::mix64;
 use rocelab_model::config::IbRoutingKind;
 use rocelab_model::infiniband::{self as ibm, Ib};
 
@@ -176,17 +176,6 @@ fn lid_divisors(m: &Model) -> Vec<u64> {
 }
 
 impl Sim<'_> {
-    /// True while `port` may not send `bytes` on VL/priority `vl`: paused by PFC (RoCE), or
-    /// short of credits (InfiniBand).
-    #[inline]
-    pub(super) fn tx_blocked(&self, port: u32, vl: u8, bytes: u32) -> bool {
-        if self.ib.is_some() {
-            self.ib_ports[port as usize].credits[vl as usize & 7] < bytes
-        } else {
-            self.is_paused(port, vl)
-        }
-    }
-
     /// A VL queue may send: it holds a packet and the credits cover its head.
     #[inline]
     fn vl_ready(&self, port: u32, vl: u8) -> bool {
@@ -203,7 +192,7 @@ impl Sim<'_> {
     /// is ready. Moves past entries whose weight is spent or whose VL cannot send; an entry
     /// entered afresh starts with its full weight.
     fn arb_table(&mut self, port: u32, high: bool) -> Option<u8> {
-        let ib = self.ib.as_ref().expect("IB");
+        let ib = self.link.ib();
         let table = if high { &ib.high } else { &ib.low };
         let n = table.len();
         if n == 0 || !table.iter().any(|&(vl, _)| self.vl_ready(port, vl)) {
@@ -234,7 +223,7 @@ impl Sim<'_> {
     /// The VL arbiter: the high-priority table first, unless it has sent its limit while a
     /// low-priority VL waits; then the low-priority table.
     pub(super) fn pick_vl(&mut self, port: u32) -> Option<usize> {
-        let limit = self.ib.as_ref().expect("IB").high_limit;
+        let limit = self.link.ib().high_limit;
         let hi_sent = self.ib_ports[port as usize].arb.hi_sent as u64;
         let low_first = limit.is_some_and(|l| hi_sent > l);
         if !low_first {
@@ -300,7 +289,7 @@ impl Sim<'_> {
             let p = self.pkts.get(pkt);
             (p.kind, p.wire_bytes as u32, p.pcp)
         };
-        let n = &mut self.nics[nic as usize];
+        let n = &mut self.host.nics[nic as usize];
         if n.stalled && kind == Kind::Data {
             n.rx_bytes += size as u64;
             n.rx_q.push_back(pkt);
@@ -318,7 +307,7 @@ impl Sim<'_> {
     /// port whose credits would not cover another packet of this size after this one.
     #[inline]
     pub(super) fn ib_mark_fecn(&mut self, port: u32, vl: usize, pkt: u32, qlen: u64) {
-        let Some(cc) = self.ib.as_ref().and_then(|i| i.cc.as_ref()) else { return };
+        let Some(cc) = self.link.ib_cc() else { return };
         let (kind, size) = {
             let p = self.pkts.get(pkt);
             (p.kind, p.wire_bytes as u32)
@@ -338,18 +327,14 @@ impl Sim<'_> {
             let p = self.pkts.get(pkt);
             (p.class, p.dst, p.wire_bytes as u64)
         };
-        let vl = self.classes[class as usize].queue;
+        let vl = self.queues.classes[class as usize].queue;
         let out = self.ib_choose(sw, dst);
         if out == NONE {
             self.return_credits(in_port, vl, size as u32);
             self.drop_pkt(in_port, vl, pkt, DropReason::LinkDown);
             return;
         }
-        let s = &mut self.switches[sw as usize];
-        self.ports[in_port as usize].pg[vl as usize].ing += size;
-        s.shared_used += size;
-        s.used += size;
-        s.peak_used = s.peak_used.max(s.used);
+        self.mmu.take_shared(sw, &mut self.ports[in_port as usize].pg[vl as usize], size);
         self.enqueue_egress(pkt, in_port, vl, out, vl, size);
         self.switch_try_tx(out);
     }
@@ -358,26 +343,20 @@ impl Sim<'_> {
     /// least-loaded minimal next hop). After a link change, a choice the switch knows to be
     /// unusable falls back to the resilient ECMP choice.
     fn ib_choose(&self, sw: u32, dst: u32) -> u32 {
-        let ib = self.ib.as_ref().expect("IB");
-        let cands = self.fib.candidates(sw, dst, self.m.routing.host_group[dst as usize]);
+        let ib = self.link.ib();
+        let r = &self.router;
+        let cands = r.candidates(sw, dst);
         if cands.is_empty() {
             return NONE;
         }
-        let node = self.switches[sw as usize].node;
+        let node = r.switch_node(sw);
         let lid = ib.lid[dst as usize] as u64;
         let n = cands.len();
         let base = (lid / ib.lid_div[node as usize] % n as u64) as usize;
-        // As `ecmp_choose`: with no link changed since the start every switch forwards by
+        // As `Router::choose`: with no link changed since the start every switch forwards by
         // the full table, else by what it has learned.
-        let (fresh, view) = (self.views.len() == 1, View::of(self, sw));
-        let usable = |c: PortId| {
-            let cp = &self.ports[c.idx()];
-            if fresh {
-                cp.routed && cp.node == node
-            } else {
-                self.ecmp_usable(view, c, node, dst)
-            }
-        };
+        let (fresh, view) = (r.pristine(), r.view(sw));
+        let usable = |c: PortId| if fresh { r.own_and_routed(c, node) } else { r.usable(view, c, node, dst) };
         if ib.adaptive && n > 1 {
             let mut best = (NONE, u64::MAX);
             for k in 0..n {
@@ -396,7 +375,7 @@ impl Sim<'_> {
         } else if usable(cands[base]) {
             return cands[base].0;
         }
-        self.ecmp_rehash(view, cands, node, dst, mix64(lid))
+        r.rehash(view, cands, node, dst, mix64(lid))
     }
 }
 
@@ -472,8 +451,8 @@ a = "h1"
         let after = t59 - at_stall;
         assert!(after <= 2 * window, "h0 sent {after} B after the stall; two windows are {}", 2 * window);
         let sw_from_h0 = s.ports[h0 as usize].peer;
-        let vl = s.classes[m.qos.rdma_class()].queue as usize;
-        assert_eq!(s.nics[s.ports[h1 as usize].nic as usize].rx_bytes, full, "h1 holds a full window");
+        let vl = s.queues.classes[m.qos.rdma_class()].queue as usize;
+        assert_eq!(s.host.nics[s.ports[h1 as usize].nic as usize].rx_bytes, full, "h1 holds a full window");
         assert_eq!(s.ports[sw_from_h0 as usize].pg[vl].ing, full, "the switch's input buffer from h0 is full");
         assert!(after + 3 * 4_122 >= 2 * full, "h0 stopped early: {after} B after the stall");
         assert!((s.ib_ports[sw_to_h1 as usize].credits[vl] as u64) < 4_122, "the switch port to h1 is out of credits");
@@ -493,7 +472,7 @@ a = "h1"
         // the run ends).
         for p in &s.ib_ports {
             let back: Vec<u32> = (0..8).map(|v| p.credits[v] + p.credit_in_flight[v]).collect();
-            assert_eq!(back, s.ib.as_ref().unwrap().initial_credits.to_vec());
+            assert_eq!(back, s.link.ib().initial_credits.to_vec());
         }
     }
 
@@ -551,8 +530,8 @@ fabric_link = {{ speed_gbps = 100, length_m = 10 }}
         assert_eq!(up.len(), 16);
         let max = *up.iter().max().unwrap() as f64;
         let mean = up.iter().sum::<u64>() as f64 / up.len() as f64;
-        let fct = s.qps.iter().map(|q| q.finish.unwrap().0).max().unwrap() as f64 / 1e6;
-        let ooo = s.qps.iter().map(|q| q.st.out_of_sequence).sum();
+        let fct = s.host.qps.iter().map(|q| q.finish.unwrap().0).max().unwrap() as f64 / 1e6;
+        let ooo = s.host.qps.iter().map(|q| q.st.out_of_sequence).sum();
         // The QPs' own counts and the report's metric (from the run-wide counter) say the
         // same; the metric is absent when zero.
         let r = crate::RunReport::from_sim(&s);
@@ -636,18 +615,18 @@ fabric_link = {{ speed_gbps = 100, length_m = 10 }}
         let m = star(2, "[[traffic]]\npattern = \"flow\"\nsrc = \"h0\"\ndst = \"h1\"\nsize_bytes = 100000\n");
         let mut s = crate::build(&m, SimOptions::default()).unwrap();
         let port = host_port(&s, "h1");
-        let nic = s.qps[0].dst_nic;
-        assert_eq!(s.nics[nic as usize].port, port);
-        let class = s.qps[0].class;
+        let nic = s.host.qps[0].dst_nic;
+        assert_eq!(s.host.nics[nic as usize].port, port);
+        let class = s.host.qps[0].class;
         let ack = s.hdr.ack;
         let blocked = s.ctrl_packet(0, Kind::Ack, 1, class, 3, ack);
         let free = s.ctrl_packet(0, Kind::Ack, 2, class, 0, ack);
         let (b, f) = (s.pkts.alloc(blocked), s.pkts.alloc(free));
-        s.nics[nic as usize].ack_q.extend([b, f]);
+        s.host.nics[nic as usize].ack_q.extend([b, f]);
         s.ib_ports[port as usize].credits[3] = 0;
         s.nic_try_send(nic);
         // The VL 0 ACK went; the VL 3 one waits for its credits.
-        assert_eq!(s.nics[nic as usize].ack_q.iter().copied().collect::<Vec<_>>(), [b]);
+        assert_eq!(s.host.nics[nic as usize].ack_q.iter().copied().collect::<Vec<_>>(), [b]);
         assert_eq!(s.ports[port as usize].tx_bytes, ack as u64);
     }
 
@@ -725,7 +704,7 @@ fabric_link = {{ speed_gbps = 100, length_m = 10 }}
             s.run_until(SimTime::from_us(10 * k));
             s.check_invariants().unwrap_or_else(|e| panic!("{e:#?}"));
             // The switch holds at most one VL buffer per input port (8 senders).
-            let sw = &s.switches[0];
+            let sw = &s.mmu.switches[0];
             assert!(sw.used <= 8 * 65_536, "switch holds {} B", sw.used);
         }
         s.run(&mut |_| {});
@@ -789,10 +768,10 @@ link = [ {} ]
         s.check_invariants().unwrap();
         assert!(s.all_done());
         assert_eq!((s.stats.dropped, s.stats.retransmitted), (0, 0));
-        let v = s.qps.iter().find(|q| s.m.nodes[q.src as usize].name == "h5").unwrap();
+        let v = s.host.qps.iter().find(|q| s.m.nodes[q.src as usize].name == "h5").unwrap();
         let gbps = size as f64 * 8.0 / v.finish.unwrap().as_secs_f64() / 1e9;
-        let incast = s.qps.iter().filter(|q| q.dst == v.dst - 6).map(|q| q.finish.unwrap().0).max().unwrap();
-        let becn = s.qps.iter().map(|q| q.st.cnps).sum();
+        let incast = s.host.qps.iter().filter(|q| q.dst == v.dst - 6).map(|q| q.finish.unwrap().0).max().unwrap();
+        let becn = s.host.qps.iter().map(|q| q.st.cnps).sum();
         (gbps, incast as f64 / 1e6, becn)
     }
 
@@ -839,7 +818,7 @@ link = [ {} ]
         assert!(s.stats.dropped > 0, "the link's packets were lost");
         for p in &s.ib_ports {
             let back: Vec<u32> = (0..8).map(|v| p.credits[v] + p.credit_in_flight[v]).collect();
-            assert_eq!(back, s.ib.as_ref().unwrap().initial_credits.to_vec());
+            assert_eq!(back, s.link.ib().initial_credits.to_vec());
         }
     }
 }

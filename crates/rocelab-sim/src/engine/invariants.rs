@@ -17,7 +17,7 @@
 //! `Sim::check_invariants` runs in the physics and random-fabric tests and, in debug builds,
 //! at every sample.
 
-use super::{Sim, NONE};
+use super::{LinkLayer, Sim, NONE};
 
 impl Sim<'_> {
     /// Checks the invariants above; `Err` lists every one that fails.
@@ -34,9 +34,9 @@ impl Sim<'_> {
         for &id in self.pkts.free_ids() {
             sight(id);
         }
-        let mut queued = vec![0u64; self.switches.len()];
-        let mut ingress = vec![0u64; self.switches.len()];
-        let mut shared = vec![0u64; self.switches.len()];
+        let mut queued = vec![0u64; self.mmu.switches.len()];
+        let mut ingress = vec![0u64; self.mmu.switches.len()];
+        let mut shared = vec![0u64; self.mmu.switches.len()];
         for (i, p) in self.ports.iter().enumerate() {
             for (q, eq) in p.queues.iter().enumerate() {
                 let mut bytes = 0u64;
@@ -59,14 +59,14 @@ impl Sim<'_> {
                 at = self.pkts.get(at).next;
             }
             if p.sw != NONE {
-                let s = &self.switches[p.sw as usize];
+                let s = &self.mmu.switches[p.sw as usize];
                 for pg in &p.pg {
                     ingress[p.sw as usize] += pg.ing + pg.hdrm;
                     shared[p.sw as usize] += pg.ing.saturating_sub(s.reserve);
                 }
             }
         }
-        for n in &self.nics {
+        for n in &self.host.nics {
             held += n.cnp_q.len() + n.ack_q.len() + n.rx_q.len();
             n.cnp_q.iter().chain(&n.ack_q).chain(&n.rx_q).for_each(|&id| sight(id));
             let rx: u64 = n.rx_q.iter().map(|&id| self.pkts.get(id).wire_bytes as u64).sum();
@@ -80,7 +80,7 @@ impl Sim<'_> {
         if held != self.pkts.live() {
             errs.push(format!("{} packets live, {held} found in queues, wires and NICs", self.pkts.live()));
         }
-        for (i, s) in self.switches.iter().enumerate() {
+        for (i, s) in self.mmu.switches.iter().enumerate() {
             if s.used != queued[i] || s.used != ingress[i] {
                 errs.push(format!(
                     "switch node {}: buffer use {} B, queued on its ports {} B, ingress accounting {} B",
@@ -97,7 +97,7 @@ impl Sim<'_> {
         // InfiniBand credits: per port and VL, what the port may still send, what is on its
         // wire, what the receiver holds and the credits on their way back add up to the
         // receiver's buffer.
-        if let Some(ib) = &self.ib {
+        if let LinkLayer::Ib(ib) = &self.link {
             for (i, p) in self.ports.iter().enumerate() {
                 let r = &self.ports[p.peer as usize];
                 let mut acc = [0u64; 8];
@@ -112,7 +112,7 @@ impl Sim<'_> {
                         *a += r.pg[v].ing;
                     }
                 } else if r.nic != NONE {
-                    for &id in &self.nics[r.nic as usize].rx_q {
+                    for &id in &self.host.nics[r.nic as usize].rx_q {
                         let k = self.pkts.get(id);
                         acc[k.pcp as usize & 7] += k.wire_bytes as u64;
                     }
@@ -133,7 +133,7 @@ impl Sim<'_> {
         // A run that ended because every QP completed (none gave up, none cut short) leaves
         // nothing behind.
         let completed = self.qps_left == 0 && !self.stopped_no_progress && !self.stopped_at_duration;
-        if completed && self.pkts.live() != 0 && !self.qps.iter().any(|q| q.st.failed) {
+        if completed && self.pkts.live() != 0 && !self.host.qps.iter().any(|q| q.st.failed) {
             errs.push(format!("every QP completed but {} packets are still live", self.pkts.live()));
         }
         if errs.is_empty() {

@@ -89,11 +89,42 @@ pub(super) fn dynamic_xon_due(shared: u64, resume_offset: u64, thr: u64) -> bool
     shared == 0 || shared + resume_offset <= thr
 }
 
-impl Sim<'_> {
+/// One switch's shared buffer: its size and carve-outs, its thresholds, what it holds.
+pub(crate) struct Switch {
+    pub node: u32,
+    pub buffer: u64,
+    /// Bytes the priority groups hold above their reserve (headroom not counted).
+    pub shared_used: u64,
+    /// Headroom and reserve carved out of the buffer, all ports and lossless priorities.
+    pub total_hdrm: u64,
+    pub total_rsrv: u64,
+    /// Per (port, priority group).
+    pub reserve: u64,
+    pub resume_offset: u64,
+    pub alpha_lossless: f64,
+    pub alpha_lossy: f64,
+    /// Static (XOFF, XON) thresholds on a priority group's shared use; `None`: dynamic.
+    pub static_xoff: Option<(u64, u64)>,
+    pub used: u64,
+    pub peak_used: u64,
+    /// RED's marking draws at this switch's egress queues.
+    pub rng: Rng,
+}
+
+/// The switches' MMU as a component: it owns every switch's buffer state and decides
+/// admission and release. The per-(port, priority group) counters it charges (`IngressPg`)
+/// stay in their port's cache lines, beside what the same packet touches there; the engine
+/// hands it the one a packet is charged to.
+pub(crate) struct Mmu {
+    /// By engine switch (the router's numbering).
+    pub switches: Vec<Switch>,
+}
+
+impl Mmu {
     /// The XOFF threshold on a priority group's shared use: static, or the dynamic threshold
     /// (the same for every PG of a switch: it depends only on the free shared pool).
     #[inline]
-    pub(super) fn pfc_threshold(&self, sw: u32) -> u64 {
+    pub(super) fn xoff_threshold(&self, sw: u32) -> u64 {
         let s = &self.switches[sw as usize];
         if let Some((xoff, _)) = s.static_xoff {
             return xoff;
@@ -101,25 +132,98 @@ impl Sim<'_> {
         alpha_share(free_pool(s.buffer, s.total_hdrm, s.total_rsrv, s.shared_used), s.alpha_lossless)
     }
 
+    /// What priority group `pg` of switch `sw` holds in the shared pool.
     #[inline]
-    pub(super) fn shared_of(&self, sw: u32, port: u32, prio: u8) -> u64 {
-        let r = self.switches[sw as usize].reserve;
-        self.ports[port as usize].pg[prio as usize].ing.saturating_sub(r)
+    pub(super) fn shared(&self, sw: u32, pg: &IngressPg) -> u64 {
+        pg.ing.saturating_sub(self.switches[sw as usize].reserve)
     }
 
+    /// Admits `size` bytes into priority group `pg` (of a port with `headroom` bytes of PFC
+    /// headroom) at switch `sw` and charges them, or says why they are dropped. `lossless`:
+    /// the group is PFC-protected (its threshold is then `xoff_threshold`).
     #[inline]
-    pub(super) fn switch_arrive(&mut self, sw: u32, in_port: u32, pkt: u32) {
-        if self.ib.is_some() {
-            self.switch_arrive_ib(sw, in_port, pkt);
-            return;
+    pub(super) fn admit(
+        &mut self,
+        sw: u32,
+        pg: &mut IngressPg,
+        headroom: u64,
+        lossless: bool,
+        size: u64,
+    ) -> Result<(), DropReason> {
+        let thr = if lossless { self.xoff_threshold(sw) } else { u64::MAX };
+        let shared = self.shared(sw, pg);
+        let s = &mut self.switches[sw as usize];
+        if lossless {
+            if lossless_drops(pg.hdrm, headroom, shared, thr, size) {
+                return Err(DropReason::Headroom);
+            }
+        } else {
+            let limit = alpha_share(free_pool(s.buffer, s.total_hdrm, s.total_rsrv, s.shared_used), s.alpha_lossy);
+            if lossy_drops(shared, limit, s.reserve, s.used, s.buffer, size) {
+                return Err(DropReason::Buffer);
+            }
         }
+        match charge(pg.ing, size, s.reserve, lossless.then_some(thr)) {
+            Charge::Reserve => pg.ing += size,
+            Charge::Headroom => pg.hdrm += size,
+            Charge::Shared { shared } => {
+                pg.ing += size;
+                s.shared_used += shared;
+            }
+        }
+        s.used += size;
+        s.peak_used = s.peak_used.max(s.used);
+        Ok(())
+    }
+
+    /// Charges `size` bytes to `pg` all from the shared pool (InfiniBand: no reserve, no
+    /// headroom; the sender's credits guarantee the room).
+    #[inline]
+    pub(super) fn take_shared(&mut self, sw: u32, pg: &mut IngressPg, size: u64) {
+        let s = &mut self.switches[sw as usize];
+        pg.ing += size;
+        s.shared_used += size;
+        s.used += size;
+        s.peak_used = s.peak_used.max(s.used);
+    }
+
+    /// `size` bytes charged to `pg` leave switch `sw`: headroom empties first, then the
+    /// shared use above the reserve.
+    #[inline]
+    pub(super) fn release(&mut self, sw: u32, pg: &mut IngressPg, size: u64) {
+        let s = &mut self.switches[sw as usize];
+        let (from_hdrm, from_shared) = release_split(pg.ing, pg.hdrm, s.reserve, size);
+        pg.hdrm -= from_hdrm;
+        pg.ing -= size - from_hdrm;
+        s.shared_used -= from_shared;
+        s.used -= size;
+    }
+}
+
+impl Sim<'_> {
+    /// The XOFF threshold of switch `sw` (`Mmu::xoff_threshold`).
+    #[inline]
+    pub(super) fn pfc_threshold(&self, sw: u32) -> u64 {
+        self.mmu.xoff_threshold(sw)
+    }
+
+    /// What priority group `prio` of `port` at switch `sw` holds in the shared pool.
+    #[inline]
+    pub(super) fn shared_of(&self, sw: u32, port: u32, prio: u8) -> u64 {
+        self.mmu.shared(sw, &self.ports[port as usize].pg[prio as usize])
+    }
+
+    /// A packet arrives at a RoCE switch: routed, admitted by the MMU (reserve, shared pool,
+    /// headroom; PFC XOFF when a lossless priority group crosses its threshold), queued.
+    #[inline]
+    pub(super) fn switch_arrive_eth(&mut self, sw: u32, in_port: u32, pkt: u32) {
         let (class, dst, hash, size) = {
             let p = self.pkts.get(pkt);
             (p.class, p.dst, p.hash, p.wire_bytes as u64)
         };
-        let cp = self.classes[class as usize];
+        let cp = self.queues.classes[class as usize];
         let (prio, queue) = (cp.prio, cp.queue);
-        let out = self.ecmp_choose(sw, dst, hash);
+        let out = self.router.choose(sw, dst, hash);
         if out == NONE {
             self.drop_pkt(in_port, queue, pkt, DropReason::LinkDown);
             return;
@@ -130,36 +234,12 @@ impl Sim<'_> {
             self.drop_pkt(out, queue, pkt, DropReason::Watchdog);
             return;
         }
-        // Admission.
-        let thr = if cp.lossless { self.pfc_threshold(sw) } else { u64::MAX };
-        let s = &self.switches[sw as usize];
-        let shared = self.shared_of(sw, in_port, prio);
-        if cp.lossless {
-            let ip = &self.ports[in_port as usize];
-            if lossless_drops(ip.pg[prio as usize].hdrm, ip.headroom, shared, thr, size) {
-                self.drop_pkt(in_port, queue, pkt, DropReason::Headroom);
-                return;
-            }
-        } else {
-            let limit = alpha_share(free_pool(s.buffer, s.total_hdrm, s.total_rsrv, s.shared_used), s.alpha_lossy);
-            if lossy_drops(shared, limit, s.reserve, s.used, s.buffer, size) {
-                self.drop_pkt(in_port, queue, pkt, DropReason::Buffer);
-                return;
-            }
+        // Admission and ingress accounting.
+        let ip = &mut self.ports[in_port as usize];
+        if let Err(reason) = self.mmu.admit(sw, &mut ip.pg[prio as usize], ip.headroom, cp.lossless, size) {
+            self.drop_pkt(in_port, queue, pkt, reason);
+            return;
         }
-        // Ingress accounting.
-        let s = &mut self.switches[sw as usize];
-        let pg = &mut self.ports[in_port as usize].pg[prio as usize];
-        match charge(pg.ing, size, s.reserve, cp.lossless.then_some(thr)) {
-            Charge::Reserve => pg.ing += size,
-            Charge::Headroom => pg.hdrm += size,
-            Charge::Shared { shared } => {
-                pg.ing += size;
-                s.shared_used += shared;
-            }
-        }
-        s.used += size;
-        s.peak_used = s.peak_used.max(s.used);
         self.enqueue_egress(pkt, in_port, prio, out, queue, size);
         if cp.lossless {
             self.check_pause(sw, in_port, prio);
@@ -184,22 +264,11 @@ impl Sim<'_> {
 
     #[inline]
     pub(super) fn release(&mut self, sw: u32, in_port: u32, prio: u8, size: u64) {
-        let s = &mut self.switches[sw as usize];
-        let ip = &mut self.ports[in_port as usize];
-        let pi = prio as usize;
-        let (from_hdrm, from_shared) = release_split(ip.pg[pi].ing, ip.pg[pi].hdrm, s.reserve, size);
-        ip.pg[pi].hdrm -= from_hdrm;
-        ip.pg[pi].ing -= size - from_hdrm;
-        s.shared_used -= from_shared;
-        s.used -= size;
-        if self.classes.iter().any(|c| c.prio == prio && c.lossless) {
+        self.mmu.release(sw, &mut self.ports[in_port as usize].pg[prio as usize], size);
+        if self.queues.classes.iter().any(|c| c.prio == prio && c.lossless) {
             self.check_resume(sw, in_port, prio);
         }
-        // InfiniBand (no reserve, no headroom, no lossless class: all of it was shared): the
-        // freed input buffer goes back upstream as credits for its VL.
-        if self.ib.is_some() {
-            self.return_credits(in_port, prio, size as u32);
-        }
+        self.released(in_port, prio, size);
     }
 }
 
@@ -334,8 +403,8 @@ link = [ {{ a = "h0", b = "sw0", speed_gbps = 100, length_m = 2 }}, {{ a = "h1",
 
     /// A RoCE data packet of `bytes` from h0 to h1 arrives at the switch on `ip`.
     fn arrive(s: &mut Sim, sw: u32, ip: u32, bytes: u16) {
-        let class = s.classes.iter().position(|c| c.lossless).unwrap() as u8;
-        assert_eq!(s.classes[class as usize].prio, 3);
+        let class = s.queues.classes.iter().position(|c| c.lossless).unwrap() as u8;
+        assert_eq!(s.queues.classes[class as usize].prio, 3);
         let dst = s.m.node_by_name("h1").unwrap().0;
         let pkt = s.pkts.alloc(Packet {
             enq_time: SimTime::ZERO,
@@ -372,7 +441,7 @@ link = [ {{ a = "h0", b = "sw0", speed_gbps = 100, length_m = 2 }}, {{ a = "h1",
             arrive(&mut s, sw, ip, 1_000);
         }
         assert_eq!((s.ports[ip as usize].pg[3].ing, s.ports[ip as usize].pg[3].hdrm), (5_000, 0));
-        assert_eq!((s.switches[sw as usize].shared_used, s.switches[sw as usize].used), (904, 5_000));
+        assert_eq!((s.mmu.switches[sw as usize].shared_used, s.mmu.switches[sw as usize].used), (904, 5_000));
         assert_eq!(s.shared_of(sw, ip, 3), 904);
         assert_eq!(s.pfc_threshold(sw), 3_971_815);
         assert!(!s.ports[ip as usize].xoff[3]);
@@ -380,7 +449,7 @@ link = [ {{ a = "h0", b = "sw0", speed_gbps = 100, length_m = 2 }}, {{ a = "h1",
         // the reserve, and the pool is whole again.
         s.release(sw, ip, 3, 1_000);
         assert_eq!(s.ports[ip as usize].pg[3].ing, 4_000);
-        assert_eq!((s.switches[sw as usize].shared_used, s.switches[sw as usize].used), (0, 4_000));
+        assert_eq!((s.mmu.switches[sw as usize].shared_used, s.mmu.switches[sw as usize].used), (0, 4_000));
         assert_eq!(s.pfc_threshold(sw), 3_971_928);
     }
 
@@ -412,7 +481,7 @@ link = [ {{ a = "h0", b = "sw0", speed_gbps = 100, length_m = 2 }}, {{ a = "h1",
         arrive(&mut s, sw, ip, 1_000);
         assert_eq!(pg(&s), (6_000, 3_000));
         assert_eq!(s.ports[ip as usize].st.drops[3][DropReason::Headroom as usize], 1);
-        assert_eq!(s.switches[sw as usize].used, 9_000);
+        assert_eq!(s.mmu.switches[sw as usize].used, 9_000);
         // Leaving packets empty headroom first, and there is no XON while any remains; once it
         // is empty, 1,904 B shared is still above XON (1,000): the pause holds.
         for _ in 0..3 {
@@ -426,5 +495,80 @@ link = [ {{ a = "h0", b = "sw0", speed_gbps = 100, length_m = 2 }}, {{ a = "h1",
         assert_eq!(s.shared_of(sw, ip, 3), 904);
         assert!(!s.ports[ip as usize].xoff[3]);
         assert_eq!(s.ports[ip as usize].st.pfc_tx[3], 2, "one XOFF, one XON");
+    }
+    /// The component alone, no engine: one switch of 1 MB, 200 kB of headroom and 16 kB of
+    /// reserve carved out, 1 kB reserved per priority group, α = 1/8 lossless, 1/2 lossy.
+    fn one_switch(static_xoff: Option<(u64, u64)>) -> Mmu {
+        Mmu {
+            switches: vec![Switch {
+                node: 0,
+                buffer: 1_000_000,
+                shared_used: 0,
+                total_hdrm: 200_000,
+                total_rsrv: 16_000,
+                reserve: 1_000,
+                resume_offset: 2_000,
+                alpha_lossless: 0.125,
+                alpha_lossy: 0.5,
+                static_xoff,
+                used: 0,
+                peak_used: 0,
+                rng: Rng::new(1, 0),
+            }],
+        }
+    }
+
+    #[test]
+    fn the_mmu_component_admits_charges_and_releases_by_hand_computed_numbers() {
+        let mut mmu = one_switch(None);
+        let mut pg = IngressPg::default();
+        // Free pool 1,000,000 − 200,000 − 16,000 = 784,000; an eighth of it.
+        assert_eq!(mmu.xoff_threshold(0), 98_000);
+        // The first 1,000 B fill the reserve; the shared pool is untouched.
+        assert_eq!(mmu.admit(0, &mut pg, 10_000, true, 1_000), Ok(()));
+        assert_eq!((pg.ing, pg.hdrm, mmu.switches[0].shared_used), (1_000, 0, 0));
+        // 5,000 B more come from the shared pool, which shrinks the threshold.
+        assert_eq!(mmu.admit(0, &mut pg, 10_000, true, 5_000), Ok(()));
+        assert_eq!((pg.ing, mmu.shared(0, &pg), mmu.switches[0].used), (6_000, 5_000, 6_000));
+        assert_eq!(mmu.xoff_threshold(0), 779_000 / 8);
+        // Release empties headroom first (none), then shared use.
+        mmu.release(0, &mut pg, 2_000);
+        assert_eq!((pg.ing, mmu.switches[0].shared_used, mmu.switches[0].used), (4_000, 3_000, 4_000));
+        assert_eq!(mmu.switches[0].peak_used, 6_000);
+    }
+
+    #[test]
+    fn past_a_static_xoff_lossless_bytes_go_to_headroom_and_drop_only_when_it_is_full() {
+        let mut mmu = one_switch(Some((20_000, 18_000)));
+        assert_eq!(mmu.xoff_threshold(0), 20_000);
+        // A group holding its reserve and 20,000 B shared: at the threshold.
+        let mut pg = IngressPg::default();
+        // (One 21,000 B admission would be refused: its shared part would pass XOFF by more
+        // than the headroom holds.)
+        assert_eq!(mmu.admit(0, &mut pg.clone(), 1_000, true, 21_000), Err(DropReason::Headroom));
+        assert_eq!(mmu.admit(0, &mut pg, 1_000, true, 1_000), Ok(()));
+        assert_eq!(mmu.admit(0, &mut pg, 1_000, true, 20_000), Ok(()));
+        assert_eq!((pg.ing, pg.hdrm, mmu.shared(0, &pg)), (21_000, 0, 20_000));
+        // 500 B more: past XOFF, into headroom.
+        assert_eq!(mmu.admit(0, &mut pg, 1_000, true, 500), Ok(()));
+        assert_eq!((pg.ing, pg.hdrm), (21_000, 500));
+        // 600 B more would take headroom to 1,100 > 1,000: dropped, nothing charged.
+        assert_eq!(mmu.admit(0, &mut pg, 1_000, true, 600), Err(DropReason::Headroom));
+        assert_eq!((pg.ing, pg.hdrm, mmu.switches[0].used), (21_000, 500, 21_500));
+        // Releasing 1,000 B: 500 from headroom, 500 from shared.
+        mmu.release(0, &mut pg, 1_000);
+        assert_eq!((pg.ing, pg.hdrm, mmu.switches[0].shared_used), (20_500, 0, 19_500));
+    }
+
+    #[test]
+    fn a_lossy_group_drops_above_half_the_free_pool() {
+        let mut mmu = one_switch(None);
+        let mut pg = IngressPg::default();
+        // Free pool 784,000: a lossy group may hold 392,000 B above its reserve.
+        assert_eq!(mmu.admit(0, &mut pg, 0, false, 1_000 + 260_000), Ok(()));
+        // Now free = 524,000, half = 262,000: 260,000 + 2,000 fits, one byte more does not.
+        assert_eq!(mmu.admit(0, &mut pg, 0, false, 2_001), Err(DropReason::Buffer));
+        assert_eq!(mmu.admit(0, &mut pg, 0, false, 2_000), Ok(()));
+        assert_eq!(mmu.shared(0, &pg), 262_000);
     }
 }

@@ -8,42 +8,10 @@ use super::*;
 const CTRL_LOOKAHEAD: usize = 16;
 
 impl Sim<'_> {
-    /// The NIC (port) of `host` for its next QP: round-robin over the host's ports.
-    pub(super) fn host_nic(&mut self, host: NodeId) -> u32 {
-        let n = &mut self.qps_at[host.idx()];
-        let nic = self.node_nic[host.idx()] + *n % self.m.node(host).num_ports.max(1);
-        *n += 1;
-        self.live_nic(nic)
-    }
-
-    /// `nic`, or while its port is down the next NIC of the same host whose port is up (LAG
-    /// tx affinity); `nic` itself when none is.
-    pub(super) fn live_nic(&self, nic: u32) -> u32 {
-        let up = |n: u32| self.ports[self.nics[n as usize].port as usize].up;
-        if up(nic) {
-            return nic;
-        }
-        let host = NodeId(self.nics[nic as usize].node);
-        let all = self.nics_of(host);
-        let (first, ports) = (all.start, all.end - all.start);
-        (1..ports).map(|k| first + (nic - first + k) % ports).find(|&n| up(n)).unwrap_or(nic)
-    }
-
-    /// The model port of NIC `nic`.
-    pub(crate) fn nic_port(&self, nic: u32) -> u32 {
-        self.nics[nic as usize].port
-    }
-
-    /// The NICs of `host` (one per port).
-    pub(super) fn nics_of(&self, host: NodeId) -> std::ops::Range<u32> {
-        let first = self.node_nic[host.idx()];
-        first..first + self.m.node(host).num_ports
-    }
-
     #[inline]
     pub(super) fn nic_try_send(&mut self, nic: u32) {
         let now = self.now;
-        let port = self.nics[nic as usize].port;
+        let port = self.host.nics[nic as usize].port;
         if !self.ports[port as usize].up || self.busy(port) {
             return;
         }
@@ -53,7 +21,7 @@ impl Sim<'_> {
         // priorities behind it. (The look-ahead is bounded: such queues stay short.)
         for which in 0..2 {
             let pos = {
-                let n = &self.nics[nic as usize];
+                let n = &self.host.nics[nic as usize];
                 let q = if which == 0 { &n.cnp_q } else { &n.ack_q };
                 q.iter().take(CTRL_LOOKAHEAD).position(|&pkt| {
                     let p = self.pkts.get(pkt);
@@ -61,25 +29,25 @@ impl Sim<'_> {
                 })
             };
             if let Some(i) = pos {
-                let n = &mut self.nics[nic as usize];
+                let n = &mut self.host.nics[nic as usize];
                 let q = if which == 0 { &mut n.cnp_q } else { &mut n.ack_q };
                 let pkt = q.remove(i).expect("found");
                 self.put_on_wire(port, pkt);
                 return;
             }
         }
-        let n_active = self.nics[nic as usize].active.len();
+        let n_active = self.host.nics[nic as usize].active.len();
         let mut earliest = SimTime::MAX;
-        let start = self.nics[nic as usize].rr;
+        let start = self.host.nics[nic as usize].rr;
         for i in 0..n_active {
             let idx = (start + i) % n_active;
-            let qi = self.nics[nic as usize].active[idx];
-            let q = &self.qps[qi as usize];
+            let qi = self.host.nics[nic as usize].active[idx];
+            let q = &self.host.qps[qi as usize];
             if q.snd_nxt >= q.npkts || !q.window_open() {
                 continue;
             }
             // (The next packet's size matters only to InfiniBand's credits.)
-            let wire = if self.ib.is_some() { q.payload_of(q.snd_nxt) + self.hdr.data } else { 0 };
+            let wire = q.payload_of(q.snd_nxt) + self.hdr.data;
             let (pcp, next) = (q.pcp, q.pacer.next_send);
             if self.tx_blocked(port, pcp, wire) {
                 continue;
@@ -88,7 +56,7 @@ impl Sim<'_> {
                 earliest = earliest.min(next);
                 continue;
             }
-            self.nics[nic as usize].rr = (idx + 1) % n_active;
+            self.host.nics[nic as usize].rr = (idx + 1) % n_active;
             self.send_data(nic, qi);
             return;
         }
@@ -100,7 +68,7 @@ impl Sim<'_> {
     /// Makes sure the NIC looks for work again at `at` (one pending wake-up per NIC).
     #[inline]
     pub(super) fn wake_nic_at(&mut self, nic: u32, at: SimTime) {
-        let n = &mut self.nics[nic as usize];
+        let n = &mut self.host.nics[nic as usize];
         if at < n.wake_at {
             n.wake_at = at;
             n.wake_gen = n.wake_gen.wrapping_add(1);
@@ -112,9 +80,9 @@ impl Sim<'_> {
     #[inline]
     pub(super) fn send_data(&mut self, nic: u32, qi: u32) {
         let now = self.now;
-        let port = self.nics[nic as usize].port;
-        let prof = self.nics[nic as usize].profile;
-        let q = &mut self.qps[qi as usize];
+        let port = self.host.nics[nic as usize].port;
+        let prof = self.host.nics[nic as usize].profile;
+        let q = &mut self.host.qps[qi as usize];
         let psn = q.snd_nxt;
         let payload = q.payload_of(psn);
         let wire = payload + self.hdr.data + q.int_bytes as u32;
@@ -149,7 +117,7 @@ impl Sim<'_> {
         // Pace by the QP's congestion control (DCQCN's rate, IB CC's CCT delay), never faster
         // than the port. (Without one, or with a window only, the port alone paces the QP.)
         if let Some(cc) = &mut q.cc {
-            let p = &self.cc_params[prof];
+            let p = &self.host.cc_params[prof];
             cc.on_sent(now, wire, p);
             if let Some(gap) = cc.send_gap(wire, ser_time(&self.ports[port as usize], wire), p) {
                 q.pacer.sent_with_gap(now, wire, gap);
@@ -173,20 +141,23 @@ impl Sim<'_> {
         self.put_on_wire(port, id);
     }
 
+    /// A packet reaches a RoCE NIC: taken at once, or while the host does not drain held in
+    /// its receive buffer (pausing the priority at XOFF, dropping when full).
     #[inline]
-    pub(super) fn host_arrive(&mut self, nic: u32, pkt: u32) {
-        if self.ib.is_some() {
-            self.host_arrive_ib(nic, pkt);
-            return;
-        }
-        let n = &mut self.nics[nic as usize];
+    pub(super) fn host_arrive_eth(&mut self, nic: u32, pkt: u32) {
+        let n = &mut self.host.nics[nic as usize];
         if n.stalled && self.pkts.get(pkt).kind == Kind::Data {
             let size = self.pkts.get(pkt).wire_bytes as u64;
             let prof = &self.m.nics[n.profile];
             if n.rx_bytes + size > prof.rx_buffer_bytes {
                 n.st.rx_discards += 1;
                 let port = n.port;
-                self.drop_pkt(port, self.classes[self.pkts.get(pkt).class as usize].queue, pkt, DropReason::Buffer);
+                self.drop_pkt(
+                    port,
+                    self.queues.classes[self.pkts.get(pkt).class as usize].queue,
+                    pkt,
+                    DropReason::Buffer,
+                );
                 return;
             }
             n.rx_bytes += size;
@@ -216,38 +187,14 @@ impl Sim<'_> {
         match p.kind {
             Kind::Data => {
                 self.stats.data_delivered += 1;
-                let prof_i = self.nics[nic as usize].profile;
-                let prof = &self.m.nics[prof_i];
-                // Notification point: CE-marked packet -> CNP, at most one per interval per QP.
-                if p.ecn == CE && self.ib.is_some() {
-                    // InfiniBand: every FECN is answered with a BECN.
-                    self.nics[nic as usize].st.ecn_marked_rx += 1;
-                    self.send_cnp(qi);
-                } else if p.ecn == CE {
-                    self.nics[nic as usize].st.ecn_marked_rx += 1;
-                    if self.qps[qi as usize].cc.as_ref().is_some_and(|c| c.feedback().echo_ce) {
-                        // A TCP-like receiver echoes the mark on its next ACK (no CNP).
-                        let q = &mut self.qps[qi as usize];
-                        q.ce_unechoed = q.ce_unechoed.saturating_add(1);
-                    } else if prof.qos.ecn_np_mask & (1 << p.pcp) != 0 {
-                        let q = &mut self.qps[qi as usize];
-                        let iv = self.cc_params[prof_i].dcqcn.cnp_interval;
-                        if q.last_cnp.is_none_or(|t| now >= t + iv) {
-                            q.last_cnp = Some(now);
-                            let delay = self.cc_params[prof_i].dcqcn.cnp_delay;
-                            if delay == SimTime::ZERO {
-                                self.send_cnp(qi);
-                            } else {
-                                self.push_qp_timer(now + delay, Ev::CnpSend { qp: qi }, qi);
-                            }
-                        }
-                    }
+                if p.ecn == CE {
+                    self.ce_received(nic, qi, p.pcp);
                 }
                 let ack_iv = self.opts.ack_interval.max(1);
                 let mut message_done = None;
                 // InfiniBand with adaptive routing: packets may arrive out of order.
-                let ib = self.ib.as_ref().is_some_and(|i| i.adaptive);
-                let q = &mut self.qps[qi as usize];
+                let ib = self.link.keeps_out_of_order();
+                let q = &mut self.host.qps[qi as usize];
                 if ib && p.psn > q.rcv_nxt {
                     // InfiniBand RC over adaptive routing: a packet ahead of the next expected
                     // one is kept (placed) and counted, with no NAK and no go-back-N. (With
@@ -313,7 +260,7 @@ impl Sim<'_> {
                 }
             }
             Kind::Ack | Kind::Nak => {
-                let q = &mut self.qps[qi as usize];
+                let q = &mut self.host.qps[qi as usize];
                 let (old_una, snd_max) = (q.snd_una, q.snd_nxt);
                 let new_una = if p.kind == Kind::Ack { p.psn + 1 } else { p.psn };
                 if new_una > q.snd_una {
@@ -344,8 +291,8 @@ impl Sim<'_> {
                 let mut todos = [Todo::Nothing; 2];
                 let mut stepped = false;
                 if let Some(cc) = q.cc.as_mut().filter(|c| c.feedback().acks) {
-                    let prof = self.nics[q.src_nic as usize].profile;
-                    let params = &self.cc_params[prof];
+                    let prof = self.host.nics[q.src_nic as usize].profile;
+                    let params = &self.host.cc_params[prof];
                     // The ACK's payload field carries the CE marks it echoes.
                     let ack = Ack {
                         newly_acked: q.snd_una.saturating_sub(old_una),
@@ -371,13 +318,13 @@ impl Sim<'_> {
                     q.rto_gen = q.rto_gen.wrapping_add(1);
                     self.qps_left -= 1;
                     self.active_qps -= 1;
-                    let list = &mut self.nics[src_nic as usize].active;
+                    let list = &mut self.host.nics[src_nic as usize].active;
                     if let Some(pos) = list.iter().position(|x| *x == qi) {
                         list.remove(pos);
                     }
                 }
                 if stepped {
-                    let gen = self.qps[qi as usize].cc.as_ref().map_or(0, |c| c.increase_gen());
+                    let gen = self.host.qps[qi as usize].cc.as_ref().map_or(0, |c| c.increase_gen());
                     for todo in todos {
                         self.apply_todo(qi, todo, gen);
                     }
@@ -387,12 +334,12 @@ impl Sim<'_> {
             }
             Kind::Cnp => {
                 // A RoCE CNP, or on InfiniBand a BECN.
-                self.nics[nic as usize].st.cnp_received += 1;
-                let prof = self.nics[nic as usize].profile;
-                let q = &mut self.qps[qi as usize];
+                self.host.nics[nic as usize].st.cnp_received += 1;
+                let prof = self.host.nics[nic as usize].profile;
+                let q = &mut self.host.qps[qi as usize];
                 q.st.cnps += 1;
                 if let Some(cc) = &mut q.cc {
-                    let todo = cc.on_cnp(now, &self.cc_params[prof]);
+                    let todo = cc.on_cnp(now, &self.host.cc_params[prof]);
                     let gen = cc.increase_gen();
                     self.apply_todo(qi, todo, gen);
                 }
@@ -405,13 +352,13 @@ impl Sim<'_> {
     /// delay (up or down), wake its NIC if that send moved earlier, and arm the timer the step
     /// asks for.
     pub(super) fn apply_todo(&mut self, qp: u32, todo: Todo, gen: u32) {
-        let q = &mut self.qps[qp as usize];
+        let q = &mut self.host.qps[qp as usize];
         if let Some(cc) = &mut q.cc {
             let nic = q.src_nic as usize;
-            let (port, prof) = (self.nics[nic].port, self.nics[nic].profile);
+            let (port, prof) = (self.host.nics[nic].port, self.host.nics[nic].profile);
             let wire = q.pacer.last_wire();
             let ser = ser_time(&self.ports[port as usize], wire);
-            if let Some(gap) = cc.regap(wire, ser, &self.cc_params[prof]) {
+            if let Some(gap) = cc.regap(wire, ser, &self.host.cc_params[prof]) {
                 if let Some(at) = q.pacer.regap(gap) {
                     let (nic, at) = (q.src_nic, at.max(self.now));
                     self.wake_nic_at(nic, at);
@@ -427,8 +374,8 @@ impl Sim<'_> {
 
     pub(super) fn on_rate_increase(&mut self, qi: u32, gen: u32) {
         let now = self.now;
-        let prof = self.nics[self.qps[qi as usize].src_nic as usize].profile;
-        let q = &mut self.qps[qi as usize];
+        let prof = self.host.nics[self.host.qps[qi as usize].src_nic as usize].profile;
+        let q = &mut self.host.qps[qi as usize];
         if q.sender_done.is_some() {
             return;
         }
@@ -436,7 +383,7 @@ impl Sim<'_> {
             if cc.increase_gen() != gen {
                 return;
             }
-            let todo = cc.on_timer(now, Timer::Increase, &self.cc_params[prof]);
+            let todo = cc.on_timer(now, Timer::Increase, &self.host.cc_params[prof]);
             let g = cc.increase_gen();
             self.apply_todo(qi, todo, g);
         }
@@ -444,10 +391,10 @@ impl Sim<'_> {
 
     pub(super) fn on_rate_reduce(&mut self, qi: u32) {
         let now = self.now;
-        let prof = self.nics[self.qps[qi as usize].src_nic as usize].profile;
-        let q = &mut self.qps[qi as usize];
+        let prof = self.host.nics[self.host.qps[qi as usize].src_nic as usize].profile;
+        let q = &mut self.host.qps[qi as usize];
         if let Some(cc) = &mut q.cc {
-            let todo = cc.on_timer(now, Timer::Check, &self.cc_params[prof]);
+            let todo = cc.on_timer(now, Timer::Check, &self.host.cc_params[prof]);
             let g = cc.increase_gen();
             self.apply_todo(qi, todo, g);
         }
@@ -455,10 +402,10 @@ impl Sim<'_> {
 
     pub(super) fn on_rto(&mut self, qi: u32, gen: u32) {
         let now = self.now;
-        let prof = self.nics[self.qps[qi as usize].src_nic as usize].profile;
+        let prof = self.host.nics[self.host.qps[qi as usize].src_nic as usize].profile;
         let nic = &self.m.nics[prof];
         let (rto, retry_cnt) = (nic.retransmit_timeout.expect("armed only with a timeout"), nic.retry_cnt);
-        let q = &mut self.qps[qi as usize];
+        let q = &mut self.host.qps[qi as usize];
         if q.rto_gen != gen || q.sender_done.is_some() {
             return;
         }
@@ -473,7 +420,7 @@ impl Sim<'_> {
         if now >= q.last_progress + rto {
             if let Some(cc) = q.cc.as_mut().filter(|c| c.feedback().acks) {
                 // (No timer or rate change follows a timeout in the algorithms that read it.)
-                cc.on_loss(now, Loss::Timeout, &self.cc_params[prof]);
+                cc.on_loss(now, Loss::Timeout, &self.host.cc_params[prof]);
             }
             q.st.timeouts += 1;
             q.timeouts_in_row += 1;
@@ -496,7 +443,7 @@ impl Sim<'_> {
                         self.q.push(now, Ev::Delivered { flow: fl as u32 });
                     }
                 }
-                let list = &mut self.nics[src_nic as usize].active;
+                let list = &mut self.host.nics[src_nic as usize].active;
                 if let Some(pos) = list.iter().position(|x| *x == qi) {
                     list.remove(pos);
                 }
@@ -515,7 +462,7 @@ impl Sim<'_> {
 
     /// A control packet (ACK/NAK/CNP) from the receiver of QP `qi` back to its sender.
     pub(super) fn ctrl_packet(&self, qi: u32, kind: Kind, psn: u32, class: u8, pcp: u8, wire: u32) -> Packet {
-        let q = &self.qps[qi as usize];
+        let q = &self.host.qps[qi as usize];
         Packet {
             qp: qi,
             psn,
@@ -537,47 +484,64 @@ impl Sim<'_> {
 
     #[inline]
     pub(super) fn send_ctrl(&mut self, qi: u32, kind: Kind, psn: u32) {
-        let q = &self.qps[qi as usize];
+        let q = &self.host.qps[qi as usize];
         let (nic, class, pcp) = (q.dst_nic, q.class, q.pcp);
-        let int_bytes = self.qps[qi as usize].int_bytes as u32;
+        let int_bytes = self.host.qps[qi as usize].int_bytes as u32;
         let wire = (self.hdr.ack + int_bytes).max(self.hdr.ack_floor);
         let mut pkt = self.ctrl_packet(qi, kind, psn, class, pcp, wire);
-        if self.qps[qi as usize].cc.as_ref().is_some_and(|c| c.feedback().echo_ce) {
-            pkt.payload = std::mem::take(&mut self.qps[qi as usize].ce_unechoed);
+        if self.host.qps[qi as usize].cc.as_ref().is_some_and(|c| c.feedback().echo_ce) {
+            pkt.payload = std::mem::take(&mut self.host.qps[qi as usize].ce_unechoed);
         }
         self.stats.sent += 1;
         let id = self.alloc_pkt(pkt);
-        if self.int_on && self.qps[qi as usize].cc.as_ref().is_some_and(|c| c.feedback().int) {
+        if self.int_on && self.host.qps[qi as usize].cc.as_ref().is_some_and(|c| c.feedback().int) {
             // The receiver echoes the INT stack of the data packet it answers.
             let stack = self.int_rx;
             *self.int_slot(id) = stack;
         }
-        self.nics[nic as usize].ack_q.push_back(id);
+        self.host.nics[nic as usize].ack_q.push_back(id);
         self.nic_try_send(nic);
+    }
+
+    /// A RoCE receiver got a CE-marked packet of QP `qi` on priority `pcp`: a TCP-like
+    /// receiver echoes it on its next ACK; a notification point sends a CNP, at most one per
+    /// interval per QP (after the NIC's CNP delay, if any).
+    pub(super) fn ce_received_eth(&mut self, nic: u32, qi: u32, pcp: u8) {
+        let now = self.now;
+        let prof_i = self.host.nics[nic as usize].profile;
+        let prof = &self.m.nics[prof_i];
+        if self.host.qps[qi as usize].cc.as_ref().is_some_and(|c| c.feedback().echo_ce) {
+            // A TCP-like receiver echoes the mark on its next ACK (no CNP).
+            let q = &mut self.host.qps[qi as usize];
+            q.ce_unechoed = q.ce_unechoed.saturating_add(1);
+        } else if prof.qos.ecn_np_mask & (1 << pcp) != 0 {
+            let q = &mut self.host.qps[qi as usize];
+            let iv = self.host.cc_params[prof_i].dcqcn.cnp_interval;
+            if q.last_cnp.is_none_or(|t| now >= t + iv) {
+                q.last_cnp = Some(now);
+                let delay = self.host.cc_params[prof_i].dcqcn.cnp_delay;
+                if delay == SimTime::ZERO {
+                    self.send_cnp(qi);
+                } else {
+                    self.push_qp_timer(now + delay, Ev::CnpSend { qp: qi }, qi);
+                }
+            }
+        }
     }
 
     /// The receiver of QP `qi` notifies its sender of congestion: a RoCE CNP in the NIC's CNP
     /// class and priority, or on InfiniBand a BECN on the QP's own VL.
     pub(super) fn send_cnp(&mut self, qi: u32) {
-        let q = &self.qps[qi as usize];
+        let q = &self.host.qps[qi as usize];
         let nic = q.dst_nic;
-        let (class, pcp) = if self.ib.is_some() {
-            (q.class, q.pcp)
-        } else {
-            let prof = &self.m.nics[self.nics[nic as usize].profile];
-            let class = match self.m.qos.trust {
-                rocelab_model::config::Trust::Dscp => self.m.qos.dscp_to_class[prof.qos.cnp_dscp as usize],
-                rocelab_model::config::Trust::Pcp => self.m.qos.priority_to_class[prof.qos.cnp_priority as usize],
-            };
-            (class, prof.qos.cnp_priority)
-        };
+        let (class, pcp) = self.cnp_class(qi, nic);
         let pkt = self.ctrl_packet(qi, Kind::Cnp, 0, class, pcp, self.hdr.cnp);
         self.stats.sent += 1;
-        self.nics[nic as usize].st.cnp_sent += 1;
-        let flow = self.qps[qi as usize].flow;
+        self.host.nics[nic as usize].st.cnp_sent += 1;
+        let flow = self.host.qps[qi as usize].flow;
         self.notify(Observed::CnpSent { time: self.now, flow });
         let id = self.alloc_pkt(pkt);
-        self.nics[nic as usize].cnp_q.push_back(id);
+        self.host.nics[nic as usize].cnp_q.push_back(id);
         self.nic_try_send(nic);
     }
 }
@@ -656,14 +620,14 @@ enabled = false
 
     /// Sends QP 0's next packet when its port is free, as the NIC would.
     fn send_next(s: &mut Sim) {
-        let nic = s.qps[0].src_nic;
-        let port = s.nics[nic as usize].port;
+        let nic = s.host.qps[0].src_nic;
+        let port = s.host.nics[nic as usize].port;
         s.now = s.now.max(s.ports[port as usize].busy_until);
         s.send_data(nic, 0);
     }
 
     fn set_rate(s: &mut Sim, bps: f64) {
-        match s.qps[0].cc.as_mut().expect("DCQCN is on") {
+        match s.host.qps[0].cc.as_mut().expect("DCQCN is on") {
             Cc::Paper(c) => c.state.rc = bps,
             Cc::Mlx5(c) => c.state.rc = bps,
             other => panic!("not DCQCN: {other:?}"),
@@ -675,18 +639,18 @@ enabled = false
         let m = pair();
         let mut s = with_message(&m, 10_000);
         // 10,000 B at 4,096 B a packet: 4,096 + 4,096 + 1,808.
-        assert_eq!(s.qps[0].npkts, 3);
+        assert_eq!(s.host.qps[0].npkts, 3);
         for _ in 0..3 {
             send_next(&mut s);
         }
-        let port = s.nics[s.qps[0].src_nic as usize].port;
+        let port = s.host.nics[s.host.qps[0].src_nic as usize].port;
         assert_eq!(on_wire(&s, port), vec![(0, 4_096, 4_178), (1, 4_096, 4_178), (2, 1_808, 1_890)]);
         // Back to back at line rate: the last left at 2 × 334,240 ps and takes 151,200 ps.
         assert_eq!(s.now, SimTime(668_480));
         assert_eq!(s.ports[port as usize].busy_until, SimTime(819_680));
         // At line rate the pacer adds no gap: the port alone paces the QP.
-        assert_eq!(s.qps[0].pacer.next_send, SimTime(668_480));
-        assert_eq!(s.qps[0].snd_nxt, 3);
+        assert_eq!(s.host.qps[0].pacer.next_send, SimTime(668_480));
+        assert_eq!(s.host.qps[0].snd_nxt, 3);
         assert_eq!((s.stats.data_sent, s.stats.retransmitted), (3, 0));
     }
 
@@ -694,63 +658,63 @@ enabled = false
     fn below_line_rate_the_next_packet_waits_its_serialization_time_at_the_rate() {
         let m = pair();
         let mut s = with_message(&m, 100_000);
-        let nic = s.qps[0].src_nic;
+        let nic = s.host.qps[0].src_nic;
         set_rate(&mut s, 25e9);
         s.now = SimTime(1_000_000);
         send_next(&mut s);
         // 4,178 B at 25 Gb/s: 4,178 × 320 ps = 1,336,960 ps after it left.
-        assert_eq!(s.qps[0].pacer.next_send, SimTime(2_336_960));
+        assert_eq!(s.host.qps[0].pacer.next_send, SimTime(2_336_960));
         // The QP is active; when its port frees (334,240 ps later) it is not yet due, so the
         // NIC sleeps until it is.
-        s.nics[nic as usize].active.push(0);
+        s.host.nics[nic as usize].active.push(0);
         s.now = SimTime(1_334_240);
         s.nic_try_send(nic);
-        assert_eq!(s.qps[0].snd_nxt, 1, "nothing sent early");
-        assert_eq!(s.nics[nic as usize].wake_at, SimTime(2_336_960));
+        assert_eq!(s.host.qps[0].snd_nxt, 1, "nothing sent early");
+        assert_eq!(s.host.nics[nic as usize].wake_at, SimTime(2_336_960));
         // The rate recovers to 50 Gb/s: the pending send is re-timed from the last one,
         // 4,178 × 160 ps = 668,480 ps after 1 µs: due at 1,668,480 ps instead of 2,336,960,
         // so the NIC must wake earlier than it planned.
         set_rate(&mut s, 50e9);
-        let inc = s.qps[0].cc.as_ref().unwrap().increase_gen();
+        let inc = s.host.qps[0].cc.as_ref().unwrap().increase_gen();
         s.apply_todo(0, Todo::Nothing, inc);
-        assert_eq!(s.qps[0].pacer.next_send, SimTime(1_668_480));
-        assert_eq!(s.nics[nic as usize].wake_at, SimTime(1_668_480));
+        assert_eq!(s.host.qps[0].pacer.next_send, SimTime(1_668_480));
+        assert_eq!(s.host.nics[nic as usize].wake_at, SimTime(1_668_480));
         // Scheduled: the port's TxDone, the packet's arrival at the switch 10 ns later, the
         // new wake-up, and the old one, now stale (its generation is behind the NIC's).
-        let (port, peer) = (s.nics[nic as usize].port, s.ports[s.nics[nic as usize].port as usize].peer);
+        let (port, peer) = (s.host.nics[nic as usize].port, s.ports[s.host.nics[nic as usize].port as usize].peer);
         assert_eq!(s.q.pop(), Some((SimTime(1_334_240), Ev::TxDone { port })));
         assert!(
             matches!(s.q.pop(), Some((SimTime(1_344_240), Ev::WireArrive { port: p, peer: q, .. })) if (p, q) == (port, peer))
         );
         assert_eq!(s.q.pop(), Some((SimTime(1_668_480), Ev::NicWake { host: nic, gen: 2 })));
         assert_eq!(s.q.pop(), Some((SimTime(2_336_960), Ev::NicWake { host: nic, gen: 1 })));
-        assert_eq!(s.nics[nic as usize].wake_gen, 2);
+        assert_eq!(s.host.nics[nic as usize].wake_gen, 2);
     }
 
     #[test]
     fn the_window_closes_on_bytes_in_flight_and_scales_with_the_rate() {
         let m = pair();
         let mut s = with_message(&m, 100_000);
-        s.qps[0].window = 8_192; // two MTUs
-        assert!(s.qps[0].window_open());
+        s.host.qps[0].window = 8_192; // two MTUs
+        assert!(s.host.qps[0].window_open());
         send_next(&mut s);
-        assert!(s.qps[0].window_open(), "4,096 B in flight < 8,192");
+        assert!(s.host.qps[0].window_open(), "4,096 B in flight < 8,192");
         send_next(&mut s);
-        assert!(!s.qps[0].window_open(), "8,192 B in flight: full");
-        s.qps[0].snd_una = 1;
-        assert!(s.qps[0].window_open(), "an ACK for PSN 0 leaves 4,096 B in flight");
+        assert!(!s.host.qps[0].window_open(), "8,192 B in flight: full");
+        s.host.qps[0].snd_una = 1;
+        assert!(s.host.qps[0].window_open(), "an ACK for PSN 0 leaves 4,096 B in flight");
         // Scaled by rate / line: at 50 Gb/s of 100 the window is 4,096 B, full again...
-        s.qps[0].window_var = true;
+        s.host.qps[0].window_var = true;
         set_rate(&mut s, 50e9);
-        assert!(!s.qps[0].window_open());
+        assert!(!s.host.qps[0].window_open());
         // ...at 75 Gb/s it is 6,144 B, and 4,096 B in flight fit.
         set_rate(&mut s, 75e9);
-        assert!(s.qps[0].window_open());
+        assert!(s.host.qps[0].window_open());
     }
 
     /// A data packet of QP 0 with PSN `psn` arrives at h1, CE-marked if `ce`.
     fn receive(s: &mut Sim, psn: u32, ce: bool) {
-        let (class, pcp, dst) = (s.qps[0].class, s.qps[0].pcp, s.qps[0].dst);
+        let (class, pcp, dst) = (s.host.qps[0].class, s.host.qps[0].pcp, s.host.qps[0].dst);
         let pkt = s.pkts.alloc(Packet {
             enq_time: s.now,
             qp: 0,
@@ -768,7 +732,7 @@ enabled = false
             ecn: if ce { CE } else { ECT0 },
             in_prio: 0,
         });
-        let nic = s.qps[0].dst_nic;
+        let nic = s.host.qps[0].dst_nic;
         s.host_receive(nic, pkt);
     }
 
@@ -776,19 +740,19 @@ enabled = false
     fn at_most_one_cnp_per_interval_per_qp() {
         let m = pair();
         let mut s = with_message(&m, 100_000);
-        let rx = s.qps[0].dst_nic as usize;
+        let rx = s.host.qps[0].dst_nic as usize;
         receive(&mut s, 0, true);
-        assert_eq!(s.nics[rx].st.cnp_sent, 1, "the first CE mark answers at once");
+        assert_eq!(s.host.nics[rx].st.cnp_sent, 1, "the first CE mark answers at once");
         // 1 ps short of the 50 µs interval: marked, counted, not answered.
         s.now = SimTime(49_999_999);
         receive(&mut s, 1, true);
-        assert_eq!((s.nics[rx].st.ecn_marked_rx, s.nics[rx].st.cnp_sent), (2, 1));
+        assert_eq!((s.host.nics[rx].st.ecn_marked_rx, s.host.nics[rx].st.cnp_sent), (2, 1));
         // An unmarked packet at 50 µs asks for nothing; a marked one does.
         s.now = SimTime(50_000_000);
         receive(&mut s, 2, false);
-        assert_eq!(s.nics[rx].st.cnp_sent, 1);
+        assert_eq!(s.host.nics[rx].st.cnp_sent, 1);
         receive(&mut s, 3, true);
-        assert_eq!((s.nics[rx].st.ecn_marked_rx, s.nics[rx].st.cnp_sent), (3, 2));
+        assert_eq!((s.host.nics[rx].st.ecn_marked_rx, s.host.nics[rx].st.cnp_sent), (3, 2));
     }
 
     #[test]
@@ -796,7 +760,7 @@ enabled = false
         let m = pair();
         let mut s = with_message(&m, 100_000);
         // Hold h1's port so that the ACK/NAKs stay queued where the test can read them.
-        let port = s.nics[s.qps[0].dst_nic as usize].port;
+        let port = s.host.nics[s.host.qps[0].dst_nic as usize].port;
         s.ports[port as usize].busy_until = SimTime(1 << 50);
         for psn in 0..4 {
             receive(&mut s, psn, false);
@@ -807,24 +771,24 @@ enabled = false
         for psn in [5, 6, 4, 2] {
             receive(&mut s, psn, false);
         }
-        let ctrl: Vec<(Kind, u32)> = s.nics[s.qps[0].dst_nic as usize]
+        let ctrl: Vec<(Kind, u32)> = s.host.nics[s.host.qps[0].dst_nic as usize]
             .ack_q
             .iter()
             .map(|&id| (s.pkts.get(id).kind, s.pkts.get(id).psn))
             .collect();
         assert_eq!(ctrl, vec![(Kind::Ack, 3), (Kind::Nak, 4), (Kind::Ack, 4)]);
-        let q = &s.qps[0];
+        let q = &s.host.qps[0];
         assert_eq!((q.rcv_nxt, q.st.out_of_sequence, q.st.duplicate), (5, 2, 1));
         assert_eq!(q.st.bytes_delivered, 5 * 4_096);
-        assert_eq!(s.pkts.get(s.nics[q.dst_nic as usize].ack_q[0]).wire_bytes as u32, ACK_WIRE);
+        assert_eq!(s.pkts.get(s.host.nics[q.dst_nic as usize].ack_q[0]).wire_bytes as u32, ACK_WIRE);
     }
 
     /// An ACK or NAK for QP 0 arrives back at h0.
     fn ack(s: &mut Sim, kind: Kind, psn: u32) {
-        let (class, pcp) = (s.qps[0].class, s.qps[0].pcp);
+        let (class, pcp) = (s.host.qps[0].class, s.host.qps[0].pcp);
         let pkt = s.ctrl_packet(0, kind, psn, class, pcp, ACK_WIRE);
         let id = s.pkts.alloc(pkt);
-        let nic = s.qps[0].src_nic;
+        let nic = s.host.qps[0].src_nic;
         s.host_receive(nic, id);
     }
 
@@ -835,23 +799,23 @@ enabled = false
         for _ in 0..3 {
             send_next(&mut s);
         }
-        let una_nxt = |s: &Sim| (s.qps[0].snd_una, s.qps[0].snd_nxt);
+        let una_nxt = |s: &Sim| (s.host.qps[0].snd_una, s.host.qps[0].snd_nxt);
         ack(&mut s, Kind::Ack, 0);
         assert_eq!(una_nxt(&s), (1, 3), "ACK 0: PSN 0 is done");
         ack(&mut s, Kind::Nak, 1);
         assert_eq!(una_nxt(&s), (1, 1), "NAK 1: 1 is missing, resend from it");
-        assert_eq!(s.qps[0].st.naks, 1);
+        assert_eq!(s.host.qps[0].st.naks, 1);
         // The resent PSN 1 counts as a retransmission.
         send_next(&mut s);
         assert_eq!(una_nxt(&s), (1, 2));
-        assert_eq!((s.qps[0].st.retransmitted_packets, s.stats.retransmitted), (1, 1));
+        assert_eq!((s.host.qps[0].st.retransmitted_packets, s.stats.retransmitted), (1, 1));
         // A stale NAK for PSN 0 (already acknowledged) rewinds nothing.
         ack(&mut s, Kind::Nak, 0);
         assert_eq!(una_nxt(&s), (1, 2));
         // An ACK delayed past the rewind acknowledges PSN 2: nothing before 3 is resent.
         ack(&mut s, Kind::Ack, 2);
         assert_eq!(una_nxt(&s), (3, 3));
-        assert!(s.qps[0].sender_done.is_none(), "25 packets, 3 acknowledged");
+        assert!(s.host.qps[0].sender_done.is_none(), "25 packets, 3 acknowledged");
     }
 
     #[test]
@@ -860,14 +824,14 @@ enabled = false
         let m = pair_with("retransmit_timeout_us = 100\nretry_cnt = 1");
         let mut s = with_message(&m, 100_000);
         // Started, as its start event would have done.
-        let nic = s.qps[0].src_nic;
-        s.nics[nic as usize].active.push(0);
+        let nic = s.host.qps[0].src_nic;
+        s.host.nics[nic as usize].active.push(0);
         s.active_qps = 1;
         send_next(&mut s);
         send_next(&mut s);
         // The first send armed the timer 100 µs out; the second did not arm another. (The
         // rest: the port's TxDone and the first frame's arrival, carrying the second's.)
-        let port = s.nics[nic as usize].port;
+        let port = s.host.nics[nic as usize].port;
         let peer = s.ports[port as usize].peer;
         let mut evs = Vec::new();
         while let Some(e) = s.q.pop() {
@@ -885,17 +849,17 @@ enabled = false
         // resends PSN 0 at once.)
         s.now = SimTime(100_000_000);
         s.on_rto(0, 1);
-        assert_eq!((s.qps[0].st.timeouts, s.qps[0].snd_una), (1, 0));
+        assert_eq!((s.host.qps[0].st.timeouts, s.host.qps[0].snd_una), (1, 0));
         assert_eq!(on_wire(&s, port).last(), Some(&(0, 4_096, 4_178)), "PSN 0 again");
-        assert!(!s.qps[0].st.failed);
+        assert!(!s.host.qps[0].st.failed);
         // Still nothing by 200 µs: a second timeout in a row is past retry_cnt = 1, the QP
         // gives up (the IB error state) and the message is failed once.
         s.now = SimTime(200_000_000);
         s.on_rto(0, 1);
-        let q = &s.qps[0];
+        let q = &s.host.qps[0];
         assert_eq!((q.st.timeouts, q.st.failed, q.sender_done), (2, true, Some(SimTime(200_000_000))));
         assert!(s.flow_failed[0]);
         assert_eq!((s.flow_rx_left[0], s.active_qps, s.qps_left), (0, 0, 0));
-        assert!(s.nics[nic as usize].active.is_empty());
+        assert!(s.host.nics[nic as usize].active.is_empty());
     }
 }

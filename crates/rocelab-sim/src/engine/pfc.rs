@@ -68,7 +68,7 @@ impl Sim<'_> {
             return;
         }
         let shared = self.shared_of(sw, in_port, prio);
-        let s = &self.switches[sw as usize];
+        let s = &self.mmu.switches[sw as usize];
         let resume = match s.static_xoff {
             Some((_, xon)) => static_xon_due(shared, xon),
             None => dynamic_xon_due(shared, s.resume_offset, self.pfc_threshold(sw)),
@@ -84,7 +84,7 @@ impl Sim<'_> {
         let pi = prio as usize;
         let p = &mut self.ports[port as usize];
         p.refresh_pending[pi] = false;
-        let still = if p.sw != NONE { p.xoff[pi] } else { self.nics[p.nic as usize].rx_xoff[pi] };
+        let still = if p.sw != NONE { p.xoff[pi] } else { self.host.nics[p.nic as usize].rx_xoff[pi] };
         if !still {
             return;
         }
@@ -166,7 +166,7 @@ impl Sim<'_> {
                 }
                 let paused = p.pause[pi].until > now && p.paused_since[pi] != SimTime::MAX;
                 let has_queued =
-                    (0..8).any(|q| self.queue_prio_mask[q] & (1 << prio) != 0 && !p.queues[q].ring.is_empty());
+                    (0..8).any(|q| self.queues.prio_mask[q] & (1 << prio) != 0 && !p.queues[q].ring.is_empty());
                 if paused && has_queued && now.0 >= p.paused_since[pi].0 + wd.detection.0 {
                     self.ports[port as usize].st.storms[pi] += 1;
                     self.stats.storms += 1;
@@ -199,7 +199,7 @@ impl Sim<'_> {
         let sw = self.ports[port as usize].sw;
         for q in 0..8 {
             if let Some(pr) = prio {
-                if self.queue_prio_mask[q] & (1 << pr) == 0 {
+                if self.queues.prio_mask[q] & (1 << pr) == 0 {
                     continue;
                 }
             }
@@ -288,7 +288,7 @@ action = "drop"
         let ip = switch_port(&s, 100);
         let sw = s.ports[ip as usize].sw;
         assert_eq!(s.pfc_threshold(sw), 20_000, "static XOFF");
-        let r = s.switches[sw as usize].reserve;
+        let r = s.mmu.switches[sw as usize].reserve;
         assert_eq!(r, 4_096, "ns3-reference reserve");
         // Shared use is what the priority group holds above its reserve.
         s.ports[ip as usize].pg[3].ing = r + 19_999;
@@ -391,7 +391,7 @@ action = "drop"
         assert_eq!(s.q.len(), 0, "no flows, no watchdog: nothing scheduled");
         let ip = switch_port(&s, 100);
         let sw = s.ports[ip as usize].sw;
-        let r = s.switches[sw as usize].reserve;
+        let r = s.mmu.switches[sw as usize].reserve;
         s.ports[ip as usize].pg[3].ing = r + 25_000;
         s.check_pause(sw, ip, 3);
         // Half of 5.12 µs.
@@ -442,7 +442,7 @@ action = "drop"
         s.ports[out as usize].queues[3].bytes = 1_000;
         s.ports[out as usize].nonempty = 1 << 3;
         s.ports[ip as usize].pg[3].ing = 1_000;
-        s.switches[sw as usize].used = 1_000;
+        s.mmu.switches[sw as usize].used = 1_000;
         // Paused since 0, for longer than the detection time.
         s.ports[out as usize].pause[3].until = SimTime(10_000_000_000);
         s.ports[out as usize].paused_since[3] = SimTime::ZERO;
@@ -459,7 +459,7 @@ action = "drop"
         assert_eq!(s.ports[out as usize].st.storms[3], 1);
         assert_eq!(s.ports[out as usize].queues[3].bytes, 0);
         assert_eq!(s.ports[out as usize].st.drops[3][DropReason::Watchdog as usize], 1);
-        assert_eq!(s.switches[sw as usize].used, 0);
+        assert_eq!(s.mmu.switches[sw as usize].used, 0);
         assert_eq!(s.ports[ip as usize].pg[3].ing, 0);
         assert_eq!(s.ports[out as usize].pause[3].wd_until, SimTime(3_000_000_000));
         assert!(!s.is_paused(out, 3), "paused by the peer, but the watchdog overrides");

@@ -15,63 +15,16 @@ impl Sim<'_> {
         }
     }
 
-    #[inline]
+    /// Queue `q` of `port` holds packets and none of its priorities is paused.
+    #[cfg(test)]
     pub(super) fn queue_eligible(&self, port: u32, q: usize) -> bool {
-        let p = &self.ports[port as usize];
-        if p.nonempty & (1 << q) == 0 {
-            return false;
-        }
-        let mask = self.queue_prio_mask[q];
-        let mut m = mask;
-        while m != 0 {
-            let prio = m.trailing_zeros() as u8;
-            if self.is_paused(port, prio) {
-                return false;
-            }
-            m &= m - 1;
-        }
-        true
+        queue_eligible(&self.queues, &self.ports[port as usize], q, self.now)
     }
 
+    /// The queue `port` sends from next (`pick_queue`).
     #[inline]
     pub(super) fn pick_queue(&mut self, port: u32) -> Option<usize> {
-        for i in 0..self.strict_queues.len() {
-            let q = self.strict_queues[i] as usize;
-            if self.queue_eligible(port, q) {
-                return Some(q);
-            }
-        }
-        let n = self.dwrr_queues.len();
-        if n == 0 || !(0..n).any(|i| self.queue_eligible(port, self.dwrr_queues[i] as usize)) {
-            return None;
-        }
-        loop {
-            let rr = self.ports[port as usize].rr as usize % n;
-            let q = self.dwrr_queues[rr] as usize;
-            if !self.queue_eligible(port, q) {
-                let p = &mut self.ports[port as usize];
-                if p.nonempty & (1 << q) == 0 {
-                    p.queues[q].deficit = 0;
-                }
-                p.rr = ((rr + 1) % n) as u8;
-                p.fresh = true;
-                continue;
-            }
-            let head =
-                self.pkts.get(self.ports[port as usize].queues[q].ring.front().expect("eligible")).wire_bytes as i64;
-            let quantum = self.quantum[q];
-            let p = &mut self.ports[port as usize];
-            if p.fresh {
-                p.queues[q].deficit += quantum;
-                p.fresh = false;
-            }
-            if p.queues[q].deficit >= head {
-                p.queues[q].deficit -= head;
-                return Some(q);
-            }
-            p.rr = ((rr + 1) % n) as u8;
-            p.fresh = true;
-        }
+        pick_queue(&self.queues, &mut self.ports[port as usize], &self.pkts, self.now)
     }
 
     /// True (and a TxDone is ensured) while the port is still serializing.
@@ -95,8 +48,7 @@ impl Sim<'_> {
         if !self.ports[port as usize].up || self.busy(port) {
             return;
         }
-        let picked = if self.ib.is_some() { self.pick_vl(port) } else { self.pick_queue(port) };
-        let Some(q) = picked else { return };
+        let Some(q) = self.pick(port) else { return };
         let now = self.now;
         let sw = self.ports[port as usize].sw;
         let pkt = {
@@ -120,25 +72,15 @@ impl Sim<'_> {
         port_ref.queues[q].bytes -= size;
         if ecn == ECT0 {
             if let Some(e) = port_ref.ecn[q] {
-                let mark = if qlen > e.kmax {
-                    true
-                } else if qlen > e.kmin {
-                    let p = e.pmax * (qlen - e.kmin) as f64 / (e.kmax - e.kmin).max(1) as f64;
-                    self.switches[sw as usize].rng.unit() < p
-                } else {
-                    false
-                };
-                if mark {
+                if e.marks(qlen, &mut self.mmu.switches[sw as usize].rng) {
                     self.pkts.get_mut(pkt).ecn = CE;
                     self.ports[port as usize].st.ecn_marked[q] += 1;
                     self.notify(Observed::EcnMark { time: self.now, port: PortId(port), queue: q as u8 });
                 }
             }
         }
-        if self.ib.is_some() {
-            // InfiniBand: FECN instead of ECN, on the same queue length.
-            self.ib_mark_fecn(port, q, pkt, qlen);
-        }
+        // (InfiniBand: FECN instead of ECN, on the same queue length.)
+        self.dequeued(port, q, pkt, qlen, size);
         let delay = (now - enq).0;
         self.stats.qdelay.record(delay);
         if kind == Kind::Cnp {
@@ -149,9 +91,6 @@ impl Sim<'_> {
             eq.delay_max = delay;
         }
         // Release the buffer at this switch.
-        if self.ib.is_some() {
-            self.arb_sent(port, size as u32);
-        }
         self.release(sw, in_port, in_prio, size);
         if self.int_on && kind == Kind::Data {
             self.stamp_int(port, pkt, size);
@@ -175,6 +114,66 @@ impl Sim<'_> {
             rate_bps: p.speed.0,
         };
         self.int_slot(pkt).push(hop);
+    }
+}
+
+// The scheduler as a component: what it decides depends only on the queues' properties
+// (`Queues`, resolved by the model), the one port's queues, pause and DWRR state, and the
+// clock; it takes exactly those.
+
+/// Queue `q` of port `p` holds packets and no priority mapped to it is paused at `now`.
+#[inline]
+pub(super) fn queue_eligible(plan: &Queues, p: &Port, q: usize, now: SimTime) -> bool {
+    if p.nonempty & (1 << q) == 0 {
+        return false;
+    }
+    let mut m = plan.prio_mask[q];
+    while m != 0 {
+        let prio = m.trailing_zeros() as u8;
+        if p.is_paused(prio, now) {
+            return false;
+        }
+        m &= m - 1;
+    }
+    true
+}
+
+/// Strict-priority queues first (highest first), then deficit round robin among the others
+/// by their quanta; `None` when no queue may send. Advances `p`'s round-robin state and
+/// deficits as a DWRR scheduler does.
+#[inline]
+pub(super) fn pick_queue(plan: &Queues, p: &mut Port, pkts: &Slab, now: SimTime) -> Option<usize> {
+    for &q in &plan.strict {
+        if queue_eligible(plan, p, q as usize, now) {
+            return Some(q as usize);
+        }
+    }
+    let n = plan.dwrr.len();
+    if n == 0 || !plan.dwrr.iter().any(|&q| queue_eligible(plan, p, q as usize, now)) {
+        return None;
+    }
+    loop {
+        let rr = p.rr as usize % n;
+        let q = plan.dwrr[rr] as usize;
+        if !queue_eligible(plan, p, q, now) {
+            if p.nonempty & (1 << q) == 0 {
+                p.queues[q].deficit = 0;
+            }
+            p.rr = ((rr + 1) % n) as u8;
+            p.fresh = true;
+            continue;
+        }
+        let head = pkts.get(p.queues[q].ring.front().expect("eligible")).wire_bytes as i64;
+        if p.fresh {
+            p.queues[q].deficit += plan.quantum_bytes[q];
+            p.fresh = false;
+        }
+        if p.queues[q].deficit >= head {
+            p.queues[q].deficit -= head;
+            return Some(q);
+        }
+        p.rr = ((rr + 1) % n) as u8;
+        p.fresh = true;
     }
 }
 
@@ -242,11 +241,11 @@ scheduler = "strict"
     fn config_gives_strict_queues_highest_priority_first_and_quanta_by_weight() {
         let m = star();
         let s = sim(&m);
-        assert_eq!(s.strict_queues, vec![7, 6]);
-        assert_eq!(s.dwrr_queues, vec![1, 3]);
+        assert_eq!(s.queues.strict, vec![7, 6]);
+        assert_eq!(s.queues.dwrr, vec![1, 3]);
         // 256 bytes per unit of weight.
-        assert_eq!(s.quantum[3], 3 * 256);
-        assert_eq!(s.quantum[1], 256);
+        assert_eq!(s.queues.quantum_bytes[3], 3 * 256);
+        assert_eq!(s.queues.quantum_bytes[1], 256);
     }
 
     #[test]

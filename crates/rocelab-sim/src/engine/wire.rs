@@ -9,18 +9,14 @@ use super::*;
 impl Sim<'_> {
     #[inline]
     pub(super) fn is_paused(&self, port: u32, prio: u8) -> bool {
-        let p = &self.ports[port as usize];
-        p.pause[prio as usize].until > self.now && p.pause[prio as usize].wd_until <= self.now
+        self.ports[port as usize].is_paused(prio, self.now)
     }
 
     #[inline]
     pub(super) fn put_on_wire(&mut self, port: u32, pkt: u32) {
         let now = self.now;
         let bytes = self.pkts.get(pkt).wire_bytes as u32;
-        if self.ib.is_some() {
-            let vl = self.pkts.get(pkt).pcp;
-            self.spend_credits(port, vl, bytes);
-        }
+        self.on_wire(port, self.pkts.get(pkt).pcp, bytes);
         let p = &mut self.ports[port as usize];
         let ser = ser_time(p, bytes);
         p.busy_until = now + ser;
@@ -241,7 +237,7 @@ enabled = false
     fn a_nic_port_keeps_one_tx_done_pending() {
         let m = star();
         let mut s = with_message(&m);
-        let port = s.nics[s.qps[0].src_nic as usize].port;
+        let port = s.host.nics[s.host.qps[0].src_nic as usize].port;
         // From h1's 56 Gb/s port: 1,130 B take 1,130·8/56 ns = 161,428.57 → 161,429 ps.
         let (a, b) = (data(&mut s, 0, 1_048), data(&mut s, 1, 1_048));
         s.put_on_wire(port, a);

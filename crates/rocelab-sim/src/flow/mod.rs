@@ -4,11 +4,11 @@
 //! # Model
 //!
 //! * A message striped over Q queue pairs is Q flows. Each QP gets its NICs, UDP source port
-//!   and 5-tuple hash from the packet engine's own code (`Sim::qp_route`, same draws in the
-//!   same order), and its path by asking each switch on the way what `ecmp_choose` picks
-//!   for that hash (`Sim::trace_path`): same fabric, seed and source port, same links.
-//!   The packet engine held here (`router`) runs no packet; it only answers for paths and
-//!   takes the fault schedule's link, route, seed and hash-field changes.
+//!   and 5-tuple hash from the same `Router` the packet engine owns (`Router::qp_route`, same
+//!   draws in the same order), and its path by asking each switch on the way what
+//!   `Router::choose` picks for that hash (`Router::trace_path`): same fabric, seed and
+//!   source port, same links. The router takes the fault schedule's link, route, seed and
+//!   hash-field changes (`Router::apply`).
 //! * Rates are max-min fair over the links' capacities ([`maxmin`], progressive filling),
 //!   each flow capped at its NIC's line rate. Everything is counted in wire bytes: a flow of
 //!   S payload bytes in packets of MTU carries S + ⌈S/MTU⌉ · `DATA_OVERHEAD` bytes, so its
@@ -40,9 +40,10 @@
 
 pub mod maxmin;
 
-use crate::engine::{EngineKind, Fault, FaultAction, Progress, QpRoute, Sim, SimOptions};
+use crate::engine::{EngineKind, Fault, FaultAction, Progress, SimOptions};
 use crate::event::EventQueue;
 use crate::packet::DATA_OVERHEAD;
+use crate::router::{QpRoute, Router};
 use crate::snapshot::{FlowRecord, Snapshot};
 use crate::traffic::FlowSpec;
 use crate::workload::{Delivered, FixedFlows, GroupId, MsgId, Net, WakeSlots, Workload};
@@ -233,8 +234,10 @@ pub struct FlowStats {
 pub struct FlowSim<'m> {
     m: &'m Model,
     opts: SimOptions,
-    /// The packet engine's routing, hashing and fault state; it runs nothing.
-    router: Sim<'m>,
+    /// Routing, hashing and what faults did to links: the packet engine's own `Router`.
+    router: Router<'m>,
+    /// Per port, how often its link went down or came back.
+    link_changes: Vec<u64>,
     now: SimTime,
     q: EventQueue<Ev>,
     events: u64,
@@ -326,12 +329,12 @@ impl<'m> FlowSim<'m> {
                 "run the packet engine (leave out `--engine flow`)",
             )]);
         }
-        let router_opts = SimOptions { seed: opts.seed, engine: EngineKind::Packet, ..SimOptions::default() };
-        let router = Sim::new(m, Vec::new(), Vec::new(), router_opts)?;
+        let router = Router::new(m, opts.seed)?;
         let nl = m.ports.len();
         let mut sim = FlowSim {
             m,
             router,
+            link_changes: vec![0; m.ports.len()],
             now: SimTime::ZERO,
             q: EventQueue::with_capacity(1024),
             events: 0,
@@ -951,8 +954,9 @@ impl<'m> FlowSim<'m> {
         if matches!(action, FaultAction::Host { .. }) {
             return;
         }
-        self.router.now = self.now;
-        self.router.apply_routing_fault(action);
+        for p in self.router.apply(action, self.now).into_iter().flatten() {
+            self.link_changes[p as usize] += 1;
+        }
         // Groups are traced again when next used (or below, if a round runs), flows anew.
         self.route_epoch += 1;
         self.paths.clear();
@@ -1137,7 +1141,7 @@ impl<'m> FlowSim<'m> {
     }
 
     fn snapshot_with(&self, records: bool) -> Snapshot {
-        let mut s = self.router.snapshot_totals();
+        let mut s = Snapshot::idle(self.m);
         s.engine = EngineKind::Flow.name();
         s.now = self.now;
         s.seed = self.opts.seed;
@@ -1145,8 +1149,10 @@ impl<'m> FlowSim<'m> {
         s.events = self.events;
         s.stopped_at_duration = self.stopped_at_duration;
         s.stopped_no_progress = self.stopped_no_progress;
-        for (p, &b) in s.ports.iter_mut().zip(&self.tx_bytes) {
-            p.tx_bytes = b;
+        for (i, p) in s.ports.iter_mut().enumerate() {
+            p.tx_bytes = self.tx_bytes[i];
+            p.up = self.router.is_up(i as u32);
+            p.link_state_changes = self.link_changes[i];
         }
         let c = &mut s.counters;
         c.sent = self.packets;

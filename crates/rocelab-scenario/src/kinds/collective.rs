@@ -1,0 +1,139 @@
+//! `collective`: an NCCL-like collective, optionally beside another scenario's traffic
+//! (parameters: `rocelab_model::scenario::collective`).
+
+use super::Kind;
+use crate::check::*;
+use crate::evaluate::Eval;
+use crate::fabric::Scale;
+use crate::setup::{err, Ctx, Setup};
+use rocelab_model::config::{ScenarioConfig, ScenarioKind, ScenarioParams};
+use rocelab_model::scenario::collective::{Params, OP, SIZE_MAX_BYTES, SIZE_MIN_BYTES, SIZE_PER_8_RANKS_BYTES};
+use rocelab_model::{Diagnostic, Model, SimTime};
+use rocelab_workload::CollectiveSpec;
+use serde_json::json;
+
+/// The kinds whose traffic a collective can run beside.
+const BESIDE: [ScenarioKind; 4] =
+    [ScenarioKind::Sustained, ScenarioKind::Incast, ScenarioKind::Microburst, ScenarioKind::Hotspot];
+
+impl Kind for Params {
+    fn checks(&self) -> &'static [CheckDef] {
+        CHECKS
+    }
+
+    fn build(&self, cx: &Ctx) -> Result<Setup, Diagnostic> {
+        let (m, sc) = (cx.m, &cx.scale);
+        let (spec, bound_gbps, rank_count) = spec_in(self, cx)?;
+        let (op, size, channels) = (spec.op, spec.bytes, spec.channels.unwrap_or(2));
+        let op_name = self.op.as_deref().unwrap_or(OP);
+        // Ring time at line rate, plus a round trip per step.
+        let steps = op.ring_steps(rank_count as u32).max(1);
+        let ideal = sc.time_for((size as f64 * 2.0) as u64) + SimTime(sc.rtt.0 * steps);
+        let mut s = Setup::new(None, ideal + ideal);
+        s.collective = Some(spec);
+        s.param("op", json!(rocelab_workload::nccl_name(op).unwrap_or(op_name)));
+        s.param("size_bytes", json!(size));
+        s.param("ranks", json!(rank_count));
+        s.param("channels", json!(channels));
+        s.param("busbw_bound_gbps", json!(bound_gbps));
+        if let Some(b) = &self.beside {
+            let (i, other) =
+                m.config.scenario.iter().enumerate().find(|(_, o)| o.display_name() == b).ok_or_else(|| {
+                    err(&cx.path, "beside", format!("no [[scenario]] named `{b}`"), "name a [[scenario]] of this file")
+                })?;
+            if !BESIDE.contains(&other.kind) {
+                return Err(err(
+                    &cx.path,
+                    "beside",
+                    format!("`{b}` is a {} scenario", other.kind.name()),
+                    "run beside a sustained, incast, microburst or hotspot scenario",
+                ));
+            }
+            let path = format!("scenario[{i}]");
+            let p = other.params(&path).map_err(first)?;
+            let ocx = Ctx {
+                m,
+                c: other,
+                p,
+                path: path.clone(),
+                seed: cx.seed,
+                scale: Scale::new(m, &crate::hosts_of(other), &path)?,
+            };
+            let o = super::of(&ocx.p).build(&ocx)?;
+            s.msgs = o.msgs;
+            s.faults = o.faults;
+            s.param("beside", json!(b));
+        }
+        Ok(s)
+    }
+
+    fn evaluate(&self, e: &mut Eval) -> Option<f64> {
+        let p = e.o.collective?;
+        let t = p.time();
+        let size = e.s.params.get("size_bytes").and_then(|v| v.as_u64()).unwrap_or(0) as f64;
+        let op = self.op.as_deref().unwrap_or(OP);
+        let factor = rocelab_workload::parse_op(op).map(|o| o.busbw_factor(p.ranks)).unwrap_or(1.0);
+        let busbw = t.map(|t| size / t.as_secs_f64() * factor);
+        e.put("time_us", t.map(|t| t.as_us_f64()));
+        e.put("busbw_gbytes_per_s", busbw.map(|b| b / 1e9));
+        e.put("failed_chunks", Some(p.failed_chunks() as f64));
+        let bound_bps =
+            e.s.params.get("busbw_bound_gbps").and_then(|v| v.as_f64()).map_or(e.cx.scale.rate_bps, |g| g * 1e9);
+        busbw.map(|b| b * 8.0 / bound_bps)
+    }
+}
+
+fn first(ds: Vec<Diagnostic>) -> Diagnostic {
+    ds.into_iter().next().unwrap_or_else(|| Diagnostic::new("scenario", "invalid scenario", ""))
+}
+
+/// The collective a `collective` scenario runs (op, size, ranks, channels) and the line rate
+/// its busbw is bounded by, Gb/s (`rocelab_workload::busbw_bound_gbps`: one rank's NIC, or,
+/// with GPUs as the ranks, every port of the NICs of a node that the channels leave it on).
+/// The flow engine's `validate` runs the same collective through `rocelab_workload` directly.
+pub fn collective_spec(m: &Model, c: &ScenarioConfig, path: &str) -> Result<(CollectiveSpec, f64), Vec<Diagnostic>> {
+    let p = c.params(path)?;
+    let ScenarioParams::Collective(own) = &p else {
+        return Err(vec![Diagnostic::new(path, format!("a {} scenario runs no collective", c.kind.name()), "")]);
+    };
+    let scale = Scale::new(m, &crate::hosts_of(c), path).map_err(|d| vec![d])?;
+    let cx = Ctx { m, c, p: p.clone(), path: path.to_string(), seed: 0, scale };
+    spec_in(own, &cx).map(|(spec, bound, _)| (spec, bound)).map_err(|d| vec![d])
+}
+
+/// The same, with the number of ranks.
+fn spec_in(c: &Params, cx: &Ctx) -> Result<(CollectiveSpec, f64, usize), Diagnostic> {
+    let m = cx.m;
+    let hosts = &cx.scale.hosts;
+    let n = hosts.len();
+    let op_name = c.op.as_deref().unwrap_or(OP);
+    let op = rocelab_workload::parse_op(op_name).map_err(|e| err(&cx.path, "op", e, "e.g. op = \"all_reduce\""))?;
+    let ranks = match c.ranks {
+        None => None,
+        Some(r) if r >= 2 && r as usize <= n => Some(hosts[..r as usize].to_vec()),
+        Some(r) => {
+            return Err(err(&cx.path, "ranks", format!("ranks = {r}, with {n} hosts"), &format!("use 2 to {n}")))
+        }
+    };
+    let rank_count =
+        ranks.as_ref().map_or(rocelab_workload::placement::placement(m).map(|p| p.ranks()).unwrap_or(n), |r| r.len());
+    let default = (SIZE_PER_8_RANKS_BYTES * rank_count as u64 / 8).clamp(SIZE_MIN_BYTES, SIZE_MAX_BYTES);
+    let size = cx.size("size_bytes", c.size_bytes, default)?;
+    // NCCL's ring channels on these ranks, as every caller of a collective settles them.
+    let spec = CollectiveSpec { channels: None, ranks, ..CollectiveSpec::new(op, size) };
+    let resolved = spec.resolve(m).map_err(|d| {
+        d.into_iter().next().unwrap_or_else(|| err(&cx.path, "op", format!("{op_name} cannot run here"), ""))
+    })?;
+    let channels = resolved.channels;
+    // The workload's bound: every port of the NICs the channels cross (a dual-port NIC is two).
+    let bound_gbps = rocelab_workload::busbw_bound_gbps(m, &resolved.placement, channels);
+    Ok((CollectiveSpec { channels: Some(channels), ..spec }, bound_gbps, rank_count))
+}
+
+/// The checklist's checks on this kind.
+#[rustfmt::skip]
+pub const CHECKS: &[CheckDef] = &[
+    CheckDef { name: "collective.busbw", kind: ScenarioKind::Collective, figure: Figure::Headline, cmp: Cmp::AtLeast, limit: Some(0.8), unit: "busbw / line rate of the NICs it can use", why: "nccl-tests busbw over the line rate of the NICs the collective can use; 80 % is the share below which `rocelab doctor` warns (busbw_warn)" },
+    CheckDef { name: "collective.paused-share", kind: ScenarioKind::Collective, figure: Figure::MaxPausedShare, cmp: Cmp::AtMost, limit: Some(0.05), unit: "paused time / time judged (the worst port and priority)", why: PAUSED },
+    CheckDef { name: "collective.lossless-drops", kind: ScenarioKind::Collective, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), unit: "packets dropped", why: LOSSLESS },
+];

@@ -1,0 +1,50 @@
+//! `link-loss`: a fabric link lost for good under load (parameters:
+//! `rocelab_model::scenario::link_loss`).
+
+use super::{under_load_figures, Kind};
+use crate::check::*;
+use crate::evaluate::Eval;
+use crate::setup::{link, link_fault, link_name, probe_before, under_load, Ctx, Setup, UnderLoad};
+use rocelab_model::config::ScenarioKind;
+use rocelab_model::scenario::link_loss::{Params, AT_DIVISOR};
+use rocelab_model::Diagnostic;
+use serde_json::json;
+
+impl Kind for Params {
+    fn checks(&self) -> &'static [CheckDef] {
+        CHECKS
+    }
+
+    fn build(&self, cx: &Ctx) -> Result<Setup, Diagnostic> {
+        let hosts = cx.scale.hosts.clone();
+        let u = UnderLoad {
+            duration_us: self.duration_us,
+            load: self.load,
+            at_us: self.at_us,
+            at_divisor: AT_DIVISOR,
+            convergence_us: self.convergence_us,
+            hosts: &hosts,
+        };
+        let (mut s, at) = under_load(cx, u)?;
+        let p = link(cx, &self.a, &self.b, &probe_before(cx, &s, at))?;
+        s.faults.push(link_fault(cx.m, p, at, false));
+        s.marks.port = Some(p);
+        s.param("link", json!(link_name(cx.m, p)));
+        Ok(s)
+    }
+
+    fn evaluate(&self, e: &mut Eval) -> Option<f64> {
+        match under_load_figures(e) {
+            (Some(b), Some(a)) if b > 0.0 => Some(a / b),
+            _ => None,
+        }
+    }
+}
+
+/// The checklist's checks on this kind.
+#[rustfmt::skip]
+pub const CHECKS: &[CheckDef] = &[
+    CheckDef { name: "link-loss.drops-outside-the-link", kind: ScenarioKind::LinkLoss, figure: Figure::Difference("dropped_packets", "packets_lost_link_down"), cmp: Cmp::AtMost, limit: Some(0.0), unit: "packets dropped", why: "losing a link loses what was on it; everything else must reroute without a drop" },
+    CheckDef { name: "link-loss.recovery", kind: ScenarioKind::LinkLoss, figure: Figure::RecoveryUs, cmp: Cmp::AtMost, limit: Some(RECOVERY_US), unit: "µs", why: "µs from the loss until the fabric's goodput is back to 90 % of what it carries after it, at the telemetry's sampling resolution. Rerouting plus go-back-N after a NAK recovers within a few round trips; 1 ms catches a recovery that waits for the transport timeout (4.096 µs · 2^timeout: 4.3 s at NCCL_IB_TIMEOUT = 20) or never comes" },
+    CheckDef { name: "link-loss.goodput-after", kind: ScenarioKind::LinkLoss, figure: Figure::Headline, cmp: Cmp::AtLeast, limit: None, unit: "goodput after the loss / before", why: "fabric goodput after the loss over before: the capacity the fabric keeps" },
+];

@@ -1,0 +1,101 @@
+//! `switch-reboot`: a spine rebooting under load (parameters:
+//! `rocelab_model::scenario::switch_reboot`).
+
+use super::{under_load_figures, Kind};
+use crate::check::*;
+use crate::evaluate::{drops_at, tx_between, Eval};
+use crate::fabric;
+use crate::setup::{busiest, err, link_fault, probe_before, under_load, Ctx, Setup, UnderLoad};
+use rocelab_model::config::ScenarioKind;
+use rocelab_model::scenario::switch_reboot::{Params, AT_DIVISOR, BUSIEST_SPINE, DOWN_DIVISOR};
+use rocelab_model::{Diagnostic, PortId, SimTime};
+use rocelab_sim::stats::DropReason;
+use serde_json::json;
+
+impl Kind for Params {
+    fn checks(&self) -> &'static [CheckDef] {
+        CHECKS
+    }
+
+    fn build(&self, cx: &Ctx) -> Result<Setup, Diagnostic> {
+        let m = cx.m;
+        let hosts = cx.scale.hosts.clone();
+        let u = UnderLoad {
+            duration_us: self.duration_us,
+            load: self.load,
+            at_us: self.at_us,
+            at_divisor: AT_DIVISOR,
+            convergence_us: self.convergence_us,
+            hosts: &hosts,
+        };
+        let (mut s, at) = under_load(cx, u)?;
+        let dur = s.horizon;
+        let a = self.a.as_deref().unwrap_or(BUSIEST_SPINE);
+        let sw = if a == BUSIEST_SPINE {
+            let sp = fabric::spines(m);
+            busiest(cx, sp, "spines", &probe_before(cx, &s, at), |tx, n| fabric::node_tx(m, tx, n), |n| n.0)?
+        } else {
+            match m.node_by_name(a) {
+                Some(n) if !m.node(n).is_host() => n,
+                Some(_) => return Err(err(&cx.path, "a", format!("`{a}` is a host"), "a reboot takes a switch")),
+                None => {
+                    return Err(err(
+                        &cx.path,
+                        "a",
+                        format!("no switch named `{a}`"),
+                        "use a switch name, or \"busiest-spine\"",
+                    ))
+                }
+            }
+        };
+        let down = cx.time("down_us", self.down_us, SimTime(dur.0 / DOWN_DIVISOR))?;
+        for p in m.node(sw).ports() {
+            s.faults.push(link_fault(m, p, at, false));
+            s.faults.push(link_fault(m, p, at + down, true));
+        }
+        s.marks.switch = Some(sw);
+        s.param("switch", json!(m.node(sw).name));
+        s.param("down_us", json!(down.as_us_f64()));
+        Ok(s)
+    }
+
+    fn evaluate(&self, e: &mut Eval) -> Option<f64> {
+        under_load_figures(e);
+        let (m, s, snap, series) = (e.m, e.s, e.o.snap, e.o.series);
+        let (at, now) = (s.marks.at, snap.now);
+        let sw = s.marks.switch?;
+        let own: Vec<PortId> = m.node(sw).ports().flat_map(|p| [p, m.port(p).peer]).collect();
+        let inside: u64 = own.iter().map(|p| drops_at(snap, *p, Some(DropReason::LinkDown))).sum();
+        let all: u64 = (0..snap.ports.len()).map(|i| drops_at(snap, PortId(i as u32), None)).sum();
+        let inside_all: u64 = own.iter().map(|p| drops_at(snap, *p, None)).sum();
+        e.put("packets_lost_elsewhere", Some((all - inside_all) as f64));
+        let others: Vec<PortId> =
+            fabric::spines(m).into_iter().filter(|n| *n != sw).flat_map(|n| m.node(n).ports()).collect();
+        let mine: Vec<PortId> = m.node(sw).ports().collect();
+        let pre = (SimTime(at.0 / 2), at);
+        let rate_of = |ports: &[PortId], t0: SimTime, t1: SimTime| {
+            let dt = series.at(t1).time.0.saturating_sub(series.at(t0).time.0).max(1);
+            tx_between(series, ports, t0, t1) as f64 * 8.0 / (dt as f64 * 1e-12)
+        };
+        let base = rate_of(&others, pre.0, pre.1);
+        e.put("other_spines_gbps_before", Some(base / 1e9));
+        e.put("rebooted_gbps_before", Some(rate_of(&mine, pre.0, pre.1) / 1e9));
+        let down_end =
+            s.params.get("down_us").and_then(|v| v.as_f64()).map_or(now, |d| at + SimTime::from_secs_f64(d * 1e-6));
+        e.put("other_spines_gbps_during", Some(rate_of(&others, at, down_end.min(now)) / 1e9));
+        e.put("rebooted_gbps_during", Some(rate_of(&mine, at, down_end.min(now)) / 1e9));
+        // The first interval after the reboot in which the other spines carry more than before it.
+        let shift = series.samples.windows(2).filter(|w| w[0].time >= at).find(|w| {
+            let bytes: u64 = others.iter().map(|p| w[1].tx[p.idx()] - w[0].tx[p.idx()]).sum();
+            bytes as f64 * 8.0 / ((w[1].time.0 - w[0].time.0).max(1) as f64 * 1e-12) > base * 1.02
+        });
+        e.put("time_to_shift_us", shift.map(|w| w[1].time.saturating_sub(at).as_us_f64()));
+        Some(inside as f64)
+    }
+}
+
+/// The checklist's checks on this kind.
+#[rustfmt::skip]
+pub const CHECKS: &[CheckDef] = &[
+    CheckDef { name: "switch-reboot.losses-outside-the-switch", kind: ScenarioKind::SwitchReboot, figure: Figure::Metric("packets_lost_elsewhere"), cmp: Cmp::AtMost, limit: Some(0.0), unit: "packets lost", why: "a rebooting switch loses what it held; the rest of the fabric must reroute around it losslessly" },
+];
