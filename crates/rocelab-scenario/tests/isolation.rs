@@ -47,10 +47,17 @@ carries = ["tcp", "storage", "management"]
 }
 
 fn slowdown(weight: u32, noisy_bytes: Option<i64>) -> (f64, rocelab_scenario::ScenarioResult) {
+    slowdown_in(weight, noisy_bytes, None)
+}
+
+fn slowdown_in(weight: u32, noisy_bytes: Option<i64>, class: Option<&str>) -> (f64, rocelab_scenario::ScenarioResult) {
     let mut c = ScenarioConfig::bare(ScenarioKind::Isolation);
     c.set("size_bytes", 2i64 << 20);
     if let Some(b) = noisy_bytes {
         c.set("noisy_bytes", b);
+    }
+    if let Some(k) = class {
+        c.set("class", k);
     }
     let r = rocelab_scenario::run(&fabric(weight), &c, "scenario", 1).unwrap_or_else(|e| panic!("{e:?}"));
     (r.headline.value.unwrap(), r)
@@ -72,4 +79,23 @@ fn the_tenant_slows_the_job_as_far_as_its_class_weight_lets_it() {
     assert!((1.0..1.02).contains(&none), "{none}");
     // The same seed gives the same figure.
     assert_eq!(slowdown(50, None).0, equal);
+}
+
+#[test]
+fn the_check_holds_the_fabric_to_the_share_its_qos_promises() {
+    let judged = |r: &rocelab_scenario::ScenarioResult| r.metrics["slowdown_over_qos_bound"].unwrap();
+    // Equal DWRR weights promise the job half the link: a 1.6x slowdown keeps that promise.
+    let (s, r) = slowdown_in(50, None, None);
+    assert_eq!(r.metrics["qos_bound"], Some(2.0));
+    assert!((judged(&r) - s / 2.0).abs() < 1e-12 && judged(&r) <= 1.10, "{s}");
+    // 90/10: the job is promised 90 %, a bound of 1.11.
+    let (_, r) = slowdown_in(10, None, None);
+    assert!((r.metrics["qos_bound"].unwrap() - 100.0 / 90.0).abs() < 1e-12);
+    // The tenant in the job's own class (RDMA, lossless): nothing separates them, the bound is
+    // 1, and the check fails.
+    let (s, r) = slowdown_in(50, None, Some("roce"));
+    eprintln!("tenant in the job's class: slowdown {s:.3}");
+    assert_eq!(r.params["noisy_transport"], "rdma");
+    assert_eq!(r.metrics["qos_bound"], Some(1.0));
+    assert!(judged(&r) > 1.10, "{s}");
 }
