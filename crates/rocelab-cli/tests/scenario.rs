@@ -114,6 +114,7 @@ fn scenarios_list_prints_every_kind_with_its_defaults() {
         "firmware-mix",
         "collective",
         "mixed",
+        "isolation",
     ] {
         assert!(out.lines().any(|l| l == k), "{k} missing");
     }
@@ -122,7 +123,7 @@ fn scenarios_list_prints_every_kind_with_its_defaults() {
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["schema"], "rocelab.scenarios.list/v1");
     let j = &j["results"];
-    assert_eq!(j.as_array().unwrap().len(), 12);
+    assert_eq!(j.as_array().unwrap().len(), 13);
     assert_eq!(j[1]["kind"], "incast");
     assert_eq!(j[1]["params"][0]["key"], "fan_in");
     let _ = std::fs::remove_dir_all(&d);

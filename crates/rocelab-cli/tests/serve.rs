@@ -121,3 +121,32 @@ fn a_bad_serving_workload_is_refused_at_load_with_its_line() {
         assert!(e.contains(&format!(":{line}:")) && e.contains("positive rate"), "{verb}: {e}");
     }
 }
+
+#[test]
+fn plan_compare_on_a_thunderbolt_fabric_takes_the_homelab_cell_from_the_serving_twin() {
+    let o = rocelab(&[
+        "plan",
+        "--compare",
+        "--model",
+        "llama3-70b",
+        "--fabric",
+        &example("homelab/tb5.toml"),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    let home = rows.iter().find(|r| r["usage"] == "homelab").unwrap();
+    let cells = home["cells"].as_array().unwrap();
+    let tb5 = cells.iter().find(|c| c["link"] == "tb5").unwrap();
+    // PP2 of Llama 3 70B: 32 MB of prefill activations and 16 KB a token over 64 Gb/s beside
+    // 3.6 s of prefill and 45 ms a token: well under 1 % of the request.
+    assert!(tb5["figure"].as_str().unwrap().starts_with("(twin "), "{tb5}");
+    let share = tb5["share"].as_f64().unwrap();
+    assert!(share > 0.0 && share < 0.01, "{tb5}");
+    assert_eq!(tb5["verdict"], "good");
+    // Only the fabric's own column is the twin's.
+    assert!(cells.iter().filter(|c| c["figure"].as_str().unwrap().contains("twin")).count() == 1);
+    assert!(v["note"].as_str().unwrap().contains("serving twin"), "{}", v["note"]);
+}

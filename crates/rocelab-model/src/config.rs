@@ -324,6 +324,8 @@ pub struct ExplicitNode {
 pub struct ExplicitLink {
     pub a: String,
     pub b: String,
+    /// Required unless `link` names a preset that sets it.
+    #[serde(default)]
     pub speed_gbps: f64,
     #[serde(default)]
     pub length_m: Option<f64>,
@@ -331,6 +333,9 @@ pub struct ExplicitLink {
     pub delay_ns: Option<f64>,
     #[serde(default)]
     pub mtu: Option<u32>,
+    /// A host-to-host cable preset: `thunderbolt4` or `thunderbolt5` (`crate::thunderbolt`).
+    #[serde(default)]
+    pub link: Option<String>,
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -43,6 +43,7 @@ pub mod serving;
 pub mod summary;
 pub mod tcp;
 pub mod templates;
+pub mod thunderbolt;
 pub mod topology;
 pub mod units;
 

@@ -586,8 +586,45 @@ fn explicit(c: &ExplicitConfig, errs: &mut Vec<Diagnostic>) -> Option<Graph> {
                 ));
             }
         }
-        let r = resolve_link(l.speed_gbps, l.length_m, l.delay_ns, l.mtu, &lp, errs);
+        // A Thunderbolt cable sets its own rate and joins two hosts (crate::thunderbolt).
+        let tb = match l.link.as_deref() {
+            None => None,
+            Some(name) => match crate::thunderbolt::rate_gbps(name) {
+                Some(_) if l.speed_gbps != 0.0 => {
+                    errs.push(Diagnostic::new(
+                        format!("{lp}.speed_gbps"),
+                        format!("speed_gbps = {} beside link = \"{name}\"", l.speed_gbps),
+                        "drop speed_gbps: the preset sets the rate",
+                    ));
+                    continue;
+                }
+                Some(rate) => Some(rate),
+                None => {
+                    errs.push(Diagnostic::new(
+                        format!("{lp}.link"),
+                        format!("unknown link preset `{name}`"),
+                        format!("use {}, or give speed_gbps", crate::thunderbolt::NAMES.join(" or ")),
+                    ));
+                    continue;
+                }
+            },
+        };
+        let r = resolve_link(tb.unwrap_or(l.speed_gbps), l.length_m, l.delay_ns, l.mtu, &lp, errs);
         if let (Some(a), Some(b), Some(r)) = (a, b, r) {
+            if let Some(_rate) = tb {
+                if g.nodes[a as usize].tier != Tier::Host || g.nodes[b as usize].tier != Tier::Host {
+                    errs.push(Diagnostic::new(
+                        format!("{lp}.link"),
+                        "a Thunderbolt link joins two hosts".to_string(),
+                        "connect two hosts with it, or give a switch link speed_gbps instead",
+                    ));
+                    continue;
+                }
+                let br = g.node(crate::thunderbolt::bridge_name(&l.a, &l.b), Tier::Leaf, None);
+                g.link(a, br, &r);
+                g.link(br, b, &r);
+                continue;
+            }
             if a == b {
                 errs.push(Diagnostic::new(
                     lp.clone(),

@@ -62,6 +62,21 @@ pub struct TwinLinks {
     pub ib_efficiency: f64,
     /// One line for the table's note: where the figures come from.
     pub note: String,
+    /// The homelab row as the serving twin measured it on the fabric, for the fabric's own
+    /// column.
+    pub serving: Option<TwinServing>,
+}
+
+/// What the serving twin measured for the homelab row's plan ([`homelab_scenario`]) on a
+/// fabric: one request on an idle fabric.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TwinServing {
+    /// The column it replaces (`tb5`, `roce400`, `ib-ndr`, ...).
+    pub link: String,
+    /// Share of the request's latency spent waiting on the network.
+    pub network_share: f64,
+    pub ttft_ms: f64,
+    pub tpot_ms: f64,
 }
 
 impl TwinLinks {
@@ -415,42 +430,24 @@ pub fn compare(spec: &CompareSpec) -> Result<CompareTable, PlanError> {
                     cell_from_estimate(link, &sc)
                 }
                 Usage::Homelab => {
-                    let mut s = spec_l.clone();
-                    s.training = None;
-                    s.inference = Some(InferenceInput { batch: Some(1), ..base.inference.clone().unwrap_or_default() });
-                    s.precision = Some("int4".into());
-                    s.hardware = crate::spec::HardwareInput {
-                        gpu: Some("rtx4090".into()),
-                        gpus_per_node: Some(1),
-                        ..Default::default()
-                    };
-                    let mut chosen = None;
-                    for hosts in 2..=8u32 {
-                        let mut h = s.clone();
-                        h.parallel = crate::spec::ParallelInput {
-                            tp: Some(1),
-                            pp: Some(hosts),
-                            dp: Some(1),
-                            ..Default::default()
-                        };
-                        h.hardware.gpus = Some(hosts);
-                        let Ok(sc) = resolve(&h) else { continue };
-                        let fits = estimate(&sc).memory.fits;
-                        chosen = Some(sc);
-                        if fits {
-                            break;
-                        }
-                    }
-                    let sc = chosen.ok_or_else(|| PlanError {
-                        key: "model.preset".into(),
-                        message: "no homelab layout for this model".into(),
-                        hint: "compare a smaller model".into(),
-                    })?;
+                    let sc = homelab_on(&spec_l, &base)?;
                     scenario = format!(
                         "{} in int4 on {} workstations with one {} each, PP{} across them, batch 1",
                         sc.model.name, sc.parallel.pp, sc.cluster.gpu.name, sc.parallel.pp
                     );
-                    cell_from_estimate(link, &sc)
+                    let cell = cell_from_estimate(link, &sc);
+                    let base_name = link.name.split('@').next().unwrap_or(&link.name);
+                    match spec.twin.as_ref().and_then(|t| t.serving.as_ref()).filter(|t| t.link == base_name) {
+                        // The twin's measured share for the fabric's own column, unless the
+                        // plan cannot be built or does not fit at all.
+                        Some(t) if !matches!(cell.verdict, Verdict::DoesNotFit | Verdict::Unbuildable) => Cell {
+                            verdict: Verdict::from_network_share(t.network_share),
+                            figure: format!("(twin {} of request)", share_text(t.network_share)),
+                            share: t.network_share,
+                            ..cell
+                        },
+                        _ => cell,
+                    }
                 }
             };
             cells.push(cell);
@@ -466,6 +463,42 @@ pub fn compare(spec: &CompareSpec) -> Result<CompareTable, PlanError> {
         note += &t.note;
     }
     Ok(CompareTable { links: links.iter().map(|l| l.name.clone()).collect(), rows, note })
+}
+
+/// The homelab row's plan for one column: the model in 4 bits on workstations with one
+/// RTX 4090 (24 GB) each, pipeline-parallel across the fewest hosts that hold it, batch 1.
+pub fn homelab_scenario(spec: &CompareSpec, link: &LinkProfile) -> Result<Scenario, PlanError> {
+    let mut base = spec.base.clone();
+    if base.model.preset.is_none() && base.model.layers.is_none() {
+        base.model.preset = Some("llama3-70b".into());
+    }
+    homelab_on(&with_link(&base, link), &base)
+}
+
+fn homelab_on(spec_l: &PlanSpec, base: &PlanSpec) -> Result<Scenario, PlanError> {
+    let mut s = spec_l.clone();
+    s.training = None;
+    s.inference = Some(InferenceInput { batch: Some(1), ..base.inference.clone().unwrap_or_default() });
+    s.precision = Some("int4".into());
+    s.hardware =
+        crate::spec::HardwareInput { gpu: Some("rtx4090".into()), gpus_per_node: Some(1), ..Default::default() };
+    let mut chosen = None;
+    for hosts in 2..=8u32 {
+        let mut h = s.clone();
+        h.parallel = crate::spec::ParallelInput { tp: Some(1), pp: Some(hosts), dp: Some(1), ..Default::default() };
+        h.hardware.gpus = Some(hosts);
+        let Ok(sc) = resolve(&h) else { continue };
+        let fits = estimate(&sc).memory.fits;
+        chosen = Some(sc);
+        if fits {
+            break;
+        }
+    }
+    chosen.ok_or_else(|| PlanError {
+        key: "model.preset".into(),
+        message: "no homelab layout for this model".into(),
+        hint: "compare a smaller model".into(),
+    })
 }
 
 /// A cell whose share was computed outside `estimate` (serving, RAG, storage).

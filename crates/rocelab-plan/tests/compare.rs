@@ -127,7 +127,8 @@ fn twin_measured_efficiencies_replace_the_roce_and_ib_presets_and_move_their_cel
     let preset = compare(&spec).unwrap();
     // Presets: one efficiency (0.94) for both RDMA columns.
     assert_eq!(parse_link("roce400").unwrap().efficiency, parse_link("ib-ndr").unwrap().efficiency);
-    let twin = TwinLinks { roce_efficiency: 0.60, ib_efficiency: 0.92, note: "measured on f.toml".into() };
+    let twin =
+        TwinLinks { roce_efficiency: 0.60, ib_efficiency: 0.92, note: "measured on f.toml".into(), serving: None };
     // Only RoCE and IB columns change, rate kept.
     let tcp = parse_link("eth100-tcp").unwrap();
     assert_eq!(twin.apply(&tcp), tcp);
@@ -135,7 +136,7 @@ fn twin_measured_efficiencies_replace_the_roce_and_ib_presets_and_move_their_cel
     assert_eq!((r.efficiency, r.rate_gbps), (0.60, 800.0));
     assert_eq!(twin.apply(&parse_link("ib-ndr").unwrap()).efficiency, 0.92);
     // Out of range: the preset stays.
-    let bad = TwinLinks { roce_efficiency: f64::NAN, ib_efficiency: 1.5, note: String::new() };
+    let bad = TwinLinks { roce_efficiency: f64::NAN, ib_efficiency: 1.5, note: String::new(), serving: None };
     assert_eq!(bad.apply(&parse_link("roce400").unwrap()).efficiency, 0.94);
     spec.twin = Some(twin);
     let measured = compare(&spec).unwrap();
@@ -146,4 +147,24 @@ fn twin_measured_efficiencies_replace_the_roce_and_ib_presets_and_move_their_cel
     assert!((share(&preset, 1) - share(&preset, 2)).abs() < 0.02, "{} {}", share(&preset, 1), share(&preset, 2));
     assert!(share(&measured, 1) > share(&preset, 1) && share(&measured, 1) > share(&measured, 2));
     assert_eq!(share(&measured, 0), share(&preset, 0));
+}
+
+#[test]
+fn the_serving_twins_figure_replaces_the_homelab_cell_of_its_own_column_only() {
+    use rocelab_plan::compare::{homelab_scenario, TwinLinks, TwinServing};
+    let mut spec = CompareSpec::new(PlanSpec::default());
+    spec.links = ["tb4", "tb5", "roce400"].iter().map(|l| parse_link(l).unwrap()).collect();
+    let preset = compare(&spec).unwrap();
+    // The plan the CLI serves on the twin is the row's own: Llama 3 70B in int4, PP2 of 4090s.
+    let sc = homelab_scenario(&spec, &parse_link("tb5").unwrap()).unwrap();
+    assert_eq!((sc.parallel.tp, sc.parallel.pp, sc.cluster.gpu.name.as_str()), (1, 2, "rtx4090"));
+    let serving = TwinServing { link: "tb5".into(), network_share: 0.2, ttft_ms: 1.0, tpot_ms: 1.0 };
+    spec.twin =
+        Some(TwinLinks { roce_efficiency: 0.94, ib_efficiency: 0.94, note: "n".into(), serving: Some(serving) });
+    let t = compare(&spec).unwrap();
+    let (before, after) = (&row(&preset, "homelab").cells, &row(&t, "homelab").cells);
+    assert_eq!(after[1].share, 0.2);
+    assert_eq!(after[1].verdict, rocelab_plan::Verdict::Marginal, "{:?}", after[1]);
+    assert!(after[1].figure.starts_with("(twin 20.0%"), "{}", after[1].figure);
+    assert_eq!((&after[0], &after[2]), (&before[0], &before[2]));
 }

@@ -27,6 +27,8 @@ pub fn unit_of(name: &str) -> &'static str {
         "ecmp_imbalance_before" | "ecmp_imbalance_after" => "max / mean uplink bytes − 1",
         "timeouts" => "transport timeouts",
         "busbw_gbytes_per_s" => "GB/s",
+        "qos_bound" => "1 / the job's guaranteed scheduler share",
+        "slowdown_over_qos_bound" => "slowdown / qos_bound",
         n if n.contains("_gbps") => "Gb/s",
         n if n.ends_with("_us") => "µs",
         n if n.ends_with("_bytes") => "B",

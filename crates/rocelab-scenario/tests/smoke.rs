@@ -43,6 +43,10 @@ fn small(kind: ScenarioKind, hosts: usize) -> ScenarioConfig {
             c.set("ranks", 8);
             c.set("size_bytes", 256 << 10);
         }
+        ScenarioKind::Isolation => {
+            c.set("size_bytes", 256 << 10);
+            c.set("victims", 4);
+        }
     }
     if big {
         // Ten samples: each one copies every port's counters.

@@ -174,3 +174,25 @@ gpus = 8
     let e = bad("[[job]]\nkind = \"step\"\nplan = \"plan\"\n");
     assert!(e.contains("no [plan] table"), "{e}");
 }
+
+#[test]
+fn a_messages_bytes_spread_evenly_over_its_equal_cost_paths() {
+    // 2 leaves of 4 hosts, 4 spines: across the leaves, 4 equal-cost paths.
+    let m = common::leaf_spine(2, 4, 4, 100, "");
+    let hosts: Vec<_> = m.hosts().collect();
+    let (src, dst) = (hosts[0], hosts[7]);
+    let shares = rocelab_workload::jobs::link_shares(&m, src, dst);
+    let tier = |p: rocelab_model::PortId| m.node(m.ports[p.idx()].node).tier;
+    // The host's uplink and the last leaf's downlink carry it whole; each of the 4 leaf
+    // uplinks and 4 spine downlinks a quarter; the bytes are conserved at every hop.
+    assert_eq!(shares.len(), 1 + 4 + 4 + 1, "{shares:?}");
+    for &(p, s) in &shares {
+        let peer = m.ports[m.ports[p.idx()].peer.idx()].node;
+        let want = if p == m.node(src).first_port_id() || peer == dst { 1.0 } else { 0.25 };
+        assert!((s - want).abs() < 1e-12, "{:?} {p:?}: {s}", tier(p));
+    }
+    let total: f64 = shares.iter().map(|(_, s)| s).sum();
+    assert!((total - 4.0).abs() < 1e-12, "four hops of the whole message: {total}");
+    // Inside one leaf: the host's uplink and the leaf's downlink only.
+    assert_eq!(rocelab_workload::jobs::link_shares(&m, hosts[0], hosts[1]).len(), 2);
+}

@@ -257,3 +257,65 @@ fn expert_parallel_decode_keeps_the_group_in_lockstep() {
     let again = run_serve(&m, &p, &reqs, SimOptions::default()).unwrap();
     assert_eq!(again.ttft_seconds, r.ttft_seconds);
 }
+
+/// Two workstations with one RTX 4090 each on a Thunderbolt cable (no switch).
+fn homelab(link: &str) -> Model {
+    let text = format!(
+        r#"[fabric]
+name = "homelab"
+[[topology.explicit.node]]
+name = "ws0"
+kind = "host"
+gpu_node = "ws0"
+[[topology.explicit.node]]
+name = "ws1"
+kind = "host"
+gpu_node = "ws1"
+[[topology.explicit.link]]
+a = "ws0"
+b = "ws1"
+link = "{link}"
+[gpu_node]
+gpus = 1
+gpu = "rtx4090"
+intra_node = "pcie4"
+"#
+    );
+    rocelab_model::load_str("homelab.toml", &text).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn pipeline_parallel_serving_over_thunderbolt_pays_the_activation_send_at_the_cable_rate() {
+    let text = r#"[plan]
+precision = "int4"
+[plan.model]
+preset = "llama3-70b"
+[plan.inference]
+prompt_tokens = 2048
+output_tokens = 4
+batch = 1
+[plan.parallel]
+tp = 1
+pp = 2
+[plan.hardware]
+gpu = "rtx4090"
+gpus = 2
+gpus_per_node = 1
+"#;
+    for (link, gbps) in [("thunderbolt4", 32.0), ("thunderbolt5", 64.0)] {
+        let m = homelab(link);
+        let (p, _) = serve_plan(&m, text);
+        let r = run_serve(&m, &p, &one(2048, 4), SimOptions::default()).unwrap();
+        assert_eq!(r.completed, 1);
+        // TTFT = both stages' prefill + the 2048 tokens' activations (h·β = 8192 · 2 B each)
+        // across the cable at its goodput; the pass-through node adds one packet's time.
+        let mtu = m.nics[0].mtu as f64;
+        let goodput = gbps * 1e9 / 8.0 * mtu / (mtu + DATA_OVERHEAD as f64);
+        let send_ms = p.pp_bytes(2048) as f64 / goodput * 1e3;
+        assert_eq!(p.pp_bytes(2048), 2048 * 8192 * 2);
+        let compute_ms = p.stage_seconds(&[2048], &[]) * 2.0 * 1e3;
+        let ttft = r.ttft_seconds[0] * 1e3;
+        eprintln!("{link}: TTFT {ttft} ms = compute {compute_ms} + send {send_ms} ms");
+        assert!(ttft > compute_ms + send_ms && ttft < compute_ms + send_ms * 1.02 + 0.01, "{link}: TTFT {ttft}");
+    }
+}

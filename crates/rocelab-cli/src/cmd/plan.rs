@@ -307,7 +307,7 @@ const TWIN_BYTES: u64 = 4 << 20;
 
 /// `--compare --fabric`: the RoCE and IB columns' efficiency as the twin measures it on the
 /// fabric (`rocelab_workload::linklayer`).
-fn twin_links(path: &std::path::Path, model: &rocelab_model::Model) -> Result<TwinLinks, Failure> {
+fn twin_links(path: &std::path::Path, model: &rocelab_model::Model, cs: &CompareSpec) -> Result<TwinLinks, Failure> {
     let seed = rocelab_sim::options_from_model(model).seed;
     let [roce, ib] = rocelab_workload::linklayer::measure_link_layers(model, TWIN_RANKS, TWIN_BYTES, seed)
         .map_err(|d| crate::common::located(path, d))?;
@@ -328,7 +328,72 @@ fn twin_links(path: &std::path::Path, model: &rocelab_model::Model) -> Result<Tw
         side(&roce),
         side(&ib)
     );
-    Ok(TwinLinks { roce_efficiency: roce.efficiency, ib_efficiency: ib.efficiency, note })
+    let mut twin = TwinLinks { roce_efficiency: roce.efficiency, ib_efficiency: ib.efficiency, note, serving: None };
+    // The homelab row as the serving twin runs it on this fabric, in the fabric's own column.
+    if let Some(column) = fabric_column(model) {
+        if let Some(t) = twin_serving(cs, &column, model, seed) {
+            twin.note += &format!(
+                ". Homelab row, {} column: the serving twin on {} (one request on an idle fabric: TTFT {:.1} ms, TPOT {:.2} ms)",
+                t.link,
+                path.display(),
+                t.ttft_ms,
+                t.tpot_ms
+            );
+            twin.serving = Some(t);
+        }
+    }
+    Ok(twin)
+}
+
+/// The compare column a fabric is: its Thunderbolt cable, else its link layer at its host
+/// link's rate (`roce400`, `ib-ndr`, ...), if a preset of that name exists.
+fn fabric_column(m: &rocelab_model::Model) -> Option<String> {
+    let host = m.hosts().next()?;
+    let gbps = m.ports[m.node(host).first_port_id().idx()].speed.gbps();
+    let tb = m.nodes.iter().any(|n| !n.is_host() && n.name.starts_with("tb:"));
+    let name = if tb {
+        format!("tb{}", if gbps <= 32.0 { 4 } else { 5 })
+    } else if m.is_ib() {
+        match gbps as u32 {
+            200 => "ib-hdr".into(),
+            400 => "ib-ndr".into(),
+            800 => "ib-xdr".into(),
+            _ => return None,
+        }
+    } else {
+        format!("roce{}", gbps as u32)
+    };
+    rocelab_plan::link::LinkProfile::preset(&name).map(|_| name)
+}
+
+/// The homelab row's plan for `column`, served on the twin of `m`: one request on an idle
+/// fabric; `None` when the fabric cannot hold it (too few GPU nodes).
+fn twin_serving(
+    cs: &CompareSpec,
+    column: &str,
+    m: &rocelab_model::Model,
+    seed: u64,
+) -> Option<rocelab_plan::compare::TwinServing> {
+    use rocelab_workload::serve;
+    let link = rocelab_plan::link::LinkProfile::preset(column)?;
+    let sc = rocelab_plan::compare::homelab_scenario(cs, &link).ok()?;
+    let e = estimate(&sc);
+    let plan = serve::ServePlan::from_scenario(&sc, &e, &serve::ServeConfig::default()).ok()?;
+    let rocelab_plan::scenario::Workload::Inference(w) = &sc.workload else { return None };
+    let req = serve::Request { arrival: rocelab_model::SimTime(0), prompt: w.prompt_tokens, output: w.output_tokens };
+    let opts = rocelab_sim::SimOptions { seed, ..rocelab_sim::SimOptions::default() };
+    let r = serve::run_serve(m, &plan, &[req], opts).ok()?;
+    if r.completed != 1 {
+        return None;
+    }
+    let (ttft, e2e) = (r.ttft.p50_ms, r.e2e.p50_ms);
+    let net = r.prefill_network_share * ttft + r.decode_network_share * (e2e - ttft);
+    Some(rocelab_plan::compare::TwinServing {
+        link: column.to_string(),
+        network_share: if e2e > 0.0 { net / e2e } else { 0.0 },
+        ttft_ms: ttft,
+        tpot_ms: r.tpot.p50_ms,
+    })
 }
 
 /// A plan file's scenario on a fabric (`simulate --step`): the file's keys over what the
@@ -391,7 +456,7 @@ pub fn run(a: Args) -> VerbResult {
     let out = if a.compare {
         let mut cs = CompareSpec::from_plan(spec).map_err(|e| sources.failure(e))?;
         if let Some((path, model)) = &fabric {
-            cs.twin = Some(twin_links(path, model)?);
+            cs.twin = Some(twin_links(path, model, &cs)?);
         }
         let t = compare(&cs).map_err(|e| sources.failure(e))?;
         render_compare_fit(&t, format, compare_width(a.width, a.output.is_some()))

@@ -22,6 +22,7 @@ pub mod collective;
 pub mod firmware_mix;
 pub mod hotspot;
 pub mod incast;
+pub mod isolation;
 pub mod link_flap;
 pub mod link_loss;
 pub mod microburst;
@@ -178,6 +179,7 @@ kinds! {
     FirmwareMix => firmware_mix, "firmware-mix";
     Collective => collective, "collective";
     Mixed => mixed, "mixed";
+    Isolation => isolation, "isolation";
 }
 
 impl ScenarioKind {

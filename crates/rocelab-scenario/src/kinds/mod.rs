@@ -15,6 +15,7 @@ mod collective;
 mod firmware_mix;
 mod hotspot;
 mod incast;
+mod isolation;
 mod link_flap;
 mod link_loss;
 mod microburst;
@@ -60,6 +61,7 @@ pub fn of(p: &ScenarioParams) -> &dyn Kind {
         ScenarioParams::FirmwareMix(c) => c,
         ScenarioParams::Collective(c) => c,
         ScenarioParams::Mixed(c) => c,
+        ScenarioParams::Isolation(c) => c,
     }
 }
 
