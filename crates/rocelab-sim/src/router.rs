@@ -46,10 +46,13 @@ struct Fib {
     /// Per node: the switch ports facing it (hosts; empty for switches).
     host: Vec<Span>,
     ports: Vec<PortId>,
+    /// The node of each entry of `ports` (static), beside it: the per-hop check that a member
+    /// is the deciding switch's own then reads this small array, not the per-port link table.
+    owner: Vec<u32>,
 }
 
 impl Fib {
-    fn new(r: &Routing, switch_nodes: impl Iterator<Item = u32>) -> Fib {
+    fn new(r: &Routing, port_node: impl Fn(PortId) -> u32, switch_nodes: impl Iterator<Item = u32>) -> Fib {
         let mut ports = Vec::new();
         let mut span_of = |set: &[PortId]| {
             let s = Span { off: ports.len() as u32, len: set.len() as u32 };
@@ -71,18 +74,33 @@ impl Fib {
                 }
             }));
         }
-        Fib { groups, cells, host, ports }
+        let owner = ports.iter().map(|&p| port_node(p)).collect();
+        Fib { groups, cells, host, ports, owner }
     }
 
     /// What `Routing::candidates` gives for the node of engine switch `sw`, toward host `dst`
     /// of destination group `group`.
     #[inline]
     fn candidates(&self, sw: u32, dst: u32, group: u32) -> &[PortId] {
-        let mut s = self.cells[sw as usize * self.groups + group as usize];
-        if s.off == ATTACHED {
-            s = self.host[dst as usize];
-        }
+        let s = self.span(sw, dst, group);
         &self.ports[s.off as usize..][..s.len as usize]
+    }
+
+    /// `candidates` and the node of each.
+    #[inline]
+    fn candidates_and_owners(&self, sw: u32, dst: u32, group: u32) -> (&[PortId], &[u32]) {
+        let s = self.span(sw, dst, group);
+        (&self.ports[s.off as usize..][..s.len as usize], &self.owner[s.off as usize..][..s.len as usize])
+    }
+
+    #[inline]
+    fn span(&self, sw: u32, dst: u32, group: u32) -> Span {
+        let s = self.cells[sw as usize * self.groups + group as usize];
+        if s.off == ATTACHED {
+            self.host[dst as usize]
+        } else {
+            s
+        }
     }
 }
 
@@ -261,7 +279,7 @@ impl<'m> Router<'m> {
             .collect();
         Ok(Router {
             m,
-            fib: Fib::new(&m.routing, sw.iter().map(|s| s.node)),
+            fib: Fib::new(&m.routing, |p| m.port(p).node.0, sw.iter().map(|s| s.node)),
             links,
             sw_view: vec![0; sw.len()],
             node_sw,
@@ -404,15 +422,18 @@ impl<'m> Router<'m> {
     /// judged by the routing state the switch has learned.
     #[inline]
     pub(crate) fn choose(&self, sw: u32, dst: u32, hash: u32) -> u32 {
-        let cands = self.candidates(sw, dst);
+        let (cands, owners) = self.fib.candidates_and_owners(sw, dst, self.m.routing.host_group[dst as usize]);
         if cands.is_empty() {
             return NONE;
         }
         let s = self.sw[sw as usize];
         let (node, h) = (s.node, mix64(hash as u64 ^ s.seed));
-        let c = cands[member(h, cands.len())];
-        // With no link changed since the start, what `view` would say, without its two loads.
-        if self.pristine() && self.own_and_routed(c, node) {
+        let k = member(h, cands.len());
+        let c = cands[k];
+        // With no link changed since the start every link is up and routed (a change always
+        // reconverges, which adds a view): a member is usable if it is the switch's own, and
+        // what `view` would say needs neither its two loads nor the link table.
+        if self.pristine() && owners[k] == node {
             return c.0;
         }
         let view = self.view(sw);
