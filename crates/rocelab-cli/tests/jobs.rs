@@ -1,4 +1,5 @@
-//! `rocelab simulate --jobs` through the binary: tenants together and alone, the report in
+//! `rocelab simulate --jobs` through the binary (and plain `simulate` on a file whose only runs
+//! are `[[job]]` tables): tenants together and alone, the report in
 //! JSON and as files, and a bad `[[job]]` refused at load with its line.
 
 use std::path::PathBuf;
@@ -78,4 +79,16 @@ fn a_bad_job_is_refused_at_load_with_its_line() {
     let e = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{e}");
     assert!(e.contains("GPU node 0 rail 3 is already job `monitoring`'s"), "{e}");
+}
+
+#[test]
+fn a_file_whose_only_runs_are_jobs_runs_them_without_the_flag() {
+    let d = tmpdir("noflag");
+    let f = d.join("fabric.toml");
+    std::fs::write(&f, FABRIC).unwrap();
+    let o = rocelab(&["simulate", f.to_str().unwrap(), "--format", "json", "-q", "--no-files"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["schema"], "rocelab.simulate.jobs/v1");
+    assert_eq!(v["jobs"].as_array().unwrap().len(), 2);
 }

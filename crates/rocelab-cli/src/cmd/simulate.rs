@@ -84,6 +84,7 @@ pub struct Args {
     serve: Option<PathBuf>,
     /// Run the file's `[[job]]` tenants together on the fabric, then each alone with the same
     /// seed: each job's slowdown, and the links it waited on with the other jobs' bytes there.
+    /// The default for a file whose only runs are `[[job]]` tables.
     #[arg(long, conflicts_with_all = ["ns3_config", "collective", "step", "workload", "serve"])]
     jobs: bool,
     /// Smallest size of the sweep (nccl-tests' -b; K, M, G suffixes are powers of 1024).
@@ -219,7 +220,10 @@ pub fn run(a: Args) -> VerbResult {
         drop(stages);
         return run_serve(&a, plan, &model, &file, opts, None);
     }
-    if a.jobs {
+    // A file whose only runs are `[[job]]` tenants runs them, as `[[workload]]` tables run.
+    let only_jobs =
+        !model.intent.jobs.is_empty() && model.config.traffic.is_empty() && model.config.workload.is_empty();
+    if a.jobs || (only_jobs && a.workload.is_none()) {
         drop(stages);
         return run_jobs(&a, &model, &file, opts);
     }
