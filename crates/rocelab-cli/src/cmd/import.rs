@@ -264,47 +264,36 @@ pub fn run(a: Args) -> VerbResult {
         }
         What::Sonic(a) => {
             let imp = rocelab_import::sonic::import(&a.config_db).map_err(failure)?;
-            if !a.quiet {
-                for n in &imp.notes {
-                    eprintln!("warning: {n}");
-                }
-            }
-            std::fs::create_dir_all(&a.out)
-                .map_err(|e| Failure::bad_input(format!("error: cannot create {}: {e}", a.out.display())))?;
-            let path = a.out.join("fabric.toml");
-            write_atomic(&path, imp.toml.as_bytes())?;
-            println!("wrote {} (switch {}, {} ports, {} classes)", path.display(), imp.switch, imp.ports, imp.classes);
-            Ok(ExitCode::SUCCESS)
+            let what = format!("switch {}, {} ports, {} classes", imp.switch, imp.ports, imp.classes);
+            write_imported(&a.out, a.quiet, &imp.notes, &imp.toml, &what)
         }
         What::Containerlab(a) => {
             let imp = rocelab_import::containerlab::import(&a.topology, a.speed_gbps).map_err(failure)?;
-            if !a.quiet {
-                for n in &imp.notes {
-                    eprintln!("warning: {n}");
-                }
-            }
-            std::fs::create_dir_all(&a.out)
-                .map_err(|e| Failure::bad_input(format!("error: cannot create {}: {e}", a.out.display())))?;
-            let path = a.out.join("fabric.toml");
-            write_atomic(&path, imp.toml.as_bytes())?;
-            println!("wrote {} ({} hosts, {} switches, {} links)", path.display(), imp.hosts, imp.switches, imp.links);
-            Ok(ExitCode::SUCCESS)
+            let what = format!("{} hosts, {} switches, {} links", imp.hosts, imp.switches, imp.links);
+            write_imported(&a.out, a.quiet, &imp.notes, &imp.toml, &what)
         }
         What::Nvue(a) => {
             let imp = rocelab_import::nvue::import(&a.config, a.speed_gbps).map_err(failure)?;
-            if !a.quiet {
-                for n in &imp.notes {
-                    eprintln!("warning: {n}");
-                }
-            }
-            std::fs::create_dir_all(&a.out)
-                .map_err(|e| Failure::bad_input(format!("error: cannot create {}: {e}", a.out.display())))?;
-            let path = a.out.join("fabric.toml");
-            write_atomic(&path, imp.toml.as_bytes())?;
-            println!("wrote {} (switch {}, {} ports, {} classes)", path.display(), imp.switch, imp.ports, imp.classes);
-            Ok(ExitCode::SUCCESS)
+            let what = format!("switch {}, {} ports, {} classes", imp.switch, imp.ports, imp.classes);
+            write_imported(&a.out, a.quiet, &imp.notes, &imp.toml, &what)
         }
     }
+}
+
+/// The end of a config importer (SONiC, containerlab, NVUE): its notes as warnings (unless
+/// quiet), `fabric.toml` written atomically into `out`, and one line saying what it holds.
+fn write_imported(out: &Path, quiet: bool, notes: &[String], toml: &str, what: &str) -> VerbResult {
+    if !quiet {
+        for n in notes {
+            eprintln!("warning: {n}");
+        }
+    }
+    std::fs::create_dir_all(out)
+        .map_err(|e| Failure::bad_input(format!("error: cannot create {}: {e}", out.display())))?;
+    let path = out.join("fabric.toml");
+    write_atomic(&path, toml.as_bytes())?;
+    println!("wrote {} ({what})", path.display());
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Imports an ns-3 scenario into `out`, runs it, and writes rocelab's outputs (summary.json,
