@@ -301,17 +301,30 @@ pub fn probe(m: &Model, msgs: &[Message], until: SimTime, seed: u64) -> Vec<u64>
 }
 
 /// The run the four kinds under load share (link-loss, link-flap, switch-reboot,
-/// routing-change): a permutation at `load` for the duration (default
-/// [`scenario::FAULT_DURATION_US`]), the fault at `at_us` (default duration / `at_divisor`),
-/// before the end. Returns the setup and the fault's time.
-pub struct UnderLoad<'a> {
+/// routing-change): a permutation over the scenario's hosts at `load` for the duration
+/// (default [`scenario::FAULT_DURATION_US`]), the fault at `at_us` (default duration /
+/// `at_divisor`), before the end. Returns the setup and the fault's time.
+pub struct UnderLoad {
     pub duration_us: Option<f64>,
     pub load: Option<f64>,
     pub at_us: Option<f64>,
     pub at_divisor: u64,
     pub convergence_us: Option<f64>,
-    pub hosts: &'a [NodeId],
 }
+
+/// The [`UnderLoad`] keys of a kind's parameters, which every kind under load names alike.
+macro_rules! under_load_keys {
+    ($p:expr, $at_divisor:expr) => {
+        $crate::setup::UnderLoad {
+            duration_us: $p.duration_us,
+            load: $p.load,
+            at_us: $p.at_us,
+            at_divisor: $at_divisor,
+            convergence_us: $p.convergence_us,
+        }
+    };
+}
+pub(crate) use under_load_keys;
 
 pub fn under_load(cx: &Ctx, u: UnderLoad) -> Result<(Setup, SimTime), Diagnostic> {
     let dur = cx.duration(u.duration_us, scenario::FAULT_DURATION_US)?;
@@ -326,7 +339,7 @@ pub fn under_load(cx: &Ctx, u: UnderLoad) -> Result<(Setup, SimTime), Diagnostic
         ));
     }
     let mut s = Setup::new(Some(dur), dur);
-    s.msgs = background(cx, SustainedPattern::Permutation, u.hosts, dur, load);
+    s.msgs = background(cx, SustainedPattern::Permutation, &cx.scale.hosts, dur, load);
     with_convergence(cx, u.convergence_us, &mut s)?;
     s.param("duration_us", json!(dur.as_us_f64()));
     s.param("at_us", json!(at.as_us_f64()));

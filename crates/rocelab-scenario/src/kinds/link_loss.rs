@@ -4,7 +4,7 @@
 use super::{under_load_figures, Kind};
 use crate::check::*;
 use crate::evaluate::Eval;
-use crate::setup::{link, link_fault, link_name, probe_before, under_load, Ctx, Setup, UnderLoad};
+use crate::setup::{link, link_fault, link_name, probe_before, under_load, under_load_keys, Ctx, Setup};
 use rocelab_model::config::ScenarioKind;
 use rocelab_model::scenario::link_loss::{Params, AT_DIVISOR};
 use rocelab_model::Diagnostic;
@@ -16,16 +16,7 @@ impl Kind for Params {
     }
 
     fn build(&self, cx: &Ctx) -> Result<Setup, Diagnostic> {
-        let hosts = cx.scale.hosts.clone();
-        let u = UnderLoad {
-            duration_us: self.duration_us,
-            load: self.load,
-            at_us: self.at_us,
-            at_divisor: AT_DIVISOR,
-            convergence_us: self.convergence_us,
-            hosts: &hosts,
-        };
-        let (mut s, at) = under_load(cx, u)?;
+        let (mut s, at) = under_load(cx, under_load_keys!(self, AT_DIVISOR))?;
         let p = link(cx, &self.a, &self.b, &probe_before(cx, &s, at))?;
         s.faults.push(link_fault(cx.m, p, at, false));
         s.marks.port = Some(p);

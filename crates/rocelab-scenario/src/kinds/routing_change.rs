@@ -4,7 +4,7 @@
 use super::{under_load_figures, Kind};
 use crate::check::*;
 use crate::evaluate::{ecmp_imbalance, Eval};
-use crate::setup::{link, link_name, probe_before, under_load, Ctx, Setup, UnderLoad};
+use crate::setup::{link, link_name, probe_before, under_load, under_load_keys, Ctx, Setup};
 use rocelab_model::config::ScenarioKind;
 use rocelab_model::config::{FaultConfig, FaultKind, HashField};
 use rocelab_model::scenario::routing_change::{Params, RoutingChangeKind, AT_DIVISOR};
@@ -19,16 +19,7 @@ impl Kind for Params {
 
     fn build(&self, cx: &Ctx) -> Result<Setup, Diagnostic> {
         let m = cx.m;
-        let hosts = cx.scale.hosts.clone();
-        let u = UnderLoad {
-            duration_us: self.duration_us,
-            load: self.load,
-            at_us: self.at_us,
-            at_divisor: AT_DIVISOR,
-            convergence_us: self.convergence_us,
-            hosts: &hosts,
-        };
-        let (mut s, at) = under_load(cx, u)?;
+        let (mut s, at) = under_load(cx, under_load_keys!(self, AT_DIVISOR))?;
         match self.change.unwrap_or_default() {
             RoutingChangeKind::HashSeed => {
                 let seed = self.seed.unwrap_or(m.config.routing.ecmp_seed.wrapping_add(1));

@@ -5,7 +5,7 @@ use super::{under_load_figures, Kind};
 use crate::check::*;
 use crate::evaluate::{drops_at, tx_between, Eval};
 use crate::fabric;
-use crate::setup::{busiest, err, link_fault, probe_before, under_load, Ctx, Setup, UnderLoad};
+use crate::setup::{busiest, err, link_fault, probe_before, under_load, under_load_keys, Ctx, Setup};
 use rocelab_model::config::ScenarioKind;
 use rocelab_model::events::RebootMode;
 use rocelab_model::scenario::switch_reboot::{Params, AT_DIVISOR, BUSIEST_SPINE, DOWN_DIVISOR};
@@ -21,16 +21,7 @@ impl Kind for Params {
 
     fn build(&self, cx: &Ctx) -> Result<Setup, Diagnostic> {
         let m = cx.m;
-        let hosts = cx.scale.hosts.clone();
-        let u = UnderLoad {
-            duration_us: self.duration_us,
-            load: self.load,
-            at_us: self.at_us,
-            at_divisor: AT_DIVISOR,
-            convergence_us: self.convergence_us,
-            hosts: &hosts,
-        };
-        let (mut s, at) = under_load(cx, u)?;
+        let (mut s, at) = under_load(cx, under_load_keys!(self, AT_DIVISOR))?;
         let dur = s.horizon;
         let a = self.a.as_deref().unwrap_or(BUSIEST_SPINE);
         let sw = if a == BUSIEST_SPINE {
