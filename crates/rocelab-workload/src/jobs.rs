@@ -28,7 +28,7 @@ use rocelab_model::jobs::{Job, JobKind};
 use rocelab_model::{Diagnostic, Model, NodeId, PortId, SimTime};
 use rocelab_sim::snapshot::Snapshot;
 use rocelab_sim::workload::{Delivered, Message, Net, Workload};
-use rocelab_sim::{Run, RunReport, SimOptions};
+use rocelab_sim::{RunReport, SimOptions};
 use serde::Serialize;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -409,9 +409,7 @@ fn run_once(
         base = hi + 1;
     }
     let tenants = Tenants { jobs: handles.iter().map(|(_, h, lo, hi)| (*lo, *hi, h.workload())).collect() };
-    let faults = rocelab_sim::engine::resolve_faults(m)?;
-    let mut sim = Run::with_workload(m, Box::new(tenants), faults, opts.clone())?;
-    sim.run(&mut |_| {});
+    let sim = crate::run_to_end(m, Box::new(tenants), opts.clone())?;
     // The shared run's per-message rows feed the blame; alone runs need only the totals.
     let snap = if only.is_none() { sim.snapshot() } else { sim.snapshot_totals() };
     Ok((handles, snap))

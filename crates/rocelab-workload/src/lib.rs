@@ -680,10 +680,8 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
         base_latency,
     } = prepare(m, spec, opts.seed)?;
     let n = ranks as u64;
-    let faults = rocelab_sim::engine::resolve_faults(m)?;
     let engine = opts.engine;
-    let mut sim = Run::with_workload(m, workload, faults, opts)?;
-    sim.run(&mut |_| {});
+    let sim = run_to_end(m, workload, opts)?;
     // A ring posts a message per step, chunk and channel: their rows only when asked for.
     let snap = if spec.message_rows { sim.snapshot() } else { sim.snapshot_totals() };
     let report = RunReport::from_snapshot(&snap, m);
@@ -750,6 +748,20 @@ pub fn sweep(
         out.push(r);
     }
     Ok(out)
+}
+
+/// `work` run to its end on `m` with the fabric file's `[[fault]]` tables, on the engine
+/// `opts.engine` names: every workload runner's one way into the engine. The caller takes the
+/// snapshot it needs (per-message rows, or totals only).
+pub(crate) fn run_to_end<'m>(
+    m: &'m Model,
+    work: Box<dyn Workload + 'm>,
+    opts: SimOptions,
+) -> Result<Run<'m>, Vec<Diagnostic>> {
+    let faults = rocelab_sim::engine::resolve_faults(m)?;
+    let mut sim = Run::with_workload(m, work, faults, opts)?;
+    sim.run(&mut |_| {});
+    Ok(sim)
 }
 
 #[cfg(test)]

@@ -59,7 +59,7 @@ use rocelab_plan::model::ModelSpec;
 use rocelab_plan::Scenario;
 use rocelab_sim::rng::Rng;
 use rocelab_sim::workload::{Delivered, Message, Net, Workload};
-use rocelab_sim::{Run, RunReport, SimOptions};
+use rocelab_sim::{RunReport, SimOptions};
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -975,9 +975,7 @@ pub fn run_serve(
 ) -> Result<ServeResult, Vec<Diagnostic>> {
     let g = gpu_layout(m).map_err(|d| vec![d])?;
     let job = ServeJob::new(&g, plan, reqs, 0)?;
-    let faults = rocelab_sim::engine::resolve_faults(m)?;
-    let mut sim = Run::with_workload(m, Box::new(job.clone()), faults, opts)?;
-    sim.run(&mut |_| {});
+    let sim = crate::run_to_end(m, Box::new(job.clone()), opts)?;
     let report = RunReport::from_snapshot(&sim.snapshot_totals(), m);
     Ok(job.result(report))
 }

@@ -58,7 +58,7 @@ use rocelab_plan::estimate::Estimate;
 use rocelab_plan::Scenario;
 use rocelab_sim::rng::Rng;
 use rocelab_sim::workload::{Delivered, Message, Net, Workload};
-use rocelab_sim::{Run, RunReport, SimOptions};
+use rocelab_sim::{RunReport, SimOptions};
 use serde::Serialize;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -1008,10 +1008,8 @@ pub fn step_plan_on_fabric(file: &str, text: &str, m: &Model) -> Result<(StepPla
 pub fn run_step(m: &Model, plan: &StepPlan, opts: SimOptions) -> Result<StepResult, Vec<Diagnostic>> {
     let g = gpu_layout(m).map_err(|d| vec![d])?;
     let work = StepJob::new(&g, plan, opts.seed, 0, OWN as u16)?;
-    let faults = rocelab_sim::engine::resolve_faults(m)?;
     // Either engine (`opts.engine`): the DAG only posts messages and asks for wake-ups.
-    let mut sim = Run::with_workload(m, Box::new(work.clone()), faults, opts)?;
-    sim.run(&mut |_| {});
+    let sim = crate::run_to_end(m, Box::new(work.clone()), opts)?;
     let report = RunReport::from_snapshot(&sim.snapshot_totals(), m);
     Ok(work.result(report))
 }
