@@ -10,6 +10,7 @@
 pub mod flow_error;
 pub mod flow_speed;
 pub mod measure;
+pub mod partition_profile;
 
 pub use measure::{measure, Measurement, Plan};
 
@@ -183,6 +184,11 @@ pub fn all() -> Vec<Scenario> {
             "permutation-1024-htsim",
             "the same with htsim's RoCE settings: static XOFF 61,440 B / XON 49,152 B, no CC, 1 ms",
             permutation_htsim(16),
+        ),
+        fixed(
+            "permutation-128-htsim",
+            "k=8 fat tree (128 hosts) with htsim's RoCE settings: static XOFF 61,440 B / XON 49,152 B, no CC, 1 ms",
+            permutation_htsim(8),
         ),
         fixed("rail-1024", "1,024-GPU rail-optimized, every GPU sends 16 MB to a peer on another rail", rail_1024()),
         Scenario {

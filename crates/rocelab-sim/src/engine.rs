@@ -46,6 +46,7 @@ mod link;
 mod mmu;
 mod nic;
 mod pfc;
+mod profile;
 mod sched;
 mod transport;
 mod wire;
@@ -342,6 +343,8 @@ pub struct Sim<'m> {
     /// InfiniBand: per port, its credits and VL arbiter (empty on RoCE, so a RoCE port keeps
     /// its layout).
     pub(crate) ib_ports: Vec<ib::IbPort>,
+    /// Counts events against a cut of the fabric (`profile`; `None` unless asked for).
+    part_profile: Option<Box<crate::partition::WindowProfile>>,
 }
 
 /// Prefetches the first line of a port (what every transmission and arrival reads).
@@ -524,6 +527,7 @@ impl<'m> Sim<'m> {
             int: Vec::new(),
             int_rx: crate::cc::IntStack::default(),
             ib_ports: link.ports(m.ports.len()),
+            part_profile: None,
             link,
             opts,
         };
@@ -772,6 +776,9 @@ impl<'m> Sim<'m> {
             let (t, ev) = self.q.pop().expect("peeked");
             self.now = t;
             self.events += 1;
+            if self.part_profile.is_some() {
+                self.count_partition_event(&ev);
+            }
             self.dispatch(ev);
             if self.qps_left == 0
                 && self.qps_created > 0
