@@ -584,7 +584,7 @@ impl<'m> Sim<'m> {
             self.link.qp_identity(self.m, &f, &self.queues.classes);
         let mut qps = 0;
         for (k, size) in f.qp_sizes() {
-            let QpRoute { src_nic, dst_nic, sport, hash } = self.router.qp_route(&f, k);
+            let QpRoute { src_nic, dst_nic, sport, qpn, hash } = self.router.qp_route(&f, k);
             let line = self.ports[self.host.nics[src_nic as usize].port as usize].speed.0 as f64;
             let mtu = prof.mtu;
             let npkts = size.div_ceil(mtu as u64).min(u32::MAX as u64 - 1) as u32;
@@ -604,6 +604,7 @@ impl<'m> Sim<'m> {
                 pcp,
                 hash,
                 sport,
+                qpn,
                 ect: ect
                     && match f.transport {
                         // ECN-capable where the algorithm reads marks (DCQCN's CNPs, DCTCP's

@@ -42,6 +42,8 @@ pub(crate) struct Qp {
     pub(crate) hash: u32,
     /// Its UDP source port (the hash is recomputed from it when the hashed fields change).
     pub(crate) sport: u16,
+    /// Its QP numbers (source, destination), hashed under `dest-qpn` / `src-qpn`.
+    pub(crate) qpn: [u32; 2],
     pub(crate) ect: bool,
     /// In-flight window in bytes (0: none; ConnectX's DCQCN is rate-based and has none).
     pub(crate) window: u64,
