@@ -5,10 +5,17 @@
 //! (`Router::trace_path`). It owns what routing knows of each link (up, routes standing or
 //! withdrawn); the engines tell it of link changes (`set_link_up`, `set_withdrawn`, then
 //! `reconverge`) and schedule the switches' learning of them (`RouteLearn`).
+//!
+//! Besides per-flow ECMP it chooses members for the other load-balancing modes of
+//! `[routing] load_balancing` (`rocelab_model::lb`): per packet the least-loaded member
+//! (`least_loaded`, shared by RoCE adaptive routing and InfiniBand's), an oblivious per-packet
+//! spray (`spray`), and flowlets (`flowlet`: per switch a hashed table of the flows' last
+//! member and packet time, as CONGA's flowlet table). The engine supplies the loads.
 
 use crate::rng::{mix64, Rng};
 use crate::traffic::FlowSpec;
 use rocelab_model::config::HashField;
+use rocelab_model::lb::LoadBalancing;
 use rocelab_model::routing::Routing;
 use rocelab_model::{Diagnostic, Model, NodeId, PortId, Role, SimTime};
 
@@ -112,6 +119,12 @@ fn member(h: u64, n: usize) -> usize {
     (if n & (n - 1) == 0 { h & (n - 1) } else { h % n }) as usize
 }
 
+/// A distinct 32-bit hash per (flow, packet) for the per-packet modes.
+#[inline]
+fn packet_hash(hash: u32, psn: u32) -> u32 {
+    (mix64(((hash as u64) << 32) | psn as u64) >> 32) as u32
+}
+
 /// The routing state one switch forwards by: its table (`None`: all links up and routed) and
 /// whether it is the newest (only then does it also see which host links are down).
 #[derive(Clone, Copy)]
@@ -199,6 +212,19 @@ fn switch_seed(base: u64, i: usize, per_switch: bool) -> u64 {
     }
 }
 
+/// Entries of a switch's flowlet table (CONGA's has 64K; a 64 KiB table per switch that
+/// forwards flowlets is enough for the flows a twin runs, and collisions are told apart by tag).
+const FLOWLET_SLOTS: usize = 4096;
+
+/// One flowlet table entry: the flow (its hash) that last used it, the member it took, and
+/// when its last packet passed.
+#[derive(Clone, Copy)]
+struct Flowlet {
+    tag: u32,
+    port: u32,
+    last: SimTime,
+}
+
 /// An engine switch's ECMP hash seed and its node.
 #[derive(Clone, Copy)]
 struct SwitchHash {
@@ -242,6 +268,12 @@ pub struct Router<'m> {
     sport_rng: Rng,
     /// Per engine switch: its data plane forwards nothing (a warm reboot); its routes stand.
     frozen: Vec<bool>,
+    /// `[routing] load_balancing`.
+    lb: LoadBalancing,
+    /// Idle time after which a flowlet may move (`flowlet` mode).
+    flowlet_gap: SimTime,
+    /// Per engine switch, its flowlet table (allocated at its first flowlet).
+    flowlets: Vec<Vec<Flowlet>>,
 }
 
 impl<'m> Router<'m> {
@@ -259,6 +291,8 @@ impl<'m> Router<'m> {
                 )])
             }
         };
+        let lb = m.config.routing.load_balancing;
+        let flowlet_gap = rocelab_model::lb::flowlet_gap(&m.config.routing).map_err(|d| vec![d])?;
         let per_switch = m.config.routing.per_switch_seed;
         let mut node_sw = vec![NONE; m.nodes.len()];
         let mut node_nic = vec![NONE; m.nodes.len()];
@@ -304,6 +338,9 @@ impl<'m> Router<'m> {
             convergence_per_hop,
             sport_rng: Rng::new(seed, 0x5150_0000),
             frozen: vec![false; m.nodes.len()],
+            lb,
+            flowlet_gap,
+            flowlets: Vec::new(),
         })
     }
 
@@ -476,6 +513,128 @@ impl<'m> Router<'m> {
             return c.0;
         }
         self.rehash(view, cands, node, dst, h)
+    }
+
+    /// `[routing] load_balancing`.
+    #[inline]
+    pub(crate) fn load_balancing(&self) -> LoadBalancing {
+        self.lb
+    }
+
+    /// The member switch `sw` would pick by ECMP for `hash` among `n` (before failures).
+    #[inline]
+    fn ecmp_index(&self, sw: u32, hash: u32, n: usize) -> usize {
+        member(mix64(hash as u64 ^ self.sw[sw as usize].seed), n)
+    }
+
+    /// Member `c` of switch `sw` (node `node`) may carry traffic for `dst` now, by what the
+    /// switch knows.
+    #[inline]
+    fn member_usable(&self, sw: u32, c: PortId, node: u32, dst: u32) -> bool {
+        if self.pristine() {
+            self.own_and_routed(c, node)
+        } else {
+            self.usable(self.view(sw), c, node, dst)
+        }
+    }
+
+    /// The usable member of switch `sw` toward `dst` with the least `load`, scanning `cands`
+    /// from index `base` so that ties go to it (the static or ECMP choice); `u32::MAX` if no
+    /// member is usable. Adaptive routing on both link layers: InfiniBand's from the
+    /// destination LID's member, RoCE's from the flow's ECMP member.
+    pub(crate) fn least_loaded(
+        &self,
+        sw: u32,
+        cands: &[PortId],
+        base: usize,
+        dst: u32,
+        mut load: impl FnMut(PortId) -> u64,
+    ) -> u32 {
+        let node = self.switch_node(sw);
+        let n = cands.len();
+        let mut best = (NONE, u64::MAX);
+        for k in 0..n {
+            let c = cands[(base + k) % n];
+            if !self.member_usable(sw, c, node, dst) {
+                continue;
+            }
+            let l = load(c);
+            if l < best.1 {
+                best = (c.0, l);
+            }
+        }
+        best.0
+    }
+
+    /// `adaptive`: the least-loaded usable member toward `dst` by `load`, ties to the member
+    /// packet `psn` of the flow would be sprayed on (so equally loaded members share a flow's
+    /// packets: ties to one fixed member would keep a flow on its ECMP path whenever the local
+    /// queues are empty, blind to a collision further on); with none usable, what `choose`
+    /// falls back to.
+    pub(crate) fn adaptive(&self, sw: u32, dst: u32, hash: u32, psn: u32, load: impl FnMut(PortId) -> u64) -> u32 {
+        let cands = self.candidates(sw, dst);
+        if cands.len() < 2 {
+            return self.choose(sw, dst, hash);
+        }
+        let base = self.ecmp_index(sw, packet_hash(hash, psn), cands.len());
+        match self.least_loaded(sw, cands, base, dst, load) {
+            NONE => self.choose(sw, dst, hash),
+            out => out,
+        }
+    }
+
+    /// `spray`: the member drawn by the switch's seeded hash of the flow and the packet's
+    /// sequence number, so consecutive packets of a flow spread uniformly over the members
+    /// (deterministically: a run repeats), each member judged as `choose` judges it.
+    #[inline]
+    pub(crate) fn spray(&self, sw: u32, dst: u32, hash: u32, psn: u32) -> u32 {
+        // `choose` does the per-switch seeding and the resilient fallback.
+        self.choose(sw, dst, packet_hash(hash, psn))
+    }
+
+    /// `flowlet`: the flow keeps the member its last packet took unless it has been idle for
+    /// longer than the flowlet gap (or that member is no longer usable); a new flowlet takes
+    /// the least-loaded member by `load`, ties to its ECMP member. The table is hashed by the
+    /// flow (4096 entries per switch); another flow found in the entry starts a new flowlet.
+    pub(crate) fn flowlet(
+        &mut self,
+        sw: u32,
+        dst: u32,
+        hash: u32,
+        now: SimTime,
+        load: impl FnMut(PortId) -> u64,
+    ) -> u32 {
+        if self.candidates(sw, dst).len() < 2 {
+            return self.choose(sw, dst, hash);
+        }
+        if self.flowlets.is_empty() {
+            self.flowlets = vec![Vec::new(); self.sw.len()];
+        }
+        let slot = (mix64(hash as u64 ^ dst as u64) as usize) % FLOWLET_SLOTS;
+        let node = self.switch_node(sw);
+        let gap = self.flowlet_gap;
+        let cands = self.candidates(sw, dst);
+        if let Some(e) = self.flowlets[sw as usize].get(slot).copied() {
+            if e.tag == hash
+                && e.port != NONE
+                && now.0.saturating_sub(e.last.0) <= gap.0
+                && cands.iter().any(|c| c.0 == e.port)
+                && self.member_usable(sw, PortId(e.port), node, dst)
+            {
+                self.flowlets[sw as usize][slot].last = now;
+                return e.port;
+            }
+        }
+        let mut out = self.least_loaded(sw, cands, self.ecmp_index(sw, hash, cands.len()), dst, load);
+        if out == NONE {
+            out = self.choose(sw, dst, hash);
+        }
+        let table = &mut self.flowlets[sw as usize];
+        if table.is_empty() {
+            table.resize(FLOWLET_SLOTS, Flowlet { tag: 0, port: NONE, last: SimTime::ZERO });
+        }
+        table[slot] = Flowlet { tag: hash, port: out, last: now };
+        out
     }
 
     /// A local port is usable if its routes stand (a switch sees its own links at once) and, by
@@ -1024,6 +1183,36 @@ spine_model = "spectrum-2"
         assert!(!asym_eq);
         // 4 spines, independent hashes: 1/4 ± 0.05 (σ ≈ 0.01).
         assert!((0.20..=0.30).contains(&asym), "asymmetric: {asym} of reverse paths share the spine");
+    }
+
+    /// Flowlet switching: a flow keeps its member while its packets come closer together
+    /// than the gap, whatever the loads say; after a longer idle gap it takes the
+    /// least-loaded member.
+    #[test]
+    fn a_flowlet_moves_only_after_an_idle_gap_longer_than_the_threshold() {
+        let m = fabric("load_balancing = \"flowlet\"\nflowlet_gap_us = 50");
+        let mut r = sim(&m);
+        let dst = node(&m, "host2");
+        let leaf0 = sw(&r, node(&m, "leaf0"));
+        let cands: Vec<u32> = r.candidates(leaf0, dst).iter().map(|c| c.0).collect();
+        // Every member but `free` is loaded.
+        let only = |free: u32| move |c: PortId| if c.0 == free { 0 } else { 100_000 };
+        let h = 0xdead_beef;
+        let us = SimTime::from_us;
+        assert_eq!(r.flowlet(leaf0, dst, h, us(0), only(cands[2])), cands[2]);
+        // Packets every 40 µs for 1 ms (< 50 µs apart): it stays, though member 0 is now free.
+        for k in 1..=25 {
+            assert_eq!(r.flowlet(leaf0, dst, h, us(40 * k), only(cands[0])), cands[2], "moved at {} µs", 40 * k);
+        }
+        // 60 µs of silence: a new flowlet, on the free member.
+        assert_eq!(r.flowlet(leaf0, dst, h, us(1_060), only(cands[0])), cands[0]);
+        assert_eq!(r.flowlet(leaf0, dst, h, us(1_070), only(cands[3])), cands[0]);
+        // Another flow has its own entry: it starts on the member free for it.
+        assert_eq!(r.flowlet(leaf0, dst, h ^ 1, us(1_075), only(cands[1])), cands[1]);
+        assert_eq!(r.flowlet(leaf0, dst, h, us(1_080), only(cands[3])), cands[0]);
+        // Exactly the gap is not idle enough (the timeout must be exceeded).
+        assert_eq!(r.flowlet(leaf0, dst, h, us(1_130), only(cands[3])), cands[0]);
+        assert_eq!(r.flowlet(leaf0, dst, h, us(1_181), only(cands[3])), cands[3]);
     }
 
     #[test]

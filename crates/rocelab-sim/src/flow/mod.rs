@@ -332,6 +332,17 @@ impl<'m> FlowSim<'m> {
                 "run the packet engine (leave out `--engine flow`)",
             )]);
         }
+        // Its flows take one path each: flowlets, adaptive routing and spraying move packets.
+        if !m.config.routing.load_balancing.is_ecmp() {
+            return Err(vec![Diagnostic::new(
+                "routing.load_balancing",
+                format!(
+                    "the flow engine routes each flow on one ECMP path; `{}` chooses per packet or flowlet",
+                    m.config.routing.load_balancing.name()
+                ),
+                "run the packet engine (leave out `--engine flow`)",
+            )]);
+        }
         let router = Router::new(m, opts.seed)?;
         let nl = m.ports.len();
         let mut sim = FlowSim {
