@@ -212,15 +212,15 @@ fn switch_seed(base: u64, i: usize, per_switch: bool) -> u64 {
     }
 }
 
-/// Entries of a switch's flowlet table (CONGA's has 64K; a 64 KiB table per switch that
-/// forwards flowlets is enough for the flows a twin runs, and collisions are told apart by tag).
+/// Entries of a switch's flowlet table (CONGA's has 64K; 4096 of 12 bytes per switch that
+/// forwards flowlets is enough for the flows a twin runs).
 const FLOWLET_SLOTS: usize = 4096;
 
-/// One flowlet table entry: the flow (its hash) that last used it, the member it took, and
-/// when its last packet passed.
+/// One flowlet table entry: the member its flowlet took and when its last packet passed. As
+/// in CONGA the entry has no tag: flows hashed to one entry share it (and its member) and
+/// keep it alive together, so a collision never reorders a flow, it only delays a move.
 #[derive(Clone, Copy)]
 struct Flowlet {
-    tag: u32,
     port: u32,
     last: SimTime,
 }
@@ -595,7 +595,7 @@ impl<'m> Router<'m> {
     /// `flowlet`: the flow keeps the member its last packet took unless it has been idle for
     /// longer than the flowlet gap (or that member is no longer usable); a new flowlet takes
     /// the least-loaded member by `load`, ties to its ECMP member. The table is hashed by the
-    /// flow (4096 entries per switch); another flow found in the entry starts a new flowlet.
+    /// flow and destination (4096 entries per switch).
     pub(crate) fn flowlet(
         &mut self,
         sw: u32,
@@ -615,8 +615,7 @@ impl<'m> Router<'m> {
         let gap = self.flowlet_gap;
         let cands = self.candidates(sw, dst);
         if let Some(e) = self.flowlets[sw as usize].get(slot).copied() {
-            if e.tag == hash
-                && e.port != NONE
+            if e.port != NONE
                 && now.0.saturating_sub(e.last.0) <= gap.0
                 && cands.iter().any(|c| c.0 == e.port)
                 && self.member_usable(sw, PortId(e.port), node, dst)
@@ -631,9 +630,9 @@ impl<'m> Router<'m> {
         }
         let table = &mut self.flowlets[sw as usize];
         if table.is_empty() {
-            table.resize(FLOWLET_SLOTS, Flowlet { tag: 0, port: NONE, last: SimTime::ZERO });
+            table.resize(FLOWLET_SLOTS, Flowlet { port: NONE, last: SimTime::ZERO });
         }
-        table[slot] = Flowlet { tag: hash, port: out, last: now };
+        table[slot] = Flowlet { port: out, last: now };
         out
     }
 
