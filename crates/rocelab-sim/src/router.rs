@@ -613,17 +613,23 @@ impl<'m> Router<'m> {
         let slot = (mix64(hash as u64 ^ dst as u64) as usize) % FLOWLET_SLOTS;
         let node = self.switch_node(sw);
         let gap = self.flowlet_gap;
-        let cands = self.candidates(sw, dst);
         if let Some(e) = self.flowlets[sw as usize].get(slot).copied() {
-            if e.port != NONE
-                && now.0.saturating_sub(e.last.0) <= gap.0
-                && cands.iter().any(|c| c.0 == e.port)
-                && self.member_usable(sw, PortId(e.port), node, dst)
-            {
+            if e.port != NONE && now.0.saturating_sub(e.last.0) <= gap.0 {
+                // A live flowlet: its member, or for a flow toward another destination group
+                // sharing the entry (its member not among this flow's), this flow's own ECMP
+                // member; either way the entry stays alive while any of its flows sends, so it
+                // is re-chosen only once all of them have been idle for the gap.
+                let own = self.candidates(sw, dst).iter().any(|c| c.0 == e.port);
                 self.flowlets[sw as usize][slot].last = now;
-                return e.port;
+                if own && self.member_usable(sw, PortId(e.port), node, dst) {
+                    return e.port;
+                }
+                if !own {
+                    return self.choose(sw, dst, hash);
+                }
             }
         }
+        let cands = self.candidates(sw, dst);
         let mut out = self.least_loaded(sw, cands, self.ecmp_index(sw, hash, cands.len()), dst, load);
         if out == NONE {
             out = self.choose(sw, dst, hash);
