@@ -250,7 +250,7 @@ mtu = {MTU}
     /// QP's bitmap is one word (its 489-packet message would take 8), and every byte still
     /// arrives exactly once.
     #[test]
-    fn the_reorder_state_is_bounded_by_the_window_and_packets_past_it_are_resent() {
+    fn the_reorder_state_is_bounded_by_the_window() {
         let m = transpose("load_balancing = \"spray\"", "ooo_window_packets = 64");
         let mut s = crate::build(&m, SimOptions::default()).unwrap_or_else(|d| panic!("{d:?}"));
         s.run(&mut |_| {});
