@@ -431,6 +431,7 @@ pub static RULES: &[RuleInfo] = &[
         fix: "Fix the code (see docs/lint.md) or remove the entry.",
         source: "rocelab.",
     },
+    crate::rules::lb::LBL001,
 ];
 
 #[cfg(test)]

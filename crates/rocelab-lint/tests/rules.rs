@@ -823,3 +823,12 @@ fn dual_tor_on_one_plane() {
     fires(t, "TOP004");
     quiet(&t.replace("dual_tor = true", "dual_tor = true\nplanes = 2"), "TOP004");
 }
+
+/// Per-packet load balancing to a NIC without out-of-order placement (the cases are in
+/// tests/lb.rs).
+#[test]
+fn spraying_to_nics_that_cannot_reorder_draws_lbl001() {
+    let t = edit("firmware = \"28.39.2048\"", "firmware = \"28.39.2048\"\nooo_window_packets = 0");
+    fires(&format!("{t}\n[routing]\nload_balancing = \"spray\"\n"), "LBL001");
+    quiet(&format!("{BASE}\n[routing]\nload_balancing = \"spray\"\n"), "LBL001");
+}

@@ -32,6 +32,7 @@ pub mod events;
 pub mod infiniband;
 pub mod intent;
 pub mod jobs;
+pub mod lb;
 pub mod model;
 pub mod pcie;
 pub mod planes;

@@ -240,6 +240,9 @@ pub struct NicProfile {
     pub window_scales_with_rate: bool,
     /// The window of the host's TCP without ECN (`tcp_congestion_control`).
     pub tcp_congestion_control: crate::tcp::TcpCongestionControl,
+    /// `[nic] ooo_window_packets` as written (`crate::lb::ooo_window` resolves it with the
+    /// fabric's load balancing).
+    pub ooo_window_packets: Option<u32>,
     /// Key path of the profile (`nic` or `nic_profiles.NAME`).
     pub path: String,
 }
@@ -1229,6 +1232,10 @@ fn resolve_nic(
         window_bytes: c.window_bytes.unwrap_or(0),
         window_scales_with_rate: c.window_scales_with_rate.unwrap_or(false),
         tcp_congestion_control: c.tcp_congestion_control.unwrap_or_default(),
+        ooo_window_packets: {
+            errs.extend(crate::lb::check_ooo_window(c.ooo_window_packets, path));
+            c.ooo_window_packets
+        },
         path: path.to_string(),
     }
 }

@@ -42,6 +42,7 @@ pub(crate) use transport::{HostTransport, Nic, Qp, RetiredQps};
 mod faults;
 mod ib;
 mod invariants;
+mod lb;
 mod link;
 mod mmu;
 mod nic;
@@ -574,6 +575,26 @@ impl<'m> Sim<'m> {
         &mut self.int[i]
     }
 
+    /// The out-of-order placement window of a QP received by NIC `dst_nic` (`Qp::ooo_window`):
+    /// unbounded over InfiniBand adaptive routing, none over its static routing, the receiving
+    /// NIC profile's under RoCE; none for Linux TCP, whose receiver keeps its own SACK state.
+    fn ooo_window(&self, dst_nic: u32, t: Transport) -> u32 {
+        match (&self.link, t) {
+            (_, Transport::Cubic) => 0,
+            (LinkLayer::Ib(_), _) => {
+                if self.link.keeps_out_of_order() {
+                    u32::MAX
+                } else {
+                    0
+                }
+            }
+            (LinkLayer::Roce, _) => {
+                let prof = &self.m.nics[self.host.nics[dst_nic as usize].profile];
+                rocelab_model::lb::ooo_window(prof.ooo_window_packets, self.m.config.routing.load_balancing)
+            }
+        }
+    }
+
     /// Adds a flow (a message) and its QPs; they start at `f.start`. Returns its index.
     pub(crate) fn post_flow(&mut self, mut f: FlowSpec) -> u32 {
         let fi = self.flows.len() as u32;
@@ -588,7 +609,7 @@ impl<'m> Sim<'m> {
             self.link.qp_identity(self.m, &f, &self.queues.classes);
         let mut qps = 0;
         for (k, size) in f.qp_sizes() {
-            let QpRoute { src_nic, dst_nic, sport, hash } = self.router.qp_route(&f, k);
+            let QpRoute { src_nic, dst_nic, sport, qpn, hash } = self.router.qp_route(&f, k);
             let line = self.ports[self.host.nics[src_nic as usize].port as usize].speed.0 as f64;
             let mtu = prof.mtu;
             let npkts = size.div_ceil(mtu as u64).min(u32::MAX as u64 - 1) as u32;
@@ -608,6 +629,7 @@ impl<'m> Sim<'m> {
                 pcp,
                 hash,
                 sport,
+                qpn,
                 ect: ect
                     && match f.transport {
                         // ECN-capable where the algorithm reads marks (DCQCN's CNPs, DCTCP's
@@ -640,6 +662,7 @@ impl<'m> Sim<'m> {
                 sender_done: None,
                 rcv_nxt: 0,
                 ooo: Vec::new(),
+                ooo_window: self.ooo_window(dst_nic, f.transport),
                 nak_for: NONE,
                 last_cnp: None,
                 since_ack: 0,

@@ -10,6 +10,7 @@ mod ecn;
 mod fleet;
 mod host;
 pub mod ib;
+pub(crate) mod lb;
 mod planes;
 mod qos;
 mod topo;
@@ -29,6 +30,7 @@ pub fn run_all(cx: &Ctx, out: &mut Findings) {
     buffer::check(cx, out);
     fleet::check(cx, out);
     topo::check(cx, out);
+    lb::check(cx, out);
 }
 
 /// Key path of class `i`.

@@ -223,7 +223,10 @@ impl Sim<'_> {
         };
         let cp = self.queues.classes[class as usize];
         let (prio, queue) = (cp.prio, cp.queue);
-        let out = self.router.choose(sw, dst, hash);
+        let out = match self.router.load_balancing() {
+            rocelab_model::lb::LoadBalancing::Ecmp => self.router.choose(sw, dst, hash),
+            _ => self.lb_choose(sw, dst, hash, prio, pkt),
+        };
         if out == NONE {
             self.drop_pkt(in_port, queue, pkt, DropReason::LinkDown);
             return;

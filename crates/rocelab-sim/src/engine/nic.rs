@@ -218,9 +218,10 @@ impl Sim<'_> {
                     self.ce_received(nic, qi, p.pcp);
                 }
                 let mut message_done = None;
-                // InfiniBand with adaptive routing: packets may arrive out of order.
-                let ib = self.link.keeps_out_of_order();
                 let q = &mut self.host.qps[qi as usize];
+                // Out-of-order placement (InfiniBand over adaptive routing, RoCE under a
+                // per-packet load balancing mode): how far ahead a packet is placed.
+                let window = q.ooo_window;
                 // Linux TCP's receiver: SACK (what arrives past a hole is kept) and delayed
                 // ACKs (every second segment, RFC 5681 §4.2).
                 let linux = matches!(q.cc, Some(Cc::Cubic(_)));
@@ -241,10 +242,12 @@ impl Sim<'_> {
                         let psn = q.rcv_nxt;
                         self.send_sack(qi, psn);
                     }
-                } else if ib && p.psn > q.rcv_nxt {
-                    // InfiniBand RC over adaptive routing: a packet ahead of the next expected
-                    // one is kept (placed) and counted, with no NAK and no go-back-N. (With
-                    // static routing a gap means a loss: NAK and go-back-N, as on RoCE.)
+                } else if window > 0 && p.psn > q.rcv_nxt && p.psn - q.rcv_nxt < window {
+                    // Out-of-order placement (InfiniBand RC over adaptive routing, ConnectX's
+                    // OOO data placement on RoCE): a packet ahead of the next expected one,
+                    // within the window, is kept (placed) and counted, with no NAK and no
+                    // go-back-N. (Past the window, or with none, a gap means a loss: NAK and
+                    // go-back-N below.)
                     if p.psn < q.npkts && !q.ooo_has(p.psn) {
                         q.st.out_of_sequence += 1;
                         self.stats.out_of_order += 1;
@@ -258,7 +261,7 @@ impl Sim<'_> {
                     q.st.bytes_delivered += p.payload as u64;
                     self.stats.payload_delivered += p.payload as u64;
                     q.since_ack += 1;
-                    if ib || linux {
+                    if window > 0 || linux {
                         // Packets received ahead now in order.
                         while q.rcv_nxt < q.npkts && q.ooo_take(q.rcv_nxt) {
                             let b = q.payload_of(q.rcv_nxt) as u64;
