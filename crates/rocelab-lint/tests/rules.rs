@@ -823,3 +823,13 @@ fn dual_tor_on_one_plane() {
     fires(t, "TOP004");
     quiet(&t.replace("dual_tor = true", "dual_tor = true\nplanes = 2"), "TOP004");
 }
+
+#[test]
+fn uet_over_the_lossless_rdma_class_fires_and_over_a_lossy_one_does_not() {
+    // BASE's RDMA class is lossless: a UET profile over it is flagged where it says `uet`.
+    let uet = edit("firmware = \"28.39.2048\"", "firmware = \"28.39.2048\"\ntransport = \"uet\"");
+    let f = fires(&uet, "UET001");
+    assert_eq!((f.path.as_str(), f.line), ("nic.transport", line_of(&uet, "transport = \"uet\"")));
+    quiet(BASE, "UET001");
+    quiet(&uet.replacen("lossless = true", "lossless = false", 1), "UET001");
+}

@@ -394,6 +394,7 @@ impl Model {
         stage("checking switch models and QoS");
         let switch_models = resolve_switch_models(&config, graph.as_ref(), &mut errs);
         // (A UET fabric left on the default classes runs its RDMA class lossy.)
+        crate::uet::check_link_layer(&config, &mut errs);
         let uet_qos = crate::uet::lossy_default_qos(&config);
         let qos = resolve_qos(uet_qos.as_ref().unwrap_or(&config.qos), &mut errs);
         check_simulation(&config.simulation, &mut errs);

@@ -7,8 +7,8 @@
 //! placed out of order at the receiver, switches trimming what they would drop to a header
 //! that the receiver answers with a NACK, selective retransmission of exactly that packet,
 //! and NSCC (a window from ECN and queueing delay) as its congestion control. Its traffic
-//! class is meant to be lossy: trimming replaces PFC (spec §3.6.1 on trimming; lint warns
-//! when the class is lossless).
+//! class is meant to be lossy: trimming replaces PFC (the specification's transport targets
+//! best-effort Ethernet; lint warns when the class is lossless).
 
 use crate::{Diagnostic, SimTime};
 use serde::{Deserialize, Serialize};
@@ -90,10 +90,27 @@ pub fn runs_uet(c: &crate::config::Config) -> bool {
     std::iter::once(&c.nic).chain(c.nic_profiles.values()).any(|n| n.transport == Some(Transport::Uet))
 }
 
+/// UET is an Ethernet transport: on an InfiniBand fabric the key is refused where it is set.
+pub fn check_link_layer(c: &crate::config::Config, errs: &mut Vec<Diagnostic>) {
+    if c.fabric.link_layer.is_roce() {
+        return;
+    }
+    let profiles = c.nic_profiles.iter().map(|(name, n)| (format!("nic_profiles.{name}"), n));
+    for (path, n) in std::iter::once(("nic".to_string(), &c.nic)).chain(profiles) {
+        if n.transport == Some(Transport::Uet) {
+            errs.push(Diagnostic::new(
+                format!("{path}.transport"),
+                "`transport = \"uet\"` runs over Ethernet, but this fabric's link layer is InfiniBand",
+                "remove it (InfiniBand RC is the transport there), or set `[fabric] link_layer = \"roce\"`",
+            ));
+        }
+    }
+}
+
 /// Lossy by default: on a fabric where a NIC profile runs UET and `[qos]` leaves the classes at
 /// their defaults, the RDMA class is resolved without PFC (UET recovers from congestion by
 /// trimming and selective retransmission, and its spraying needs no lossless class; UEC 1.0
-/// §3.6.1). `None`: the classes stand as written (lint warns if UET then runs over PFC).
+/// transport). `None`: the classes stand as written (lint warns if UET then runs over PFC).
 pub fn lossy_default_qos(c: &crate::config::Config) -> Option<crate::config::QosConfig> {
     if !runs_uet(c) || c.qos.classes != crate::config::default_classes() {
         return None;
@@ -202,5 +219,32 @@ mod tests {
         let t: T = toml::from_str("transport = \"uet\"").unwrap();
         assert_eq!(t.transport, Transport::Uet);
         assert!(toml::from_str::<T>("transport = \"tcp\"").is_err());
+    }
+}
+
+#[cfg(test)]
+mod loader_tests {
+    const BASE: &str = "[fabric]\nname = \"u\"\n[topology.leaf_spine]\nleaves = 2\nspines = 2\nhosts_per_leaf = 2\n\
+        host_link = { speed_gbps = 400, length_m = 3 }\nfabric_link = { speed_gbps = 400, length_m = 30 }\n";
+
+    #[test]
+    fn a_uet_fabric_on_default_classes_runs_its_rdma_class_lossy_and_roce_stays_lossless() {
+        let uet = crate::load_str("u.toml", &format!("{BASE}[nic]\ntransport = \"uet\"\n")).unwrap();
+        let rdma = uet.qos.rdma_class();
+        assert!(!uet.qos.classes[rdma].lossless);
+        assert_eq!(uet.qos.pfc_mask, 0, "no PFC on any priority");
+        assert_eq!(uet.nics[0].transport, super::Transport::Uet);
+        let roce = crate::load_str("r.toml", BASE).unwrap();
+        assert!(roce.qos.classes[roce.qos.rdma_class()].lossless);
+        assert_eq!(roce.qos.pfc_mask, 1 << 3);
+    }
+
+    #[test]
+    fn uet_on_infiniband_is_refused_at_its_key() {
+        let text = format!("{BASE}[nic]\ntransport = \"uet\"\n")
+            .replace("name = \"u\"", "name = \"u\"\nlink_layer = \"infiniband\"");
+        let e = crate::load_str("u.toml", &text).unwrap_err().to_string();
+        assert!(e.contains("nic.transport") || e.contains("transport"), "{e}");
+        assert!(e.contains("InfiniBand"), "{e}");
     }
 }

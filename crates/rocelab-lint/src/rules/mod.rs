@@ -13,6 +13,7 @@ pub mod ib;
 mod planes;
 mod qos;
 mod topo;
+mod uet;
 
 pub fn run_all(cx: &Ctx, out: &mut Findings) {
     if cx.model.is_ib() {
@@ -29,6 +30,7 @@ pub fn run_all(cx: &Ctx, out: &mut Findings) {
     buffer::check(cx, out);
     fleet::check(cx, out);
     topo::check(cx, out);
+    uet::check(cx, out);
 }
 
 /// Key path of class `i`.

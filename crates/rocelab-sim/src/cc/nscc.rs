@@ -1,5 +1,5 @@
-//! NSCC, the Ultra Ethernet transport's network-signal congestion control (UEC Specification
-//! 1.0, §3.6.13 "NSCC"): a window of bytes in flight steered by two signals per ACK, the
+//! NSCC, the Ultra Ethernet transport's network-signal-based congestion control (UEC
+//! Specification 1.0, congestion management sublayer): a window of bytes in flight steered by two signals per ACK, the
 //! packet's queueing delay (its RTT minus the QP's base RTT) and whether it was CE-marked.
 //!
 //! | | no CE mark | CE mark |

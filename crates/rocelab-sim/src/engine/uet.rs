@@ -1,8 +1,8 @@
 //! The Ultra Ethernet transport (`[nic] transport = "uet"`), as far as rocelab models it: a
-//! reliable, unordered delivery (UEC Specification 1.0, §3.5 "Packet Delivery Sublayer", RUD)
+//! reliable, unordered delivery (UEC Specification 1.0, packet delivery sublayer, RUD)
 //! with packet spraying, trimming and selective retransmission, under NSCC (`cc::nscc`).
 //!
-//! - **Spraying** (§3.5.x entropy, REPS): every data packet carries its own entropy value (EV),
+//! - **Spraying** (entropy values, REPS): every data packet carries its own entropy value (EV),
 //!   which the switches hash instead of the QP's 5-tuple, so consecutive packets take different
 //!   ECMP members. The sender picks EVs REPS-style (Bonato et al., "REPS: Recycled Entropy
 //!   Packet Spraying", arXiv 2407.21625): an EV whose packet was acknowledged without a CE mark
@@ -11,16 +11,19 @@
 //! - **Out-of-order placement**: the receiver places each packet where it belongs (the QP's
 //!   reorder bitmap, as InfiniBand's adaptive routing uses) and acknowledges it at once,
 //!   echoing its CE mark: every ACK is selective.
-//! - **Trimming** (§3.6.1, packet trimming): a switch that would drop a UET data packet for want
-//!   of buffer cuts it to its first `trim_bytes` and forwards it in the CNP class (strict, high
-//!   priority); the receiver answers a trimmed packet with a NACK in that class, and the sender
-//!   resends exactly that packet (selective retransmission; never go-back-N). A timeout resends
-//!   only what was never acknowledged.
+//! - **Trimming** (the specification's packet trimming): a switch that would drop a UET data
+//!   packet for want of buffer cuts it to its first `trim_bytes` and forwards it in the CNP
+//!   class (strict, high priority); the receiver answers a trimmed packet with a NACK, and the
+//!   sender resends exactly that packet (selective retransmission; never go-back-N). A timeout
+//!   resends only what was never acknowledged.
+//! - **Control ahead of data**: ACKs and NACKs also travel in the CNP class, as htsim's
+//!   composite queue (`compositequeue.cpp`, which uet-htsim's switches use) serves header-only
+//!   packets ahead of data.
 //!
-//! Simplified: one QP per message (no PDC pool or semantic layer); ACKs are not coalesced and
-//! travel on the QP's own hash; ACKs carry no cumulative PSN (a lost ACK is repaired by the
-//! timeout); RCCC (receiver credits) and link-level retry are not modelled; switches trim
-//! whatever UET packet they would drop, as `[nic.uet] trimming` of the sender says.
+//! Simplified: one QP per message (no PDC pool or semantic layer); an ACK per packet, not
+//! coalesced, on the QP's own hash, with no cumulative PSN or SACK bitmap (a lost ACK is
+//! repaired by the timeout); RCCC (receiver credits) and link-level retry are not modelled;
+//! switches trim a UET packet as `[nic.uet] trimming` of its sender says.
 
 use super::*;
 use crate::rng::mix64;
