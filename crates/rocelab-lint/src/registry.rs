@@ -66,7 +66,7 @@ pub static RULES: &[RuleInfo] = &[
         code: "QOS001",
         severity: Warning,
         title: "RoCE class is not lossless",
-        checks: "The class that carries RDMA has no PFC on its priority.",
+        checks: "The class that carries RDMA has no PFC on its priority (unless every NIC profile in use runs `transport = \"uet\"`, which is lossy by design).",
         why: "RoCEv2 on ConnectX/Thor NICs recovers from a drop with go-back-N: one lost packet retransmits a whole window, so even 0.1 % loss costs a large share of throughput. Unless the NICs are explicitly run lossy (selective repeat, resilient RoCE), the RoCE priority must be lossless.",
         fix: "Set `lossless = true` on the RoCE class (and keep ECN on it), or disable this rule with the reason if the fabric is lossy on purpose.",
         source: MECH,

@@ -831,5 +831,9 @@ fn uet_over_the_lossless_rdma_class_fires_and_over_a_lossy_one_does_not() {
     let f = fires(&uet, "UET001");
     assert_eq!((f.path.as_str(), f.line), ("nic.transport", line_of(&uet, "transport = \"uet\"")));
     quiet(BASE, "UET001");
-    quiet(&uet.replacen("lossless = true", "lossless = false", 1), "UET001");
+    let lossy = uet.replacen("lossless = true", "lossless = false", 1);
+    quiet(&lossy, "UET001");
+    // Lossy on purpose: the RoCE-class rule (go-back-N needs PFC) does not apply to UET.
+    quiet(&lossy, "QOS001");
+    fires(&BASE.replacen("lossless = true", "lossless = false", 1), "QOS001");
 }

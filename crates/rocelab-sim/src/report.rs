@@ -511,6 +511,13 @@ impl RunReport {
             "{mark}: {} marked; {notify}: {} sent, {} received",
             t.ecn_marked_packets, t.cnp_sent, t.cnp_received
         );
+        if let Some(u) = &t.uet {
+            let _ = writeln!(
+                o,
+                "  UET: {} packets trimmed, {} NACKs, {} resent selectively, {} placed out of order",
+                u.trimmed_packets, u.trim_nacks, u.selective_retransmits, u.out_of_order_packets
+            );
+        }
         let _ = writeln!(
             o,
             "  queueing delay: p50 {:.2} µs, p99 {:.2} µs, max {:.2} µs",
