@@ -112,6 +112,11 @@ impl Nscc {
         (self.line_bps / 8.0 * self.base_rtt.0 as f64 / 1e12).max(self.mtu)
     }
 
+    /// The window's cap, bytes.
+    pub fn max_window_bytes(&self) -> u64 {
+        self.max_wnd as u64
+    }
+
     pub fn cwnd_bytes(&self) -> u64 {
         self.cwnd as u64
     }

@@ -106,7 +106,8 @@ pub(crate) struct UetQp {
     pub spray: bool,
     /// Bytes switches trim its packets to; 0: no trimming.
     pub trim_bytes: u16,
-    /// The latest sends, by PSN modulo the ring's length (a power of two).
+    /// The latest sends, by PSN modulo the ring's length (a power of two, four windows: a send
+    /// older than that has lost its slot and gives no RTT sample, which costs nothing else).
     ring: Vec<Sent>,
     /// Sender: PSNs acknowledged (bit per PSN).
     acked: Vec<u64>,
@@ -120,8 +121,10 @@ pub(crate) struct UetQp {
 }
 
 impl UetQp {
-    pub(crate) fn new(npkts: u32, p: &rocelab_model::uet::Uet, rng: Rng) -> UetQp {
-        let ring = (npkts.clamp(1, 1024) as usize).next_power_of_two();
+    /// The state of a QP of `npkts` packets whose window holds at most `window_pkts`.
+    pub(crate) fn new(npkts: u32, window_pkts: u32, p: &rocelab_model::uet::Uet, rng: Rng) -> UetQp {
+        // (Per QP, so an all-to-all of a million QPs must not hold a thousand sends each.)
+        let ring = (npkts.min(window_pkts.saturating_mul(4).max(64)).max(1) as usize).next_power_of_two();
         UetQp {
             reps: Reps::new(p.reps_buffer as usize, rng),
             spray: p.spray,
@@ -193,10 +196,10 @@ impl Sim<'_> {
     /// The UET state of a new QP of flow `fi` (its `k`-th), if its congestion control is
     /// NSCC (a `transport = "uet"` profile's RDMA message on RoCE).
     pub(super) fn uet_qp(&self, cc: Option<&Cc>, prof: usize, fi: u32, k: u32, npkts: u32) -> Option<Box<UetQp>> {
-        matches!(cc, Some(Cc::Nscc(_))).then(|| {
-            let rng = Rng::new(self.opts.seed, 0x5545_5400_0000_0000 ^ ((fi as u64) << 20) ^ k as u64);
-            Box::new(UetQp::new(npkts, &self.m.nics[prof].uet, rng))
-        })
+        let Some(Cc::Nscc(n)) = cc else { return None };
+        let window_pkts = n.max_window_bytes().div_ceil(self.m.nics[prof].mtu as u64).min(u32::MAX as u64) as u32;
+        let rng = Rng::new(self.opts.seed, 0x5545_5400_0000_0000 ^ ((fi as u64) << 20) ^ k as u64);
+        Some(Box::new(UetQp::new(npkts, window_pkts, &self.m.nics[prof].uet, rng)))
     }
 
     /// A packet of a UET QP reaches its NIC (after the NIC counted it delivered).
@@ -300,8 +303,9 @@ impl Sim<'_> {
             // Resent on a timeout, and the first copy arrived after all.
             u.rtx_q.remove(i);
         }
-        let (rtt, ev) = u.sent(psn, now).unwrap_or((None, 0));
-        if u.spray {
+        let sent = u.sent(psn, now);
+        let rtt = sent.and_then(|s| s.0);
+        if let (true, Some((_, ev))) = (u.spray, sent) {
             u.reps.on_ack(ev, ce);
         }
         while q.snd_una < q.npkts && u.is_acked(q.snd_una) {
