@@ -664,6 +664,15 @@ enabled = false
     }
 
     #[test]
+    fn the_flow_engine_declines_uet_at_its_key() {
+        let m = incast(2, 100_000, 300_000, "");
+        let opts = SimOptions { engine: crate::EngineKind::Flow, ..SimOptions::default() };
+        let Err(d) = crate::build_run(&m, opts) else { panic!("the flow engine must decline UET") };
+        assert_eq!(d[0].path, "nic.transport");
+        assert!(d[0].message.contains("sprays every packet"), "{}", d[0].message);
+    }
+
+    #[test]
     fn same_seed_same_summary_byte_for_byte() {
         let m = incast(8, 300_000, 200_000, "");
         let a = crate::RunReport::from_sim(&run(&m)).to_json();
