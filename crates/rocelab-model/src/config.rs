@@ -671,6 +671,12 @@ pub struct NicConfig {
     /// The window of the host's TCP without ECN: `"reno"` (default) or `"cubic"` (Linux's).
     #[serde(default)]
     pub tcp_congestion_control: Option<crate::tcp::TcpCongestionControl>,
+    /// The transport of its RDMA messages: `"roce"` (default) or `"uet"` (`crate::uet`).
+    #[serde(default)]
+    pub transport: Option<crate::uet::Transport>,
+    /// `[nic.uet]`: the Ultra Ethernet transport's knobs.
+    #[serde(default)]
+    pub uet: crate::uet::UetConfig,
 }
 
 /// DCQCN knobs; any left out take the defaults of the chosen `variant`

@@ -46,6 +46,7 @@ pub mod tcp;
 pub mod templates;
 pub mod thunderbolt;
 pub mod topology;
+pub mod uet;
 pub mod units;
 
 pub use config::Config;

@@ -50,6 +50,7 @@ mod pfc;
 mod profile;
 mod sched;
 mod transport;
+mod uet;
 mod wire;
 
 pub use faults::resolve_faults;
@@ -613,9 +614,12 @@ impl<'m> Sim<'m> {
             let line = self.ports[self.host.nics[src_nic as usize].port as usize].speed.0 as f64;
             let mtu = prof.mtu;
             let npkts = size.div_ceil(mtu as u64).min(u32::MAX as u64 - 1) as u32;
-            let path_rtt = || self.path_rtt(src_nic, f.dst.0, hash, mtu + self.hdr.data);
+            // (NSCC's base RTT: each hop also holds the ACK behind one frame, `cc::nscc`.)
+            let frames = if prof.transport == rocelab_model::uet::Transport::Uet { 2 } else { 1 };
+            let path_rtt = || self.path_rtt(src_nic, f.dst.0, hash, frames * (mtu + self.hdr.data));
             let cc = Cc::choose(cc_kind, prof, &self.host.cc_params[prof_i], line, mtu, path_rtt);
             let fb = cc.as_ref().map(|c| c.feedback());
+            let uet = self.uet_qp(cc.as_ref(), prof_i, fi, k, npkts);
             let qp = Qp {
                 flow: fi,
                 src_nic,
@@ -676,6 +680,7 @@ impl<'m> Sim<'m> {
                 pkts_out: 0,
                 timers: 0,
                 retired: false,
+                uet,
             };
             let id = self.host.store(qp);
             self.push_qp_timer(f.start, Ev::QpStart { qp: id }, id);

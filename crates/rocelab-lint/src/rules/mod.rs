@@ -14,6 +14,7 @@ pub(crate) mod lb;
 mod planes;
 mod qos;
 mod topo;
+mod uet;
 
 pub fn run_all(cx: &Ctx, out: &mut Findings) {
     if cx.model.is_ib() {
@@ -31,6 +32,7 @@ pub fn run_all(cx: &Ctx, out: &mut Findings) {
     fleet::check(cx, out);
     topo::check(cx, out);
     lb::check(cx, out);
+    uet::check(cx, out);
 }
 
 /// Key path of class `i`.

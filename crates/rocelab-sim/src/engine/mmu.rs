@@ -240,7 +240,10 @@ impl Sim<'_> {
         // Admission and ingress accounting.
         let ip = &mut self.ports[in_port as usize];
         if let Err(reason) = self.mmu.admit(sw, &mut ip.pg[prio as usize], ip.headroom, cp.lossless, size) {
-            self.drop_pkt(in_port, queue, pkt, reason);
+            // (UET: cut to its header and forwarded at high priority instead, `engine::uet`.)
+            if !self.try_trim(sw, in_port, pkt, out) {
+                self.drop_pkt(in_port, queue, pkt, reason);
+            }
             return;
         }
         self.enqueue_egress(pkt, in_port, prio, out, queue, size);

@@ -102,6 +102,8 @@ pub(crate) struct Qp {
     pub(crate) timers: u32,
     /// Done and folded into its message's counters; the slot is free.
     pub(crate) retired: bool,
+    /// The Ultra Ethernet transport's sender state (`engine::uet`); `None` on RoCE and IB.
+    pub(crate) uet: Option<Box<super::uet::UetQp>>,
 }
 
 /// The counters of a message's QPs whose slots were reused, as `snapshot` aggregates live ones.
@@ -180,6 +182,10 @@ impl Qp {
     #[inline]
     pub(crate) fn window_open(&self) -> bool {
         let own = self.cc.as_ref().and_then(|c| c.window_bytes());
+        if let (Some(u), Some(w)) = (&self.uet, own) {
+            // UET: what is acknowledged or reported trimmed is out of flight, holes or not.
+            return u.in_flight < w;
+        }
         if self.window == 0 && own.is_none() {
             return true;
         }

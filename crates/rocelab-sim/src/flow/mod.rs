@@ -347,6 +347,14 @@ impl<'m> FlowSim<'m> {
         faults: Vec<Fault>,
         opts: SimOptions,
     ) -> Result<Self, Vec<Diagnostic>> {
+        // UET sprays every packet and trims: the packet engine's (one path per flow here).
+        if let Some(n) = m.nics.iter().find(|n| n.transport == rocelab_model::uet::Transport::Uet) {
+            return Err(vec![Diagnostic::new(
+                format!("{}.transport", n.path),
+                "the flow engine routes each flow on one ECMP path; `transport = \"uet\"` sprays every packet",
+                "run the packet engine (leave out `--engine flow`)",
+            )]);
+        }
         // RoCE's headers and ECMP only: an InfiniBand fabric runs on packets.
         if m.is_ib() {
             return Err(vec![Diagnostic::new(
