@@ -49,7 +49,7 @@ fn the_correct_example_fails_at_steady_state_and_passes_every_check_once_its_dcq
         CHECKS.iter().filter(|c| c.kind == ScenarioKind::Hotspot && (!judged || c.limit.is_some())).count()
     };
     assert_eq!(r.checks.len(), 1 + warnings + CHECKS.len() + hotspot(false));
-    assert_eq!(r.scenarios.len(), 14);
+    assert_eq!(r.scenarios.len(), 15);
     let judged = r.checks.iter().filter(|c| c.verdict == Verdict::Pass).count();
     assert_eq!(judged, 1 + CHECKS.iter().filter(|c| c.limit.is_some()).count() + hotspot(true));
     // The deciding figures are the physics: an incast no faster than N·size/B.
