@@ -54,6 +54,7 @@ mod uet;
 mod wire;
 
 pub use faults::resolve_faults;
+pub use faults::{RECONNECT, RESEND_UNIT_BYTES};
 
 const NONE: u32 = u32::MAX;
 /// RoCEv2's UDP destination port.
@@ -260,6 +261,9 @@ pub enum FaultAction {
     /// An ECMP group update on one switch: its egress `port` leaves its equal-cost groups
     /// (`removed`) or rejoins them; the link and the peer's groups are left alone.
     Member { port: u32, removed: bool },
+    /// A NIC reset destroys the RDMA QPs under way at `host` (`up: false`), or their
+    /// applications have reconnected and resend (`up: true`).
+    Qps { host: NodeId, up: bool },
 }
 
 /// One timed fault. A `[[fault]]` table may expand to several (a reboot is every link of the
@@ -653,6 +657,7 @@ impl<'m> Sim<'m> {
                 rto_gen: 0,
                 rto_armed: false,
                 timeouts_in_row: 0,
+                torn_down: false,
                 last_progress: f.start,
                 cc,
                 rtt_psn: NONE,

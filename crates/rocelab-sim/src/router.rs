@@ -942,7 +942,10 @@ impl<'m> Router<'m> {
                 self.set_hash_fields(mask);
                 return changed;
             }
-            FaultAction::Host { .. } | FaultAction::Drain { .. } | FaultAction::NicProfile { .. } => return changed,
+            FaultAction::Host { .. }
+            | FaultAction::Drain { .. }
+            | FaultAction::NicProfile { .. }
+            | FaultAction::Qps { .. } => return changed,
         };
         let mut learns = Vec::new();
         self.reconverge(origin, now, &mut learns);

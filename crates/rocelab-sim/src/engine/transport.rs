@@ -56,6 +56,9 @@ pub(crate) struct Qp {
     pub(crate) rto_gen: u32,
     pub(crate) rto_armed: bool,
     pub(crate) timeouts_in_row: u32,
+    /// Destroyed by its NIC's reset, waiting for its application to reconnect
+    /// (`engine::faults`).
+    pub(crate) torn_down: bool,
     pub(crate) last_progress: SimTime,
     /// Its congestion control (`cc`): DCQCN, DCTCP for TCP-like messages, IB CC ...; `None`:
     /// the port alone paces it.

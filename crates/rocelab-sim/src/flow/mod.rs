@@ -1132,7 +1132,13 @@ impl<'m> FlowSim<'m> {
         let action = self.faults[idx].action;
         // Host-side faults change no path (a slow drain and a NIC's new settings are the
         // packet engine's: the flow engine has no receive buffers or per-QP control).
-        if matches!(action, FaultAction::Host { .. } | FaultAction::Drain { .. } | FaultAction::NicProfile { .. }) {
+        if matches!(
+            action,
+            FaultAction::Host { .. }
+                | FaultAction::Drain { .. }
+                | FaultAction::NicProfile { .. }
+                | FaultAction::Qps { .. }
+        ) {
             return;
         }
         for p in self.router.apply(action, self.now).into_iter().flatten() {
