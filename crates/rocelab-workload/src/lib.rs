@@ -144,12 +144,16 @@ pub fn busbw_bound_gbps(m: &Model, placement: &Placement, channels: u32) -> f64 
 
 /// What a NIC can carry, Gb/s: its ports' speed, and on a GPU node no more than its PCIe link
 /// to the GPU carries (`[gpu_node.pcie]`: the NIC's own link and the GPU's, the slower; a 200G
-/// port behind PCIe Gen5 x4 carries 115 Gb/s). The packet engine still sends at the port's
-/// speed; this is the rate NCCL's model and the busbw bound see.
+/// port behind PCIe Gen5 x4 carries 115 Gb/s). The packet engine serializes the NIC's ports
+/// at the same cap (`rocelab_model::pcie::port_send_cap`) where `[gpu_node.pcie]` is declared;
+/// this is also the rate NCCL's model and the busbw bound see (the default leg, Gen5 x16, where
+/// the table is absent).
 pub fn nic_line_gbps(m: &Model, nic: NodeId, on_gpu_node: bool) -> f64 {
     let ports = m.host_speed(nic).gbps() * m.node(nic).num_ports.max(1) as f64;
-    let leg = on_gpu_node.then(|| m.config.gpu_node.pcie.clone().unwrap_or_default().resolve().ok()).flatten();
-    leg.map_or(ports, |l| ports.min(l.nic_cap_bytes_per_s() * 8.0 / 1e9))
+    let default_leg =
+        || rocelab_model::pcie::PcieConfig::default().resolve().ok().map(|l| l.nic_cap_bytes_per_s() * 8.0);
+    let cap = on_gpu_node.then(|| rocelab_model::pcie::nic_cap_bps(m).or_else(default_leg)).flatten();
+    cap.map_or(ports, |c| ports.min(c / 1e9))
 }
 
 /// What NCCL's tuning model sees on `placement` of `m`: ranks, nodes, the GPU generation, the
