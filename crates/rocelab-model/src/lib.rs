@@ -33,6 +33,7 @@ pub mod infiniband;
 pub mod intent;
 pub mod jobs;
 pub mod model;
+pub mod nccl;
 pub mod pcie;
 pub mod planes;
 pub mod presets;
