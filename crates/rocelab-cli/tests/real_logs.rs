@@ -155,3 +155,30 @@ fn the_hop_latency_setting_is_what_moves_the_small_sizes() {
     assert!(p > 15.2 && p < 25.2 - 2.0, "proxy: {p} µs");
     assert!((t - 25.26).abs() < 0.2, "tuning: {t} µs");
 }
+
+#[test]
+fn h100_2_nodes_without_gpudirect_the_doctor_finds_the_shortfall_its_authors_saw() {
+    // 2 × 1 H100 on one 400G RoCE NIC each, NCCL 2.26.2 with GPUDirect RDMA off ("GDR 0"),
+    // NCCL_ALGO=RING, 1 GiB to 25 GiB: 15.0 GB/s of busbw at every size, where its authors
+    // state 400 Gb/s as the peak. The log names no collective (nccl-tests of that version does
+    // not print it): the file is called all_reduce_perf.txt, as the doctor reads names.
+    let (v, rows) = side_by_side("h100-2node-moc-nogdr/all_reduce_perf.txt", "h100-2node-moc-nogdr.toml");
+    assert_eq!((v["twin"][0]["real_ranks"].as_u64(), v["twin"][0]["twin_ranks"].as_u64()), (Some(2), Some(2)));
+    // Only 1 GiB is within the twin's default limit; the 12 larger sizes are listed as not run.
+    assert_eq!(rows.len(), 1);
+    assert_eq!(v["twin"][0]["real_only_sizes"].as_array().map(Vec::len), Some(12));
+    let (size, _, _, real, twin, verdict) = &rows[0];
+    assert_eq!(*size, 1 << 30);
+    // The twin's ring is bound by the NIC: 2(n−1)/n · S over one 400G port is at most its
+    // payload goodput, 50 GB/s × 4096/4178 = 49.0 GB/s. Without GPUDirect the twin stages each
+    // message through host memory, a copy over the GPU's PCIe Gen5 ×16 link (57.6 GB/s) on each
+    // side: latency on a pipelined ring, not a lower rate, as the two copies use the GPU's link
+    // and the NIC's link, each once per direction.
+    let bound = 50.0 * 4096.0 / 4178.0;
+    assert!(*twin <= bound && *twin >= 0.9 * bound, "twin {twin} GB/s against {bound}");
+    // The log reads a third of that: the doctor says production falls far short of its twin,
+    // and the NCCL lines in the same log say why to look at the host (GPUDirect RDMA not used).
+    assert!(*real < 0.35 * *twin && verdict == "far below twin", "{:?}", rows[0]);
+    let codes: Vec<&str> = v["findings"].as_array().unwrap().iter().filter_map(|f| f["code"].as_str()).collect();
+    assert!(codes.contains(&"twin-shortfall") && codes.contains(&"gdr-not-used"), "{codes:?}");
+}

@@ -11,6 +11,10 @@
 //!   whole on the shortest path, the part it does not simulate itself (the GPU↔NIC leg's DMA
 //!   and the fabric's own latency) as a post delay, so a longer or loaded path still adds its
 //!   time. This is the setting for comparing the twin with a real nccl-tests log.
+//!
+//! It applies to the ring and tree collectives (all-reduce, all-gather, reduce-scatter), whose
+//! steps chain hop after hop; broadcast's pipeline and the point-to-point sends (all-to-all,
+//! send/recv, posted all at once) keep their charges either way.
 
 use serde::{Deserialize, Serialize};
 
