@@ -31,6 +31,9 @@ pub struct Config {
     pub nic_assign: Vec<NicAssign>,
     #[serde(default)]
     pub gpu_node: GpuNodeConfig,
+    /// `[nccl]`: how collectives charge NCCL's host-side latency (`crate::nccl`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nccl: Option<crate::nccl::NcclConfig>,
     #[serde(default)]
     pub routing: RoutingConfig,
     /// The InfiniBand link layer's settings (`[fabric] link_layer = "infiniband"`).

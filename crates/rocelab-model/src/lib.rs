@@ -34,6 +34,7 @@ pub mod intent;
 pub mod jobs;
 pub mod lb;
 pub mod model;
+pub mod nccl;
 pub mod pcie;
 pub mod planes;
 pub mod presets;

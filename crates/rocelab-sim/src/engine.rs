@@ -455,8 +455,10 @@ impl<'m> Sim<'m> {
         let mut ports = Vec::with_capacity(m.ports.len());
         for (pi, p) in m.ports.iter().enumerate() {
             let node = p.node.idx();
+            // A GPU node's NIC sends no faster than its PCIe link feeds it (`[gpu_node.pcie]`).
+            let speed = rocelab_model::pcie::port_send_cap(m, p.node).unwrap_or(p.speed);
             let ps_per_byte =
-                if 8_000_000_000_000u64.is_multiple_of(p.speed.0) { 8_000_000_000_000u64 / p.speed.0 } else { 0 };
+                if 8_000_000_000_000u64.is_multiple_of(speed.0) { 8_000_000_000_000u64 / speed.0 } else { 0 };
             let ecn = m
                 .queues
                 .ecn_at(qos, p.speed.gbps())
@@ -471,7 +473,7 @@ impl<'m> Sim<'m> {
                 peer: p.peer.0,
                 sw,
                 nic: if first_nic == NONE { NONE } else { first_nic + pi as u32 - m.nodes[node].first_port },
-                speed: p.speed,
+                speed,
                 ps_per_byte,
                 delay: p.delay,
                 up: true,
