@@ -673,7 +673,8 @@ impl<'m> Sim<'m> {
                 sender_done: None,
                 rcv_nxt: 0,
                 ooo: Vec::new(),
-                ooo_window: self.ooo_window(dst_nic, f.transport),
+                // (UET places every packet, however far ahead: its bitmap spans the message.)
+                ooo_window: if uet.is_some() { u32::MAX } else { self.ooo_window(dst_nic, f.transport) },
                 nak_for: NONE,
                 last_cnp: None,
                 since_ack: 0,

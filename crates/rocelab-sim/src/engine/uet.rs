@@ -663,6 +663,20 @@ enabled = false
         assert!(s.stats.out_of_order > 0, "sprayed packets overtake each other");
     }
 
+    /// Under the switches' own per-packet spraying (`load_balancing = "spray"`, whose RoCE
+    /// placement window is 1,024 packets) UET still places every packet, however far ahead:
+    /// its bitmap spans the message.
+    #[test]
+    fn uet_under_switch_spraying_places_every_packet_and_delivers_every_byte() {
+        let size = 1_000_000;
+        let m = transpose("[routing]\nload_balancing = \"spray\"", size);
+        let s = run(&m);
+        assert!(s.all_done());
+        assert!(s.host.qps.iter().all(|q| q.ooo_window == u32::MAX));
+        assert_eq!(s.stats.payload_delivered, 12 * size);
+        assert_eq!((s.stats.dropped, s.stats.retransmitted), (0, 0));
+    }
+
     #[test]
     fn the_flow_engine_declines_uet_at_its_key() {
         let m = incast(2, 100_000, 300_000, "");
