@@ -448,6 +448,7 @@ impl<'m> Sim<'m> {
                         drain_gen: 0,
                         drain_pending: false,
                         st: NicStats::default(),
+                        rccc: Default::default(),
                     }));
                 }
             }
@@ -625,7 +626,7 @@ impl<'m> Sim<'m> {
             let path_rtt = || self.path_rtt(src_nic, f.dst.0, hash, frames * (mtu + self.hdr.data));
             let cc = Cc::choose(cc_kind, prof, &self.host.cc_params[prof_i], line, mtu, path_rtt);
             let fb = cc.as_ref().map(|c| c.feedback());
-            let uet = self.uet_qp(cc.as_ref(), prof_i, fi, k, npkts);
+            let uet = self.uet_qp(cc.as_ref(), prof_i, (fi, k), size, npkts);
             let qp = Qp {
                 flow: fi,
                 src_nic,
