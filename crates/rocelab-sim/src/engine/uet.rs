@@ -504,6 +504,18 @@ impl Sim<'_> {
         }
     }
 
+    /// RCCC at a sender with nothing in flight and no credit for a whole timeout: a grant was
+    /// lost (grants are not resent), so it grants itself one MTU, as a timeout's resend does.
+    pub(super) fn rccc_starved(&mut self, qi: u32) {
+        let q = &mut self.host.qps[qi as usize];
+        let mtu = q.mtu as i64;
+        if let Some(u) = q.uet.as_deref_mut() {
+            u.credit = u.credit.max(0) + mtu;
+        }
+        let src = q.src_nic;
+        self.nic_try_send(src);
+    }
+
     /// RCCC at the sender: the receiver granted `bytes` more.
     fn rccc_grant_in(&mut self, qi: u32, bytes: u16) {
         let q = &mut self.host.qps[qi as usize];
@@ -591,6 +603,11 @@ mod tests {
     /// `n` senders h1.. → h0 on one switch with a `buffer`-byte buffer, 100 Gb/s, 100 m cables
     /// (500 ns), MTU 4096, `transport = "uet"`, the RDMA class lossy with ECN from 20 KB.
     fn incast(n: usize, size: u64, buffer: u64, uet: &str) -> Model {
+        model("uet-incast.toml", &incast_text(n, size, buffer, uet, ""))
+    }
+
+    /// `incast`'s file, with more `[nic]` keys.
+    fn incast_text(n: usize, size: u64, buffer: u64, uet: &str, nic: &str) -> String {
         let nodes: Vec<String> = (0..=n).map(|i| format!("{{ name = \"h{i}\", kind = \"host\" }}")).collect();
         let links: Vec<String> =
             (0..=n).map(|i| format!("{{ a = \"h{i}\", b = \"sw0\", speed_gbps = 100, length_m = 100 }}")).collect();
@@ -610,6 +627,7 @@ link = [ {} ]
 [nic]
 mtu = 4096
 transport = "uet"
+{nic}
 [nic.uet]
 {uet}
 [[qos.class]]
@@ -635,7 +653,7 @@ enabled = false
             nodes.join(", "),
             links.join(", ")
         );
-        model("uet-incast.toml", &text)
+        text
     }
 
     fn run(m: &Model) -> Sim<'_> {
@@ -714,6 +732,27 @@ enabled = false
         let last = s.host.qps.iter().map(|q| q.finish.unwrap().0).max().unwrap();
         println!("RCCC incast done in {:.1} µs, bound {:.1} µs", last as f64 / 1e6, bound_ps as f64 / 1e6);
         assert!(last > bound_ps && (last as f64) < bound_ps as f64 * 1.1, "{last} ps");
+    }
+
+    /// A sender whose grants never come (as if each were lost) is not stuck: at each timeout
+    /// with nothing in flight it grants itself an MTU, so the message still completes.
+    #[test]
+    fn an_rccc_sender_starved_of_grants_recovers_at_its_timeout() {
+        let text_m = incast_text(1, 5 * 4096, 300_000, "rccc = true", "retransmit_timeout_us = 100");
+        let m = model("starved.toml", &text_m);
+        let mut s = crate::build(&m, SimOptions::default()).unwrap();
+        {
+            let u = s.host.qps[0].uet.as_deref_mut().unwrap();
+            // One packet's credit, and a receiver that will never grant more.
+            (u.credit, u.demand) = (4096, 0);
+        }
+        s.run(&mut |_| {});
+        assert!(s.all_done());
+        assert_eq!(s.stats.payload_delivered, 5 * 4096);
+        assert_eq!(s.stats.rccc_grants, 0);
+        // Four self-grants, one per 100 µs timeout.
+        let fin = s.host.qps[0].finish.unwrap();
+        assert!(fin > SimTime::from_us(400) && fin < SimTime::from_us(500), "{fin:?}");
     }
 
     /// Without trimming the same incast drops, and recovers by the timeout, resending only what
