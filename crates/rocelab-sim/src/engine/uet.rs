@@ -600,6 +600,23 @@ mod tests {
         let _ = fresh;
     }
 
+    #[test]
+    fn each_sprayed_packet_hashes_by_its_entropy_and_an_unsprayed_one_by_its_qp() {
+        let p = rocelab_model::uet::Uet::default();
+        let mut u = UetQp::new(40_960, 10, 4, 16_384, &p, Rng::new(1, 2));
+        let hashes: Vec<u32> = (0..4).map(|psn| u.on_send(psn, SimTime::ZERO, 4096, 0xabcd, false)).collect();
+        let distinct: std::collections::BTreeSet<u32> = hashes.iter().copied().collect();
+        assert_eq!(distinct.len(), 4, "four fresh entropies, four hashes: {hashes:?}");
+        assert!(!hashes.contains(&0xabcd));
+        assert_eq!(u.in_flight, 4 * 4096);
+        // Packet 1's entropy comes back clean: the next packet reuses it, and so its hash.
+        u.reps.on_ack(u.sent(1, SimTime::ZERO).unwrap().1, false);
+        assert_eq!(u.on_send(4, SimTime::ZERO, 4096, 0xabcd, false), hashes[1]);
+        let mut flat =
+            UetQp::new(40_960, 10, 4, 16_384, &rocelab_model::uet::Uet { spray: false, ..p }, Rng::new(1, 2));
+        assert!((0..4).all(|psn| flat.on_send(psn, SimTime::ZERO, 4096, 0xabcd, false) == 0xabcd));
+    }
+
     /// `n` senders h1.. → h0 on one switch with a `buffer`-byte buffer, 100 Gb/s, 100 m cables
     /// (500 ns), MTU 4096, `transport = "uet"`, the RDMA class lossy with ECN from 20 KB.
     fn incast(n: usize, size: u64, buffer: u64, uet: &str) -> Model {
