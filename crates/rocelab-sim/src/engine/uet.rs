@@ -488,6 +488,10 @@ impl Sim<'_> {
             let Some(qi) = rx.senders.pop_front() else { return };
             let q = &mut qps[qi as usize];
             let mtu = q.mtu as i64;
+            // (A slot reused since by another QP, under `recycle_qps`, is no longer ours.)
+            if q.dst_nic != nic || q.retired {
+                continue;
+            }
             let Some(u) = q.uet.as_deref_mut() else { continue };
             if u.demand <= 0 || q.sender_done.is_some() {
                 // Off the list until a trimmed packet asks for more.
