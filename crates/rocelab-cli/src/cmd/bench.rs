@@ -17,7 +17,8 @@ use std::process::ExitCode;
 #[derive(clap::Args)]
 pub struct Args {
     /// Scenarios to run (default: all): incast, permutation-16, permutation-128,
-    /// permutation-1024, permutation-1024-htsim, permutation-128-htsim, rail-1024, chain-10k.
+    /// permutation-1024, permutation-1024-htsim, permutation-128-htsim, rail-1024,
+    /// permutation-128-adaptive, permutation-128-spray, chain-10k.
     names: Vec<String>,
     /// Runs before the timed ones, not counted (caches, page faults, CPU frequency).
     #[arg(long, short = 'w', default_value_t = 1, value_name = "N")]
