@@ -419,6 +419,37 @@ mod tests {
         assert_eq!(partition(&m, PartitionBy::Pod, 2), Err(PartitionError::NoPods));
     }
 
+    /// Every shipped example that loads can be cut every way it supports, into 1 to 16
+    /// partitions: every node gets a partition in range, hosts stay with the switch they hang
+    /// from, and a cut with more than one partition has a lookahead of its cut links' delay.
+    #[test]
+    fn every_shipped_example_cuts_without_cutting_a_host_link() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples");
+        let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().map(|e| e.path()).collect();
+        files.sort();
+        let mut cut_some = 0;
+        for f in files.iter().filter(|f| f.extension().is_some_and(|e| e == "toml")) {
+            let text = std::fs::read_to_string(f).unwrap();
+            let Ok(m) = rocelab_model::load_str("x.toml", &text) else { continue };
+            for by in [PartitionBy::Auto, PartitionBy::Pod, PartitionBy::RailGroup, PartitionBy::LeafGroup] {
+                for n in 1..=16 {
+                    let Ok(p) = partition(&m, by, n) else { continue };
+                    assert!(p.parts >= 1 && p.parts <= n && p.of_node.iter().all(|&x| x < p.parts), "{f:?}");
+                    assert_eq!(p.hosts.iter().sum::<u32>() as usize, m.nodes.iter().filter(|n| n.is_host()).count());
+                    for l in &m.links {
+                        let (a, b) = (m.port(l.a).node, m.port(l.b).node);
+                        if m.node(a).is_host() || m.node(b).is_host() {
+                            assert_eq!(p.of_node[a.idx()], p.of_node[b.idx()], "{f:?}: a host link is cut");
+                        }
+                    }
+                    assert_eq!(p.lookahead.is_some(), p.cut_links > 0, "{f:?}");
+                    cut_some += usize::from(p.cut_links > 0);
+                }
+            }
+        }
+        assert!(cut_some > 0);
+    }
+
     /// Same fabric, same count: the same cut (nothing depends on hash order or addresses).
     #[test]
     fn the_cut_is_deterministic() {
