@@ -115,6 +115,7 @@ fn scenarios_list_prints_every_kind_with_its_defaults() {
         "collective",
         "mixed",
         "isolation",
+        "firmware-update",
     ] {
         assert!(out.lines().any(|l| l == k), "{k} missing");
     }
@@ -123,7 +124,7 @@ fn scenarios_list_prints_every_kind_with_its_defaults() {
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["schema"], "rocelab.scenarios.list/v1");
     let j = &j["results"];
-    assert_eq!(j.as_array().unwrap().len(), 13);
+    assert_eq!(j.as_array().unwrap().len(), 14);
     assert_eq!(j[1]["kind"], "incast");
     assert_eq!(j[1]["params"][0]["key"], "fan_in");
     let _ = std::fs::remove_dir_all(&d);

@@ -29,6 +29,8 @@ pub fn unit_of(name: &str) -> &'static str {
         "busbw_gbytes_per_s" => "GB/s",
         "qos_bound" => "1 / the job's guaranteed scheduler share",
         "slowdown_over_qos_bound" => "slowdown / qos_bound",
+        "rate_after_reconnect" => "the unsent half / (reconnection to completion × line rate)",
+        "failed_qps" => "QPs whose retries ran out",
         n if n.contains("_gbps") => "Gb/s",
         n if n.ends_with("_us") => "µs",
         n if n.ends_with("_bytes") => "B",

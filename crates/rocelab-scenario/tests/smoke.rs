@@ -47,6 +47,10 @@ fn small(kind: ScenarioKind, hosts: usize) -> ScenarioConfig {
             c.set("size_bytes", 256 << 10);
             c.set("victims", 4);
         }
+        ScenarioKind::FirmwareUpdate => {
+            c.set("size_bytes", 256 << 10);
+            c.set("count", 1);
+        }
     }
     if big {
         // Ten samples: each one copies every port's counters.

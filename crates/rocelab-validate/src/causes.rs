@@ -83,8 +83,34 @@ fn pfc_braking(c: &CheckDef, r: &ScenarioResult, not_converged: bool) -> bool {
                 })
         }
         Figure::Headline if c.kind == rocelab_model::config::ScenarioKind::Collective => pauses,
-        Figure::QueueDelayP99Us => pauses,
+        Figure::QueueDelayP99Us | Figure::Metric("held_queue_us") => pauses,
         _ => false,
+    }
+}
+
+/// The fabric's bandwidth-delay product at the hosts' speed over its base round trip (the
+/// scenarios' scale), at least 20 kB.
+fn fabric_bdp(m: &Model) -> u64 {
+    let scale = rocelab_scenario::fabric::Scale::new(m, &None, "scenario").ok();
+    scale.map_or(100_000, |s| s.bdp_bytes).max(20_000)
+}
+
+/// Marking that starts within a few round trips of queue at this speed: Kmin at about one
+/// bandwidth-delay product, Kmax ten times it, on the RDMA class (`i` in the file's classes).
+fn ecn_at_bdp(class: &str, i: usize, bdp: u64) -> Candidate {
+    Candidate {
+        scenario: None,
+        flow_engine: false,
+        change: format!(
+            "[[qos.class]] name = \"{class}\": ecn = {{ kmin_bytes = {bdp}, kmax_bytes = {}, pmax = 0.2 }}",
+            bdp * 10
+        ),
+        apply: Box::new(move |cfg: &mut Config| {
+            if let Some(cl) = cfg.qos.classes.get_mut(i) {
+                cl.ecn = Some(EcnConfig { kmin_bytes: bdp, kmax_bytes: bdp * 10, pmax: 0.2 });
+                cl.ecn_per_speed.clear();
+            }
+        }),
     }
 }
 
@@ -231,31 +257,21 @@ pub fn diagnose(
             });
         }
         if let (Some(e), Some(i)) = (ecn, rdma_class_cfg(m)) {
-            // Marking that starts within a few round trips of queue at this speed: Kmin at
-            // about one bandwidth-delay product, Kmax ten times it.
-            let scale = rocelab_scenario::fabric::Scale::new(m, &None, "scenario").ok();
-            let bdp = scale.map_or(100_000, |s| s.bdp_bytes).max(20_000);
+            let bdp = fabric_bdp(m);
             if e.kmin_bytes > bdp {
                 evidence.push(format!(
                     "ECN on `{}` at {speed:.0} Gb/s: Kmin {} B, Kmax {} B, Pmax {}; the fabric's bandwidth-delay product is {bdp} B",
                     rdma.name, e.kmin_bytes, e.kmax_bytes, e.pmax
                 ));
                 keys.push(format!("[[qos.class]] name = \"{}\": ecn", rdma.name));
-                cands.push(Candidate {
-                    scenario: None,
-                    flow_engine: false,
-                    change: format!(
-                        "[[qos.class]] name = \"{}\": ecn = {{ kmin_bytes = {bdp}, kmax_bytes = {}, pmax = 0.2 }}",
-                        rdma.name,
-                        bdp * 10
-                    ),
-                    apply: Box::new(move |cfg: &mut Config| {
-                        if let Some(cl) = cfg.qos.classes.get_mut(i) {
-                            cl.ecn = Some(EcnConfig { kmin_bytes: bdp, kmax_bytes: bdp * 10, pmax: 0.2 });
-                            cl.ecn_per_speed.clear();
-                        }
-                    }),
-                });
+                cands.push(ecn_at_bdp(&rdma.name, i, bdp));
+                if keys.len() == 1 {
+                    // Not the byte counter: ECN itself marks too late.
+                    mech = format!(
+                        "ECN thresholds far above the port's bandwidth-delay product (Kmin {} B against {bdp} B): the queues reach the XOFF threshold before ECN marks enough for DCQCN to slow the senders, and PFC does the braking",
+                        e.kmin_bytes
+                    );
+                }
             }
         }
         if keys.is_empty() {
@@ -279,6 +295,37 @@ pub fn diagnose(
             keys: vec!["[steady] horizon_us (the policy)".into(), "[nic.dcqcn] rate_ai_mbps".into()],
         };
         return (cause, vec![]);
+    }
+    if matches!(c.figure, Figure::Metric("held_queue_us")) {
+        // No PFC behind it (that is the branch above): DCQCN held the queue where ECN began
+        // to mark, and the thresholds put that far above a few round trips.
+        let bdp = fabric_bdp(m);
+        if let (Some(e), Some(i)) = (rdma.ecn_for_speed(speed), rdma_class_cfg(m)) {
+            if e.kmin_bytes > bdp {
+                let us = |b: u64| b as f64 * 8.0 / (speed * 1e3);
+                evidence.push(format!(
+                    "deepest queue {:.0} B on average in the judged window (peak at the hot port {:.0} B); {:.0} ECN marks, {:.0} CNPs, no PFC frame",
+                    r.steady.as_ref().map_or(0.0, |w| w.deepest_queue_mean_bytes),
+                    g("max_queue_bytes"),
+                    g("ecn_marked"),
+                    g("cnp_sent")
+                ));
+                let cause = Cause {
+                    mechanism: format!(
+                        "ECN thresholds far above the port's bandwidth-delay product: `{}` marks from Kmin {} B ({:.1} µs at {speed:.0} Gb/s) to Kmax {} B ({:.1} µs), the BDP is {bdp} B ({:.1} µs); nothing is marked until the queue reaches Kmin, so DCQCN holds it there and every packet through the port waits that long",
+                        rdma.name,
+                        e.kmin_bytes,
+                        us(e.kmin_bytes),
+                        e.kmax_bytes,
+                        us(e.kmax_bytes),
+                        us(bdp)
+                    ),
+                    evidence,
+                    keys: vec![format!("[[qos.class]] name = \"{}\": ecn, ecn_per_speed", rdma.name)],
+                };
+                return (cause, vec![ecn_at_bdp(&rdma.name, i, bdp)]);
+            }
+        }
     }
     if matches!(c.figure, Figure::Metric("tcp_priority_pause_frames")) {
         let class = r.params.get("tcp_class").and_then(|v| v.as_str()).unwrap_or("?").to_string();

@@ -49,7 +49,7 @@ fn the_correct_example_fails_at_steady_state_and_passes_every_check_once_its_dcq
         CHECKS.iter().filter(|c| c.kind == ScenarioKind::Hotspot && (!judged || c.limit.is_some())).count()
     };
     assert_eq!(r.checks.len(), 1 + warnings + CHECKS.len() + hotspot(false));
-    assert_eq!(r.scenarios.len(), 14);
+    assert_eq!(r.scenarios.len(), 15);
     let judged = r.checks.iter().filter(|c| c.verdict == Verdict::Pass).count();
     assert_eq!(judged, 1 + CHECKS.iter().filter(|c| c.limit.is_some()).count() + hotspot(true));
     // The deciding figures are the physics: an incast no faster than N·size/B.
@@ -655,4 +655,56 @@ fn firmware_mix_judges_the_fleets_share_with_a_cause_and_a_verified_fix() {
     let fix = c.fix.as_ref().unwrap();
     assert_eq!(fix.before, Some(f));
     assert!(fix.verified && fix.after.unwrap() > f, "{fix:?}");
+}
+
+/// A 2-leaf, 4-hosts-per-leaf, 100 G fabric with DCQCN holding the queues (the byte counter
+/// as `careful` sets it) whose only mistake is its ECN thresholds: `ecn` on the RDMA class.
+fn ecn_fabric(ecn: &str) -> (rocelab_model::Model, String) {
+    let text = format!(
+        "[topology.leaf_spine]\nleaves = 2\nspines = 2\nhosts_per_leaf = 4\n\
+         host_link = {{ speed_gbps = 100, length_m = 3 }}\nfabric_link = {{ speed_gbps = 100, length_m = 30 }}\n\
+         [qos]\ntrust = \"dscp\"\ncnp_class = \"cnp\"\n\
+         [[qos.class]]\nname = \"roce\"\ndscp = [26]\npriority = 3\nlossless = true\nscheduler = \"dwrr\"\nweight = 50\n\
+         carries = [\"rdma\"]\necn = {ecn}\n\
+         [[qos.class]]\nname = \"cnp\"\ndscp = [48]\npriority = 6\nscheduler = \"strict\"\ncarries = [\"cnp\"]\n\
+         [[qos.class]]\nname = \"default\"\ndscp = [0, 8, 10, 16, 18, 24, 32, 34, 40, 46, 56]\npriority = 0\n\
+         scheduler = \"dwrr\"\nweight = 50\ncarries = [\"tcp\", \"storage\", \"management\"]\n\
+         [nic]\nmtu = 4096\ncongestion_control = \"dcqcn\"\n[nic.dcqcn]\nbyte_counter_bytes = 2097088\nincrease_timer_us = 55\n\
+         [nic.qos]\ntrust = \"dscp\"\nroce_dscp = 26\ncnp_dscp = 48\ncnp_priority = 6\npfc_priorities = [3]\n\
+         ecn_np_priorities = [3]\necn_rp_priorities = [3]\n"
+    );
+    (rocelab_model::load_str("ecn.toml", &text).unwrap_or_else(|e| panic!("{e}\n{text}")), text)
+}
+
+#[test]
+fn ecn_thresholds_far_above_the_buffer_fail_lint_and_the_hotspot_queue_and_the_fix_is_verified() {
+    let opts = Options {
+        only: vec!["hotspot".into(), "lint".into()],
+        jobs: 2,
+        seed: 1,
+        verify_fixes: true,
+        ..Options::default()
+    };
+    // Kmin 20 MB / Kmax 40 MB at 100 Gb/s: nothing is marked until the hot port holds 20 MB
+    // (1.6 ms of drain), and Kmax is past the buffer's dynamic XOFF point.
+    let (m, text) = ecn_fabric("{ kmin_bytes = 20000000, kmax_bytes = 40000000, pmax = 0.1 }");
+    let r = validate(&m, "ecn.toml", &text, &opts, &|_| {}).unwrap();
+    assert!(r.checks.iter().any(|c| c.name == "lint.ECN006" && c.verdict == Verdict::Warn), "{}", render_text(&r));
+    let c = r.checks.iter().find(|c| c.name == "hotspot.queue-delay").unwrap();
+    assert_eq!(c.verdict, Verdict::Fail, "{}", render_text(&r));
+    // The queue DCQCN holds sits near Kmin: about 1.6 ms at 100 Gb/s, against tens of µs.
+    assert!(c.figure.unwrap() > 1000.0, "{c:?}");
+    let cause = c.cause.as_ref().unwrap();
+    assert!(cause.mechanism.starts_with("ECN thresholds far above"), "{cause:?}");
+    let fix = c.fix.as_ref().unwrap();
+    assert!(fix.change.contains("kmin_bytes = ") && fix.verified, "{fix:?}");
+    let limit = CHECKS.iter().find(|c| c.name == "hotspot.queue-delay").and_then(|c| c.limit).unwrap();
+    assert!(fix.after.unwrap() <= limit, "{fix:?}");
+    // Sized to the port (Kmin 50 kB, Kmax 500 kB at 100 Gb/s) the same incast queues under
+    // a hundred µs.
+    let (m, text) = ecn_fabric("{ kmin_bytes = 50000, kmax_bytes = 500000, pmax = 0.1 }");
+    let r = validate(&m, "ecn.toml", &text, &opts, &|_| {}).unwrap();
+    let c = r.checks.iter().find(|c| c.name == "hotspot.queue-delay").unwrap();
+    assert_eq!(c.verdict, Verdict::Pass, "{}", render_text(&r));
+    assert!(c.figure.unwrap() < 100.0, "{c:?}");
 }

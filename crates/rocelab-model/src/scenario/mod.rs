@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod collective;
 pub mod firmware_mix;
+pub mod firmware_update;
 pub mod hotspot;
 pub mod incast;
 pub mod isolation;
@@ -180,6 +181,7 @@ kinds! {
     Collective => collective, "collective";
     Mixed => mixed, "mixed";
     Isolation => isolation, "isolation";
+    FirmwareUpdate => firmware_update, "firmware-update";
 }
 
 impl ScenarioKind {

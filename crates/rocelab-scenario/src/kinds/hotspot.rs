@@ -163,14 +163,30 @@ impl Kind for Params {
         // The hot messages come first, the victims' after them.
         let hot = e.flow_bytes(0..k.flows_of_others.first().copied().unwrap_or(s.msgs.len()));
         e.put("hot_goodput_fraction", Some(hot.iter().sum::<f64>() * 8.0 / (rate * dur)));
+        // The queue the load holds once settled, in time: the judged window's deepest
+        // time-averaged switch queue (the hot port's, bar a deeper one elsewhere), drained at
+        // the hosts' line rate. (The peak below includes the incast's first round trip, before
+        // any sender could have heard of it.)
+        let held = e.o.steady.map(|w| w.deepest_queue_mean_bytes * 8.0 / rate * 1e6);
+        e.put("held_queue_us", held);
         k.port.map(|p| snap.ports[p.idx()].queue_peak_bytes.iter().copied().max().unwrap_or(0) as f64)
     }
 }
+
+/// The most the queue a hotspot holds once settled may take to drain, µs: ten times the
+/// 20 µs round trip ECN thresholds are sized against (lint's ECN rules, after Huawei's RoCE
+/// guidance). DCQCN holds a congested queue where ECN starts marking, so a ramp sized to the
+/// port's bandwidth-delay product holds it at a few round trips; thresholds far above the
+/// BDP, or above the buffer's XOFF point, hold it at Kmin, or leave it to PFC.
+pub const HOT_QUEUE_US: f64 = 200.0;
+
+const HOT_QUEUE: &str = "the deepest time-averaged switch queue of the judged window, in µs to drain at line rate: DCQCN holds a congested queue where ECN starts marking, so with thresholds sized to the port's bandwidth-delay product it sits at a few round trips, and every packet through the port waits that long. 200 µs is ten times the 20 µs round trip ECN thresholds are sized against (lint's ECN rules): past it the thresholds sit far above the BDP or above the buffer's XOFF point (ECN marks late, or PFC brakes first)";
 
 /// The checklist's checks on this kind.
 #[rustfmt::skip]
 pub const CHECKS: &[CheckDef] = &[
     CheckDef { name: "hotspot.lossless-drops", kind: ScenarioKind::Hotspot, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), unit: "packets dropped", why: LOSSLESS },
     CheckDef { name: "hotspot.cnp-delay", kind: ScenarioKind::Hotspot, figure: Figure::CnpDelayP99Us, cmp: Cmp::AtMost, limit: Some(CNP_DELAY_US), unit: "µs per switch hop", why: CNP_PATH },
+    CheckDef { name: "hotspot.queue-delay", kind: ScenarioKind::Hotspot, figure: Figure::Metric("held_queue_us"), cmp: Cmp::AtMost, limit: Some(HOT_QUEUE_US), unit: "µs to drain the deepest time-averaged queue of the judged window at line rate", why: HOT_QUEUE },
     CheckDef { name: "hotspot.queue", kind: ScenarioKind::Hotspot, figure: Figure::Headline, cmp: Cmp::AtMost, limit: None, unit: "B", why: "deepest queue at the hot port, bytes" },
 ];

@@ -13,6 +13,7 @@ use rocelab_model::Diagnostic;
 
 mod collective;
 mod firmware_mix;
+mod firmware_update;
 mod hotspot;
 mod incast;
 mod isolation;
@@ -62,6 +63,7 @@ pub fn of(p: &ScenarioParams) -> &dyn Kind {
         ScenarioParams::Collective(c) => c,
         ScenarioParams::Mixed(c) => c,
         ScenarioParams::Isolation(c) => c,
+        ScenarioParams::FirmwareUpdate(c) => c,
     }
 }
 

@@ -16,6 +16,19 @@ use rocelab_model::intent;
 /// with VLAN, as the wire counts it), for the drain's XON hysteresis.
 const HEADER_ROOM: u64 = 128;
 
+/// How long an application takes to set up a new RC connection once its NIC is back (RDMA
+/// CM: address and route resolution, then the REQ/REP/RTU exchange, and the QP's creation
+/// and moves to RTS): 10 ms. KRCORE (Wei et al., USENIX ATC 2022, arXiv 2201.11578) puts a
+/// verbs connection at hundreds to thousands of times its own 10 µs, 1 to 10 ms; the upper
+/// end, since a fleet reconnecting after a reset queues on its CM agents.
+pub const RECONNECT: SimTime = SimTime(10_000_000_000);
+
+/// What an application resends after reconnecting: from the start of the work request that
+/// holds the first unacknowledged byte, its work requests being 512 KiB (NCCL's default: a
+/// 4 MiB buffer per channel, `NCCL_BUFFSIZE`, sent in `NCCL_STEPS` = 8 slots, each one RDMA
+/// write). The engine's message is one QP's whole payload; this is its unit of completion.
+pub const RESEND_UNIT_BYTES: u64 = 512 << 10;
+
 /// The timed actions of the fabric file's `[[fault]]` tables, in time order (faults at the
 /// same time in file order). A model that loaded has them resolved already, so this cannot
 /// fail; the `Result` is kept for the callers that chain it with other checks.
@@ -93,12 +106,17 @@ fn actions(m: &Model, f: &intent::Fault, out: &mut Vec<Fault>) {
             for &ports in &ports {
                 push(at, FaultAction::Link { ports, up: false });
             }
+            // The reset destroys the host's RDMA QPs (their state lives in the NIC); the
+            // applications reconnect once the link is back and resend from their first
+            // unacknowledged work request.
+            push(at, FaultAction::Qps { host, up: false });
             if let Some(profile) = f.profile {
                 push(back, FaultAction::NicProfile { host, profile: profile as u32 });
             }
             for &ports in &ports {
                 push(back, FaultAction::Link { ports, up: true });
             }
+            push(back + RECONNECT, FaultAction::Qps { host, up: true });
         }
         // (The loader gives every kind the link or node it needs.)
         _ => {}
@@ -223,13 +241,15 @@ impl Sim<'_> {
                 }
             }
             FaultAction::NicProfile { host, profile } => self.set_nic_profile(host, profile as usize),
+            FaultAction::Qps { host, up: false } => self.qps_destroy(host),
+            FaultAction::Qps { host, up: true } => self.qps_reconnect(host),
             FaultAction::HashFields { mask } => {
                 // The hash is the QP's, carried by its packets: recompute it from the stored
                 // source port. Packets already in flight keep the old one (as packets already
                 // past a switch keep the path it chose).
                 self.router.set_hash_fields(mask);
                 for q in &mut self.host.qps {
-                    q.hash = self.router.flow_hash(q.src, q.dst, q.sport as u32);
+                    q.hash = self.router.flow_hash(q.src, q.dst, q.sport as u32, q.qpn);
                 }
             }
         }
@@ -302,22 +322,107 @@ impl Sim<'_> {
         for n in nics.clone() {
             self.host.nics[n as usize].profile = profile;
         }
-        let prof = &self.m.nics[profile];
         for qi in 0..self.host.qps.len() {
             let q = &self.host.qps[qi];
             if !nics.contains(&q.src_nic) || q.sender_done.is_some() {
                 continue;
             }
-            let rdma =
-                matches!(q.cc, Some(Cc::Paper(_) | Cc::Mlx5(_) | Cc::Hpcc(_) | Cc::Timely(_) | Cc::DctcpRate(_)));
-            if !rdma {
+            self.restart_cc(qi);
+        }
+    }
+
+    /// QP `qi`'s RDMA congestion control started afresh at line rate under its NIC's profile,
+    /// as on a QP created anew; QPs without one and TCP-like ones keep theirs.
+    fn restart_cc(&mut self, qi: usize) {
+        let q = &self.host.qps[qi];
+        let rdma = matches!(q.cc, Some(Cc::Paper(_) | Cc::Mlx5(_) | Cc::Hpcc(_) | Cc::Timely(_) | Cc::DctcpRate(_)));
+        if !rdma {
+            return;
+        }
+        let profile = self.host.nics[q.src_nic as usize].profile;
+        let prof = &self.m.nics[profile];
+        let line = self.ports[self.host.nics[q.src_nic as usize].port as usize].speed.0 as f64;
+        let (src_nic, dst, hash, mtu) = (q.src_nic, q.dst, q.hash, q.mtu);
+        let path_rtt = || self.path_rtt(src_nic, dst, hash, mtu + self.hdr.data);
+        let cc = Cc::choose(QpKind::Rdma, prof, &self.host.cc_params[profile], line, mtu, path_rtt);
+        self.host.qps[qi].cc = cc;
+    }
+
+    /// The RDMA QPs whose one end is `host`'s NIC and whose message is under way, as a NIC
+    /// reset leaves them: their state (on the NIC) is gone, at both ends (the peer's QP is
+    /// torn down with the connection). TCP-like QPs are the host kernel's and survive.
+    fn reset_qps(&self, host: NodeId) -> Vec<usize> {
+        let nics = self.router.nics_of(host);
+        (0..self.host.qps.len())
+            .filter(|&qi| {
+                let q = &self.host.qps[qi];
+                let tcp = matches!(q.cc, Some(Cc::Cubic(_) | Cc::Dctcp(_) | Cc::DctcpIb(_)));
+                (nics.contains(&q.src_nic) || nics.contains(&q.dst_nic))
+                    && !tcp
+                    && !q.retired
+                    && !q.st.failed
+                    && q.sender_done.is_none()
+            })
+            .collect()
+    }
+
+    /// A NIC reset destroys `host`'s RDMA QPs under way: each stops sending (it leaves its
+    /// NIC's send list) and its transport timer is cancelled, so nothing is retried until the
+    /// application reconnects ([`Self::qps_reconnect`]). Packets already in the fabric still
+    /// arrive; whatever they change is rewound at the reconnection. A QP not yet started is
+    /// left alone (it connects when it starts).
+    #[cold]
+    pub(super) fn qps_destroy(&mut self, host: NodeId) {
+        for qi in self.reset_qps(host) {
+            let src_nic = self.host.qps[qi].src_nic;
+            let list = &mut self.host.nics[src_nic as usize].active;
+            let Some(pos) = list.iter().position(|x| *x == qi as u32) else { continue };
+            list.remove(pos);
+            let q = &mut self.host.qps[qi];
+            q.torn_down = true;
+            q.rto_gen = q.rto_gen.wrapping_add(1);
+            q.rto_armed = false;
+        }
+    }
+
+    /// The applications of `host`'s destroyed QPs have reconnected ([`RECONNECT`] after the
+    /// NIC is back): each QP starts again from the start of the work request holding its
+    /// first unacknowledged byte ([`RESEND_UNIT_BYTES`]), at both ends, with its congestion
+    /// control afresh. A message its receiver completed meanwhile (the last ACKs lost with
+    /// the link) is done.
+    #[cold]
+    pub(super) fn qps_reconnect(&mut self, host: NodeId) {
+        let now = self.now;
+        for qi in self.reset_qps(host) {
+            if !self.host.qps[qi].torn_down {
                 continue;
             }
-            let line = self.ports[self.host.nics[q.src_nic as usize].port as usize].speed.0 as f64;
-            let (src_nic, dst, hash, mtu) = (q.src_nic, q.dst, q.hash, q.mtu);
-            let path_rtt = || self.path_rtt(src_nic, dst, hash, mtu + self.hdr.data);
-            let cc = Cc::choose(QpKind::Rdma, prof, &self.host.cc_params[profile], line, mtu, path_rtt);
-            self.host.qps[qi].cc = cc;
+            self.host.qps[qi].torn_down = false;
+            if self.host.qps[qi].finish.is_some() {
+                let q = &mut self.host.qps[qi];
+                if let Some(cc) = &mut q.cc {
+                    cc.on_done();
+                }
+                q.sender_done = Some(now);
+                self.qps_left -= 1;
+                self.active_qps -= 1;
+                continue;
+            }
+            let q = &mut self.host.qps[qi];
+            let unit = (RESEND_UNIT_BYTES / q.mtu as u64).max(1) as u32;
+            let from = q.snd_una / unit * unit;
+            // The receiver takes the work request again: what it held past `from` is not
+            // counted twice.
+            q.st.bytes_delivered = q.st.bytes_delivered.min(from as u64 * q.mtu as u64);
+            (q.rcv_nxt, q.nak_for, q.since_ack, q.ooo_held) = (from, NONE, 0, 0);
+            q.ooo.clear();
+            (q.snd_una, q.snd_nxt, q.rtx, q.rtx_end, q.rtt_psn) = (from, from, NONE, NONE, NONE);
+            (q.timeouts_in_row, q.last_progress) = (0, now);
+            self.restart_cc(qi);
+            let nic = self.router.live_nic(self.host.qps[qi].src_nic);
+            self.host.qps[qi].src_nic = nic;
+            self.host.nics[nic as usize].active.push(qi as u32);
+            self.nic_try_send(nic);
         }
     }
 
@@ -384,5 +489,54 @@ mod tests {
         assert!(matches!(sim.host.qps[0].cc, Some(Cc::Hpcc(_))), "HPCC after: {:?}", sim.host.qps[0].cc);
         sim.run(&mut |_| {});
         assert!(sim.host.qps[0].finish.is_some(), "the flow completes after the reset");
+    }
+
+    /// h0 streams 2 MB to h1 at 100 Gb/s; `reset` (h0 or h1) has its NIC reset at 50 µs for
+    /// 20 µs.
+    fn reset_fabric(reset: &str) -> Model {
+        star(
+            2,
+            "",
+            &format!(
+                "[[traffic]]\npattern = \"flow\"\nsrc = \"h0\"\ndst = \"h1\"\nsize_bytes = 2000000\n\
+                 [[fault]]\nkind = \"nic-reset\"\nat_us = 50\na = \"{reset}\"\nduration_us = 20\n"
+            ),
+        )
+    }
+
+    #[test]
+    fn a_nic_reset_destroys_the_qps_and_the_application_resends_its_unacknowledged_work_request_after_reconnecting() {
+        for reset in ["h0", "h1"] {
+            let m = reset_fabric(reset);
+            let mut sim = crate::build(&m, SimOptions::default()).unwrap();
+            sim.run_until(SimTime::from_secs_f64(50e-6));
+            let una = sim.host.qps[0].snd_una;
+            // 50 µs at 100 Gb/s: about 600 KB acknowledged, in the second 512 KiB work request.
+            assert!((120..200).contains(&una), "{reset}: snd_una {una}");
+            sim.run_until(SimTime::from_secs_f64(51e-6));
+            assert!(sim.host.qps[0].torn_down, "{reset}: the QP is destroyed with the NIC's state");
+            let sent = sim.stats.data_sent;
+            // Nothing is sent or retried while the link is down and the application has not
+            // reconnected: the NIC is back at 70 µs, the connection at 70 µs + RECONNECT.
+            let reconnect = SimTime::from_secs_f64(70e-6) + RECONNECT;
+            sim.run_until(reconnect - SimTime(1));
+            assert_eq!(sim.stats.data_sent, sent, "{reset}: no retry before the reconnection");
+            assert_eq!(sim.host.qps[0].st.timeouts, 0, "{reset}");
+            sim.run(&mut |_| {});
+            let q = &sim.host.qps[0];
+            // Resent from the start of the work request holding the first unacknowledged byte
+            // (packet 128 = 512 KiB / 4096 B): the rest, 2,000,000 − 524,288 B, in packets of
+            // 4,096 B payload and 82 B of headers, at 100 Gb/s is 120.4 µs, plus a few µs of
+            // round trip.
+            let finish = q.finish.expect("the message completes after the reconnection");
+            let wire = (2_000_000f64 - 524_288.0) * (4096.0 + 82.0) / 4096.0;
+            let after = (finish.0 - reconnect.0) as f64 * 1e-6;
+            let ideal = wire * 8.0 / 100e9 * 1e6;
+            assert!(after >= ideal && after < ideal + 5.0, "{reset}: {after} µs after reconnecting, ideal {ideal}");
+            // Counted once, at the receiver, whatever was received twice.
+            assert_eq!(q.st.bytes_delivered, 2_000_000, "{reset}");
+            assert!(q.st.retransmitted_packets as u32 >= una - 128, "{reset}: {}", q.st.retransmitted_packets);
+            assert!(!q.st.failed, "{reset}");
+        }
     }
 }

@@ -115,6 +115,8 @@ struct Flow {
     src_nic: u32,
     hash: u32,
     sport: u16,
+    /// QP numbers (source, destination): hashed under `dest-qpn` / `src-qpn`.
+    qpn: [u32; 2],
     /// Payload bytes and packets of its last one (for the tail).
     last_pkt_wire: u32,
     npkts: u64,
@@ -144,6 +146,7 @@ impl Flow {
         src_nic: NONE,
         hash: 0,
         sport: 0,
+        qpn: [0, 0],
         last_pkt_wire: 0,
         npkts: 0,
         wire: 0,
@@ -353,11 +356,30 @@ impl<'m> FlowSim<'m> {
         faults: Vec<Fault>,
         opts: SimOptions,
     ) -> Result<Self, Vec<Diagnostic>> {
+        // UET sprays every packet and trims: the packet engine's (one path per flow here).
+        if let Some(n) = m.nics.iter().find(|n| n.transport == rocelab_model::uet::Transport::Uet) {
+            return Err(vec![Diagnostic::new(
+                format!("{}.transport", n.path),
+                "the flow engine routes each flow on one ECMP path; `transport = \"uet\"` sprays every packet",
+                "run the packet engine (leave out `--engine flow`)",
+            )]);
+        }
         // RoCE's headers and ECMP only: an InfiniBand fabric runs on packets.
         if m.is_ib() {
             return Err(vec![Diagnostic::new(
                 "fabric.link_layer",
                 "the flow engine does not model InfiniBand (credits, IB headers and routing)",
+                "run the packet engine (leave out `--engine flow`)",
+            )]);
+        }
+        // Its flows take one path each: flowlets, adaptive routing and spraying move packets.
+        if !m.config.routing.load_balancing.is_ecmp() {
+            return Err(vec![Diagnostic::new(
+                "routing.load_balancing",
+                format!(
+                    "the flow engine routes each flow on one ECMP path; `{}` chooses per packet or flowlet",
+                    m.config.routing.load_balancing.name()
+                ),
                 "run the packet engine (leave out `--engine flow`)",
             )]);
         }
@@ -484,7 +506,7 @@ impl<'m> FlowSim<'m> {
     /// A QP's flow record (not queued): QP `k` of `f`, `size` payload bytes, of message `mi`.
     fn new_flow(&mut self, f: &FlowSpec, k: u32, size: u64, mi: u32, state: State) -> u32 {
         let mtu = self.m.nic_of(f.src).mtu as u64;
-        let QpRoute { src_nic, hash, sport, .. } = self.router.qp_route(f, k);
+        let QpRoute { src_nic, hash, sport, qpn, .. } = self.router.qp_route(f, k);
         let npkts = size.div_ceil(mtu);
         let wire = size + npkts * DATA_OVERHEAD as u64;
         let last = size - (npkts - 1) * mtu;
@@ -497,6 +519,7 @@ impl<'m> FlowSim<'m> {
             src_nic,
             hash,
             sport,
+            qpn,
             last_pkt_wire: (last + DATA_OVERHEAD as u64) as u32,
             npkts,
             wire,
@@ -1117,7 +1140,13 @@ impl<'m> FlowSim<'m> {
         let action = self.faults[idx].action;
         // Host-side faults change no path (a slow drain and a NIC's new settings are the
         // packet engine's: the flow engine has no receive buffers or per-QP control).
-        if matches!(action, FaultAction::Host { .. } | FaultAction::Drain { .. } | FaultAction::NicProfile { .. }) {
+        if matches!(
+            action,
+            FaultAction::Host { .. }
+                | FaultAction::Drain { .. }
+                | FaultAction::NicProfile { .. }
+                | FaultAction::Qps { .. }
+        ) {
             return;
         }
         for p in self.router.apply(action, self.now).into_iter().flatten() {
@@ -1129,7 +1158,7 @@ impl<'m> FlowSim<'m> {
         if matches!(action, FaultAction::HashFields { .. }) {
             for f in self.flows.iter_mut() {
                 if f.state != State::Free && f.group == NONE {
-                    f.hash = self.router.flow_hash(f.src, f.dst, f.sport as u32);
+                    f.hash = self.router.flow_hash(f.src, f.dst, f.sport as u32, f.qpn);
                 }
             }
         }
