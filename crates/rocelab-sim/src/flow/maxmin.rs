@@ -17,25 +17,18 @@
 //! Cost: O(P + S log L) for F flows whose paths have P link crossings in total over L links,
 //! S the stale entries met at the top, plus sorting the caps.
 
-use std::cmp::{Ordering, Reverse};
+use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-/// A level in the heap (finite, ≥ 0), ordered by `total_cmp`.
-#[derive(Clone, Copy, PartialEq)]
-struct Level(f64);
-
-impl Eq for Level {}
-
-impl PartialOrd for Level {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-
-impl Ord for Level {
-    fn cmp(&self, o: &Self) -> Ordering {
-        self.0.total_cmp(&o.0)
-    }
+/// A heap entry: link `j` at `level`, as one integer ordered as (`level` by `total_cmp`,
+/// then `j`): the heap compares one integer where it compared a float's ordering and an
+/// index, and the same key is the same level to the bit.
+#[inline]
+fn key(level: f64, j: u32) -> u128 {
+    // `f64::total_cmp`'s own mapping to a signed integer, moved to unsigned order.
+    let b = level.to_bits() as i64;
+    let ordered = (b ^ (((b >> 63) as u64) >> 1) as i64) as u64 ^ (1 << 63);
+    (ordered as u128) << 32 | j as u128
 }
 
 /// Scratch space for [`WaterFill::fill`], reused between calls so a call allocates nothing
@@ -54,7 +47,7 @@ pub struct WaterFill {
     lids: Vec<u32>,
     frozen: Vec<bool>,
     order: Vec<u32>,
-    heap: BinaryHeap<Reverse<(Level, u32)>>,
+    heap: BinaryHeap<Reverse<u128>>,
 }
 
 impl WaterFill {
@@ -117,7 +110,7 @@ impl WaterFill {
         // Built in one O(n) heapify, not n pushes (the heap's vector is reused).
         let mut h = std::mem::take(&mut self.heap).into_vec();
         h.clear();
-        h.extend((0..nl).map(|j| Reverse((Level(self.rem[j] / self.cnt[j] as f64), j as u32))));
+        h.extend((0..nl).map(|j| Reverse(key(self.rem[j] / self.cnt[j] as f64, j as u32))));
         self.heap = BinaryHeap::from(h);
         // Flows by cap, lowest first (ties in input order: deterministic).
         self.order.clear();
@@ -139,17 +132,18 @@ impl WaterFill {
             // back in at its current level (one sift) until the top is current: the minimum.
             let link = loop {
                 let Some(mut top) = self.heap.peek_mut() else { break None };
-                let Reverse((lv, j)) = *top;
-                let j = j as usize;
+                let Reverse(was) = *top;
+                let j = was as u32 as usize;
                 if self.cnt[j] == 0 {
                     std::collections::binary_heap::PeekMut::pop(top);
                     continue;
                 }
                 let cur = self.rem[j] / self.cnt[j] as f64;
-                if lv.0 == cur {
+                let now = key(cur, j as u32);
+                if now == was {
                     break Some((cur, j));
                 }
-                *top = Reverse((Level(cur), j as u32));
+                *top = Reverse(now);
             };
             match link {
                 Some((x, j)) if x < cap_level => {
@@ -215,6 +209,19 @@ mod tests {
     }
 
     const INF: f64 = f64::INFINITY;
+
+    #[test]
+    fn heap_keys_order_as_total_cmp_then_index() {
+        let levels = [0.0, 1e-300, 0.5, 1.0, 1.0 + f64::EPSILON, 3.0e9, 4.0e11, f64::MAX, INF];
+        for (a, &x) in levels.iter().enumerate() {
+            for (b, &y) in levels.iter().enumerate() {
+                for (i, j) in [(0u32, 1u32), (1, 0), (7, 7), (u32::MAX, 0)] {
+                    let want = x.total_cmp(&y).then(i.cmp(&j));
+                    assert_eq!(key(x, i).cmp(&key(y, j)), want, "{a} {b} {i} {j}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn three_flows_over_two_links() {

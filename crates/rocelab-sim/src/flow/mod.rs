@@ -224,6 +224,18 @@ struct Group {
     gen: u32,
 }
 
+/// A link's state as the recomputation reads it.
+#[derive(Clone, Copy)]
+struct LinkAt {
+    /// Capacity in bits/s (as `FlowSim::cap`).
+    cap: f64,
+    /// Active flows on it (`link_flows[l].len()`, but a group parked on a link it holds
+    /// alone keeps its 1 there: nothing else reads it until a flow joins and evicts it).
+    n: u32,
+    /// The recomputation that last reached it (`u32::MAX`: listed in `dirty`).
+    mark: u32,
+}
+
 /// One message: its QPs aggregated.
 #[derive(Clone, Copy)]
 struct Msg {
@@ -270,11 +282,9 @@ pub struct FlowSim<'m> {
     cap: Vec<f64>,
     /// Each entry is a flow and the link's index on it (in its path, or its group's `links`).
     link_flows: Vec<Vec<(u32, u32)>>,
-    /// Active flows on each link (`link_flows[l].len()`, but a group parked on a link it
-    /// holds alone keeps its 1 there: nothing else reads it until a flow joins and evicts
-    /// it), kept compact: the recomputation asks it of every link it meets, and this array
-    /// stays in cache where the lists' headers do not.
-    link_n: Vec<u32>,
+    /// Per link, what the recomputation asks of every link it meets, in one compact record
+    /// (one cache line where three arrays and the lists' headers were several).
+    lk: Vec<LinkAt>,
     tx_bytes: Vec<u64>,
     flows: Vec<Flow>,
     free_flows: Vec<u32>,
@@ -288,9 +298,8 @@ pub struct FlowSim<'m> {
     workload: Option<Box<dyn Workload + 'm>>,
     deliveries_wanted: bool,
     wakes: WakeSlots,
-    /// Links whose flows changed since the last recomputation (deduplicated by `link_mark`).
+    /// Links whose flows changed since the last recomputation (deduplicated by `LinkAt::mark`).
     dirty: Vec<u32>,
-    link_mark: Vec<u32>,
     flow_mark: Vec<u32>,
     mark: u32,
     fill: WaterFill,
@@ -387,7 +396,7 @@ impl<'m> FlowSim<'m> {
             faults,
             cap: m.ports.iter().map(|p| p.speed.0 as f64).collect(),
             link_flows: vec![Vec::new(); nl],
-            link_n: vec![0; nl],
+            lk: m.ports.iter().map(|p| LinkAt { cap: p.speed.0 as f64, n: 0, mark: 0 }).collect(),
             tx_bytes: vec![0; nl],
             flows: Vec::new(),
             free_flows: Vec::new(),
@@ -399,7 +408,6 @@ impl<'m> FlowSim<'m> {
             workload: None,
             wakes: WakeSlots::default(),
             dirty: Vec::new(),
-            link_mark: vec![0; nl],
             flow_mark: Vec::new(),
             mark: 0,
             fill: WaterFill::default(),
@@ -983,7 +991,7 @@ impl<'m> FlowSim<'m> {
             let lf = &mut self.link_flows[l as usize];
             debug_assert!(lf.len() == 1 && lf[0].0 == fi);
             lf.clear();
-            self.link_n[l as usize] = 0;
+            self.lk[l as usize].n = 0;
         }
         away.clear();
         let grp = &mut self.groups[g as usize];
@@ -996,7 +1004,7 @@ impl<'m> FlowSim<'m> {
     #[cold]
     fn evict(&mut self, l: usize, fi: u32, h: u32) {
         self.link_flows[l].clear();
-        self.link_n[l] = 0;
+        self.lk[l].n = 0;
         let g = self.flows[fi as usize].group as usize;
         let away = &mut self.groups[g].away;
         if let Err(i) = away.binary_search(&h) {
@@ -1016,8 +1024,8 @@ impl<'m> FlowSim<'m> {
     }
 
     fn mark_dirty(&mut self, l: usize) {
-        if self.link_mark[l] != u32::MAX {
-            self.link_mark[l] = u32::MAX;
+        if self.lk[l].mark != u32::MAX {
+            self.lk[l].mark = u32::MAX;
             self.dirty.push(l as u32);
         }
     }
@@ -1033,12 +1041,12 @@ impl<'m> FlowSim<'m> {
         }
         let slot = self.link_flows[l].len() as u32;
         self.link_flows[l].push((fi, h as u32));
-        self.link_n[l] += 1;
+        self.lk[l].n += 1;
         // Sharing the link starts for the one that joins, and for the one that was alone.
-        if self.link_n[l] > 1 && group != NONE {
+        if self.lk[l].n > 1 && group != NONE {
             sorted_insert(&mut self.groups[group as usize].shared, h as u32);
         }
-        if self.link_n[l] == 2 {
+        if self.lk[l].n == 2 {
             let (o, oh) = self.link_flows[l][0];
             let other = self.flows[o as usize].group;
             if other != NONE {
@@ -1047,7 +1055,7 @@ impl<'m> FlowSim<'m> {
         }
         // The first link finds the flow, a shared one the others; a link of its own beyond
         // the first would find nothing more (same component, same order).
-        if first || self.link_n[l] > 1 {
+        if first || self.lk[l].n > 1 {
             self.mark_dirty(l);
         }
         slot
@@ -1058,12 +1066,12 @@ impl<'m> FlowSim<'m> {
     fn unlink(&mut self, l: usize, s: usize) {
         let (gone, gh) = self.link_flows[l].swap_remove(s);
         let gone = self.flows[gone as usize].group;
-        self.link_n[l] -= 1;
+        self.lk[l].n -= 1;
         // Sharing the link ends for the one that leaves, and for the one left alone.
-        if self.link_n[l] >= 1 && gone != NONE {
+        if self.lk[l].n >= 1 && gone != NONE {
             sorted_remove(&mut self.groups[gone as usize].shared, gh);
         }
-        if self.link_n[l] == 1 {
+        if self.lk[l].n == 1 {
             let (o, oh) = self.link_flows[l][0];
             let left = self.flows[o as usize].group;
             if left != NONE {
@@ -1080,7 +1088,7 @@ impl<'m> FlowSim<'m> {
             }
         }
         // A link left empty has no flow to refill.
-        if self.link_n[l] > 0 {
+        if self.lk[l].n > 0 {
             self.mark_dirty(l);
         }
     }
@@ -1213,7 +1221,7 @@ impl<'m> FlowSim<'m> {
         if self.mark == u32::MAX || self.mark == 0 {
             // (Dirty links are listed in `dirty`: their marks may go.)
             self.flow_mark.iter_mut().for_each(|x| *x = 0);
-            self.link_mark.iter_mut().for_each(|x| *x = 0);
+            self.lk.iter_mut().for_each(|x| x.mark = 0);
             self.mark = 1;
         }
         let mark = self.mark;
@@ -1221,10 +1229,17 @@ impl<'m> FlowSim<'m> {
         self.comp_links.clear();
         self.comp_flows.clear();
         for &l in &self.dirty {
-            self.link_mark[l as usize] = mark;
+            self.lk[l as usize].mark = mark;
             self.comp_links.push(l);
         }
         self.dirty.clear();
+        // Each flow's input to the fill is built as the flow is met: a link no other flow
+        // crosses bounds it as a cap does (its capacity; a round's: capacity / members), so
+        // the fill sees only shared links, and only those lead to more flows.
+        self.off.clear();
+        self.links.clear();
+        self.fcap.clear();
+        self.off.push(0);
         let mut i = 0;
         while i < self.comp_links.len() {
             let l = self.comp_links[i] as usize;
@@ -1240,73 +1255,48 @@ impl<'m> FlowSim<'m> {
                 }
                 self.flow_mark[fi as usize] = mark;
                 self.comp_flows.push(fi);
-                // A link only this flow crosses leads nowhere else (and enters the fill as a
-                // cap): not visited. Most of a lockstep round's links are such, and its
-                // shared ones are listed.
+                let mut cap = f.cap;
                 if f.group == NONE {
                     for &l2 in &f.path[..f.len as usize] {
-                        if self.link_n[l2 as usize] > 1 && self.link_mark[l2 as usize] != mark {
-                            self.link_mark[l2 as usize] = mark;
+                        let at = &mut self.lk[l2 as usize];
+                        if at.n == 1 {
+                            cap = cap.min(at.cap);
+                            continue;
+                        }
+                        self.links.push(l2);
+                        if at.mark != mark {
+                            at.mark = mark;
                             self.comp_links.push(l2);
                         }
                     }
                 } else {
+                    // A round crosses a link once per member on it; most of a ring's links
+                    // are its own, its shared ones are listed.
                     let grp = &self.groups[f.group as usize];
+                    if grp.shared.is_empty() {
+                        cap = cap.min(grp.lim_min);
+                    } else if let Some(&h) = grp.by_lim.iter().find(|h| grp.shared.binary_search(h).is_err()) {
+                        // The least bound of the links it has alone: the first by `lim` not shared.
+                        cap = cap.min(grp.lim[h as usize]);
+                    }
                     for &h in &grp.shared {
                         let l2 = grp.links[h as usize];
-                        if self.link_mark[l2 as usize] != mark {
-                            self.link_mark[l2 as usize] = mark;
+                        for _ in 0..grp.mult[h as usize] {
+                            self.links.push(l2);
+                        }
+                        let at = &mut self.lk[l2 as usize];
+                        if at.mark != mark {
+                            at.mark = mark;
                             self.comp_links.push(l2);
                         }
                     }
                 }
+                self.off.push(self.links.len() as u32);
+                self.fcap.push(cap);
             }
         }
         self.stats.flows_refilled += self.comp_flows.len() as u64;
         self.stats.links_refilled += self.comp_links.len() as u64;
-        self.off.clear();
-        self.links.clear();
-        self.fcap.clear();
-        self.off.push(0);
-        for &fi in &self.comp_flows {
-            let f = &self.flows[fi as usize];
-            if f.group == NONE {
-                // A link no other flow crosses bounds the flow as a cap does (its whole
-                // capacity): the fill then sees only shared links, a smaller heap.
-                let mut cap = f.cap;
-                for &l in &f.path[..f.len as usize] {
-                    if self.link_n[l as usize] == 1 {
-                        cap = cap.min(self.cap[l as usize]);
-                    } else {
-                        self.links.push(l);
-                    }
-                }
-                self.off.push(self.links.len() as u32);
-                self.fcap.push(cap);
-                continue;
-            }
-            // A group's round crosses a link once per member on it. A link no other flow
-            // crosses only bounds the round's rate (capacity / members): a cap, so the fill
-            // sees only the links it shares (most of a ring's are its own).
-            let grp = &self.groups[f.group as usize];
-            if grp.shared.is_empty() {
-                self.off.push(self.links.len() as u32);
-                self.fcap.push(f.cap.min(grp.lim_min));
-                continue;
-            }
-            // The least bound of the links it has alone: the first by `lim` not shared.
-            let mut cap = f.cap;
-            if let Some(&h) = grp.by_lim.iter().find(|h| grp.shared.binary_search(h).is_err()) {
-                cap = cap.min(grp.lim[h as usize]);
-            }
-            for &h in &grp.shared {
-                for _ in 0..grp.mult[h as usize] {
-                    self.links.push(grp.links[h as usize]);
-                }
-            }
-            self.off.push(self.links.len() as u32);
-            self.fcap.push(cap);
-        }
         self.fill.fill(&self.cap, &self.off, &self.links, &self.fcap, &mut self.rates);
         for k in 0..self.comp_flows.len() {
             let fi = self.comp_flows[k];
