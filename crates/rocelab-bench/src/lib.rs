@@ -10,6 +10,7 @@
 pub mod flow_error;
 pub mod flow_speed;
 pub mod measure;
+pub mod partition_profile;
 
 pub use measure::{measure, Measurement, Plan};
 
@@ -168,6 +169,13 @@ pub fn rail_1024() -> String {
     s
 }
 
+/// `permutation(k)` with `[routing] load_balancing = mode`: the per-packet member choice
+/// (and the receivers' out-of-order placement) on the fabric whose ECMP run is the baseline.
+pub fn permutation_balanced(k: u32, mode: &str) -> String {
+    permutation(k).replace("name = \"permutation-k", &format!("name = \"permutation-{mode}-k"))
+        + &format!("\n[routing]\nload_balancing = \"{mode}\"\n")
+}
+
 pub fn all() -> Vec<Scenario> {
     let fixed = |name, about, fabric| Scenario { name, about, fabric, workload: None };
     vec![
@@ -184,7 +192,22 @@ pub fn all() -> Vec<Scenario> {
             "the same with htsim's RoCE settings: static XOFF 61,440 B / XON 49,152 B, no CC, 1 ms",
             permutation_htsim(16),
         ),
+        fixed(
+            "permutation-128-htsim",
+            "k=8 fat tree (128 hosts) with htsim's RoCE settings: static XOFF 61,440 B / XON 49,152 B, no CC, 1 ms",
+            permutation_htsim(8),
+        ),
         fixed("rail-1024", "1,024-GPU rail-optimized, every GPU sends 16 MB to a peer on another rail", rail_1024()),
+        fixed(
+            "permutation-128-adaptive",
+            "permutation-128 with per-packet adaptive routing (least-loaded member, out-of-order placement)",
+            permutation_balanced(8, "adaptive"),
+        ),
+        fixed(
+            "permutation-128-spray",
+            "permutation-128 with oblivious per-packet spraying (out-of-order placement)",
+            permutation_balanced(8, "spray"),
+        ),
         Scenario {
             name: "chain-10k",
             about: "10,000 chained 1,000-byte messages (workload API: each posted when the last is delivered)",

@@ -151,3 +151,26 @@ fn bench_measures_warmup_and_runs_exports_and_compares_with_a_baseline() {
     assert_eq!(o.status.code(), Some(2), "{o:?}");
     assert!(String::from_utf8_lossy(&o.stderr).contains("expected `rocelab.bench.results/v1`"));
 }
+
+/// `--partitions`: one table row per count, the k=4 fat tree cut into its pods (two, then all
+/// four: a count above the pods is capped) with the core links' 1 µs as the lookahead; an
+/// unknown cut, a cut the fabric lacks and a count of 0 are bad input naming the fix.
+#[test]
+fn partitions_report_the_cut_and_refuse_what_cannot_be_cut() {
+    let d = tmpdir("partitions");
+    let o = rocelab(&d).args(["bench", "--partitions", "2,8", "permutation-16"]).output().unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(table.contains("| 2 | pod | 4 | ") && table.contains("| 4 | pod | 4 | "), "{table}");
+    assert!(table.contains(" | 1000 ns | "), "{table}");
+    for (args, says) in [
+        (vec!["bench", "--partitions", "2", "--partition-by", "row", "permutation-16"], "unknown --partition-by `row`"),
+        (vec!["bench", "--partitions", "2", "--partition-by", "rail", "permutation-16"], "no rail groups"),
+        (vec!["bench", "--partitions", "0", "permutation-16"], "a partition count of 0"),
+        (vec!["bench", "--partitions", "2", "chain-10k"], "driven by a test workload"),
+    ] {
+        let o = rocelab(&d).args(&args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {o:?}");
+        assert!(String::from_utf8_lossy(&o.stderr).contains(says), "{args:?}: {o:?}");
+    }
+}

@@ -50,8 +50,9 @@ fn side_by_side(log: &str, fabric: &str) -> (serde_json::Value, Vec<Row>) {
 }
 
 #[test]
-fn h200_2_nodes_on_spectrum_x_the_twin_matches_from_128_mib_to_512_mib() {
-    // 2 × 8 H200, 8 × 400GbE BlueField-3 per node, RoCEv2 on Spectrum-X rails, NCCL 2.30.4.
+fn h200_2_nodes_on_spectrum_x_the_twin_matches_at_128_and_256_mib() {
+    // 2 × 8 H200, 8 × 400GbE BlueField-3 per node, RoCEv2 on Spectrum-X rails, NCCL 2.30.4; the
+    // fabric file charges NCCL's own hop latency (`[nccl] net_hop_latency = "tuning"`).
     let (v, rows) = side_by_side("h200-2node-spectrumx-all_reduce.txt", "h200-2node-spectrumx.toml");
     assert_eq!((v["twin"][0]["real_ranks"].as_u64(), v["twin"][0]["twin_ranks"].as_u64()), (Some(16), Some(16)));
     // Every size of the log up to the twin's default limit (1 GiB) ran on the twin.
@@ -64,32 +65,50 @@ fn h200_2_nodes_on_spectrum_x_the_twin_matches_from_128_mib_to_512_mib() {
     };
 
     // Bandwidth-bound sizes where NCCL runs a ring on this cluster: the twin's busbw is within
-    // 15 % of the log's (+13 %, −5 %, −12 %).
-    for size in [128u64 << 20, 256 << 20, 512 << 20] {
+    // 15 % of the log's (+11 %, −8 %).
+    for size in [128u64 << 20, 256 << 20] {
         assert!(busbw_off(size).abs() <= 0.15, "{size} B: twin {:+.1} %: {:?}", busbw_off(size) * 100.0, row(size));
     }
     assert_eq!(row(256 << 20).5, "matches");
 
-    // From 1 GiB the log exceeds what any ring can do on 8 × 400G: 2(n−1)/n · S over the
+    // From 512 MiB the log exceeds what any ring can do on 8 × 400G: 2(n−1)/n · S over the
     // node's NICs is at most their payload goodput, 8 × 50 GB/s × 4096/(4096 + 82) = 392 GB/s
-    // of busbw. NCCL ran NVLink SHARP with a tree between the nodes there (NVLS-tree: the
-    // switch reduces inside the node, each node sends S once), which the twin does not run; the
-    // twin's ring stays under the bound.
+    // of busbw, and the log reads 433 GB/s at 512 MiB, 459 at 1 GiB. NCCL ran NVLink SHARP with
+    // a tree between the nodes there (NVLS-tree: the switch reduces inside the node, each node
+    // sends S once), which the twin does not run; the twin's ring stays under the bound.
     let ring_bound = 8.0 * 50.0 * 4096.0 / 4178.0;
-    let top = row(1 << 30);
-    assert!(top.3 > ring_bound * 1.15 && top.4 <= ring_bound, "{top:?} against {ring_bound}");
-    assert_eq!(top.5, "above twin");
+    for size in [512u64 << 20, 1 << 30] {
+        let r = row(size);
+        assert!(r.3 > ring_bound * 1.1 && r.4 <= ring_bound, "{r:?} against {ring_bound}");
+        assert_eq!(r.5, "above twin");
+    }
 
-    // 1–16 MiB: the twin (tree/LL128 as NCCL's model picks it) takes 0.52–0.57 of the log's
-    // time. NCCL's own model predicts 60, 84 and 175 µs at 1, 4 and 16 MiB for this system, the
-    // log reads 77, 106 and 208: NCCL's model charges each network hop of the tree 8.5 µs and
-    // scales its bandwidth by the medium-size correction, where the twin's fabric hop takes
-    // about 3 µs and its chunks move at the NICs' rate; the figures below pin the gap so that a
-    // change to either side shows.
+    // Below 1 MiB the twin takes what NCCL's own model predicts, which is 0.56–0.58 of what the
+    // log reads. 1 KiB, tree/LL as NCCL's model picks it: 6.8 µs base + 2 × (7 NVLink hops of
+    // 0.6 µs + 1 network hop of 5.0 µs) = 25.2 µs, plus 1 KiB at the tree/LL rate
+    // (min(8 × 48 × 0.92, 8 × 41.4) / 3.8 capped at 39 GB/s, halved, × 0.9) = 0.06 µs. The log
+    // reads 43.5–45 µs from 1 to 4 KiB: what it pays beyond NCCL's model (the kernel launch
+    // and host-side enqueue of a call nccl-tests times without CUDA graphs) no source states
+    // per call, so the twin does not charge it.
+    let model_1k = 6.8 + 2.0 * (7.0 * 0.6 + 5.0) + 1024.0 / (1000.0 * 17.55);
+    for size in [1024u64, 2048, 4096] {
+        let r = row(size);
+        assert!((r.2 - model_1k).abs() < 0.2, "{size} B: twin {} µs, NCCL's model {model_1k:.2} µs", r.2);
+        assert!((0.5..0.62).contains(&(r.2 / r.1)), "{size} B: {r:?}");
+    }
+    // 1–16 MiB: tree/LL128 on both sides; the twin charges the tree's latency as NCCL's model
+    // does (14 µs base + 2 × (7 × 1.25 + 8.5) = 48.5 µs before any byte) and moves the data at
+    // the NICs' rate, where NCCL's model caps LL128 per channel (36.7 GB/s of bus bandwidth,
+    // 146.8 GB/s of algorithm bandwidth on 8 channels) and scales it by its medium-size tree
+    // correction (0.6–0.9): it predicts 60.4, 84.2 and 175.5 µs at 1, 4 and 16 MiB, the twin
+    // 54–128 µs, the log 77, 106 and 208. The figures below pin the gap so that a change to
+    // either side shows.
+    let one = row(1 << 20);
+    assert!(one.2 > 48.5 && one.2 < 60.4, "1 MiB: twin {} µs between NCCL's latency and its model's time", one.2);
     for size in [1u64 << 20, 4 << 20, 16 << 20] {
         let r = row(size);
         let share = r.2 / r.1;
-        assert!((0.45..0.65).contains(&share), "{size} B: twin time {:.2} of the log's: {r:?}", share);
+        assert!((0.55..0.75).contains(&share), "{size} B: twin time {:.2} of the log's: {r:?}", share);
     }
     // Which is why the doctor judges from 256 MiB (`twin::JUDGED_FROM_BYTES`): below it this
     // healthy cluster would read "far below twin"; as it is, no shortfall is reported and the
@@ -97,4 +116,69 @@ fn h200_2_nodes_on_spectrum_x_the_twin_matches_from_128_mib_to_512_mib() {
     assert!(rows.iter().filter(|r| r.0 < 256 << 20).all(|r| r.5 == "not judged"), "{rows:?}");
     let codes: Vec<&str> = v["findings"].as_array().unwrap().iter().filter_map(|f| f["code"].as_str()).collect();
     assert!(codes.contains(&"twin-above") && !codes.contains(&"twin-shortfall"), "{codes:?}");
+}
+
+#[test]
+fn the_hop_latency_setting_is_what_moves_the_small_sizes() {
+    // The same fabric without `[nccl]`: a hop between nodes is the simulated fabric, the PCIe
+    // leg's DMA and the proxy's 1 µs post overhead, so 1 KiB takes 6.8 + 2 × (7 × 0.6) = 15.2 µs
+    // plus two hops of a few µs; with NCCL's hop latency each hop is 5.0 µs whole.
+    let text = std::fs::read_to_string(real("h200-2node-spectrumx.toml")).unwrap();
+    let proxy = text.replace("net_hop_latency = \"tuning\"", "net_hop_latency = \"proxy\"");
+    assert_ne!(proxy, text);
+    let dir = std::env::temp_dir().join(format!("rocelab-real-logs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (a, b) = (dir.join("proxy.toml"), dir.join("tuning.toml"));
+    std::fs::write(&a, proxy).unwrap();
+    std::fs::write(&b, &text).unwrap();
+    let time_1k = |f: &std::path::Path| {
+        let out = f.with_extension("out");
+        let o = rocelab(&[
+            "simulate",
+            &f.display().to_string(),
+            "-o",
+            &out.display().to_string(),
+            "--collective",
+            "all_reduce",
+            "--min-bytes",
+            "1K",
+            "--max-bytes",
+            "1K",
+            "--format",
+            "json",
+        ]);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {o:?}"));
+        v["results"][0]["time_us"].as_f64().unwrap_or_else(|| panic!("{v}"))
+    };
+    let (p, t) = (time_1k(&a), time_1k(&b));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(p > 15.2 && p < 25.2 - 2.0, "proxy: {p} µs");
+    assert!((t - 25.26).abs() < 0.2, "tuning: {t} µs");
+}
+
+#[test]
+fn h100_2_nodes_without_gpudirect_the_doctor_finds_the_shortfall_its_authors_saw() {
+    // 2 × 1 H100 on one 400G RoCE NIC each, NCCL 2.26.2 with GPUDirect RDMA off ("GDR 0"),
+    // NCCL_ALGO=RING, 1 GiB to 25 GiB: 15.0 GB/s of busbw at every size, where its authors
+    // state 400 Gb/s as the peak. The log names no collective (nccl-tests of that version does
+    // not print it): the file is called all_reduce_perf.txt, as the doctor reads names.
+    let (v, rows) = side_by_side("h100-2node-moc-nogdr/all_reduce_perf.txt", "h100-2node-moc-nogdr.toml");
+    assert_eq!((v["twin"][0]["real_ranks"].as_u64(), v["twin"][0]["twin_ranks"].as_u64()), (Some(2), Some(2)));
+    // Only 1 GiB is within the twin's default limit; the 12 larger sizes are listed as not run.
+    assert_eq!(rows.len(), 1);
+    assert_eq!(v["twin"][0]["real_only_sizes"].as_array().map(Vec::len), Some(12));
+    let (size, _, _, real, twin, verdict) = &rows[0];
+    assert_eq!(*size, 1 << 30);
+    // The twin's ring is bound by the NIC: 2(n−1)/n · S over one 400G port is at most its
+    // payload goodput, 50 GB/s × 4096/4178 = 49.0 GB/s. Without GPUDirect the twin stages each
+    // message through host memory, a copy over the GPU's PCIe Gen5 ×16 link (57.6 GB/s) on each
+    // side: latency on a pipelined ring, not a lower rate, as the two copies use the GPU's link
+    // and the NIC's link, each once per direction.
+    let bound = 50.0 * 4096.0 / 4178.0;
+    assert!(*twin <= bound && *twin >= 0.9 * bound, "twin {twin} GB/s against {bound}");
+    // The log reads a third of that: the doctor says production falls far short of its twin,
+    // and the NCCL lines in the same log say why to look at the host (GPUDirect RDMA not used).
+    assert!(*real < 0.35 * *twin && verdict == "far below twin", "{:?}", rows[0]);
+    let codes: Vec<&str> = v["findings"].as_array().unwrap().iter().filter_map(|f| f["code"].as_str()).collect();
+    assert!(codes.contains(&"twin-shortfall") && codes.contains(&"gdr-not-used"), "{codes:?}");
 }

@@ -66,7 +66,7 @@ pub static RULES: &[RuleInfo] = &[
         code: "QOS001",
         severity: Warning,
         title: "RoCE class is not lossless",
-        checks: "The class that carries RDMA has no PFC on its priority.",
+        checks: "The class that carries RDMA has no PFC on its priority (unless every NIC profile in use runs `transport = \"uet\"`, which is lossy by design).",
         why: "RoCEv2 on ConnectX/Thor NICs recovers from a drop with go-back-N: one lost packet retransmits a whole window, so even 0.1 % loss costs a large share of throughput. Unless the NICs are explicitly run lossy (selective repeat, resilient RoCE), the RoCE priority must be lossless.",
         fix: "Set `lossless = true` on the RoCE class (and keep ECN on it), or disable this rule with the reason if the fabric is lossy on purpose.",
         source: MECH,
@@ -324,6 +324,15 @@ pub static RULES: &[RuleInfo] = &[
         source: "rocelab (the assignment rules of docs/fabric-file.md).",
     },
     RuleInfo {
+        code: "UET001",
+        severity: Warning,
+        title: "UET runs over a lossless (PFC) class",
+        checks: "A NIC profile in use has `transport = \"uet\"` and the class its RDMA traffic takes is lossless (PFC enabled on its priority).",
+        why: "The Ultra Ethernet transport is built for a lossy fabric: a switch that runs out of buffer trims the packet to its header, the receiver NACKs it and the sender resends only that packet. Under PFC the switch pauses instead, so trimming never happens, and packets sprayed over every path carry pauses (head-of-line blocking, and the deadlock risk of PFC) to every path at once.",
+        fix: "Make the class lossy: `lossless = false` on its `[[qos.class]]` and its priority out of `[qos.pfc] priorities`. With the `[qos]` classes left at their defaults, rocelab resolves the RDMA class lossy for a UET fabric.",
+        source: "UEC Specification 1.0 (Ultra Ethernet Consortium, June 2025): the transport's reliable unordered delivery with packet trimming targets best-effort Ethernet; link-level flow control is optional. See [uet.md](../uet.md).",
+    },
+    RuleInfo {
         code: "TOP001",
         severity: Warning,
         title: "Oversubscribed GPU-to-GPU tier",
@@ -431,6 +440,7 @@ pub static RULES: &[RuleInfo] = &[
         fix: "Fix the code (see docs/lint.md) or remove the entry.",
         source: "rocelab.",
     },
+    crate::rules::lb::LBL001,
 ];
 
 #[cfg(test)]

@@ -823,3 +823,26 @@ fn dual_tor_on_one_plane() {
     fires(t, "TOP004");
     quiet(&t.replace("dual_tor = true", "dual_tor = true\nplanes = 2"), "TOP004");
 }
+
+/// Per-packet load balancing to a NIC without out-of-order placement (the cases are in
+/// tests/lb.rs).
+#[test]
+fn spraying_to_nics_that_cannot_reorder_draws_lbl001() {
+    let t = edit("firmware = \"28.39.2048\"", "firmware = \"28.39.2048\"\nooo_window_packets = 0");
+    fires(&format!("{t}\n[routing]\nload_balancing = \"spray\"\n"), "LBL001");
+    quiet(&format!("{BASE}\n[routing]\nload_balancing = \"spray\"\n"), "LBL001");
+}
+
+#[test]
+fn uet_over_the_lossless_rdma_class_fires_and_over_a_lossy_one_does_not() {
+    // BASE's RDMA class is lossless: a UET profile over it is flagged where it says `uet`.
+    let uet = edit("firmware = \"28.39.2048\"", "firmware = \"28.39.2048\"\ntransport = \"uet\"");
+    let f = fires(&uet, "UET001");
+    assert_eq!((f.path.as_str(), f.line), ("nic.transport", line_of(&uet, "transport = \"uet\"")));
+    quiet(BASE, "UET001");
+    let lossy = uet.replacen("lossless = true", "lossless = false", 1);
+    quiet(&lossy, "UET001");
+    // Lossy on purpose: the RoCE-class rule (go-back-N needs PFC) does not apply to UET.
+    quiet(&lossy, "QOS001");
+    fires(&BASE.replacen("lossless = true", "lossless = false", 1), "QOS001");
+}

@@ -31,6 +31,9 @@ pub struct Config {
     pub nic_assign: Vec<NicAssign>,
     #[serde(default)]
     pub gpu_node: GpuNodeConfig,
+    /// `[nccl]`: how collectives charge NCCL's host-side latency (`crate::nccl`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nccl: Option<crate::nccl::NcclConfig>,
     #[serde(default)]
     pub routing: RoutingConfig,
     /// The InfiniBand link layer's settings (`[fabric] link_layer = "infiniband"`).
@@ -663,9 +666,20 @@ pub struct NicConfig {
     /// `ack_timeout`.
     #[serde(default)]
     pub retransmit_timeout_us: Option<f64>,
+    /// Out-of-order placement: PSNs ahead of the next expected one the receiver places
+    /// directly (0: none, a gap is a loss). Default: 1024 under a per-packet load balancing
+    /// mode, else 0 (`crate::lb`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ooo_window_packets: Option<u32>,
     /// The window of the host's TCP without ECN: `"reno"` (default) or `"cubic"` (Linux's).
     #[serde(default)]
     pub tcp_congestion_control: Option<crate::tcp::TcpCongestionControl>,
+    /// The transport of its RDMA messages: `"roce"` (default) or `"uet"` (`crate::uet`).
+    #[serde(default)]
+    pub transport: Option<crate::uet::Transport>,
+    /// `[nic.uet]`: the Ultra Ethernet transport's knobs.
+    #[serde(default)]
+    pub uet: crate::uet::UetConfig,
 }
 
 /// DCQCN knobs; any left out take the defaults of the chosen `variant`
@@ -793,6 +807,15 @@ pub struct RoutingConfig {
     /// Default 0: every switch learns at once.
     #[serde(default)]
     pub convergence_us_per_hop: Option<f64>,
+    /// A→B and B→A hash alike (the two IPs and the two QPNs hashed as unordered pairs).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub symmetric_hash: bool,
+    /// `ecmp` (default), `flowlet`, `adaptive` or `spray` (`crate::lb`).
+    #[serde(default, skip_serializing_if = "crate::lb::LoadBalancing::is_ecmp")]
+    pub load_balancing: crate::lb::LoadBalancing,
+    /// Idle gap after which a flowlet may move, µs (default 500, CONGA's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flowlet_gap_us: Option<f64>,
 }
 
 impl Default for RoutingConfig {
@@ -802,6 +825,9 @@ impl Default for RoutingConfig {
             ecmp_seed: 0,
             per_switch_seed: true,
             convergence_us_per_hop: None,
+            symmetric_hash: false,
+            load_balancing: crate::lb::LoadBalancing::Ecmp,
+            flowlet_gap_us: None,
         }
     }
 }
@@ -814,6 +840,11 @@ pub enum HashField {
     Protocol,
     SrcPort,
     DstPort,
+    /// The BTH destination QP number, read by a switch UDF (Meta's "Enhanced ECMP").
+    DestQpn,
+    /// The sender's QP number. Not in the BTH of a data packet (it is the destination QPN of
+    /// the packets coming back); offered to compare hash inputs.
+    SrcQpn,
 }
 
 fn default_hash_fields() -> Vec<HashField> {

@@ -32,7 +32,9 @@ pub mod events;
 pub mod infiniband;
 pub mod intent;
 pub mod jobs;
+pub mod lb;
 pub mod model;
+pub mod nccl;
 pub mod pcie;
 pub mod planes;
 pub mod presets;
@@ -45,6 +47,7 @@ pub mod tcp;
 pub mod templates;
 pub mod thunderbolt;
 pub mod topology;
+pub mod uet;
 pub mod units;
 
 pub use config::Config;

@@ -240,6 +240,12 @@ pub struct NicProfile {
     pub window_scales_with_rate: bool,
     /// The window of the host's TCP without ECN (`tcp_congestion_control`).
     pub tcp_congestion_control: crate::tcp::TcpCongestionControl,
+    /// `[nic] ooo_window_packets` as written (`crate::lb::ooo_window` resolves it with the
+    /// fabric's load balancing).
+    pub ooo_window_packets: Option<u32>,
+    /// The transport of its RDMA messages (`[nic] transport`) and the UET knobs.
+    pub transport: crate::uet::Transport,
+    pub uet: crate::uet::Uet,
     /// Key path of the profile (`nic` or `nic_profiles.NAME`).
     pub path: String,
 }
@@ -390,7 +396,10 @@ impl Model {
         let graph = topology::build(&config.topology, &mut errs);
         stage("checking switch models and QoS");
         let switch_models = resolve_switch_models(&config, graph.as_ref(), &mut errs);
-        let qos = resolve_qos(&config.qos, &mut errs);
+        // (A UET fabric left on the default classes runs its RDMA class lossy.)
+        crate::uet::check_link_layer(&config, &mut errs);
+        let uet_qos = crate::uet::lossy_default_qos(&config);
+        let qos = resolve_qos(uet_qos.as_ref().unwrap_or(&config.qos), &mut errs);
         check_simulation(&config.simulation, &mut errs);
         let ib = crate::infiniband::resolve(&config, &mut errs);
         let gpu_node = resolve_gpu_node(&config);
@@ -1229,6 +1238,12 @@ fn resolve_nic(
         window_bytes: c.window_bytes.unwrap_or(0),
         window_scales_with_rate: c.window_scales_with_rate.unwrap_or(false),
         tcp_congestion_control: c.tcp_congestion_control.unwrap_or_default(),
+        ooo_window_packets: {
+            errs.extend(crate::lb::check_ooo_window(c.ooo_window_packets, path));
+            c.ooo_window_packets
+        },
+        transport: c.transport.unwrap_or_default(),
+        uet: crate::uet::uet(&c.uet, path, errs),
         path: path.to_string(),
     }
 }

@@ -18,7 +18,7 @@
 //!   (Neugebauer et al., "Understanding PCIe performance for end host networking", SIGCOMM
 //!   2018). Crossing the sockets (SYS) adds the inter-socket link to each.
 
-use crate::{Diagnostic, SimTime};
+use crate::{BitsPerSec, Diagnostic, Model, NodeId, Role, SimTime};
 use serde::{Deserialize, Serialize};
 
 /// `[gpu_node.pcie]` as written.
@@ -228,6 +228,26 @@ impl PcieLeg {
         let bounce = if self.gdr { 0 } else { SimTime::from_secs_f64(2.0 * bytes as f64 / self.bytes_per_s).0 };
         SimTime(self.send_latency.0 + self.recv_latency.0 + bounce)
     }
+}
+
+/// What a GPU node's NIC can move between the GPU and the wire, bits/s: its PCIe link
+/// (`PcieLeg::nic_cap_bytes_per_s`), where the fabric declares `[gpu_node.pcie]` and it resolves
+/// (a wrong table is reported where the collective is set up, not here).
+pub fn nic_cap_bps(m: &Model) -> Option<f64> {
+    m.config.gpu_node.pcie.as_ref()?.resolve().ok().map(|l| l.nic_cap_bytes_per_s() * 8.0)
+}
+
+/// The rate a port of `host` sends at: `None` unless `host` is a NIC of a GPU node whose PCIe
+/// link carries less than its ports (a dual-port NIC shares one link: each port gets its share),
+/// else that share, never above the port's speed. The packet engine serializes the port at it.
+pub fn port_send_cap(m: &Model, host: NodeId) -> Option<BitsPerSec> {
+    let node = m.node(host);
+    if !matches!(node.role, Role::Host { gpu_node: Some(_), .. }) {
+        return None;
+    }
+    let per_port = nic_cap_bps(m)? / node.num_ports.max(1) as f64;
+    let speed = node.ports().map(|p| m.port(p).speed).max()?;
+    (per_port < speed.0 as f64).then_some(BitsPerSec(per_port.round() as u64))
 }
 
 #[cfg(test)]

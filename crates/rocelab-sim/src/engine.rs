@@ -42,12 +42,15 @@ pub(crate) use transport::{HostTransport, Nic, Qp, RetiredQps};
 mod faults;
 mod ib;
 mod invariants;
+mod lb;
 mod link;
 mod mmu;
 mod nic;
 mod pfc;
+mod profile;
 mod sched;
 mod transport;
+mod uet;
 mod wire;
 
 pub use faults::resolve_faults;
@@ -346,6 +349,8 @@ pub struct Sim<'m> {
     /// InfiniBand: per port, its credits and VL arbiter (empty on RoCE, so a RoCE port keeps
     /// its layout).
     pub(crate) ib_ports: Vec<ib::IbPort>,
+    /// Counts events against a cut of the fabric (`profile`; `None` unless asked for).
+    part_profile: Option<Box<crate::partition::WindowProfile>>,
 }
 
 /// Prefetches the first line of a port (what every transmission and arrival reads).
@@ -450,8 +455,10 @@ impl<'m> Sim<'m> {
         let mut ports = Vec::with_capacity(m.ports.len());
         for (pi, p) in m.ports.iter().enumerate() {
             let node = p.node.idx();
+            // A GPU node's NIC sends no faster than its PCIe link feeds it (`[gpu_node.pcie]`).
+            let speed = rocelab_model::pcie::port_send_cap(m, p.node).unwrap_or(p.speed);
             let ps_per_byte =
-                if 8_000_000_000_000u64.is_multiple_of(p.speed.0) { 8_000_000_000_000u64 / p.speed.0 } else { 0 };
+                if 8_000_000_000_000u64.is_multiple_of(speed.0) { 8_000_000_000_000u64 / speed.0 } else { 0 };
             let ecn = m
                 .queues
                 .ecn_at(qos, p.speed.gbps())
@@ -466,7 +473,7 @@ impl<'m> Sim<'m> {
                 peer: p.peer.0,
                 sw,
                 nic: if first_nic == NONE { NONE } else { first_nic + pi as u32 - m.nodes[node].first_port },
-                speed: p.speed,
+                speed,
                 ps_per_byte,
                 delay: p.delay,
                 up: true,
@@ -528,6 +535,7 @@ impl<'m> Sim<'m> {
             int: Vec::new(),
             int_rx: crate::cc::IntStack::default(),
             ib_ports: link.ports(m.ports.len()),
+            part_profile: None,
             link,
             opts,
         };
@@ -574,6 +582,26 @@ impl<'m> Sim<'m> {
         &mut self.int[i]
     }
 
+    /// The out-of-order placement window of a QP received by NIC `dst_nic` (`Qp::ooo_window`):
+    /// unbounded over InfiniBand adaptive routing, none over its static routing, the receiving
+    /// NIC profile's under RoCE; none for Linux TCP, whose receiver keeps its own SACK state.
+    fn ooo_window(&self, dst_nic: u32, t: Transport) -> u32 {
+        match (&self.link, t) {
+            (_, Transport::Cubic) => 0,
+            (LinkLayer::Ib(_), _) => {
+                if self.link.keeps_out_of_order() {
+                    u32::MAX
+                } else {
+                    0
+                }
+            }
+            (LinkLayer::Roce, _) => {
+                let prof = &self.m.nics[self.host.nics[dst_nic as usize].profile];
+                rocelab_model::lb::ooo_window(prof.ooo_window_packets, self.m.config.routing.load_balancing)
+            }
+        }
+    }
+
     /// Adds a flow (a message) and its QPs; they start at `f.start`. Returns its index.
     pub(crate) fn post_flow(&mut self, mut f: FlowSpec) -> u32 {
         let fi = self.flows.len() as u32;
@@ -588,13 +616,16 @@ impl<'m> Sim<'m> {
             self.link.qp_identity(self.m, &f, &self.queues.classes);
         let mut qps = 0;
         for (k, size) in f.qp_sizes() {
-            let QpRoute { src_nic, dst_nic, sport, hash } = self.router.qp_route(&f, k);
+            let QpRoute { src_nic, dst_nic, sport, qpn, hash } = self.router.qp_route(&f, k);
             let line = self.ports[self.host.nics[src_nic as usize].port as usize].speed.0 as f64;
             let mtu = prof.mtu;
             let npkts = size.div_ceil(mtu as u64).min(u32::MAX as u64 - 1) as u32;
-            let path_rtt = || self.path_rtt(src_nic, f.dst.0, hash, mtu + self.hdr.data);
+            // (NSCC's base RTT: each hop also holds the ACK behind one frame, `cc::nscc`.)
+            let frames = if prof.transport == rocelab_model::uet::Transport::Uet { 2 } else { 1 };
+            let path_rtt = || self.path_rtt(src_nic, f.dst.0, hash, frames * (mtu + self.hdr.data));
             let cc = Cc::choose(cc_kind, prof, &self.host.cc_params[prof_i], line, mtu, path_rtt);
             let fb = cc.as_ref().map(|c| c.feedback());
+            let uet = self.uet_qp(cc.as_ref(), prof_i, fi, k, npkts);
             let qp = Qp {
                 flow: fi,
                 src_nic,
@@ -608,6 +639,7 @@ impl<'m> Sim<'m> {
                 pcp,
                 hash,
                 sport,
+                qpn,
                 ect: ect
                     && match f.transport {
                         // ECN-capable where the algorithm reads marks (DCQCN's CNPs, DCTCP's
@@ -641,6 +673,7 @@ impl<'m> Sim<'m> {
                 sender_done: None,
                 rcv_nxt: 0,
                 ooo: Vec::new(),
+                ooo_window: self.ooo_window(dst_nic, f.transport),
                 nak_for: NONE,
                 last_cnp: None,
                 since_ack: 0,
@@ -654,6 +687,7 @@ impl<'m> Sim<'m> {
                 pkts_out: 0,
                 timers: 0,
                 retired: false,
+                uet,
             };
             let id = self.host.store(qp);
             self.push_qp_timer(f.start, Ev::QpStart { qp: id }, id);
@@ -777,6 +811,9 @@ impl<'m> Sim<'m> {
             let (t, ev) = self.q.pop().expect("peeked");
             self.now = t;
             self.events += 1;
+            if self.part_profile.is_some() {
+                self.count_partition_event(&ev);
+            }
             self.dispatch(ev);
             if self.qps_left == 0
                 && self.qps_created > 0

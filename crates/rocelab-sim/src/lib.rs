@@ -88,6 +88,7 @@ pub mod observer;
 pub mod outputs;
 pub mod pacer;
 pub mod packet;
+pub mod partition;
 pub mod report;
 pub mod rng;
 pub mod router;

@@ -90,6 +90,22 @@ pub struct Totals {
     pub cnp_received: u64,
     pub packet_hops: u64,
     pub data_packet_hops: u64,
+    /// The Ultra Ethernet transport's counters, where a NIC profile runs it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uet: Option<UetTotals>,
+}
+
+/// What the Ultra Ethernet transport did in a run (`[nic] transport = "uet"`).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct UetTotals {
+    /// Data packets a switch cut to their header instead of dropping them.
+    pub trimmed_packets: u64,
+    /// NACKs receivers returned for trimmed packets.
+    pub trim_nacks: u64,
+    /// Packets resent on their own (after a NACK or a timeout).
+    pub selective_retransmits: u64,
+    /// Data packets placed ahead of a hole (sprayed packets overtaking each other).
+    pub out_of_order_packets: u64,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -201,6 +217,12 @@ impl RunReport {
             cnp_received: c.cnp_received,
             packet_hops: c.packet_hops,
             data_packet_hops: c.data_packet_hops,
+            uet: m.nics.iter().any(|n| n.transport == rocelab_model::uet::Transport::Uet).then_some(UetTotals {
+                trimmed_packets: c.trimmed,
+                trim_nacks: c.trim_nacks,
+                selective_retransmits: c.selective_retransmits,
+                out_of_order_packets: c.out_of_order,
+            }),
         };
         let mut push = |name: &'static str, labels: &[(&'static str, String)], value: f64| {
             if value != 0.0 {
@@ -263,6 +285,10 @@ impl RunReport {
         let mut flows: Vec<FlowResult> = Vec::with_capacity(snap.flows.len());
         // (Zero, and so absent, unless an InfiniBand fabric routes adaptively.)
         push("rocelab_out_of_order_packets_total", &[], c.out_of_order as f64);
+        // (The Ultra Ethernet transport's; absent without it.)
+        push("rocelab_trimmed_packets_total", &[], c.trimmed as f64);
+        push("rocelab_trim_nacks_total", &[], c.trim_nacks as f64);
+        push("rocelab_selective_retransmits_total", &[], c.selective_retransmits as f64);
         for (i, f) in snap.flows.iter().enumerate() {
             let start = f.start.0;
             let end = f.finish.map_or(now.0, |t| t.0).max(start);
@@ -485,6 +511,13 @@ impl RunReport {
             "{mark}: {} marked; {notify}: {} sent, {} received",
             t.ecn_marked_packets, t.cnp_sent, t.cnp_received
         );
+        if let Some(u) = &t.uet {
+            let _ = writeln!(
+                o,
+                "  UET: {} packets trimmed, {} NACKs, {} resent selectively, {} placed out of order",
+                u.trimmed_packets, u.trim_nacks, u.selective_retransmits, u.out_of_order_packets
+            );
+        }
         let _ = writeln!(
             o,
             "  queueing delay: p50 {:.2} µs, p99 {:.2} µs, max {:.2} µs",
@@ -533,6 +566,9 @@ fn prometheus_help(name: &str) -> &'static str {
         "rocelab_out_of_order_packets_total" => {
             "Data packets received out of order and kept (InfiniBand adaptive routing)."
         }
+        "rocelab_trimmed_packets_total" => "Data packets trimmed to their header by switches (UET).",
+        "rocelab_trim_nacks_total" => "NACKs returned for trimmed packets (UET).",
+        "rocelab_selective_retransmits_total" => "Packets resent on their own (UET selective retransmission).",
         _ => "rocelab simulator metric.",
     }
 }

@@ -5,10 +5,17 @@
 //! (`Router::trace_path`). It owns what routing knows of each link (up, routes standing or
 //! withdrawn); the engines tell it of link changes (`set_link_up`, `set_withdrawn`, then
 //! `reconverge`) and schedule the switches' learning of them (`RouteLearn`).
+//!
+//! Besides per-flow ECMP it chooses members for the other load-balancing modes of
+//! `[routing] load_balancing` (`rocelab_model::lb`): per packet the least-loaded member
+//! (`least_loaded`, shared by RoCE adaptive routing and InfiniBand's), an oblivious per-packet
+//! spray (`spray`), and flowlets (`flowlet`: per switch a hashed table of the flows' last
+//! member and packet time, as CONGA's flowlet table). The engine supplies the loads.
 
 use crate::rng::{mix64, Rng};
 use crate::traffic::FlowSpec;
 use rocelab_model::config::HashField;
+use rocelab_model::lb::LoadBalancing;
 use rocelab_model::routing::Routing;
 use rocelab_model::{Diagnostic, Model, NodeId, PortId, Role, SimTime};
 
@@ -112,6 +119,12 @@ fn member(h: u64, n: usize) -> usize {
     (if n & (n - 1) == 0 { h & (n - 1) } else { h % n }) as usize
 }
 
+/// A distinct 32-bit hash per (flow, packet) for the per-packet modes.
+#[inline]
+fn packet_hash(hash: u32, psn: u32) -> u32 {
+    (mix64(((hash as u64) << 32) | psn as u64) >> 32) as u32
+}
+
 /// The routing state one switch forwards by: its table (`None`: all links up and routed) and
 /// whether it is the newest (only then does it also see which host links are down).
 #[derive(Clone, Copy)]
@@ -158,18 +171,23 @@ pub(crate) struct RouteLearn {
     pub epoch: u32,
 }
 
-/// Where a QP runs: its NICs at both ends, its UDP source port and the ECMP hash of its
-/// 5-tuple (`Router::qp_route`).
+/// Where a QP runs: its NICs at both ends, its UDP source port, its QP numbers (source,
+/// destination) and the ECMP hash of its header fields (`Router::qp_route`).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct QpRoute {
     pub src_nic: u32,
     pub dst_nic: u32,
     pub sport: u16,
+    pub qpn: [u32; 2],
     pub hash: u32,
 }
 
+/// The first QP number a host hands out; later QPs count up from it, as a NIC numbers its
+/// QPs in creation order (the low numbers are the special QPs 0 and 1 and the driver's own).
+const FIRST_QPN: u32 = 0x100;
+
 /// The hashed fields as the bit set `Router::hash_fields` holds (bit 0 source IP … bit 4
-/// destination port).
+/// destination port, bit 5 destination QPN, bit 6 source QPN).
 pub(crate) fn hash_field_mask(fields: &[HashField]) -> u8 {
     fields.iter().fold(0, |m, f| {
         m | 1
@@ -179,6 +197,8 @@ pub(crate) fn hash_field_mask(fields: &[HashField]) -> u8 {
                 HashField::Protocol => 2,
                 HashField::SrcPort => 3,
                 HashField::DstPort => 4,
+                HashField::DestQpn => 5,
+                HashField::SrcQpn => 6,
             }
     })
 }
@@ -190,6 +210,19 @@ fn switch_seed(base: u64, i: usize, per_switch: bool) -> u64 {
     } else {
         mix64(base)
     }
+}
+
+/// Entries of a switch's flowlet table (CONGA's has 64K; 4096 of 12 bytes per switch that
+/// forwards flowlets is enough for the flows a twin runs).
+const FLOWLET_SLOTS: usize = 4096;
+
+/// One flowlet table entry: the member its flowlet took and when its last packet passed. As
+/// in CONGA the entry has no tag: flows hashed to one entry share it (and its member) and
+/// keep it alive together, so a collision never reorders a flow, it only delays a move.
+#[derive(Clone, Copy)]
+struct Flowlet {
+    port: u32,
+    last: SimTime,
 }
 
 /// An engine switch's ECMP hash seed and its node.
@@ -216,8 +249,10 @@ pub struct Router<'m> {
     nic_node: Vec<u32>,
     /// QPs created so far per host (a multi-port host takes its ports round-robin).
     qps_at: Vec<u32>,
-    /// The 5-tuple fields hashed, a bit set (`hash_field_mask`).
+    /// The header fields hashed, a bit set (`hash_field_mask`).
     hash_fields: u8,
+    /// A→B and B→A hash alike (`[routing] symmetric_hash`).
+    symmetric: bool,
     /// Routing states, one per link change (epoch): `views[e][row * groups + g]` = how switch
     /// `row` still reaches destination group `g` over the surviving equal-cost paths, a
     /// `RouteLevel` (routing reconverged). `None`: every link up and routed. A state no switch
@@ -233,6 +268,12 @@ pub struct Router<'m> {
     sport_rng: Rng,
     /// Per engine switch: its data plane forwards nothing (a warm reboot); its routes stand.
     frozen: Vec<bool>,
+    /// `[routing] load_balancing`.
+    lb: LoadBalancing,
+    /// Idle time after which a flowlet may move (`flowlet` mode).
+    flowlet_gap: SimTime,
+    /// Per engine switch, its flowlet table (allocated at its first flowlet).
+    flowlets: Vec<Vec<Flowlet>>,
 }
 
 impl<'m> Router<'m> {
@@ -250,6 +291,8 @@ impl<'m> Router<'m> {
                 )])
             }
         };
+        let lb = m.config.routing.load_balancing;
+        let flowlet_gap = rocelab_model::lb::flowlet_gap(&m.config.routing).map_err(|d| vec![d])?;
         let per_switch = m.config.routing.per_switch_seed;
         let mut node_sw = vec![NONE; m.nodes.len()];
         let mut node_nic = vec![NONE; m.nodes.len()];
@@ -289,11 +332,15 @@ impl<'m> Router<'m> {
             nic_node,
             qps_at: vec![0; m.nodes.len()],
             hash_fields: hash_field_mask(&m.config.routing.ecmp_hash_fields),
+            symmetric: m.config.routing.symmetric_hash,
             views: vec![None],
             views_freed: 0,
             convergence_per_hop,
             sport_rng: Rng::new(seed, 0x5150_0000),
             frozen: vec![false; m.nodes.len()],
+            lb,
+            flowlet_gap,
+            flowlets: Vec::new(),
         })
     }
 
@@ -329,8 +376,20 @@ impl<'m> Router<'m> {
         self.hash_fields
     }
 
-    pub(crate) fn flow_hash(&self, src: u32, dst: u32, sport: u32) -> u32 {
+    /// The hash of a QP's header fields as a switch computes it: source and destination host,
+    /// UDP source port (the destination port is RoCEv2's 4791), QP numbers `qpn` (source,
+    /// destination), each only if hashed. Symmetric hashing orders the two hosts and the two
+    /// QPNs, so the QP the other way (same source port, as Linux derives it from the QPN
+    /// pair) hashes the same.
+    pub(crate) fn flow_hash(&self, src: u32, dst: u32, sport: u32, qpn: [u32; 2]) -> u32 {
         let f = self.hash_fields;
+        let (src, dst, [sqpn, dqpn]) = if self.symmetric && src > dst {
+            (dst, src, [qpn[1], qpn[0]])
+        } else if self.symmetric && src == dst {
+            (src, dst, [qpn[0].min(qpn[1]), qpn[0].max(qpn[1])])
+        } else {
+            (src, dst, qpn)
+        };
         let mut h = 0x1234_5678_9abc_def0u64;
         if f & 1 != 0 {
             h = mix64(h ^ src as u64);
@@ -346,6 +405,14 @@ impl<'m> Router<'m> {
         }
         if f & 16 != 0 {
             h = mix64(h ^ crate::engine::ROCE_UDP_PORT as u64);
+        }
+        // (The QPN fields are mixed in only when hashed, so the 5-tuple's hash stays what it
+        // was without them.)
+        if f & 32 != 0 {
+            h = mix64(h ^ ((dqpn as u64) << 8) ^ 0xd0);
+        }
+        if f & 64 != 0 {
+            h = mix64(h ^ ((sqpn as u64) << 8) ^ 0x50);
         }
         (h >> 32) as u32
     }
@@ -374,14 +441,19 @@ impl<'m> Router<'m> {
     /// round-robin, the source port from the message or the run's stream. Draws in QP
     /// creation order, so an engine calling it for the same messages gets the same QPs.
     pub(crate) fn qp_route(&mut self, f: &FlowSpec, k: u32) -> QpRoute {
+        // Each end numbers the QP in its own creation order (QPs counted per host, as the
+        // port round-robin counts them).
+        let sqpn = FIRST_QPN + self.qps_at[f.src.idx()];
         let src_nic = self.host_nic(f.src);
+        let dqpn = FIRST_QPN + self.qps_at[f.dst.idx()];
         let dst_nic = self.host_nic(f.dst);
         let sport = match f.sport {
             Some(base) => crate::workload::sport_after(base, k) as u32,
             None => self.sport_rng.sport() as u32,
         };
-        let hash = self.flow_hash(f.src.0, f.dst.0, sport);
-        QpRoute { src_nic, dst_nic, sport: sport as u16, hash }
+        let qpn = [sqpn, dqpn];
+        let hash = self.flow_hash(f.src.0, f.dst.0, sport, qpn);
+        QpRoute { src_nic, dst_nic, sport: sport as u16, qpn, hash }
     }
 
     /// The equal-cost egress ports of switch `sw` toward host `dst`, before failures.
@@ -441,6 +513,133 @@ impl<'m> Router<'m> {
             return c.0;
         }
         self.rehash(view, cands, node, dst, h)
+    }
+
+    /// `[routing] load_balancing`.
+    #[inline]
+    pub(crate) fn load_balancing(&self) -> LoadBalancing {
+        self.lb
+    }
+
+    /// The member switch `sw` would pick by ECMP for `hash` among `n` (before failures).
+    #[inline]
+    fn ecmp_index(&self, sw: u32, hash: u32, n: usize) -> usize {
+        member(mix64(hash as u64 ^ self.sw[sw as usize].seed), n)
+    }
+
+    /// Member `c` of switch `sw` (node `node`) may carry traffic for `dst` now, by what the
+    /// switch knows.
+    #[inline]
+    fn member_usable(&self, sw: u32, c: PortId, node: u32, dst: u32) -> bool {
+        if self.pristine() {
+            self.own_and_routed(c, node)
+        } else {
+            self.usable(self.view(sw), c, node, dst)
+        }
+    }
+
+    /// The usable member of switch `sw` toward `dst` with the least `load`, scanning `cands`
+    /// from index `base` so that ties go to it (the static or ECMP choice); `u32::MAX` if no
+    /// member is usable. Adaptive routing on both link layers: InfiniBand's from the
+    /// destination LID's member, RoCE's from the flow's ECMP member.
+    pub(crate) fn least_loaded(
+        &self,
+        sw: u32,
+        cands: &[PortId],
+        base: usize,
+        dst: u32,
+        mut load: impl FnMut(PortId) -> u64,
+    ) -> u32 {
+        let node = self.switch_node(sw);
+        let n = cands.len();
+        let mut best = (NONE, u64::MAX);
+        for k in 0..n {
+            let c = cands[(base + k) % n];
+            if !self.member_usable(sw, c, node, dst) {
+                continue;
+            }
+            let l = load(c);
+            if l < best.1 {
+                best = (c.0, l);
+            }
+        }
+        best.0
+    }
+
+    /// `adaptive`: the least-loaded usable member toward `dst` by `load`, ties to the member
+    /// packet `psn` of the flow would be sprayed on (so equally loaded members share a flow's
+    /// packets: ties to one fixed member would keep a flow on its ECMP path whenever the local
+    /// queues are empty, blind to a collision further on); with none usable, what `choose`
+    /// falls back to.
+    pub(crate) fn adaptive(&self, sw: u32, dst: u32, hash: u32, psn: u32, load: impl FnMut(PortId) -> u64) -> u32 {
+        let cands = self.candidates(sw, dst);
+        if cands.len() < 2 {
+            return self.choose(sw, dst, hash);
+        }
+        let base = self.ecmp_index(sw, packet_hash(hash, psn), cands.len());
+        match self.least_loaded(sw, cands, base, dst, load) {
+            NONE => self.choose(sw, dst, hash),
+            out => out,
+        }
+    }
+
+    /// `spray`: the member drawn by the switch's seeded hash of the flow and the packet's
+    /// sequence number, so consecutive packets of a flow spread uniformly over the members
+    /// (deterministically: a run repeats), each member judged as `choose` judges it.
+    #[inline]
+    pub(crate) fn spray(&self, sw: u32, dst: u32, hash: u32, psn: u32) -> u32 {
+        // `choose` does the per-switch seeding and the resilient fallback.
+        self.choose(sw, dst, packet_hash(hash, psn))
+    }
+
+    /// `flowlet`: the flow keeps the member its last packet took unless it has been idle for
+    /// longer than the flowlet gap (or that member is no longer usable); a new flowlet takes
+    /// the least-loaded member by `load`, ties to its ECMP member. The table is hashed by the
+    /// flow and destination (4096 entries per switch).
+    pub(crate) fn flowlet(
+        &mut self,
+        sw: u32,
+        dst: u32,
+        hash: u32,
+        now: SimTime,
+        load: impl FnMut(PortId) -> u64,
+    ) -> u32 {
+        if self.candidates(sw, dst).len() < 2 {
+            return self.choose(sw, dst, hash);
+        }
+        if self.flowlets.is_empty() {
+            self.flowlets = vec![Vec::new(); self.sw.len()];
+        }
+        let slot = (mix64(hash as u64 ^ dst as u64) as usize) % FLOWLET_SLOTS;
+        let node = self.switch_node(sw);
+        let gap = self.flowlet_gap;
+        if let Some(e) = self.flowlets[sw as usize].get(slot).copied() {
+            if e.port != NONE && now.0.saturating_sub(e.last.0) <= gap.0 {
+                // A live flowlet: its member, or for a flow toward another destination group
+                // sharing the entry (its member not among this flow's), this flow's own ECMP
+                // member; either way the entry stays alive while any of its flows sends, so it
+                // is re-chosen only once all of them have been idle for the gap.
+                let own = self.candidates(sw, dst).iter().any(|c| c.0 == e.port);
+                self.flowlets[sw as usize][slot].last = now;
+                if own && self.member_usable(sw, PortId(e.port), node, dst) {
+                    return e.port;
+                }
+                if !own {
+                    return self.choose(sw, dst, hash);
+                }
+            }
+        }
+        let cands = self.candidates(sw, dst);
+        let mut out = self.least_loaded(sw, cands, self.ecmp_index(sw, hash, cands.len()), dst, load);
+        if out == NONE {
+            out = self.choose(sw, dst, hash);
+        }
+        let table = &mut self.flowlets[sw as usize];
+        if table.is_empty() {
+            table.resize(FLOWLET_SLOTS, Flowlet { port: NONE, last: SimTime::ZERO });
+        }
+        table[slot] = Flowlet { port: out, last: now };
+        out
     }
 
     /// A local port is usable if its routes stand (a switch sees its own links at once) and, by
@@ -808,7 +1007,7 @@ spine_model = "spectrum-2"
 
     /// 10,000 flows host0 → host2 (leaf0 to leaf1) differing in UDP source port.
     fn hashes(sim: &Router, src: u32, dst: u32) -> Vec<u32> {
-        (0..10_000u32).map(|i| sim.flow_hash(src, dst, 49_152 + i)).collect()
+        (0..10_000u32).map(|i| sim.flow_hash(src, dst, 49_152 + i, [0x100, 0x100])).collect()
     }
 
     #[test]
@@ -894,7 +1093,7 @@ spine_model = "spectrum-2"
         // there or on its way is black-holed.
         let spine = m.port(PortId(peer)).node.0;
         assert_eq!(sw(&sim, spine), spine1, "member 1 leads to spine1");
-        let back = sim.flow_hash(dst, src, 50_000);
+        let back = sim.flow_hash(dst, src, 50_000, [0x100, 0x100]);
         assert_eq!(sim.choose(spine1, src, back), peer);
         // With the link down instead, the spine has no way to host0 at all.
         for p in [w, peer] {
@@ -912,8 +1111,8 @@ spine_model = "spectrum-2"
         assert_eq!(sf.hash_fields(), 0b11111);
         assert_eq!(sn.hash_fields(), 0b10111, "src-port is bit 3");
         let (src, dst) = (node(&full, "host0"), node(&full, "host2"));
-        let with: HashSet<u32> = (0..1_000u32).map(|i| sf.flow_hash(src, dst, 49_152 + i)).collect();
-        let without: HashSet<u32> = (0..1_000u32).map(|i| sn.flow_hash(src, dst, 49_152 + i)).collect();
+        let with: HashSet<u32> = (0..1_000u32).map(|i| sf.flow_hash(src, dst, 49_152 + i, [0x100, 0x100])).collect();
+        let without: HashSet<u32> = (0..1_000u32).map(|i| sn.flow_hash(src, dst, 49_152 + i, [0x100, 0x100])).collect();
         // 1,000 source ports: (nearly) 1,000 hashes with the field, exactly 1 without it.
         assert!(with.len() >= 999, "{} distinct hashes", with.len());
         assert_eq!(without.len(), 1);
@@ -922,10 +1121,108 @@ spine_model = "spectrum-2"
         let outs: HashSet<u32> = without.iter().map(|&h| sn.choose(leaf0, dst, h)).collect();
         assert_eq!(outs.len(), 1);
         // The fields still hashed still matter: another source or destination, another hash.
-        let h = sn.flow_hash(src, dst, 50_000);
-        assert_ne!(h, sn.flow_hash(node(&full, "host1"), dst, 50_000));
-        assert_ne!(h, sn.flow_hash(src, node(&full, "host3"), 50_000));
+        let h = sn.flow_hash(src, dst, 50_000, [0x100, 0x100]);
+        assert_ne!(h, sn.flow_hash(node(&full, "host1"), dst, 50_000, [0x100, 0x100]));
+        assert_ne!(h, sn.flow_hash(src, node(&full, "host3"), 50_000, [0x100, 0x100]));
     }
+    /// Meta's Enhanced ECMP: a UDF puts the BTH destination QPN into the hash. 1,000 QPs
+    /// between the same two hosts on the same source port differ only in that QPN.
+    #[test]
+    fn changing_only_the_destination_qpn_moves_a_flow_under_dest_qpn_hashing_and_not_without_it() {
+        let five = fabric("");
+        let eecmp =
+            fabric(r#"ecmp_hash_fields = ["src-ip", "dst-ip", "protocol", "src-port", "dst-port", "dest-qpn"]"#);
+        let (r5, re) = (sim(&five), sim(&eecmp));
+        assert_eq!(re.hash_fields(), 0b10_0000 | 0b11111, "dest-qpn is bit 5");
+        let (src, dst) = (node(&five, "host0"), node(&five, "host2"));
+        let leaf0 = sw(&re, node(&eecmp, "leaf0"));
+        let qps = |r: &Router| -> Vec<u32> {
+            (0..1_000u32).map(|q| r.flow_hash(src, dst, 50_000, [0x100, 0x100 + q])).collect()
+        };
+        let (h5, he) = (qps(&r5), qps(&re));
+        // Without the field the QPN is invisible: one hash, one member for all 1,000.
+        assert_eq!(h5.iter().collect::<HashSet<_>>().len(), 1);
+        assert_eq!(h5.iter().map(|&h| r5.choose(leaf0, dst, h)).collect::<HashSet<_>>().len(), 1);
+        // With it, (nearly) 1,000 hashes; each step of the QPN moves the flow to another of the
+        // 4 members with probability 3/4: 749.25 of 999 steps, ±5 % (σ ≈ 14).
+        assert!(he.iter().collect::<HashSet<_>>().len() >= 999);
+        let members: Vec<u32> = he.iter().map(|&h| re.choose(leaf0, dst, h)).collect();
+        let moved = members.windows(2).filter(|w| w[0] != w[1]).count();
+        assert!((712..=787).contains(&moved), "{moved} of 999 QPN steps changed the member");
+        assert_eq!(members.iter().collect::<HashSet<_>>().len(), 4, "every member is used");
+        // The source QPN is not in that field set: changing it alone changes nothing.
+        assert_eq!(re.flow_hash(src, dst, 50_000, [0x101, 0x100]), re.flow_hash(src, dst, 50_000, [0x100, 0x100]));
+        // Adding the field does not change the 5-tuple's part: without QPNs hashed both agree.
+        assert_eq!(r5.flow_hash(src, dst, 50_000, [7, 9]), sim(&fabric("")).flow_hash(src, dst, 50_000, [1, 2]));
+    }
+
+    /// Symmetric hashing: the QP from B back to A (its QPNs the other way round, the same
+    /// source port) hashes as A→B does; with one seed for every switch (the fabric's member
+    /// lists in the same spine order) it crosses the same spine. Asymmetric, a quarter match.
+    #[test]
+    fn symmetric_hashing_sends_the_reverse_qp_through_the_same_spine() {
+        let same_spine_share = |routing: &str| -> (f64, bool) {
+            let m = fabric(routing);
+            let r = sim(&m);
+            let (a, b) = (node(&m, "host0"), node(&m, "host2"));
+            let (na, nb) = (r.first_nic(a), r.first_nic(b));
+            let spine_of = |path: &[u32]| m.port(PortId(path[1])).peer;
+            let mut same = 0;
+            let mut all_hashes_equal = true;
+            let (mut fw, mut bw) = (Vec::new(), Vec::new());
+            for i in 0..2_000u32 {
+                let (sport, qpn) = (49_152 + i, [0x100 + i, 0x900 + i]);
+                let h = r.flow_hash(a, b, sport, qpn);
+                let back = r.flow_hash(b, a, sport, [qpn[1], qpn[0]]);
+                all_hashes_equal &= h == back;
+                assert!(r.trace_path(na, b, h, 8, &mut fw) && r.trace_path(nb, a, back, 8, &mut bw));
+                if m.port(spine_of(&fw)).node == m.port(spine_of(&bw)).node {
+                    same += 1;
+                }
+            }
+            (same as f64 / 2_000.0, all_hashes_equal)
+        };
+        let fields =
+            r#"ecmp_hash_fields = ["src-ip", "dst-ip", "protocol", "src-port", "dst-port", "dest-qpn", "src-qpn"]"#;
+        let (sym, sym_eq) = same_spine_share(&format!("{fields}\nper_switch_seed = false\nsymmetric_hash = true"));
+        assert!(sym_eq, "symmetric: every reverse QP hashes as its forward one");
+        assert_eq!(sym, 1.0, "symmetric: every reverse path crosses the forward path's spine");
+        let (asym, asym_eq) = same_spine_share(&format!("{fields}\nper_switch_seed = false"));
+        assert!(!asym_eq);
+        // 4 spines, independent hashes: 1/4 ± 0.05 (σ ≈ 0.01).
+        assert!((0.20..=0.30).contains(&asym), "asymmetric: {asym} of reverse paths share the spine");
+    }
+
+    /// Flowlet switching: a flow keeps its member while its packets come closer together
+    /// than the gap, whatever the loads say; after a longer idle gap it takes the
+    /// least-loaded member.
+    #[test]
+    fn a_flowlet_moves_only_after_an_idle_gap_longer_than_the_threshold() {
+        let m = fabric("load_balancing = \"flowlet\"\nflowlet_gap_us = 50");
+        let mut r = sim(&m);
+        let dst = node(&m, "host2");
+        let leaf0 = sw(&r, node(&m, "leaf0"));
+        let cands: Vec<u32> = r.candidates(leaf0, dst).iter().map(|c| c.0).collect();
+        // Every member but `free` is loaded.
+        let only = |free: u32| move |c: PortId| if c.0 == free { 0 } else { 100_000 };
+        let h = 0xdead_beef;
+        let us = SimTime::from_us;
+        assert_eq!(r.flowlet(leaf0, dst, h, us(0), only(cands[2])), cands[2]);
+        // Packets every 40 µs for 1 ms (< 50 µs apart): it stays, though member 0 is now free.
+        for k in 1..=25 {
+            assert_eq!(r.flowlet(leaf0, dst, h, us(40 * k), only(cands[0])), cands[2], "moved at {} µs", 40 * k);
+        }
+        // 60 µs of silence: a new flowlet, on the free member.
+        assert_eq!(r.flowlet(leaf0, dst, h, us(1_060), only(cands[0])), cands[0]);
+        assert_eq!(r.flowlet(leaf0, dst, h, us(1_070), only(cands[3])), cands[0]);
+        // Another flow has its own entry: it starts on the member free for it.
+        assert_eq!(r.flowlet(leaf0, dst, h ^ 1, us(1_075), only(cands[1])), cands[1]);
+        assert_eq!(r.flowlet(leaf0, dst, h, us(1_080), only(cands[3])), cands[0]);
+        // Exactly the gap is not idle enough (the timeout must be exceeded).
+        assert_eq!(r.flowlet(leaf0, dst, h, us(1_130), only(cands[3])), cands[0]);
+        assert_eq!(r.flowlet(leaf0, dst, h, us(1_181), only(cands[3])), cands[3]);
+    }
+
     #[test]
     fn a_traced_path_follows_each_switch_choice_and_apply_moves_only_paths_over_the_dead_link() {
         let m = fabric("");

@@ -85,6 +85,11 @@ pub struct Counters {
     pub data_packet_hops: u64,
     /// InfiniBand with adaptive routing: data packets that arrived out of order and were kept.
     pub out_of_order: u64,
+    /// The Ultra Ethernet transport: packets trimmed by switches, NACKs of trimmed packets,
+    /// packets resent on their own.
+    pub trimmed: u64,
+    pub trim_nacks: u64,
+    pub selective_retransmits: u64,
 }
 
 /// The counters of one port (one end of a link). Per-priority arrays are indexed by 802.1p
@@ -412,6 +417,9 @@ impl<'m> Sim<'m> {
             payload_delivered_bytes: st.payload_delivered,
             retransmitted: st.retransmitted,
             out_of_order: st.out_of_order,
+            trimmed: st.trimmed,
+            trim_nacks: st.trim_nacks,
+            selective_retransmits: st.selective_retransmits,
             drops_by_reason,
             ecn_marked: ports.iter().map(|p| p.ecn_marked.iter().sum::<u64>()).sum(),
             cnp_sent: nics.iter().map(|n| n.cnp_sent).sum(),

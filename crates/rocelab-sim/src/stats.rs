@@ -74,6 +74,11 @@ pub struct GlobalStats {
     /// InfiniBand with adaptive routing: data packets received ahead of the next expected one
     /// and kept (reordered, not lost).
     pub out_of_order: u64,
+    /// The Ultra Ethernet transport: data packets switches trimmed instead of dropping, the
+    /// NACKs receivers returned for them, and packets resent on their own.
+    pub trimmed: u64,
+    pub trim_nacks: u64,
+    pub selective_retransmits: u64,
     pub qdelay: Histogram,
     /// The waits of CNPs alone, per switch hop: what a CNP class queued behind data shows.
     pub cnp_qdelay: Histogram,

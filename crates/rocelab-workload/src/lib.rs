@@ -144,12 +144,16 @@ pub fn busbw_bound_gbps(m: &Model, placement: &Placement, channels: u32) -> f64 
 
 /// What a NIC can carry, Gb/s: its ports' speed, and on a GPU node no more than its PCIe link
 /// to the GPU carries (`[gpu_node.pcie]`: the NIC's own link and the GPU's, the slower; a 200G
-/// port behind PCIe Gen5 x4 carries 115 Gb/s). The packet engine still sends at the port's
-/// speed; this is the rate NCCL's model and the busbw bound see.
+/// port behind PCIe Gen5 x4 carries 115 Gb/s). The packet engine serializes the NIC's ports
+/// at the same cap (`rocelab_model::pcie::port_send_cap`) where `[gpu_node.pcie]` is declared;
+/// this is also the rate NCCL's model and the busbw bound see (the default leg, Gen5 x16, where
+/// the table is absent).
 pub fn nic_line_gbps(m: &Model, nic: NodeId, on_gpu_node: bool) -> f64 {
     let ports = m.host_speed(nic).gbps() * m.node(nic).num_ports.max(1) as f64;
-    let leg = on_gpu_node.then(|| m.config.gpu_node.pcie.clone().unwrap_or_default().resolve().ok()).flatten();
-    leg.map_or(ports, |l| ports.min(l.nic_cap_bytes_per_s() * 8.0 / 1e9))
+    let default_leg =
+        || rocelab_model::pcie::PcieConfig::default().resolve().ok().map(|l| l.nic_cap_bytes_per_s() * 8.0);
+    let cap = on_gpu_node.then(|| rocelab_model::pcie::nic_cap_bps(m).or_else(default_leg)).flatten();
+    cap.map_or(ports, |c| ports.min(c / 1e9))
 }
 
 /// What NCCL's tuning model sees on `placement` of `m`: ranks, nodes, the GPU generation, the
@@ -365,7 +369,15 @@ impl CollectiveSpec {
                 }
             }
         };
-        let wire = Wire { pcie, ..Wire::new(proto, self.chunk_bytes) };
+        let mut wire = Wire { pcie, ..Wire::new(proto, self.chunk_bytes) };
+        let hop = m.config.nccl.as_ref().map(|n| n.net_hop_latency).unwrap_or_default();
+        if hop == rocelab_model::nccl::NetHopLatency::Tuning {
+            let ppn1 = placement.ranks() == nodes_of(&placement);
+            // A connection's messages leave on one port of its NIC.
+            let nic_bytes_per_s = first_nic(&placement)
+                .map_or(1.0, |h| nic_line_gbps(m, h, pcie.is_some()) / m.node(h).num_ports.max(1) as f64 * 1e9 / 8.0);
+            wire = wire.with_nccl_net_hop(algo, ppn1, shortest_nic_to_nic(m), nic_bytes_per_s);
+        }
         if wire.wire_bytes(self.bytes) > MAX_COLLECTIVE_BYTES {
             return err(
                 format!("{} B with {} is {} B on the wire", self.bytes, proto.name(), wire.wire_bytes(self.bytes)),
@@ -390,6 +402,30 @@ impl CollectiveSpec {
             base_latency: if p2p { SimTime(0) } else { SimTime::from_secs_f64(protocol::base_us(algo, proto) * 1e-6) },
         })
     }
+}
+
+/// Nodes the ranks sit on (a GPU node, or a host NIC of its own).
+fn nodes_of(p: &Placement) -> usize {
+    match p {
+        Placement::Gpus(g) => g.nodes.len(),
+        Placement::Hosts(h) => h.len(),
+    }
+}
+
+/// The first rank's NIC.
+fn first_nic(p: &Placement) -> Option<NodeId> {
+    match p {
+        Placement::Gpus(g) => g.nodes.first().and_then(|n| n.first().copied()),
+        Placement::Hosts(h) => h.first().copied(),
+    }
+}
+
+/// The shortest path between two NICs of the fabric, unloaded: out of one host link and in
+/// through another (the two shortest), through one switch.
+fn shortest_nic_to_nic(m: &Model) -> SimTime {
+    let mut d: Vec<u64> = m.hosts().flat_map(|h| m.node(h).ports().map(|p| m.port(p).delay.0)).collect();
+    d.sort_unstable();
+    SimTime(d.iter().take(2).sum())
 }
 
 /// A collective with everything NCCL would choose settled ([`CollectiveSpec::resolve`]).

@@ -32,6 +32,11 @@ pub const LL128_STEP_BYTES: u64 = 614_400 / 128 * 120;
 const INTRA_LAT_US: [[[f64; 3]; 2]; 2] = [[[0.6, 1.25, 4.0], [0.6, 1.9, 3.4]], [[1.0, 1.9, 4.0], [1.0, 2.5, 5.7]]];
 /// `baseLatencies`, µs: [tree, ring][LL, LL128, Simple].
 const BASE_LAT_US: [[f64; 3]; 2] = [[6.8, 14.0, 8.4], [6.6, 14.0, 8.4]];
+/// `hwLatencies[NET]`, µs: [tree, ring][LL, LL128, Simple].
+const NET_LAT_US: [[f64; 3]; 2] = [[5.0, 8.5, 14.0], [2.7, 4.0, 14.0]];
+/// At most this many messages posted ahead of a connection's window: `NCCL_STEPS` (8) slots
+/// of a connection's FIFO, less the ring's window of 3.
+const NCCL_STEPS_AHEAD: u32 = 8 - 3;
 /// `getNetOverhead` on x86 (Intel), µs; Simple pays it three times.
 const NET_OVERHEAD_US: f64 = 1.0;
 
@@ -54,6 +59,10 @@ pub struct Wire {
     /// The GPU↔NIC leg of GPU nodes (`[gpu_node.pcie]`): its DMA latency on both ends and,
     /// without GPUDirect RDMA, the copy through host memory; `None` where ranks are host NICs.
     pub pcie: Option<PcieLeg>,
+    /// Messages a connection may post beyond its window while earlier ones wait out their post
+    /// delay (a delay does not hold the NIC; NCCL keeps up to `NCCL_STEPS` = 8 steps of a
+    /// connection in flight): 0 unless NCCL's hop latency is charged ([`Wire::with_nccl_net_hop`]).
+    pub ahead: u32,
 }
 
 impl Wire {
@@ -65,13 +74,19 @@ impl Wire {
             Proto::Ll128 => LL128_STEP_BYTES,
         };
         let times = if proto == Proto::Simple { 3.0 } else { 1.0 };
-        Wire { proto, step_bytes, net_overhead: SimTime::from_secs_f64(NET_OVERHEAD_US * times * 1e-6), pcie: None }
+        Wire {
+            proto,
+            step_bytes,
+            net_overhead: SimTime::from_secs_f64(NET_OVERHEAD_US * times * 1e-6),
+            pcie: None,
+            ahead: 0,
+        }
     }
 
     /// Simple, each step one message, no post overhead: the training step's collectives
     /// (`step`), whose buckets the twin has always sent whole.
     pub fn plain() -> Wire {
-        Wire { proto: Proto::Simple, step_bytes: u64::MAX, net_overhead: SimTime(0), pcie: None }
+        Wire { proto: Proto::Simple, step_bytes: u64::MAX, net_overhead: SimTime(0), pcie: None, ahead: 0 }
     }
 
     /// Bytes on the wire for `data` bytes.
@@ -98,6 +113,26 @@ impl Wire {
         (d > 0).then_some(SimTime(now.0 + d))
     }
 
+    /// The wire with NCCL's own latency for a hop between nodes (`hwLatencies[NET]` of `algo`
+    /// and the protocol, the tree's where every node has one rank, as NCCL's model takes it):
+    /// that figure is a small message's whole hop, NIC to NIC, as NCCL calibrated it; the twin
+    /// simulates the fabric and charges the PCIe leg itself, so what it adds before the send is
+    /// the rest: the figure less the leg's DMA latency and `fabric` (the shortest NIC-to-NIC
+    /// path's own latency), never less than the proxy's post overhead. A longer or loaded path
+    /// adds its own time on top, as it would to NCCL's. The delay is latency, not work: a
+    /// connection posts as many more messages ahead as a step of the wire takes to cover it at
+    /// the NIC's `nic_bytes_per_s` (at most `NCCL_STEPS` in flight, as NCCL has them), so a
+    /// large buffer keeps its bandwidth.
+    pub fn with_nccl_net_hop(self, algo: Algo, one_rank_per_node: bool, fabric: SimTime, nic_bytes_per_s: f64) -> Wire {
+        let a = if algo == Algo::Tree || one_rank_per_node { 0 } else { 1 };
+        let hop = SimTime::from_secs_f64(NET_LAT_US[a][p_idx(self.proto)] * 1e-6);
+        let known = self.pcie.map_or(0, |l| l.send_latency.0 + l.recv_latency.0) + fabric.0;
+        let delay = SimTime(hop.0.saturating_sub(known).max(self.net_overhead.0));
+        let step_ps = self.wire_bytes(self.step_bytes) as f64 / nic_bytes_per_s.max(1.0) * 1e12;
+        let ahead = (delay.0 as f64 / step_ps.max(1.0)).ceil().min(NCCL_STEPS_AHEAD as f64) as u32;
+        Wire { net_overhead: delay, ahead, ..self }
+    }
+
     fn leg(&self, bytes: u64) -> SimTime {
         self.pcie.map_or(SimTime(0), |l| l.hop_cost(bytes))
     }
@@ -118,6 +153,30 @@ pub fn base_us(algo: Algo, proto: Proto) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nccls_hop_latency_is_charged_less_what_the_twin_simulates() {
+        let leg = rocelab_model::pcie::PcieConfig::default().resolve().unwrap();
+        let wire = |proto| Wire { pcie: Some(leg), ..Wire::new(proto, SIMPLE_STEP_BYTES) };
+        let fabric = SimTime::from_secs_f64(30e-9);
+        let us = |w: Wire| w.net_overhead.0 as f64 * 1e-6;
+        // Tree/LL128: 8.5 µs, less the leg's 1.5 µs of DMA and 30 ns of cable: 6.97 µs.
+        let t = wire(Proto::Ll128).with_nccl_net_hop(Algo::Tree, false, fabric, 50e9);
+        assert!((us(t) - 6.97).abs() < 1e-6, "{}", us(t));
+        // One step of LL128 lines (600 KiB) takes 12.3 µs at 50 GB/s: one more in flight covers it.
+        assert_eq!(t.ahead, 1);
+        // Ring/Simple: 14 − 1.53 = 12.47 µs; a 512 KiB step takes 10.5 µs: two more.
+        let r = wire(Proto::Simple).with_nccl_net_hop(Algo::Ring, false, fabric, 50e9);
+        assert!((us(r) - 12.47).abs() < 1e-6 && r.ahead == 2, "{} {}", us(r), r.ahead);
+        // With one rank per node the ring's hop is the tree's (LL: 5.0 µs, not 2.7).
+        let one = wire(Proto::Ll).with_nccl_net_hop(Algo::Ring, true, fabric, 50e9);
+        assert!((us(one) - 3.47).abs() < 1e-6, "{}", us(one));
+        // A fabric slower than NCCL's figure leaves only the proxy's post overhead (3 µs with Simple).
+        let slow = wire(Proto::Simple).with_nccl_net_hop(Algo::Ring, false, SimTime::from_us(20), 50e9);
+        assert_eq!(slow.net_overhead, SimTime::from_us(3));
+        // Never more than NCCL_STEPS in flight, however fast the NIC empties a step.
+        assert_eq!(wire(Proto::Ll).with_nccl_net_hop(Algo::Tree, false, fabric, 1e15).ahead, NCCL_STEPS_AHEAD);
+    }
 
     #[test]
     fn lines_carry_their_flags() {

@@ -265,7 +265,7 @@ impl Ring {
         match self.rings[ch % self.rings.len()].hops[p] {
             Hop::Net { .. } => {
                 let c = p * self.chunk.len() + ch;
-                if self.in_flight[c] >= WINDOW {
+                if self.in_flight[c] as u32 >= WINDOW as u32 + self.wire.ahead {
                     self.waiting[c].push_back(v);
                     return;
                 }

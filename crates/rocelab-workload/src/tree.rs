@@ -206,7 +206,7 @@ impl Tree {
         } else {
             (&mut t.up_queue[i], &mut t.up_flight[i])
         };
-        if *flight >= WINDOW {
+        if *flight >= WINDOW + self.wire.ahead {
             queue.push_back(k);
             return;
         }

@@ -130,6 +130,35 @@ fn without_gpudirect_every_message_pays_the_bounce_through_host_memory() {
     );
 }
 
+#[test]
+fn the_packet_engine_sends_no_faster_than_the_nics_pcie_link() {
+    // The same 64 MiB send/recv with the NIC on PCIe Gen 5 ×4: 4 × 32 GT/s × 128/130 / 8 ×
+    // 256/280 = 14.4 GB/s (115.2 Gb/s), below its 400G port. Frames of 4,096 B of payload
+    // carry 82 B of headers (Ethernet, IPv4, UDP, BTH, ICRC, FCS, preamble and gap), so the
+    // crossing message takes at least S × 4178/4096 / 14.4 GB/s; at the port's speed (the
+    // ×16 link carries 57.6 GB/s, more than the port) S × 4178/4096 / 50 GB/s.
+    let s = 64u64 << 20;
+    let run = |m: &Model| {
+        let spec = CollectiveSpec { channels: Some(1), ..CollectiveSpec::nccl(Collective::SendRecv, s) };
+        run_collective(m, &spec, SimOptions::default()).unwrap()
+    };
+    let x16 = run(&with_pcie("gen = 5"));
+    let x4 = run(&with_pcie("gen = 5\nnic_lanes = 4"));
+    let wire = s as f64 * 4178.0 / 4096.0;
+    let (at_port_us, at_pcie_us) = (wire / 50e9 * 1e6, wire / (4.0 * 32e9 * 128.0 / 130.0 / 8.0 * 256.0 / 280.0) * 1e6);
+    println!(
+        "64 MiB send/recv: x16 {:.1} µs (port {at_port_us:.1}), x4 {:.1} µs (PCIe {at_pcie_us:.1})",
+        x16.time_us, x4.time_us
+    );
+    assert!(x16.time_us >= at_port_us && x16.time_us < at_port_us * 1.02, "{} µs", x16.time_us);
+    assert!(x4.time_us >= at_pcie_us && x4.time_us < at_pcie_us * 1.02, "{} µs", x4.time_us);
+    // The busbw bound the scenario and `plan` use is the same cap.
+    let m = with_pcie("gen = 5\nnic_lanes = 4");
+    let nic = m.hosts().next().unwrap();
+    let x4_gbps = 4.0 * 32.0 * 128.0 / 130.0 * 256.0 / 280.0;
+    assert!((rocelab_workload::nic_line_gbps(&m, nic, true) - x4_gbps).abs() < 1e-6);
+}
+
 /// 2 GPU servers, each one NIC with two 200G ports to a switch (2 × 200G).
 fn dual_port() -> Model {
     let mut t = String::from("[fabric]\nname = \"dual-port\"\n[topology.explicit]\n");

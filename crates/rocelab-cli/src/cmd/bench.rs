@@ -17,7 +17,8 @@ use std::process::ExitCode;
 #[derive(clap::Args)]
 pub struct Args {
     /// Scenarios to run (default: all): incast, permutation-16, permutation-128,
-    /// permutation-1024, permutation-1024-htsim, rail-1024, chain-10k.
+    /// permutation-1024, permutation-1024-htsim, permutation-128-htsim, rail-1024,
+    /// permutation-128-adaptive, permutation-128-spray, chain-10k.
     names: Vec<String>,
     /// Runs before the timed ones, not counted (caches, page faults, CPU frequency).
     #[arg(long, short = 'w', default_value_t = 1, value_name = "N")]
@@ -61,6 +62,15 @@ pub struct Args {
     /// Events timed after the first fill, for --flow-recompute.
     #[arg(long, default_value_t = 200, requires = "flow_recompute")]
     events: u64,
+    /// Instead: run each named scenario (or allreduce-1024) once per partition count N, every
+    /// event counted against a cut of the fabric into N partitions: windows of one lookahead,
+    /// cross-partition messages, the projected parallel efficiency (a Markdown table).
+    #[arg(long, value_delimiter = ',', value_name = "N,...", conflicts_with_all = ["flow_error", "flow_recompute"])]
+    partitions: Vec<u32>,
+    /// The cut for --partitions: auto (pods on a fat tree, rail groups on a rail-optimized
+    /// fabric, else leaf groups), pod, rail, leaf.
+    #[arg(long, default_value = "auto", requires = "partitions")]
+    partition_by: String,
 }
 
 pub fn run(a: Args) -> VerbResult {
@@ -69,6 +79,9 @@ pub fn run(a: Args) -> VerbResult {
     }
     if !a.flow_recompute.is_empty() {
         return flow_recompute(&a);
+    }
+    if !a.partitions.is_empty() {
+        return partition_profile(&a);
     }
     let all = scenarios::all();
     if a.list {
@@ -218,6 +231,29 @@ fn flow_recompute(a: &Args) -> VerbResult {
     }
     if let Some(b) = scenarios::peak_rss_bytes() {
         println!("peak RSS {} MB", b / 1_000_000);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--partitions`: the cost of cutting each named scenario, as a Markdown table per scenario.
+fn partition_profile(a: &Args) -> VerbResult {
+    use rocelab_bench::partition_profile as pp;
+    let by = rocelab_sim::partition::PartitionBy::parse(&a.partition_by).ok_or_else(|| {
+        Failure::bad_input(format!(
+            "error: unknown --partition-by `{}`\n  = help: use one of: auto, pod, rail, leaf",
+            a.partition_by
+        ))
+    })?;
+    if a.names.is_empty() {
+        return Err(Failure::bad_input(format!(
+            "error: --partitions needs a scenario\n  = help: e.g. `rocelab bench --partitions 2,16 rail-1024 {}`",
+            pp::ALL_REDUCE_1024
+        )));
+    }
+    for name in &a.names {
+        let reports =
+            pp::profile_named(name, by, &a.partitions).map_err(|e| Failure::bad_input(format!("error: {e}")))?;
+        println!("{}", pp::markdown(name, &reports));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -10,9 +10,11 @@ mod ecn;
 mod fleet;
 mod host;
 pub mod ib;
+pub(crate) mod lb;
 mod planes;
 mod qos;
 mod topo;
+mod uet;
 
 pub fn run_all(cx: &Ctx, out: &mut Findings) {
     if cx.model.is_ib() {
@@ -29,6 +31,8 @@ pub fn run_all(cx: &Ctx, out: &mut Findings) {
     buffer::check(cx, out);
     fleet::check(cx, out);
     topo::check(cx, out);
+    lb::check(cx, out);
+    uet::check(cx, out);
 }
 
 /// Key path of class `i`.

@@ -53,7 +53,10 @@ pub fn check(cx: &Ctx, out: &mut Findings) {
 
     let ri = q.rdma_class();
     let rdma = &q.classes[ri];
-    if !q.pfc_enabled(rdma.priority) {
+    // (NICs that all run UET are lossy on purpose: they trim and resend selectively.)
+    let nics = super::used_nics(cx);
+    let all_uet = !nics.is_empty() && nics.iter().all(|n| n.transport == rocelab_model::uet::Transport::Uet);
+    if !q.pfc_enabled(rdma.priority) && !all_uet {
         out.emit(
             "QOS001",
             if rdma.lossless || explicit_pfc {

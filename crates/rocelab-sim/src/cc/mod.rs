@@ -37,6 +37,9 @@
 //! and the field of [`CcParams`] that holds its parameters. Its parameter table is a new file of
 //! `rocelab-model` registered on the NIC profile; `Cc::choose` picks it from the profile's
 //! `congestion_control`.
+//!
+//! NSCC (`nscc`) is not chosen by `congestion_control` but by the profile's
+//! `transport = "uet"`; `engine::uet` feeds it one ACK per packet, with its RTT and CE mark.
 
 pub mod cubic;
 pub mod dcqcn;
@@ -44,11 +47,13 @@ pub mod dctcp;
 pub mod dctcp_rate;
 pub mod hpcc;
 pub mod ibcc;
+pub mod nscc;
 pub mod timely;
 
 use rocelab_model::cc::{DctcpRate, Hpcc, Timely};
 use rocelab_model::config::{CongestionControl as CcKind, DcqcnVariant};
 use rocelab_model::infiniband::IbCc;
+use rocelab_model::uet::{Transport, Uet};
 use rocelab_model::{Dcqcn, NicProfile, SimTime};
 
 /// What the engine must schedule after a congestion-control step.
@@ -248,6 +253,8 @@ pub struct CcParams {
     pub timely: Timely,
     /// `[nic.dctcp]`: DCTCP as a rate on RDMA QPs.
     pub dctcp_rate: DctcpRate,
+    /// `[nic.uet]`: NSCC's knobs, on QPs of a `transport = "uet"` profile.
+    pub uet: Uet,
 }
 
 impl CcParams {
@@ -261,6 +268,7 @@ impl CcParams {
             hpcc: prof.hpcc.clone(),
             timely: prof.timely.clone(),
             dctcp_rate: prof.dctcp.clone(),
+            uet: prof.uet.clone(),
         }
     }
 }
@@ -377,6 +385,7 @@ algorithms! {
     Timely(timely::TimelyState, timely),
     DctcpRate(dctcp_rate::DctcpRateState, dctcp_rate),
     Cubic(cubic::Cubic, cubic),
+    Nscc(nscc::Nscc, uet),
 }
 
 impl Cc {
@@ -407,6 +416,11 @@ impl Cc {
                 pace: ibcc::IbCcState::new(line_bps),
             })),
             QpKind::Ib { cc } => cc.then(|| Cc::IbCc(ibcc::IbCcState::new(line_bps))),
+            // The Ultra Ethernet transport runs its own congestion control, whatever the
+            // profile's `congestion_control` (and whether the priority has a reaction point).
+            QpKind::Rdma | QpKind::RdmaUnmanaged if prof.transport == Transport::Uet => {
+                Some(Cc::Nscc(nscc::Nscc::new(line_bps, mtu, base_rtt(), &p.uet)))
+            }
             QpKind::RdmaUnmanaged => None,
             QpKind::Rdma => match prof.congestion_control {
                 CcKind::Dcqcn => Some(Cc::dcqcn(line_bps, &p.dcqcn)),
@@ -433,6 +447,7 @@ impl CcParams {
             hpcc: Hpcc::default(),
             timely: Timely::default(),
             dctcp_rate: DctcpRate::default(),
+            uet: Uet::default(),
         }
     }
 }

@@ -249,7 +249,7 @@ impl Sim<'_> {
                 // past a switch keep the path it chose).
                 self.router.set_hash_fields(mask);
                 for q in &mut self.host.qps {
-                    q.hash = self.router.flow_hash(q.src, q.dst, q.sport as u32);
+                    q.hash = self.router.flow_hash(q.src, q.dst, q.sport as u32, q.qpn);
                 }
             }
         }

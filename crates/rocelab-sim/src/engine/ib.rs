@@ -358,19 +358,9 @@ impl Sim<'_> {
         let (fresh, view) = (r.pristine(), r.view(sw));
         let usable = |c: PortId| if fresh { r.own_and_routed(c, node) } else { r.usable(view, c, node, dst) };
         if ib.adaptive && n > 1 {
-            let mut best = (NONE, u64::MAX);
-            for k in 0..n {
-                let c = cands[(base + k) % n];
-                if !usable(c) {
-                    continue;
-                }
-                let load = self.queued_bytes(c);
-                if load < best.1 {
-                    best = (c.0, load);
-                }
-            }
-            if best.0 != NONE {
-                return best.0;
+            let best = r.least_loaded(sw, cands, base, dst, |c| self.queued_bytes(c));
+            if best != NONE {
+                return best;
             }
         } else if usable(cands[base]) {
             return cands[base].0;

@@ -223,7 +223,10 @@ impl Sim<'_> {
         };
         let cp = self.queues.classes[class as usize];
         let (prio, queue) = (cp.prio, cp.queue);
-        let out = self.router.choose(sw, dst, hash);
+        let out = match self.router.load_balancing() {
+            rocelab_model::lb::LoadBalancing::Ecmp => self.router.choose(sw, dst, hash),
+            _ => self.lb_choose(sw, dst, hash, prio, pkt),
+        };
         if out == NONE {
             self.drop_pkt(in_port, queue, pkt, DropReason::LinkDown);
             return;
@@ -237,7 +240,10 @@ impl Sim<'_> {
         // Admission and ingress accounting.
         let ip = &mut self.ports[in_port as usize];
         if let Err(reason) = self.mmu.admit(sw, &mut ip.pg[prio as usize], ip.headroom, cp.lossless, size) {
-            self.drop_pkt(in_port, queue, pkt, reason);
+            // (UET: cut to its header and forwarded at high priority instead, `engine::uet`.)
+            if !self.try_trim(sw, in_port, pkt, out) {
+                self.drop_pkt(in_port, queue, pkt, reason);
+            }
             return;
         }
         self.enqueue_egress(pkt, in_port, prio, out, queue, size);

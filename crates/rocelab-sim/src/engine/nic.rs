@@ -51,7 +51,11 @@ impl Sim<'_> {
             let idx = (start + i) % n_active;
             let qi = self.host.nics[nic as usize].active[idx];
             let q = &self.host.qps[qi as usize];
-            if (q.snd_nxt >= q.npkts || !q.window_open()) && q.rtx == NONE {
+            if let Some(u) = q.uet.as_deref() {
+                if !q.uet_can_send(u) {
+                    continue;
+                }
+            } else if (q.snd_nxt >= q.npkts || !q.window_open()) && q.rtx == NONE {
                 continue;
             }
             // (The next packet's size matters only to InfiniBand's credits.)
@@ -91,17 +95,24 @@ impl Sim<'_> {
         let port = self.host.nics[nic as usize].port;
         let prof = self.host.nics[nic as usize].profile;
         let q = &mut self.host.qps[qi as usize];
-        // A hole SACK recovery resends (Linux TCP), if one is due and not acknowledged since.
-        let mut rtx = q.rtx;
-        if rtx != NONE && rtx < q.snd_una {
-            // Acknowledged since: resume from the left edge, still inside the hole.
-            rtx = q.snd_una;
-        }
-        if rtx != NONE && (rtx >= q.rtx_end || rtx >= q.snd_nxt) {
-            rtx = NONE;
-        }
-        q.rtx = if rtx != NONE && rtx + 1 < q.rtx_end.min(q.snd_nxt) { rtx + 1 } else { NONE };
-        let psn = if rtx != NONE { rtx } else { q.snd_nxt };
+        let (psn, rtx) = match q.uet.as_deref_mut() {
+            // UET: a trimmed (or timed-out) packet on its own, else the next new one.
+            Some(u) => u.pick(q.snd_nxt),
+            None => {
+                // A hole SACK recovery resends (Linux TCP), if one is due and not acknowledged
+                // since.
+                let mut rtx = q.rtx;
+                if rtx != NONE && rtx < q.snd_una {
+                    // Acknowledged since: resume from the left edge, still inside the hole.
+                    rtx = q.snd_una;
+                }
+                if rtx != NONE && (rtx >= q.rtx_end || rtx >= q.snd_nxt) {
+                    rtx = NONE;
+                }
+                q.rtx = if rtx != NONE && rtx + 1 < q.rtx_end.min(q.snd_nxt) { rtx + 1 } else { NONE };
+                (if rtx != NONE { rtx } else { q.snd_nxt }, rtx)
+            }
+        };
         if rtx != NONE && rtx == q.rtt_psn {
             // Karn: a resent packet's ACK times neither copy.
             q.rtt_psn = NONE;
@@ -121,6 +132,16 @@ impl Sim<'_> {
         if rtx == NONE {
             q.snd_nxt += 1;
         }
+        let hash = match q.uet.as_deref_mut() {
+            Some(u) => {
+                if rtx != NONE {
+                    u.selective_retransmits += 1;
+                    self.stats.selective_retransmits += 1;
+                }
+                u.on_send(psn, now, payload, q.hash, rtx != NONE)
+            }
+            None => q.hash,
+        };
         let pkt = Packet {
             qp: qi,
             psn,
@@ -131,7 +152,7 @@ impl Sim<'_> {
             pcp: q.pcp,
             ecn: if q.ect { ECT0 } else { NOT_ECT },
             dst: q.dst,
-            hash: q.hash,
+            hash,
             in_port: NONE,
             next: NONE,
             next_gap: u32::MAX,
@@ -211,6 +232,12 @@ impl Sim<'_> {
         self.free_pkt(pkt);
         self.stats.delivered += 1;
         let qi = p.qp;
+        if self.host.qps[qi as usize].uet.is_some() {
+            // The Ultra Ethernet transport's own receiver and sender (`engine::uet`).
+            self.uet_receive(nic, &p);
+            self.maybe_retire(qi);
+            return;
+        }
         match p.kind {
             Kind::Data => {
                 self.stats.data_delivered += 1;
@@ -218,9 +245,10 @@ impl Sim<'_> {
                     self.ce_received(nic, qi, p.pcp);
                 }
                 let mut message_done = None;
-                // InfiniBand with adaptive routing: packets may arrive out of order.
-                let ib = self.link.keeps_out_of_order();
                 let q = &mut self.host.qps[qi as usize];
+                // Out-of-order placement (InfiniBand over adaptive routing, RoCE under a
+                // per-packet load balancing mode): how far ahead a packet is placed.
+                let window = q.ooo_window;
                 // Linux TCP's receiver: SACK (what arrives past a hole is kept) and delayed
                 // ACKs (every second segment, RFC 5681 §4.2).
                 let linux = matches!(q.cc, Some(Cc::Cubic(_)));
@@ -241,10 +269,12 @@ impl Sim<'_> {
                         let psn = q.rcv_nxt;
                         self.send_sack(qi, psn);
                     }
-                } else if ib && p.psn > q.rcv_nxt {
-                    // InfiniBand RC over adaptive routing: a packet ahead of the next expected
-                    // one is kept (placed) and counted, with no NAK and no go-back-N. (With
-                    // static routing a gap means a loss: NAK and go-back-N, as on RoCE.)
+                } else if window > 0 && p.psn > q.rcv_nxt && p.psn - q.rcv_nxt < window {
+                    // Out-of-order placement (InfiniBand RC over adaptive routing, ConnectX's
+                    // OOO data placement on RoCE): a packet ahead of the next expected one,
+                    // within the window, is kept (placed) and counted, with no NAK and no
+                    // go-back-N. (Past the window, or with none, a gap means a loss: NAK and
+                    // go-back-N below.)
                     if p.psn < q.npkts && !q.ooo_has(p.psn) {
                         q.st.out_of_sequence += 1;
                         self.stats.out_of_order += 1;
@@ -258,7 +288,7 @@ impl Sim<'_> {
                     q.st.bytes_delivered += p.payload as u64;
                     self.stats.payload_delivered += p.payload as u64;
                     q.since_ack += 1;
-                    if ib || linux {
+                    if window > 0 || linux {
                         // Packets received ahead now in order.
                         while q.rcv_nxt < q.npkts && q.ooo_take(q.rcv_nxt) {
                             let b = q.payload_of(q.rcv_nxt) as u64;
@@ -551,7 +581,13 @@ impl Sim<'_> {
                 }
                 return;
             }
-            q.snd_nxt = q.snd_una;
+            if q.uet.is_some() {
+                // UET resends only what was never acknowledged, not everything past the edge.
+                self.uet_timeout(qi);
+            } else {
+                q.snd_nxt = q.snd_una;
+            }
+            let q = &mut self.host.qps[qi as usize];
             (q.rtx, q.rtx_end) = (NONE, NONE);
             q.last_progress = now;
             let nic = q.src_nic;

@@ -42,6 +42,8 @@ pub(crate) struct Qp {
     pub(crate) hash: u32,
     /// Its UDP source port (the hash is recomputed from it when the hashed fields change).
     pub(crate) sport: u16,
+    /// Its QP numbers (source, destination), hashed under `dest-qpn` / `src-qpn`.
+    pub(crate) qpn: [u32; 2],
     pub(crate) ect: bool,
     /// In-flight window in bytes (0: none; ConnectX's DCQCN is rate-based and has none).
     pub(crate) window: u64,
@@ -73,9 +75,15 @@ pub(crate) struct Qp {
     pub sender_done: Option<SimTime>,
     // receiver
     pub(crate) rcv_nxt: u32,
-    /// InfiniBand with adaptive routing: a bitmap by PSN of packets received ahead of
-    /// `rcv_nxt` (allocated at the first reordered packet; empty otherwise).
+    /// Packets received ahead of `rcv_nxt`, a bitmap by PSN (allocated at the first
+    /// reordered packet; empty otherwise): a ring of `ooo_window` bits rounded up to a power
+    /// of two words, or one bit per packet of the message when the window is unbounded.
     pub(crate) ooo: Vec<u64>,
+    /// Out-of-order placement: how far ahead of `rcv_nxt` (packets) the receiver places a
+    /// packet instead of answering the gap with a NAK (0: in order only; `u32::MAX`:
+    /// unbounded, InfiniBand RC over adaptive routing). RoCE: `[nic] ooo_window_packets`
+    /// (`rocelab_model::lb`).
+    pub(crate) ooo_window: u32,
     pub(crate) nak_for: u32,
     pub(crate) last_cnp: Option<SimTime>,
     pub(crate) since_ack: u32,
@@ -97,6 +105,8 @@ pub(crate) struct Qp {
     pub(crate) timers: u32,
     /// Done and folded into its message's counters; the slot is free.
     pub(crate) retired: bool,
+    /// The Ultra Ethernet transport's sender state (`engine::uet`); `None` on RoCE and IB.
+    pub(crate) uet: Option<Box<super::uet::UetQp>>,
 }
 
 /// The counters of a message's QPs whose slots were reused, as `snapshot` aggregates live ones.
@@ -123,29 +133,45 @@ impl Qp {
         }
     }
 
-    /// The first PSN after `psn` the receiver holds (ahead of a hole), or `npkts`.
+    /// The first PSN after `psn` the receiver holds (ahead of a hole), or `npkts`. (Linux
+    /// TCP's receiver, whose bitmap covers the message.)
     pub(crate) fn ooo_next_after(&self, psn: u32) -> u32 {
         (psn + 1..self.npkts).find(|&p| self.ooo_has(p)).unwrap_or(self.npkts)
     }
 
-    /// A packet `psn` ahead of `rcv_nxt` is held (InfiniBand, out of order).
+    /// The word of the bitmap holding `psn`'s bit. Held PSNs lie within `ooo_window` of
+    /// `rcv_nxt` (or in the message), so they never share a bit in the ring.
+    #[inline]
+    fn ooo_word(&self, psn: u32) -> usize {
+        (psn as usize / 64) & self.ooo.len().wrapping_sub(1)
+    }
+
+    /// A packet `psn` ahead of `rcv_nxt` is held (placed out of order).
     #[inline]
     pub(crate) fn ooo_has(&self, psn: u32) -> bool {
-        self.ooo.get(psn as usize / 64).is_some_and(|w| w & (1 << (psn % 64)) != 0)
+        !self.ooo.is_empty() && self.ooo[self.ooo_word(psn)] & (1 << (psn % 64)) != 0
     }
 
     #[cold]
     pub(crate) fn ooo_set(&mut self, psn: u32) {
         if self.ooo.is_empty() {
-            self.ooo = vec![0; (self.npkts as usize).div_ceil(64)];
+            // A power of two words, so the ring's index is a mask: the bounded window's
+            // (≤ 1024 words) or the whole message's.
+            let bits = if self.ooo_window == 0 || self.ooo_window >= self.npkts { self.npkts } else { self.ooo_window };
+            self.ooo = vec![0; (bits as usize).div_ceil(64).next_power_of_two()];
         }
-        self.ooo[psn as usize / 64] |= 1 << (psn % 64);
+        let w = self.ooo_word(psn);
+        self.ooo[w] |= 1 << (psn % 64);
     }
 
     /// Clears and returns whether packet `psn` was held.
     #[inline]
     pub(crate) fn ooo_take(&mut self, psn: u32) -> bool {
-        match self.ooo.get_mut(psn as usize / 64) {
+        if self.ooo.is_empty() {
+            return false;
+        }
+        let w = self.ooo_word(psn);
+        match self.ooo.get_mut(w) {
             Some(w) if *w & (1 << (psn % 64)) != 0 => {
                 *w &= !(1 << (psn % 64));
                 true
@@ -159,6 +185,10 @@ impl Qp {
     #[inline]
     pub(crate) fn window_open(&self) -> bool {
         let own = self.cc.as_ref().and_then(|c| c.window_bytes());
+        if let (Some(u), Some(w)) = (&self.uet, own) {
+            // UET: what is acknowledged or reported trimmed is out of flight, holes or not.
+            return u.in_flight < w;
+        }
         if self.window == 0 && own.is_none() {
             return true;
         }

@@ -95,6 +95,9 @@ enum State {
     Free,
     /// A QP of a lockstep group: its route and sizes, sent by the group's rounds.
     Member,
+    /// A lockstep group's head between rounds (see `Group`): still listed on the links it
+    /// holds alone, counted on none, refilled by no one.
+    Parked,
 }
 
 /// One QP's flow.
@@ -112,6 +115,8 @@ struct Flow {
     src_nic: u32,
     hash: u32,
     sport: u16,
+    /// QP numbers (source, destination): hashed under `dest-qpn` / `src-qpn`.
+    qpn: [u32; 2],
     /// Payload bytes and packets of its last one (for the tail).
     last_pkt_wire: u32,
     npkts: u64,
@@ -141,6 +146,7 @@ impl Flow {
         src_nic: NONE,
         hash: 0,
         sport: 0,
+        qpn: [0, 0],
         last_pkt_wire: 0,
         npkts: 0,
         wire: 0,
@@ -160,6 +166,13 @@ impl Flow {
 /// pass over its links, where its members as flows of their own would cost 3–4 events each.
 /// A round lasts as long as its largest member takes at that rate (a ring's channels differ
 /// by one byte at most).
+///
+/// Between rounds the group stays on the links it holds alone (its head `Parked`): a ring's
+/// next step crosses the same ~800 links, and taking the round off each and putting the next
+/// one back was a cache miss per link, twice per round. Only the links it shares with another
+/// flow are left and joined each round; a flow that joins a link the parked group holds
+/// alone evicts it (`away`), and the next round joins that link again. Every list then reads
+/// as if the group had left all its links and come back: the same entries in the same order.
 #[derive(Default)]
 struct Group {
     /// The members' flows (state `Member`), one per QP of each message.
@@ -172,16 +185,24 @@ struct Group {
     /// Per link, its capacity over the members on it: the round's bound there when the link
     /// is its own.
     lim: Vec<f64>,
-    /// The least of `lim`; and how many of its links another flow crosses while its round
-    /// runs. With none, the round is alone on every link: its rate is that bound (or its NIC's),
-    /// and a recomputation need not look at its links at all.
+    /// The least of `lim`, and the links' indices by `lim` (lowest first, ties by index).
     lim_min: f64,
-    shared: u32,
+    by_lim: Vec<u32>,
+    /// Indices (into `links`, ascending) of the links another flow crosses while its round
+    /// runs. With none, the round is alone on every link: its rate is `lim_min` (or its NIC's),
+    /// and a recomputation need not look at its links at all; with a few, only those.
+    shared: Vec<u32>,
+    /// Parked: indices (ascending) of the links it is not listed on (it shared them when its
+    /// round ended, or another flow came since); the next round joins them again.
+    away: Vec<u32>,
     /// Per link, the wire bytes a round puts on it (its members'), and a round's packets and
     /// packet hops: counted once per round without visiting the members.
     wire_on: Vec<u64>,
     packets: u64,
     packet_hops: u64,
+    /// Rounds done whose bytes are not yet on the links' `tx_bytes` (added when the links
+    /// change, the group ends, or a snapshot is taken: one pass per group, not per round).
+    unsettled: u64,
     /// The `route_epoch` the links were traced in (`u64::MAX`: never), and whether every
     /// member had a path then.
     epoch: u64,
@@ -194,8 +215,10 @@ struct Group {
     bytes: u64,
     src: NodeId,
     dst: NodeId,
-    /// The running round's head, or `NONE`.
+    /// The running round's head, or `NONE`; the flow slot every round of the group reuses
+    /// (`NONE` before the first).
     head: u32,
+    kept: u32,
     live: bool,
     /// Bumped when the group ends: a handle to the slot's earlier owner is stale.
     gen: u32,
@@ -245,9 +268,12 @@ pub struct FlowSim<'m> {
     faults_due: usize,
     /// Per link (model port, egress direction): capacity in bits/s and its active flows.
     cap: Vec<f64>,
-    link_flows: Vec<Vec<u32>>,
-    /// `link_flows[l].len()`, kept compact: the recomputation asks it of every link it
-    /// meets, and this array stays in cache where the lists' headers do not.
+    /// Each entry is a flow and the link's index on it (in its path, or its group's `links`).
+    link_flows: Vec<Vec<(u32, u32)>>,
+    /// Active flows on each link (`link_flows[l].len()`, but a group parked on a link it
+    /// holds alone keeps its 1 there: nothing else reads it until a flow joins and evicts
+    /// it), kept compact: the recomputation asks it of every link it meets, and this array
+    /// stays in cache where the lists' headers do not.
     link_n: Vec<u32>,
     tx_bytes: Vec<u64>,
     flows: Vec<Flow>,
@@ -321,11 +347,30 @@ impl<'m> FlowSim<'m> {
         faults: Vec<Fault>,
         opts: SimOptions,
     ) -> Result<Self, Vec<Diagnostic>> {
+        // UET sprays every packet and trims: the packet engine's (one path per flow here).
+        if let Some(n) = m.nics.iter().find(|n| n.transport == rocelab_model::uet::Transport::Uet) {
+            return Err(vec![Diagnostic::new(
+                format!("{}.transport", n.path),
+                "the flow engine routes each flow on one ECMP path; `transport = \"uet\"` sprays every packet",
+                "run the packet engine (leave out `--engine flow`)",
+            )]);
+        }
         // RoCE's headers and ECMP only: an InfiniBand fabric runs on packets.
         if m.is_ib() {
             return Err(vec![Diagnostic::new(
                 "fabric.link_layer",
                 "the flow engine does not model InfiniBand (credits, IB headers and routing)",
+                "run the packet engine (leave out `--engine flow`)",
+            )]);
+        }
+        // Its flows take one path each: flowlets, adaptive routing and spraying move packets.
+        if !m.config.routing.load_balancing.is_ecmp() {
+            return Err(vec![Diagnostic::new(
+                "routing.load_balancing",
+                format!(
+                    "the flow engine routes each flow on one ECMP path; `{}` chooses per packet or flowlet",
+                    m.config.routing.load_balancing.name()
+                ),
                 "run the packet engine (leave out `--engine flow`)",
             )]);
         }
@@ -453,7 +498,7 @@ impl<'m> FlowSim<'m> {
     /// A QP's flow record (not queued): QP `k` of `f`, `size` payload bytes, of message `mi`.
     fn new_flow(&mut self, f: &FlowSpec, k: u32, size: u64, mi: u32, state: State) -> u32 {
         let mtu = self.m.nic_of(f.src).mtu as u64;
-        let QpRoute { src_nic, hash, sport, .. } = self.router.qp_route(f, k);
+        let QpRoute { src_nic, hash, sport, qpn, .. } = self.router.qp_route(f, k);
         let npkts = size.div_ceil(mtu);
         let wire = size + npkts * DATA_OVERHEAD as u64;
         let last = size - (npkts - 1) * mtu;
@@ -466,6 +511,7 @@ impl<'m> FlowSim<'m> {
             src_nic,
             hash,
             sport,
+            qpn,
             last_pkt_wire: (last + DATA_OVERHEAD as u64) as u32,
             npkts,
             wire,
@@ -510,7 +556,10 @@ impl<'m> FlowSim<'m> {
         grp.src = specs[0].src;
         grp.dst = specs[0].dst;
         grp.head = NONE;
-        grp.shared = 0;
+        grp.kept = NONE;
+        grp.shared.clear();
+        grp.away.clear();
+        grp.unsettled = 0;
         grp.live = true;
         g as u64 | (grp.gen as u64) << 32
     }
@@ -540,9 +589,9 @@ impl<'m> FlowSim<'m> {
             left: 1,
             finish: None,
         };
-        let (src, dst) = (grp.src.0, grp.dst.0);
+        let (src, dst, kept) = (grp.src.0, grp.dst.0, grp.kept);
         self.put_msg(mi, msg);
-        let id = self.alloc_flow(Flow {
+        let fl = Flow {
             msg: mi,
             state: State::Pending,
             group: g,
@@ -553,8 +602,18 @@ impl<'m> FlowSim<'m> {
             t_upd: self.now,
             cap,
             ..Flow::BLANK
-        });
-        self.groups[g as usize].head = id;
+        };
+        let id = if kept == NONE {
+            self.alloc_flow(fl)
+        } else {
+            // The last round's slot: parked on the links it holds, until this round starts.
+            let old = self.flows[kept as usize];
+            self.flows[kept as usize] = Flow { gen: old.gen.wrapping_add(1), state: old.state, ..fl };
+            kept
+        };
+        let grp = &mut self.groups[g as usize];
+        grp.head = id;
+        grp.kept = id;
         self.push(self.now, Ev::Start { flow: id });
         mi
     }
@@ -562,6 +621,18 @@ impl<'m> FlowSim<'m> {
     /// Ends idle group `g`: its members' records and its slot are reused.
     pub(crate) fn end_group(&mut self, id: GroupId) {
         let g = id as u32;
+        let kept = self.groups[g as usize].kept;
+        if kept != NONE {
+            if self.flows[kept as usize].state == State::Parked {
+                self.unpark_off(g, kept);
+            }
+            let f = &mut self.flows[kept as usize];
+            f.state = State::Free;
+            f.gen = f.gen.wrapping_add(1);
+            self.free_flows.push(kept);
+            self.groups[g as usize].kept = NONE;
+        }
+        self.settle_bytes(g);
         let members = std::mem::take(&mut self.groups[g as usize].members);
         for &id in &members {
             let f = &mut self.flows[id as usize];
@@ -584,6 +655,8 @@ impl<'m> FlowSim<'m> {
         if self.groups[g as usize].epoch == self.route_epoch {
             return self.groups[g as usize].routed;
         }
+        // The rounds done so far crossed the old links.
+        self.settle_bytes(g);
         let members = std::mem::take(&mut self.groups[g as usize].members);
         let mut links = std::mem::take(&mut self.groups[g as usize].links);
         let mut mult = std::mem::take(&mut self.groups[g as usize].mult);
@@ -634,6 +707,11 @@ impl<'m> FlowSim<'m> {
         grp.links = links;
         grp.mult = mult;
         grp.lim_min = lim.iter().copied().fold(f64::INFINITY, f64::min);
+        grp.by_lim.clear();
+        grp.by_lim.extend(0..lim.len() as u32);
+        grp.by_lim.sort_by(|&a, &b| lim[a as usize].total_cmp(&lim[b as usize]).then(a.cmp(&b)));
+        grp.shared.clear();
+        grp.away.clear();
         grp.lim = lim;
         grp.wire_on = wire_on;
         grp.packets = packets;
@@ -774,6 +852,13 @@ impl<'m> FlowSim<'m> {
 
     fn start_flow(&mut self, fi: u32) {
         let g = self.flows[fi as usize].group;
+        if g != NONE
+            && self.flows[fi as usize].state == State::Parked
+            && self.groups[g as usize].epoch != self.route_epoch
+        {
+            // Routes changed since the last round: off the old links, traced again below.
+            self.unpark_off(g, fi);
+        }
         let ok = if g == NONE { self.trace(fi) } else { self.route_group(g) };
         if ok {
             self.attach(fi);
@@ -799,21 +884,38 @@ impl<'m> FlowSim<'m> {
         }
     }
 
-    /// Puts flow `fi` on the links of its path (traced), as active.
+    /// Puts flow `fi` on the links of its path (traced), as active. A parked group's head
+    /// joins only the links it is away from.
     fn attach(&mut self, fi: u32) {
         let f = &mut self.flows[fi as usize];
+        let parked = f.state == State::Parked;
         f.state = State::Active;
         f.t_upd = self.now;
         if f.group == NONE {
             let (path, len) = (f.path, f.len as usize);
             for (h, &l) in path[..len].iter().enumerate() {
-                self.flows[fi as usize].slot[h] = self.link(fi, NONE, l as usize, h == 0);
+                self.flows[fi as usize].slot[h] = self.link(fi, NONE, h, l as usize, h == 0);
             }
+        } else if parked {
+            let g = f.group;
+            let away = std::mem::take(&mut self.groups[g as usize].away);
+            // What joining every link would do: the first link refilled, then each shared one.
+            if away.first() != Some(&0) {
+                let l = self.groups[g as usize].links[0] as usize;
+                self.mark_dirty(l);
+            }
+            for &h in &away {
+                let l = self.groups[g as usize].links[h as usize] as usize;
+                self.groups[g as usize].slot[h as usize] = self.link(fi, g, h as usize, l, h == 0);
+            }
+            let grp = &mut self.groups[g as usize];
+            grp.away = away;
+            grp.away.clear();
         } else {
             let g = f.group;
             for h in 0..self.groups[g as usize].links.len() {
                 let l = self.groups[g as usize].links[h] as usize;
-                self.groups[g as usize].slot[h] = self.link(fi, g, l, h == 0);
+                self.groups[g as usize].slot[h] = self.link(fi, g, h, l, h == 0);
             }
         }
         self.active += 1;
@@ -837,71 +939,149 @@ impl<'m> FlowSim<'m> {
             let grp = &mut self.groups[f.group as usize];
             (grp.links, grp.slot) = (links, slot);
         }
+        self.stop(fi);
+    }
+
+    /// Flow `fi`, off its links, sends no more.
+    fn stop(&mut self, fi: u32) {
         let f = &mut self.flows[fi as usize];
         f.rate = 0.0;
         f.gen = f.gen.wrapping_add(1);
         self.active -= 1;
     }
 
-    /// Adds flow `fi` (of lockstep group `group`, or `NONE`) to link `l`'s list and returns its
-    /// index there; the link is to be refilled if it is the flow's `first` or a shared one.
-    fn link(&mut self, fi: u32, group: u32, l: usize, first: bool) -> u32 {
+    /// Group head `fi`'s round is over: it leaves the links it shares (as `detach` would)
+    /// and stays, parked, on those it holds alone.
+    fn park(&mut self, fi: u32) {
+        self.settle(fi);
+        let g = self.flows[fi as usize].group as usize;
+        // Leaving a shared link takes it out of `shared` (and `away` is empty): the two
+        // lists change places.
+        let shared = std::mem::take(&mut self.groups[g].shared);
+        for &h in &shared {
+            let (l, s) = (self.groups[g].links[h as usize], self.groups[g].slot[h as usize]);
+            self.unlink(l as usize, s as usize);
+        }
+        let grp = &mut self.groups[g];
+        debug_assert!(grp.shared.is_empty() && grp.away.is_empty());
+        grp.shared = std::mem::replace(&mut grp.away, shared);
+        self.flows[fi as usize].state = State::Parked;
+        self.stop(fi);
+    }
+
+    /// Takes parked head `fi` of group `g` off the links it still holds (the group ends, or
+    /// its routes changed); it is then off every link.
+    fn unpark_off(&mut self, g: u32, fi: u32) {
+        let grp = &mut self.groups[g as usize];
+        let (links, mut away) = (std::mem::take(&mut grp.links), std::mem::take(&mut grp.away));
+        let mut next_away = away.iter().peekable();
+        for (h, &l) in links.iter().enumerate() {
+            if next_away.next_if_eq(&&(h as u32)).is_some() {
+                continue;
+            }
+            // Held alone: the list is this entry, its count the convention's 1.
+            let lf = &mut self.link_flows[l as usize];
+            debug_assert!(lf.len() == 1 && lf[0].0 == fi);
+            lf.clear();
+            self.link_n[l as usize] = 0;
+        }
+        away.clear();
+        let grp = &mut self.groups[g as usize];
+        (grp.links, grp.away) = (links, away);
+        self.flows[fi as usize].state = State::Pending;
+    }
+
+    /// Parked head `fi` (group `g`) held link `l` (its `h`-th) alone; a flow is joining it:
+    /// the group leaves it until its next round.
+    #[cold]
+    fn evict(&mut self, l: usize, fi: u32, h: u32) {
+        self.link_flows[l].clear();
+        self.link_n[l] = 0;
+        let g = self.flows[fi as usize].group as usize;
+        let away = &mut self.groups[g].away;
+        if let Err(i) = away.binary_search(&h) {
+            away.insert(i, h);
+        }
+    }
+
+    /// Group `g`'s rounds done since the last call: their bytes on each of its links.
+    fn settle_bytes(&mut self, g: u32) {
+        let grp = &mut self.groups[g as usize];
+        let k = std::mem::take(&mut grp.unsettled);
+        if k > 0 {
+            for (&l, &w) in grp.links.iter().zip(&grp.wire_on) {
+                self.tx_bytes[l as usize] += w * k;
+            }
+        }
+    }
+
+    fn mark_dirty(&mut self, l: usize) {
+        if self.link_mark[l] != u32::MAX {
+            self.link_mark[l] = u32::MAX;
+            self.dirty.push(l as u32);
+        }
+    }
+
+    /// Adds flow `fi` (of lockstep group `group`, or `NONE`), for which `l` is link `h`, to
+    /// link `l`'s list and returns its index there; the link is to be refilled if it is the
+    /// flow's `first` or a shared one.
+    fn link(&mut self, fi: u32, group: u32, h: usize, l: usize, first: bool) -> u32 {
+        if let [(other, oh)] = self.link_flows[l][..] {
+            if self.flows[other as usize].state == State::Parked {
+                self.evict(l, other, oh);
+            }
+        }
         let slot = self.link_flows[l].len() as u32;
-        self.link_flows[l].push(fi);
+        self.link_flows[l].push((fi, h as u32));
         self.link_n[l] += 1;
         // Sharing the link starts for the one that joins, and for the one that was alone.
         if self.link_n[l] > 1 && group != NONE {
-            self.groups[group as usize].shared += 1;
+            sorted_insert(&mut self.groups[group as usize].shared, h as u32);
         }
         if self.link_n[l] == 2 {
-            let other = self.flows[self.link_flows[l][0] as usize].group;
+            let (o, oh) = self.link_flows[l][0];
+            let other = self.flows[o as usize].group;
             if other != NONE {
-                self.groups[other as usize].shared += 1;
+                sorted_insert(&mut self.groups[other as usize].shared, oh);
             }
         }
         // The first link finds the flow, a shared one the others; a link of its own beyond
         // the first would find nothing more (same component, same order).
-        if (first || self.link_n[l] > 1) && self.link_mark[l] != u32::MAX {
-            self.link_mark[l] = u32::MAX;
-            self.dirty.push(l as u32);
+        if first || self.link_n[l] > 1 {
+            self.mark_dirty(l);
         }
         slot
     }
 
-    /// Removes the flow at index `s` of link `l`'s list; the flow moved into its place learns
-    /// its new index.
+    /// Removes the (active) flow at index `s` of link `l`'s list; the flow moved into its
+    /// place learns its new index.
     fn unlink(&mut self, l: usize, s: usize) {
-        let lf = &mut self.link_flows[l];
-        let gone = self.flows[lf[s] as usize].group;
-        lf.swap_remove(s);
+        let (gone, gh) = self.link_flows[l].swap_remove(s);
+        let gone = self.flows[gone as usize].group;
         self.link_n[l] -= 1;
         // Sharing the link ends for the one that leaves, and for the one left alone.
         if self.link_n[l] >= 1 && gone != NONE {
-            self.groups[gone as usize].shared -= 1;
+            sorted_remove(&mut self.groups[gone as usize].shared, gh);
         }
         if self.link_n[l] == 1 {
-            let left = self.flows[self.link_flows[l][0] as usize].group;
+            let (o, oh) = self.link_flows[l][0];
+            let left = self.flows[o as usize].group;
             if left != NONE {
-                self.groups[left as usize].shared -= 1;
+                sorted_remove(&mut self.groups[left as usize].shared, oh);
             }
         }
-        let lf = &mut self.link_flows[l];
-        if let Some(&moved) = lf.get(s) {
+        if let Some(&(moved, mh)) = self.link_flows[l].get(s) {
             let g = &mut self.flows[moved as usize];
             if g.group == NONE {
-                let k = g.path[..g.len as usize].iter().position(|&x| x as usize == l).expect("on the link");
-                g.slot[k] = s as u32;
+                g.slot[mh as usize] = s as u32;
             } else {
                 // Another group's head (a group is on each of its links once).
-                let grp = &mut self.groups[g.group as usize];
-                let k = grp.links.iter().position(|&x| x as usize == l).expect("on the link");
-                grp.slot[k] = s as u32;
+                self.groups[g.group as usize].slot[mh as usize] = s as u32;
             }
         }
         // A link left empty has no flow to refill.
-        if self.link_n[l] > 0 && self.link_mark[l] != u32::MAX {
-            self.link_mark[l] = u32::MAX;
-            self.dirty.push(l as u32);
+        if self.link_n[l] > 0 {
+            self.mark_dirty(l);
         }
     }
 
@@ -917,31 +1097,30 @@ impl<'m> FlowSim<'m> {
 
     /// Flow `fi` has sent its last byte: it leaves its links; the byte arrives a tail later.
     fn drained(&mut self, fi: u32) {
-        self.detach(fi);
         let f = self.flows[fi as usize];
         let m = self.m;
         let tail;
         if f.group == NONE {
+            self.detach(fi);
             tail = tail_of(m, &f);
             for &l in &f.path[..f.len as usize] {
                 self.tx_bytes[l as usize] += f.wire;
             }
             self.packets += f.npkts;
             self.packet_hops += f.npkts * f.len as u64;
+            self.flows[fi as usize].state = State::Free;
+            self.free_flows.push(fi);
         } else {
-            // Each member's own bytes and packets (summed per link when traced); the round
-            // arrives with its last member.
+            // Each member's own bytes and packets (summed per link when traced, put on the
+            // links later); the round arrives with its last member.
+            self.park(fi);
             let grp = &mut self.groups[f.group as usize];
             grp.head = NONE;
+            grp.unsettled += 1;
             tail = grp.tail;
-            for (&l, &w) in grp.links.iter().zip(&grp.wire_on) {
-                self.tx_bytes[l as usize] += w;
-            }
             self.packets += grp.packets;
             self.packet_hops += grp.packet_hops;
         }
-        self.flows[fi as usize].state = State::Free;
-        self.free_flows.push(fi);
         self.push(self.now + tail, Ev::Arrive { msg: f.msg });
     }
 
@@ -971,7 +1150,7 @@ impl<'m> FlowSim<'m> {
         if matches!(action, FaultAction::HashFields { .. }) {
             for f in self.flows.iter_mut() {
                 if f.state != State::Free && f.group == NONE {
-                    f.hash = self.router.flow_hash(f.src, f.dst, f.sport as u32);
+                    f.hash = self.router.flow_hash(f.src, f.dst, f.sport as u32, f.qpn);
                 }
             }
         }
@@ -1021,7 +1200,8 @@ impl<'m> FlowSim<'m> {
                         self.attach(fi);
                     }
                 }
-                State::Pending | State::Free | State::Member => {}
+                // A parked group is traced again when its next round starts.
+                State::Pending | State::Free | State::Member | State::Parked => {}
             }
         }
     }
@@ -1049,24 +1229,35 @@ impl<'m> FlowSim<'m> {
         while i < self.comp_links.len() {
             let l = self.comp_links[i] as usize;
             i += 1;
-            for &fi in &self.link_flows[l] {
+            for &(fi, _) in &self.link_flows[l] {
                 if self.flow_mark[fi as usize] == mark {
+                    continue;
+                }
+                let f = &self.flows[fi as usize];
+                if f.state != State::Active {
+                    // A group parked on a link it holds alone, since the link was marked.
                     continue;
                 }
                 self.flow_mark[fi as usize] = mark;
                 self.comp_flows.push(fi);
-                let f = &self.flows[fi as usize];
-                let links = match f.group {
-                    NONE => &f.path[..f.len as usize],
-                    g if self.groups[g as usize].shared == 0 => &[][..],
-                    g => &self.groups[g as usize].links[..],
-                };
-                for &l2 in links {
-                    // A link only this flow crosses leads nowhere else (and enters the fill as
-                    // a cap): not visited. Most of a lockstep round's links are such.
-                    if self.link_n[l2 as usize] > 1 && self.link_mark[l2 as usize] != mark {
-                        self.link_mark[l2 as usize] = mark;
-                        self.comp_links.push(l2);
+                // A link only this flow crosses leads nowhere else (and enters the fill as a
+                // cap): not visited. Most of a lockstep round's links are such, and its
+                // shared ones are listed.
+                if f.group == NONE {
+                    for &l2 in &f.path[..f.len as usize] {
+                        if self.link_n[l2 as usize] > 1 && self.link_mark[l2 as usize] != mark {
+                            self.link_mark[l2 as usize] = mark;
+                            self.comp_links.push(l2);
+                        }
+                    }
+                } else {
+                    let grp = &self.groups[f.group as usize];
+                    for &h in &grp.shared {
+                        let l2 = grp.links[h as usize];
+                        if self.link_mark[l2 as usize] != mark {
+                            self.link_mark[l2 as usize] = mark;
+                            self.comp_links.push(l2);
+                        }
                     }
                 }
             }
@@ -1098,19 +1289,19 @@ impl<'m> FlowSim<'m> {
             // crosses only bounds the round's rate (capacity / members): a cap, so the fill
             // sees only the links it shares (most of a ring's are its own).
             let grp = &self.groups[f.group as usize];
-            if grp.shared == 0 {
+            if grp.shared.is_empty() {
                 self.off.push(self.links.len() as u32);
                 self.fcap.push(f.cap.min(grp.lim_min));
                 continue;
             }
+            // The least bound of the links it has alone: the first by `lim` not shared.
             let mut cap = f.cap;
-            for ((&l, &m), &lim) in grp.links.iter().zip(&grp.mult).zip(&grp.lim) {
-                if self.link_n[l as usize] == 1 {
-                    cap = cap.min(lim);
-                } else {
-                    for _ in 0..m {
-                        self.links.push(l);
-                    }
+            if let Some(&h) = grp.by_lim.iter().find(|h| grp.shared.binary_search(h).is_err()) {
+                cap = cap.min(grp.lim[h as usize]);
+            }
+            for &h in &grp.shared {
+                for _ in 0..grp.mult[h as usize] {
+                    self.links.push(grp.links[h as usize]);
                 }
             }
             self.off.push(self.links.len() as u32);
@@ -1157,8 +1348,16 @@ impl<'m> FlowSim<'m> {
         s.events = self.events;
         s.stopped_at_duration = self.stopped_at_duration;
         s.stopped_no_progress = self.stopped_no_progress;
+        // Groups' rounds whose bytes are not on their links yet (`Group::unsettled`).
+        let mut tx = std::borrow::Cow::Borrowed(&self.tx_bytes);
+        for grp in self.groups.iter().filter(|g| g.unsettled > 0) {
+            let tx = tx.to_mut();
+            for (&l, &w) in grp.links.iter().zip(&grp.wire_on) {
+                tx[l as usize] += w * grp.unsettled;
+            }
+        }
         for (i, p) in s.ports.iter_mut().enumerate() {
-            p.tx_bytes = self.tx_bytes[i];
+            p.tx_bytes = tx[i];
             p.up = self.router.is_up(i as u32);
             p.link_state_changes = self.link_changes[i];
         }
@@ -1192,6 +1391,20 @@ impl<'m> FlowSim<'m> {
                 .collect();
         }
         s
+    }
+}
+
+/// Inserts `x` into ascending `v` (if absent).
+fn sorted_insert(v: &mut Vec<u32>, x: u32) {
+    if let Err(i) = v.binary_search(&x) {
+        v.insert(i, x);
+    }
+}
+
+/// Removes `x` from ascending `v` (if present).
+fn sorted_remove(v: &mut Vec<u32>, x: u32) {
+    if let Ok(i) = v.binary_search(&x) {
+        v.remove(i);
     }
 }
 
@@ -1397,6 +1610,37 @@ mod tests {
         let want_round = t1.0 as f64 + wire_ps(10.0, 50.0) + wire_ps(20.0, 100.0) + tail_ps();
         assert!((plain - want_plain).abs() < 3.0, "{plain} vs {want_plain}");
         assert!((round - want_round).abs() < 3.0, "{round} vs {want_round}");
+    }
+
+    #[test]
+    fn a_flow_that_joins_a_link_between_rounds_shares_it_with_the_next_round() {
+        let m = star(6);
+        // Round 1 (20 packets per member) runs alone at 100 Gb/s and is delivered a tail
+        // after its last byte leaves. 5 ns after that byte, while the group is between
+        // rounds, a 20-packet flow h4 → h1 takes h1's link (the group held it alone): alone at
+        // 100 Gb/s until round 2 starts, then both at 50 until the flow is done, then round 2
+        // alone at 100 again.
+        let drain1 = wire_ps(20.0, 100.0);
+        let p = drain1 + 5_000.0;
+        let d1 = drain1 + tail_ps();
+        let (log, _, s, packets) =
+            rounds(&m, &[("h0", "h1"), ("h2", "h3")], &[("h4", "h1", 20 * 4096)], 20 * 4096, 2, SimTime(p as u64));
+        let sent_alone = (d1 - p) * 100e9 / 8.0 / 1e12;
+        let left = 20.0 * PKT - sent_alone;
+        let shared_ps = left * 8.0 / 50e9 * 1e12;
+        let want_plain = d1 + shared_ps + tail_ps();
+        let want_round2 = d1 + shared_ps + (20.0 * PKT - left) * 8.0 / 100e9 * 1e12 + tail_ps();
+        let at = |tag| log.iter().find(|e| e.0 == tag).unwrap().1 .0 as f64;
+        assert!((at(0) - d1).abs() < 2.0, "{} vs {d1}", at(0));
+        assert!((at(100) - want_plain).abs() < 4.0, "{} vs {want_plain}", at(100));
+        assert!((at(1) - want_round2).abs() < 4.0, "{} vs {want_round2}", at(1));
+        // Both rounds' bytes on each member's links, and the flow's on h1's.
+        let host = |a: &str| m.node(m.node_by_name(a).unwrap());
+        let to_h1 = m.port(PortId(host("h1").first_port)).peer.0 as usize;
+        assert_eq!(s.ports[host("h0").first_port as usize].tx_bytes, 40 * PKT as u64);
+        assert_eq!(s.ports[to_h1].tx_bytes, 60 * PKT as u64);
+        // Two rounds of two 20-packet members, and the flow's 20.
+        assert_eq!(packets, 100);
     }
 
     #[test]
