@@ -339,6 +339,20 @@ pub fn diagnose(
             }
         }
     }
+    if c.kind == ScenarioKind::FirmwareUpdate && g("timeouts") > 0.0 {
+        let nic = m.nic_of(hosts[0]);
+        let rto = nic.retransmit_timeout.map_or(0.0, |t| t.as_secs_f64());
+        evidence
+            .push(format!("{:.0} transport timeouts; the NIC's retransmission timeout is {rto:.3} s", g("timeouts")));
+        let cause = Cause {
+            mechanism: format!(
+                "the interrupted messages waited for the transport timeout ({rto:.3} s) after the NIC came back: QPs that are not re-created by the reset (UET's, whose packet delivery contexts need no connection) resend a lost tail only when their timer fires"
+            ),
+            evidence,
+            keys: vec!["[nic] ack_timeout".into()],
+        };
+        return (cause, vec![]);
+    }
     if matches!(c.figure, Figure::Metric("tcp_priority_pause_frames")) {
         let class = r.params.get("tcp_class").and_then(|v| v.as_str()).unwrap_or("?").to_string();
         let prio = r.params.get("tcp_priority").and_then(|v| v.as_u64()).unwrap_or(0);
