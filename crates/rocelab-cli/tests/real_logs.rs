@@ -50,9 +50,10 @@ fn side_by_side(log: &str, fabric: &str) -> (serde_json::Value, Vec<Row>) {
 }
 
 #[test]
-fn h200_2_nodes_on_spectrum_x_the_twin_matches_at_128_and_256_mib() {
+fn h200_2_nodes_on_spectrum_x_the_twin_matches_from_4_mib_but_at_32_mib() {
     // 2 × 8 H200, 8 × 400GbE BlueField-3 per node, RoCEv2 on Spectrum-X rails, NCCL 2.30.4; the
-    // fabric file charges NCCL's own hop latency (`[nccl] net_hop_latency = "tuning"`).
+    // fabric file charges NCCL's own costs (`[nccl] net_hop_latency = "tuning"`): its hop
+    // latency, and its bandwidth for the pick as each channel's GPU-side rate.
     let (v, rows) = side_by_side("h200-2node-spectrumx-all_reduce.txt", "h200-2node-spectrumx.toml");
     assert_eq!((v["twin"][0]["real_ranks"].as_u64(), v["twin"][0]["twin_ranks"].as_u64()), (Some(16), Some(16)));
     // Every size of the log up to the twin's default limit (1 GiB) ran on the twin.
@@ -64,12 +65,23 @@ fn h200_2_nodes_on_spectrum_x_the_twin_matches_at_128_and_256_mib() {
         r.4 / r.3 - 1.0
     };
 
-    // Bandwidth-bound sizes where NCCL runs a ring on this cluster: the twin's busbw is within
-    // 15 % of the log's (+11 %, −8 %).
-    for size in [128u64 << 20, 256 << 20] {
+    // Within 15 % of the log's busbw: 4, 8 and 16 MiB (tree/LL128 at NCCL's LL128 rate per
+    // channel: +8 %, +1 %, −14 %), 64 MiB (ring/LL128, +1 %), 128 and 256 MiB (ring/Simple,
+    // +8 %, −5 %).
+    for size in [4u64 << 20, 8 << 20, 16 << 20, 64 << 20, 128 << 20, 256 << 20] {
         assert!(busbw_off(size).abs() <= 0.15, "{size} B: twin {:+.1} %: {:?}", busbw_off(size) * 100.0, row(size));
     }
     assert_eq!(row(256 << 20).5, "matches");
+    // Not within: 1 and 2 MiB (+26 %, +17 %) and 32 MiB (+17 %), where the twin is faster than
+    // the log; the figures pin the gap so that a change to either side shows.
+    for size in [1u64 << 20, 2 << 20, 32 << 20] {
+        assert!(
+            (0.15..0.30).contains(&busbw_off(size)),
+            "{size} B: twin {:+.1} %: {:?}",
+            busbw_off(size) * 100.0,
+            row(size)
+        );
+    }
 
     // From 512 MiB the log exceeds what any ring can do on 8 × 400G: 2(n−1)/n · S over the
     // node's NICs is at most their payload goodput, 8 × 50 GB/s × 4096/(4096 + 82) = 392 GB/s
@@ -83,36 +95,22 @@ fn h200_2_nodes_on_spectrum_x_the_twin_matches_at_128_and_256_mib() {
         assert_eq!(r.5, "above twin");
     }
 
-    // Below 1 MiB the twin takes what NCCL's own model predicts, which is 0.56–0.58 of what the
+    // Below 1 MiB the twin takes what NCCL's own model predicts, which is 0.56–0.59 of what the
     // log reads. 1 KiB, tree/LL as NCCL's model picks it: 6.8 µs base + 2 × (7 NVLink hops of
     // 0.6 µs + 1 network hop of 5.0 µs) = 25.2 µs, plus 1 KiB at the tree/LL rate
-    // (min(8 × 48 × 0.92, 8 × 41.4) / 3.8 capped at 39 GB/s, halved, × 0.9) = 0.06 µs. The log
-    // reads 43.5–45 µs from 1 to 4 KiB: what it pays beyond NCCL's model (the kernel launch
+    // (min(8 × 48 × 0.92, 8 × 41.4) / 3.8 capped at 39 GB/s, halved: 19.5 GB/s) = 0.05 µs. The
+    // log reads 43.5–45 µs from 1 to 4 KiB: what it pays beyond NCCL's model (the kernel launch
     // and host-side enqueue of a call nccl-tests times without CUDA graphs) no source states
     // per call, so the twin does not charge it.
-    let model_1k = 6.8 + 2.0 * (7.0 * 0.6 + 5.0) + 1024.0 / (1000.0 * 17.55);
+    let model_1k = 6.8 + 2.0 * (7.0 * 0.6 + 5.0) + 1024.0 / (1000.0 * 19.5);
     for size in [1024u64, 2048, 4096] {
         let r = row(size);
-        assert!((r.2 - model_1k).abs() < 0.2, "{size} B: twin {} µs, NCCL's model {model_1k:.2} µs", r.2);
+        assert!((r.2 - model_1k).abs() < 0.3, "{size} B: twin {} µs, NCCL's model {model_1k:.2} µs", r.2);
         assert!((0.5..0.62).contains(&(r.2 / r.1)), "{size} B: {r:?}");
     }
-    // 1–16 MiB: tree/LL128 on both sides; the twin charges the tree's latency as NCCL's model
-    // does (14 µs base + 2 × (7 × 1.25 + 8.5) = 48.5 µs before any byte) and moves the data at
-    // the NICs' rate, where NCCL's model caps LL128 per channel (36.7 GB/s of bus bandwidth,
-    // 146.8 GB/s of algorithm bandwidth on 8 channels) and scales it by its medium-size tree
-    // correction (0.6–0.9): it predicts 60.4, 84.2 and 175.5 µs at 1, 4 and 16 MiB, the twin
-    // 54–128 µs, the log 77, 106 and 208. The figures below pin the gap so that a change to
-    // either side shows.
-    let one = row(1 << 20);
-    assert!(one.2 > 48.5 && one.2 < 60.4, "1 MiB: twin {} µs between NCCL's latency and its model's time", one.2);
-    for size in [1u64 << 20, 4 << 20, 16 << 20] {
-        let r = row(size);
-        let share = r.2 / r.1;
-        assert!((0.55..0.75).contains(&share), "{size} B: twin time {:.2} of the log's: {r:?}", share);
-    }
     // Which is why the doctor judges from 256 MiB (`twin::JUDGED_FROM_BYTES`): below it this
-    // healthy cluster would read "far below twin"; as it is, no shortfall is reported and the
-    // sizes above any ring say the twin does not describe the run.
+    // healthy cluster would read "below twin" at 1, 2 and 32 MiB; as it is, no shortfall is
+    // reported and the sizes above any ring say the twin does not describe the run.
     assert!(rows.iter().filter(|r| r.0 < 256 << 20).all(|r| r.5 == "not judged"), "{rows:?}");
     let codes: Vec<&str> = v["findings"].as_array().unwrap().iter().filter_map(|f| f["code"].as_str()).collect();
     assert!(codes.contains(&"twin-above") && !codes.contains(&"twin-shortfall"), "{codes:?}");
@@ -153,7 +151,7 @@ fn the_hop_latency_setting_is_what_moves_the_small_sizes() {
     let (p, t) = (time_1k(&a), time_1k(&b));
     let _ = std::fs::remove_dir_all(&dir);
     assert!(p > 15.2 && p < 25.2 - 2.0, "proxy: {p} µs");
-    assert!((t - 25.26).abs() < 0.2, "tuning: {t} µs");
+    assert!((t - 25.25).abs() < 0.3, "tuning: {t} µs");
 }
 
 #[test]

@@ -8,7 +8,7 @@
 //!   Alizadeh et al., SIGCOMM 2014, §3.4: flowlet inactivity timeout 500 µs). A gap longer than
 //!   the paths' delay difference cannot reorder packets.
 //! * `adaptive`: per packet, the least-loaded minimal egress (queued bytes, a paused egress
-//!   counted as full), ties to the ECMP member — as Spectrum-4 adaptive routing picks per
+//!   counted as full), ties spread per packet — as Spectrum-4 adaptive routing picks per
 //!   packet among the ports toward the destination by their queue load and congestion state
 //!   (NVIDIA Spectrum-X Networking Platform whitepaper, "RoCE adaptive routing").
 //! * `spray`: per packet, a member drawn from the packet's own hash (oblivious, seeded,

@@ -10,7 +10,9 @@
 //!   LL128 / Simple), which NCCL calibrated NIC to NIC on real clusters: the twin charges it
 //!   whole on the shortest path, the part it does not simulate itself (the GPU↔NIC leg's DMA
 //!   and the fabric's own latency) as a post delay, so a longer or loaded path still adds its
-//!   time. This is the setting for comparing the twin with a real nccl-tests log.
+//!   time; and a channel's GPU side streams no faster than NCCL's model's bandwidth for the
+//!   algorithm and protocol it picks (its per-channel LL, LL128 and tree caps). This is the
+//!   setting for comparing the twin with a real nccl-tests log.
 //!
 //! It applies to the ring and tree collectives (all-reduce, all-gather, reduce-scatter), whose
 //! steps chain hop after hop; broadcast's pipeline and the point-to-point sends (all-to-all,

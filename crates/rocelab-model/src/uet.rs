@@ -53,6 +53,11 @@ pub struct UetConfig {
     /// NSCC's window cap over the QP's bandwidth-delay product (default 1.5).
     #[serde(default)]
     pub max_window_bdp: Option<f64>,
+    /// RCCC: past its first bandwidth-delay product a sender sends only what its receiver
+    /// grants, the receiver granting no more than one BDP in flight over all its senders
+    /// (default false).
+    #[serde(default)]
+    pub rccc: Option<bool>,
 }
 
 /// `[nic.uet]` resolved.
@@ -66,6 +71,7 @@ pub struct Uet {
     pub target_qdelay: Option<SimTime>,
     pub gamma: f64,
     pub max_window_bdp: f64,
+    pub rccc: bool,
 }
 
 impl Default for Uet {
@@ -81,6 +87,7 @@ impl Default for Uet {
             target_qdelay: None,
             gamma: 0.8,
             max_window_bdp: 1.5,
+            rccc: false,
         }
     }
 }
@@ -182,6 +189,7 @@ pub fn uet(c: &UetConfig, path: &str, errs: &mut Vec<Diagnostic>) -> Uet {
         target_qdelay,
         gamma,
         max_window_bdp,
+        rccc: c.rccc.unwrap_or(d.rccc),
     }
 }
 

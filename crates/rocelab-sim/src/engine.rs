@@ -448,6 +448,7 @@ impl<'m> Sim<'m> {
                         drain_gen: 0,
                         drain_pending: false,
                         st: NicStats::default(),
+                        rccc: Default::default(),
                     }));
                 }
             }
@@ -625,7 +626,7 @@ impl<'m> Sim<'m> {
             let path_rtt = || self.path_rtt(src_nic, f.dst.0, hash, frames * (mtu + self.hdr.data));
             let cc = Cc::choose(cc_kind, prof, &self.host.cc_params[prof_i], line, mtu, path_rtt);
             let fb = cc.as_ref().map(|c| c.feedback());
-            let uet = self.uet_qp(cc.as_ref(), prof_i, fi, k, npkts);
+            let uet = self.uet_qp(cc.as_ref(), prof_i, (fi, k), size, npkts);
             let qp = Qp {
                 flow: fi,
                 src_nic,
@@ -673,7 +674,8 @@ impl<'m> Sim<'m> {
                 sender_done: None,
                 rcv_nxt: 0,
                 ooo: Vec::new(),
-                ooo_window: self.ooo_window(dst_nic, f.transport),
+                // (UET places every packet, however far ahead: its bitmap spans the message.)
+                ooo_window: if uet.is_some() { u32::MAX } else { self.ooo_window(dst_nic, f.transport) },
                 nak_for: NONE,
                 last_cnp: None,
                 since_ack: 0,

@@ -106,6 +106,8 @@ pub struct UetTotals {
     pub selective_retransmits: u64,
     /// Data packets placed ahead of a hole (sprayed packets overtaking each other).
     pub out_of_order_packets: u64,
+    /// RCCC grants receivers sent, one MTU each (0 without `[nic.uet] rccc`).
+    pub rccc_grants: u64,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -222,6 +224,7 @@ impl RunReport {
                 trim_nacks: c.trim_nacks,
                 selective_retransmits: c.selective_retransmits,
                 out_of_order_packets: c.out_of_order,
+                rccc_grants: c.rccc_grants,
             }),
         };
         let mut push = |name: &'static str, labels: &[(&'static str, String)], value: f64| {

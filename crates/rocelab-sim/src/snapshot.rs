@@ -90,6 +90,8 @@ pub struct Counters {
     pub trimmed: u64,
     pub trim_nacks: u64,
     pub selective_retransmits: u64,
+    /// RCCC grants receivers sent.
+    pub rccc_grants: u64,
 }
 
 /// The counters of one port (one end of a link). Per-priority arrays are indexed by 802.1p
@@ -420,6 +422,7 @@ impl<'m> Sim<'m> {
             trimmed: st.trimmed,
             trim_nacks: st.trim_nacks,
             selective_retransmits: st.selective_retransmits,
+            rccc_grants: st.rccc_grants,
             drops_by_reason,
             ecn_marked: ports.iter().map(|p| p.ecn_marked.iter().sum::<u64>()).sum(),
             cnp_sent: nics.iter().map(|n| n.cnp_sent).sum(),

@@ -79,6 +79,8 @@ pub struct GlobalStats {
     pub trimmed: u64,
     pub trim_nacks: u64,
     pub selective_retransmits: u64,
+    /// RCCC grants receivers sent (one MTU each).
+    pub rccc_grants: u64,
     pub qdelay: Histogram,
     /// The waits of CNPs alone, per switch hop: what a CNP class queued behind data shows.
     pub cnp_qdelay: Histogram,

@@ -385,12 +385,21 @@ impl CollectiveSpec {
             );
         }
         let channels = self.channels.unwrap_or_else(|| nccl_channels(m, &placement, algo));
+        if hop == rocelab_model::nccl::NetHopLatency::Tuning && !p2p_op(self.op) && self.op != Collective::Broadcast {
+            // The channels share NCCL's model's bandwidth for the pick (its per-channel LL,
+            // LL128 and tree caps: what a channel's GPU side streams). The model's figure is
+            // algorithm bandwidth: a tree's leaf sends S/C at it; a ring's rank sends
+            // steps/n of S/C, at the bus rate.
+            let sends = if algo == Algo::Tree { 1.0 } else { self.op.ring_steps(n as u32) as f64 / n as f64 };
+            let per = |gbytes: f64| gbytes * 1e9 * sends / channels.max(1) as f64;
+            wire.channel_bytes_per_s = sys.table(self.op, algo, proto).map(|(gbytes, _)| per(gbytes));
+        }
         // A hop inside a node costs NCCL's latency for its link, algorithm and protocol.
         if let Placement::Gpus(g) = &mut placement {
             let hw = if g.intra.label.starts_with("pcie") { HwClass::Pci } else { HwClass::Nvlink };
             g.intra.latency = SimTime::from_secs_f64(protocol::intra_hop_us(hw, algo, proto) * 1e-6);
         }
-        let p2p = matches!(self.op, Collective::AllToAll | Collective::SendRecv);
+        let p2p = p2p_op(self.op);
         Ok(Resolved {
             name,
             placement,
@@ -402,6 +411,11 @@ impl CollectiveSpec {
             base_latency: if p2p { SimTime(0) } else { SimTime::from_secs_f64(protocol::base_us(algo, proto) * 1e-6) },
         })
     }
+}
+
+/// Whether NCCL sends `op` point to point, without its tuning model.
+fn p2p_op(op: Collective) -> bool {
+    matches!(op, Collective::AllToAll | Collective::SendRecv)
 }
 
 /// Nodes the ranks sit on (a GPU node, or a host NIC of its own).

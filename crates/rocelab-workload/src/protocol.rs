@@ -63,6 +63,10 @@ pub struct Wire {
     /// delay (a delay does not hold the NIC; NCCL keeps up to `NCCL_STEPS` = 8 steps of a
     /// connection in flight): 0 unless NCCL's hop latency is charged ([`Wire::with_nccl_net_hop`]).
     pub ahead: u32,
+    /// The most a channel's GPU side streams, data bytes/s: NCCL's model's bandwidth for the
+    /// pick shared over the channels (its per-channel LL/LL128/tree caps), where NCCL's costs
+    /// are charged; `None`: the links' rates alone. The tree's leaves release each chunk at it.
+    pub channel_bytes_per_s: Option<f64>,
 }
 
 impl Wire {
@@ -80,13 +84,21 @@ impl Wire {
             net_overhead: SimTime::from_secs_f64(NET_OVERHEAD_US * times * 1e-6),
             pcie: None,
             ahead: 0,
+            channel_bytes_per_s: None,
         }
     }
 
     /// Simple, each step one message, no post overhead: the training step's collectives
     /// (`step`), whose buckets the twin has always sent whole.
     pub fn plain() -> Wire {
-        Wire { proto: Proto::Simple, step_bytes: u64::MAX, net_overhead: SimTime(0), pcie: None, ahead: 0 }
+        Wire {
+            proto: Proto::Simple,
+            step_bytes: u64::MAX,
+            net_overhead: SimTime(0),
+            pcie: None,
+            ahead: 0,
+            channel_bytes_per_s: None,
+        }
     }
 
     /// Bytes on the wire for `data` bytes.

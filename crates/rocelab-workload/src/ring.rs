@@ -112,6 +112,10 @@ pub struct Ring {
     /// waiting for a slot ([`WINDOW`]).
     in_flight: Vec<u8>,
     waiting: Vec<std::collections::VecDeque<u32>>,
+    /// Data bytes each connection has sent, and when the collective started: a channel's GPU
+    /// side streams no faster than `Wire::channel_bytes_per_s` (empty unless it is set).
+    streamed: Vec<u64>,
+    t0: SimTime,
 }
 
 /// Messages a connection keeps on the wire at once. An NCCL connection is a fixed set of RC
@@ -165,6 +169,8 @@ impl Ring {
             group: None,
             in_flight: vec![0; n * chunk_len],
             waiting: vec![std::collections::VecDeque::new(); n * chunk_len],
+            streamed: if wire.channel_bytes_per_s.is_some() { vec![0; n * chunk_len] } else { vec![] },
+            t0: SimTime(0),
         }
     }
 
@@ -230,8 +236,21 @@ impl Ring {
 
     /// Wire bytes of slice `s` of channel `ch`'s chunk.
     fn wire_bytes(&self, ch: usize, s: u32) -> u64 {
+        self.wire.wire_bytes(self.slice_bytes(ch, s))
+    }
+
+    /// Data bytes of slice `s` of channel `ch`'s chunk.
+    fn slice_bytes(&self, ch: usize, s: u32) -> u64 {
         let (c, k) = (self.chunk[ch], self.slices as u64);
-        self.wire.wire_bytes(c / k + u64::from((s as u64) < c % k))
+        c / k + u64::from((s as u64) < c % k)
+    }
+
+    /// When connection `c` may send `data` more bytes: once its channel's GPU side has streamed
+    /// them (and everything it sent before) at `Wire::channel_bytes_per_s`; 0 where unpaced.
+    fn release(&mut self, c: usize, data: u64) -> SimTime {
+        let Some(rate) = self.wire.channel_bytes_per_s else { return SimTime(0) };
+        self.streamed[c] += data;
+        SimTime(self.t0.0 + SimTime::from_secs_f64(self.streamed[c] as f64 / rate).0)
     }
 
     /// Channel `ch`'s ring.
@@ -270,17 +289,19 @@ impl Ring {
                     return;
                 }
                 self.in_flight[c] += 1;
+                let release = self.release(c, self.slice_bytes(ch, v % self.slices));
                 // A connection sends one message per slice: `v` is its message count.
                 let (qps, first) = self.qps.for_message(bytes, v as u64);
                 let mut msg = self.hop_message(p, ch, bytes, qps, first, t).expect("a network hop");
-                msg.start = self.wire.start(net.now(), bytes);
+                msg.start = self.wire.start(net.now(), bytes).max((release > net.now()).then_some(release));
                 // Ring hops join distinct hosts and chunks are 1 B..1 TB: a refusal is a bug.
                 net.post(msg).expect("a ring step between two hosts of the fabric");
             }
             Hop::Local { gpu } => {
+                let release = self.release(p * self.chunk.len() + ch, self.slice_bytes(ch, v % self.slices));
                 let intra = self.intra.as_ref().expect("local hops only with GPU placement");
                 let free = &mut self.intra_free[gpu as usize];
-                let done = SimTime((*free).max(net.now()).0 + intra.serialize(bytes).0);
+                let done = SimTime((*free).max(net.now()).max(release).0 + intra.serialize(bytes).0);
                 *free = done;
                 // Times stay far below the engine's clock limit (sizes ≤ 1 TB, bandwidth > 0).
                 net.wake_at(SimTime(done.0 + intra.latency.0), t).expect("an intra-node hop within the clock range");
@@ -299,6 +320,7 @@ impl Ring {
 
 impl Workload for Ring {
     fn start(&mut self, net: &mut Net<'_, '_>) {
+        self.t0 = net.now();
         if self.ranks() < 2 || self.steps == 0 || self.start_lockstep(net) {
             return;
         }

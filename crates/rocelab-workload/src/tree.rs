@@ -144,6 +144,8 @@ pub struct Tree {
     intra: Option<IntraNode>,
     intra_free: Vec<SimTime>,
     out: Rc<RefCell<Outcome>>,
+    /// When the collective started (the leaves' releases count from it).
+    t0: SimTime,
 }
 
 impl Tree {
@@ -185,6 +187,7 @@ impl Tree {
             intra: placement.intra().cloned(),
             intra_free: vec![SimTime(0); n],
             out,
+            t0: SimTime(0),
         }
     }
 
@@ -212,6 +215,15 @@ impl Tree {
         }
         *flight += 1;
         let bytes = self.wire.wire_bytes(t.chunks[k as usize]);
+        // A leaf's channel streams its data no faster than its GPU side does: chunk k is out
+        // once the chunks up to it have been read at that rate.
+        let release = match self.wire.channel_bytes_per_s {
+            Some(rate) if !down && t.pos[i].children.is_empty() => {
+                let upto: u64 = t.chunks[..=k as usize].iter().sum();
+                SimTime(self.t0.0 + SimTime::from_secs_f64(upto as f64 / rate).0)
+            }
+            _ => SimTime(0),
+        };
         // Up tags name the sender, down tags the receiver: either way the other end is its parent.
         let tg = tag(ch, i, if down { DOWN | k } else { k });
         if t.pos[i].parent_net {
@@ -226,14 +238,14 @@ impl Tree {
                 class: None,
                 qps,
                 tag: tg,
-                start: self.wire.start(net.now(), bytes),
+                start: self.wire.start(net.now(), bytes).max((release > net.now()).then_some(release)),
                 sport: Some(QpUse::sport(base, first)),
             };
             net.post(msg).expect("a tree hop between two hosts of the fabric");
         } else {
             let intra = self.intra.as_ref().expect("hops inside a node only with GPU placement");
             let free = &mut self.intra_free[t.pos[sender as usize].gpu as usize];
-            let done = SimTime((*free).max(net.now()).0 + intra.serialize(bytes).0);
+            let done = SimTime((*free).max(net.now()).max(release).0 + intra.serialize(bytes).0);
             *free = done;
             net.wake_at(SimTime(done.0 + intra.latency.0), tg).expect("an intra-node hop within the clock range");
         }
@@ -328,8 +340,9 @@ fn positions(placement: &Placement, c: u32) -> (Vec<Pos>, u32) {
 
 impl Workload for Tree {
     fn start(&mut self, net: &mut Net<'_, '_>) {
-        // Leaves hold their data reduced already: every chunk goes up at once (windows and the
-        // intra-node links pace them).
+        // Leaves hold their data reduced already: every chunk goes up at once (windows, the
+        // intra-node links and the channel's GPU-side rate pace them).
+        self.t0 = net.now();
         for ch in 0..self.channels.len() {
             for p in 0..self.channels[ch].pos.len() as u32 {
                 if self.channels[ch].pos[p as usize].children.is_empty() {

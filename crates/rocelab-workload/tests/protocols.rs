@@ -159,6 +159,37 @@ fn the_packet_engine_sends_no_faster_than_the_nics_pcie_link() {
     assert!((rocelab_workload::nic_line_gbps(&m, nic, true) - x4_gbps).abs() < 1e-6);
 }
 
+#[test]
+fn with_nccls_costs_a_channel_streams_no_faster_than_nccls_model_says() {
+    // rail-16gpu-workloads (2 nodes × 8 H100, 8 × 400G) with `[nccl] net_hop_latency =
+    // "tuning"`. NCCL's model for 16 MiB picks tree/LL128 there: latency 14 + 2 × (7 × 1.25 +
+    // 8.5) = 48.5 µs and algorithm bandwidth min(8 × 48 × 0.92, 8 × 41.4) × 120/128 capped at
+    // 8 × 36.7, halved: 146.8 GB/s, so S / 146.8 GB/s = 114.3 µs of streaming at the leaves. The
+    // twin charges both and its links' own time on top: at least their sum, and the NIC-bound
+    // run without the cap is faster.
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/rail-16gpu-workloads.toml");
+    let text = std::fs::read_to_string(&p).unwrap();
+    let tuned =
+        rocelab_model::load_str("t.toml", &(text.clone() + "\n[nccl]\nnet_hop_latency = \"tuning\"\n")).unwrap();
+    let plain = rocelab_model::load_str("p.toml", &text).unwrap();
+    let s = 16u64 << 20;
+    let spec = CollectiveSpec::nccl(Collective::AllReduce, s);
+    let r = spec.resolve(&tuned).unwrap();
+    assert_eq!((r.algo, r.proto), (Algo::Tree, Proto::Ll128));
+    let sys = nccl_system(&tuned, &rocelab_workload::placement::placement(&tuned).unwrap());
+    let (bw, lat) = sys.table(Collective::AllReduce, Algo::Tree, Proto::Ll128).unwrap();
+    assert!((bw - 146.8).abs() < 1e-9 && (lat - 48.5).abs() < 1e-9, "{bw} GB/s, {lat} µs");
+    let floor = lat + s as f64 / (1000.0 * bw);
+    let t = run_collective(&tuned, &spec, SimOptions::default()).unwrap();
+    let p = run_collective(&plain, &spec, SimOptions::default()).unwrap();
+    println!(
+        "16 MiB tree/LL128: twin {:.1} µs with NCCL's costs (floor {floor:.1}), {:.1} µs without",
+        t.time_us, p.time_us
+    );
+    assert!(t.time_us >= floor && t.time_us < 1.6 * floor, "{} µs against {floor}", t.time_us);
+    assert!(p.time_us < floor, "{} µs", p.time_us);
+}
+
 /// 2 GPU servers, each one NIC with two 200G ports to a switch (2 × 200G).
 fn dual_port() -> Model {
     let mut t = String::from("[fabric]\nname = \"dual-port\"\n[topology.explicit]\n");

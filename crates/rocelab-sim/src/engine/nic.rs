@@ -548,6 +548,12 @@ impl Sim<'_> {
         if q.snd_una >= q.snd_nxt {
             // Nothing outstanding (paced or paused): wait.
             q.last_progress = now;
+            if q.uet.as_ref().is_some_and(|u| u.rccc && u.credit <= 0) {
+                // (A UET sender starved of RCCC grants, one lost on the way: `engine::uet`.)
+                self.rccc_starved(qi);
+                self.q.push(now + rto, Ev::Rto { qp: qi, gen });
+                return;
+            }
         }
         if now >= q.last_progress + rto {
             if let Some(cc) = q.cc.as_mut().filter(|c| c.feedback().acks) {

@@ -26,6 +26,8 @@ pub(crate) struct Nic {
     pub(crate) drain_gen: u32,
     pub(crate) drain_pending: bool,
     pub st: NicStats,
+    /// The Ultra Ethernet transport's receiver credits (RCCC) this NIC grants.
+    pub(crate) rccc: super::uet::RcccRx,
 }
 
 pub(crate) struct Qp {

@@ -19,10 +19,14 @@
 //! - **Control ahead of data**: ACKs and NACKs also travel in the CNP class, as htsim's
 //!   composite queue (`compositequeue.cpp`, which uet-htsim's switches use) serves header-only
 //!   packets ahead of data.
+//! - **RCCC** (`[nic.uet] rccc`, optional): past its first BDP a sender sends only what its
+//!   receiver grants; the receiving NIC grants an MTU at a time, its senders in turn, keeping
+//!   at most one BDP granted and not yet arrived (a receiver-paced credit loop, as uet-htsim's
+//!   RCCC pull pacer). Grants ride the CNP kind, which a UET QP otherwise never receives.
 //!
 //! Simplified: one QP per message (no PDC pool or semantic layer); an ACK per packet, not
 //! coalesced, on the QP's own hash, with no cumulative PSN or SACK bitmap (a lost ACK is
-//! repaired by the timeout); RCCC (receiver credits) and link-level retry are not modelled;
+//! repaired by the timeout); RCCC without credit requests or targets; no link-level retry;
 //! switches trim a UET packet as `[nic.uet] trimming` of its sender says.
 
 use super::*;
@@ -118,11 +122,39 @@ pub(crate) struct UetQp {
     /// NACKs of trimmed packets received, and packets resent on their own.
     pub nacks: u64,
     pub selective_retransmits: u64,
+    /// RCCC (`[nic.uet] rccc`): the sender's bytes it may still send (its first BDP, then
+    /// what the receiver grants); the receiver's bytes still to grant, bytes granted and not
+    /// yet arrived, whether the QP is on its NIC's list of senders, and the grant budget.
+    pub rccc: bool,
+    pub credit: i64,
+    demand: i64,
+    scheduled_out: i64,
+    listed: bool,
+    budget: i64,
+}
+
+/// A receiving NIC's RCCC state: the senders it grants to, in turn, and the bytes it granted
+/// that have not arrived (kept at most one BDP, so an incast's queue drains after its first
+/// round trip instead of standing at N windows).
+#[derive(Default)]
+pub(crate) struct RcccRx {
+    senders: VecDeque<u32>,
+    granted_out: i64,
 }
 
 impl UetQp {
-    /// The state of a QP of `npkts` packets whose window holds at most `window_pkts`.
-    pub(crate) fn new(npkts: u32, window_pkts: u32, p: &rocelab_model::uet::Uet, rng: Rng) -> UetQp {
+    /// The state of a QP of `size` bytes in `npkts` packets whose window holds at most
+    /// `window_pkts`, over a path of `bdp` bytes.
+    pub(crate) fn new(
+        size: u64,
+        npkts: u32,
+        window_pkts: u32,
+        bdp: u64,
+        p: &rocelab_model::uet::Uet,
+        rng: Rng,
+    ) -> UetQp {
+        let bdp = bdp.min(i64::MAX as u64) as i64;
+        let size = size.min(i64::MAX as u64) as i64;
         // (Per QP, so an all-to-all of a million QPs must not hold a thousand sends each.)
         let ring = (npkts.min(window_pkts.saturating_mul(4).max(64)).max(1) as usize).next_power_of_two();
         UetQp {
@@ -135,6 +167,13 @@ impl UetQp {
             in_flight: 0,
             nacks: 0,
             selective_retransmits: 0,
+            rccc: p.rccc,
+            // The first BDP goes unsolicited; the rest waits for the receiver's grants.
+            credit: bdp,
+            demand: (size - bdp).max(0),
+            scheduled_out: 0,
+            listed: false,
+            budget: bdp,
         }
     }
 
@@ -156,6 +195,9 @@ impl UetQp {
     #[inline]
     pub(crate) fn on_send(&mut self, psn: u32, now: SimTime, payload: u32, qp_hash: u32, resend: bool) -> u32 {
         self.in_flight += payload as u64;
+        if self.rccc {
+            self.credit -= payload as i64;
+        }
         let ev = if self.spray { self.reps.next() } else { 0 };
         let slot = psn as usize & (self.ring.len() - 1);
         self.ring[slot] = Sent { psn, at: if resend { SimTime::MAX } else { now }, ev };
@@ -174,10 +216,15 @@ impl UetQp {
     }
 
     /// A timeout: everything sent and not acknowledged is resent (and no longer in flight).
-    fn requeue_unacked(&mut self, snd_una: u32, snd_nxt: u32) {
+    /// (Under RCCC the sender grants itself what it resends: the receiver never saw those
+    /// packets, so no grant would come for them.)
+    fn requeue_unacked(&mut self, snd_una: u32, snd_nxt: u32, mtu: u32) {
         for psn in snd_una..snd_nxt {
             if !self.is_acked(psn) && !self.rtx_q.contains(&psn) {
                 self.rtx_q.push_back(psn);
+                if self.rccc {
+                    self.credit = self.credit.max(0) + mtu as i64;
+                }
             }
         }
         self.in_flight = 0;
@@ -188,18 +235,26 @@ impl Qp {
     /// A UET QP has work: a resend due, or a new packet, within NSCC's window.
     #[inline]
     pub(crate) fn uet_can_send(&self, u: &UetQp) -> bool {
-        (!u.rtx_q.is_empty() || self.snd_nxt < self.npkts) && self.window_open()
+        (!u.rtx_q.is_empty() || self.snd_nxt < self.npkts) && self.window_open() && (!u.rccc || u.credit > 0)
     }
 }
 
 impl Sim<'_> {
     /// The UET state of a new QP of flow `fi` (its `k`-th), if its congestion control is
     /// NSCC (a `transport = "uet"` profile's RDMA message on RoCE).
-    pub(super) fn uet_qp(&self, cc: Option<&Cc>, prof: usize, fi: u32, k: u32, npkts: u32) -> Option<Box<UetQp>> {
+    pub(super) fn uet_qp(
+        &self,
+        cc: Option<&Cc>,
+        prof: usize,
+        (fi, k): (u32, u32),
+        size: u64,
+        npkts: u32,
+    ) -> Option<Box<UetQp>> {
         let Some(Cc::Nscc(n)) = cc else { return None };
         let window_pkts = n.max_window_bytes().div_ceil(self.m.nics[prof].mtu as u64).min(u32::MAX as u64) as u32;
         let rng = Rng::new(self.opts.seed, 0x5545_5400_0000_0000 ^ ((fi as u64) << 20) ^ k as u64);
-        Some(Box::new(UetQp::new(npkts, window_pkts, &self.m.nics[prof].uet, rng)))
+        let p = &self.m.nics[prof].uet;
+        Some(Box::new(UetQp::new(size, npkts, window_pkts, n.bdp() as u64, p, rng)))
     }
 
     /// A packet of a UET QP reaches its NIC (after the NIC counted it delivered).
@@ -208,8 +263,9 @@ impl Sim<'_> {
             Kind::Data => self.uet_data(nic, p),
             Kind::Ack => self.uet_ack(p.qp, p.psn, p.payload & 1 != 0),
             Kind::Nak => self.uet_nack(p.qp, p.psn),
-            // (No CNP is ever sent for a UET QP: NSCC reads the marks echoed on ACKs.)
-            Kind::Cnp => {}
+            // (No CNP is ever sent for a UET QP, NSCC reads the marks echoed on ACKs: the
+            // kind carries RCCC's grants.)
+            Kind::Cnp => self.rccc_grant_in(p.qp, p.payload),
         }
     }
 
@@ -219,6 +275,7 @@ impl Sim<'_> {
         let now = self.now;
         let qi = p.qp;
         self.stats.data_delivered += 1;
+        self.rccc_arrival(nic, qi, p.psn, p.ecn & TRIMMED != 0);
         if p.ecn & TRIMMED != 0 {
             self.stats.trim_nacks += 1;
             self.uet_ctrl(qi, Kind::Nak, p.psn, 0);
@@ -390,10 +447,86 @@ impl Sim<'_> {
     /// The transport timeout of a UET QP: resend only what was never acknowledged.
     pub(super) fn uet_timeout(&mut self, qi: u32) {
         let q = &mut self.host.qps[qi as usize];
-        let (una, nxt) = (q.snd_una, q.snd_nxt);
+        let (una, nxt, mtu) = (q.snd_una, q.snd_nxt, q.mtu);
         if let Some(u) = q.uet.as_deref_mut() {
-            u.requeue_unacked(una, nxt);
+            u.requeue_unacked(una, nxt, mtu);
         }
+    }
+
+    /// RCCC at the receiving NIC: packet `psn` of QP `qi` arrived (`trimmed`: as a header,
+    /// so it will be resent and needs a grant). What it used of a grant returns to the
+    /// budget, and the NIC grants again.
+    fn rccc_arrival(&mut self, nic: u32, qi: u32, psn: u32, trimmed: bool) {
+        let HostTransport { nics, qps, .. } = &mut self.host;
+        let q = &mut qps[qi as usize];
+        let bytes = q.payload_of(psn) as i64;
+        let Some(u) = q.uet.as_deref_mut().filter(|u| u.rccc) else { return };
+        let used = u.scheduled_out.min(bytes);
+        u.scheduled_out -= used;
+        if trimmed {
+            u.demand += bytes;
+        }
+        let rx = &mut nics[nic as usize].rccc;
+        rx.granted_out = (rx.granted_out - used).max(0);
+        if !u.listed && u.demand > 0 {
+            u.listed = true;
+            rx.senders.push_back(qi);
+        }
+        self.rccc_pump(nic, qi);
+    }
+
+    /// Grants, one MTU at a time and the senders in turn, while the bytes granted and not
+    /// arrived stay below the budget (one BDP of the QP that just arrived).
+    fn rccc_pump(&mut self, nic: u32, arrived: u32) {
+        let budget = self.host.qps[arrived as usize].uet.as_ref().map_or(0, |u| u.budget);
+        loop {
+            let HostTransport { nics, qps, .. } = &mut self.host;
+            let rx = &mut nics[nic as usize].rccc;
+            if rx.granted_out >= budget {
+                return;
+            }
+            let Some(qi) = rx.senders.pop_front() else { return };
+            let q = &mut qps[qi as usize];
+            let mtu = q.mtu as i64;
+            // (A slot reused since by another QP, under `recycle_qps`, is no longer ours.)
+            if q.dst_nic != nic || q.retired {
+                continue;
+            }
+            let Some(u) = q.uet.as_deref_mut() else { continue };
+            if u.demand <= 0 || q.sender_done.is_some() {
+                // Off the list until a trimmed packet asks for more.
+                u.listed = false;
+                continue;
+            }
+            let g = u.demand.min(mtu);
+            u.demand -= g;
+            u.scheduled_out += g;
+            rx.granted_out += g;
+            rx.senders.push_back(qi);
+            self.stats.rccc_grants += 1;
+            self.uet_ctrl(qi, Kind::Cnp, 0, g as u16);
+        }
+    }
+
+    /// RCCC at a sender with nothing in flight and no credit for a whole timeout: a grant was
+    /// lost (grants are not resent), so it grants itself one MTU, as a timeout's resend does.
+    pub(super) fn rccc_starved(&mut self, qi: u32) {
+        let q = &mut self.host.qps[qi as usize];
+        let mtu = q.mtu as i64;
+        if let Some(u) = q.uet.as_deref_mut() {
+            u.credit = u.credit.max(0) + mtu;
+        }
+        let src = q.src_nic;
+        self.nic_try_send(src);
+    }
+
+    /// RCCC at the sender: the receiver granted `bytes` more.
+    fn rccc_grant_in(&mut self, qi: u32, bytes: u16) {
+        let q = &mut self.host.qps[qi as usize];
+        let Some(u) = q.uet.as_deref_mut() else { return };
+        u.credit += bytes as i64;
+        let src = q.src_nic;
+        self.nic_try_send(src);
     }
 
     /// At switch `sw`, packet `pkt` (bound for port `out`) was refused buffer: a UET data
@@ -471,9 +604,31 @@ mod tests {
         let _ = fresh;
     }
 
+    #[test]
+    fn each_sprayed_packet_hashes_by_its_entropy_and_an_unsprayed_one_by_its_qp() {
+        let p = rocelab_model::uet::Uet::default();
+        let mut u = UetQp::new(40_960, 10, 4, 16_384, &p, Rng::new(1, 2));
+        let hashes: Vec<u32> = (0..4).map(|psn| u.on_send(psn, SimTime::ZERO, 4096, 0xabcd, false)).collect();
+        let distinct: std::collections::BTreeSet<u32> = hashes.iter().copied().collect();
+        assert_eq!(distinct.len(), 4, "four fresh entropies, four hashes: {hashes:?}");
+        assert!(!hashes.contains(&0xabcd));
+        assert_eq!(u.in_flight, 4 * 4096);
+        // Packet 1's entropy comes back clean: the next packet reuses it, and so its hash.
+        u.reps.on_ack(u.sent(1, SimTime::ZERO).unwrap().1, false);
+        assert_eq!(u.on_send(4, SimTime::ZERO, 4096, 0xabcd, false), hashes[1]);
+        let mut flat =
+            UetQp::new(40_960, 10, 4, 16_384, &rocelab_model::uet::Uet { spray: false, ..p }, Rng::new(1, 2));
+        assert!((0..4).all(|psn| flat.on_send(psn, SimTime::ZERO, 4096, 0xabcd, false) == 0xabcd));
+    }
+
     /// `n` senders h1.. → h0 on one switch with a `buffer`-byte buffer, 100 Gb/s, 100 m cables
     /// (500 ns), MTU 4096, `transport = "uet"`, the RDMA class lossy with ECN from 20 KB.
     fn incast(n: usize, size: u64, buffer: u64, uet: &str) -> Model {
+        model("uet-incast.toml", &incast_text(n, size, buffer, uet, ""))
+    }
+
+    /// `incast`'s file, with more `[nic]` keys.
+    fn incast_text(n: usize, size: u64, buffer: u64, uet: &str, nic: &str) -> String {
         let nodes: Vec<String> = (0..=n).map(|i| format!("{{ name = \"h{i}\", kind = \"host\" }}")).collect();
         let links: Vec<String> =
             (0..=n).map(|i| format!("{{ a = \"h{i}\", b = \"sw0\", speed_gbps = 100, length_m = 100 }}")).collect();
@@ -493,6 +648,7 @@ link = [ {} ]
 [nic]
 mtu = 4096
 transport = "uet"
+{nic}
 [nic.uet]
 {uet}
 [[qos.class]]
@@ -518,7 +674,7 @@ enabled = false
             nodes.join(", "),
             links.join(", ")
         );
-        model("uet-incast.toml", &text)
+        text
     }
 
     fn run(m: &Model) -> Sim<'_> {
@@ -569,6 +725,55 @@ enabled = false
         assert_eq!((uet.trimmed_packets, uet.selective_retransmits), (st.trimmed, st.selective_retransmits));
         let metric = r.metrics.iter().find(|m| m.name == "rocelab_trimmed_packets_total").map(|m| m.value);
         assert_eq!(metric, Some(st.trimmed as f64));
+    }
+
+    /// RCCC on the same 16:1 incast: past each sender's first BDP the receiver grants at most
+    /// one BDP in flight over all of them, so only the first round trip overflows the buffer:
+    /// far fewer trims than NSCC alone, every byte once, and the receiver's link still busy.
+    #[test]
+    fn rccc_grants_keep_an_incast_from_trimming_past_its_first_round_trip() {
+        let (n, size) = (16, 1_000_000u64);
+        let plain = incast(n, size, 300_000, "");
+        let without = run(&plain);
+        let m = incast(n, size, 300_000, "rccc = true");
+        let s = run(&m);
+        assert!(s.all_done());
+        let st = &s.stats;
+        println!(
+            "RCCC: trimmed {} (NSCC alone {}), grants {}, resent {}, dropped {}",
+            st.trimmed, without.stats.trimmed, st.rccc_grants, st.retransmitted, st.dropped
+        );
+        assert_eq!(st.payload_delivered, n as u64 * size);
+        assert_eq!(st.dropped, 0);
+        assert_eq!(st.retransmitted, st.trim_nacks, "only trimmed packets are resent");
+        assert!(st.rccc_grants > 0);
+        assert!(st.trimmed * 4 < without.stats.trimmed, "{} vs {}", st.trimmed, without.stats.trimmed);
+        let pkts = size.div_ceil(4096);
+        let bound_ps = n as u64 * (size + pkts * DATA_OVERHEAD as u64) * 80;
+        let last = s.host.qps.iter().map(|q| q.finish.unwrap().0).max().unwrap();
+        println!("RCCC incast done in {:.1} µs, bound {:.1} µs", last as f64 / 1e6, bound_ps as f64 / 1e6);
+        assert!(last > bound_ps && (last as f64) < bound_ps as f64 * 1.1, "{last} ps");
+    }
+
+    /// A sender whose grants never come (as if each were lost) is not stuck: at each timeout
+    /// with nothing in flight it grants itself an MTU, so the message still completes.
+    #[test]
+    fn an_rccc_sender_starved_of_grants_recovers_at_its_timeout() {
+        let text_m = incast_text(1, 5 * 4096, 300_000, "rccc = true", "retransmit_timeout_us = 100");
+        let m = model("starved.toml", &text_m);
+        let mut s = crate::build(&m, SimOptions::default()).unwrap();
+        {
+            let u = s.host.qps[0].uet.as_deref_mut().unwrap();
+            // One packet's credit, and a receiver that will never grant more.
+            (u.credit, u.demand) = (4096, 0);
+        }
+        s.run(&mut |_| {});
+        assert!(s.all_done());
+        assert_eq!(s.stats.payload_delivered, 5 * 4096);
+        assert_eq!(s.stats.rccc_grants, 0);
+        // Four self-grants, one per 100 µs timeout.
+        let fin = s.host.qps[0].finish.unwrap();
+        assert!(fin > SimTime::from_us(400) && fin < SimTime::from_us(500), "{fin:?}");
     }
 
     /// Without trimming the same incast drops, and recovers by the timeout, resending only what
@@ -661,6 +866,20 @@ enabled = false
         assert_eq!(s.stats.dropped, 0);
         assert_eq!(s.stats.payload_delivered, 12 * size);
         assert!(s.stats.out_of_order > 0, "sprayed packets overtake each other");
+    }
+
+    /// Under the switches' own per-packet spraying (`load_balancing = "spray"`, whose RoCE
+    /// placement window is 1,024 packets) UET still places every packet, however far ahead:
+    /// its bitmap spans the message.
+    #[test]
+    fn uet_under_switch_spraying_places_every_packet_and_delivers_every_byte() {
+        let size = 1_000_000;
+        let m = transpose("[routing]\nload_balancing = \"spray\"", size);
+        let s = run(&m);
+        assert!(s.all_done());
+        assert!(s.host.qps.iter().all(|q| q.ooo_window == u32::MAX));
+        assert_eq!(s.stats.payload_delivered, 12 * size);
+        assert_eq!((s.stats.dropped, s.stats.retransmitted), (0, 0));
     }
 
     #[test]
