@@ -160,7 +160,14 @@ pub fn diagnose(
         };
         return (cause, vec![cand]);
     }
-    if pfc_braking(c, r, not_converged) {
+    // A held queue with no pause behind it is DCQCN's: its byte counter first, if it is the
+    // one that outpaces the cuts, else where ECN starts marking (below).
+    let d0 = &m.nic_of(hosts[0]).dcqcn;
+    let counter_outpaces =
+        d0.variant == rocelab_model::config::DcqcnVariant::Mlx5 && d0.byte_counter_bytes < BYTE_COUNTER_IN_BYTES;
+    let held = matches!(c.figure, Figure::Metric("held_queue_us"));
+    let paused = g("pfc_frames") > 0.0;
+    if pfc_braking(c, r, not_converged) || (held && counter_outpaces) {
         if let Some(st) = &r.steady {
             evidence.push(format!(
                 "window {:.0}–{:.0} µs: switch buffers hold {:.1} MB on average, the worst port and priority ({}) is paused {:.0} % of the time",
@@ -228,9 +235,14 @@ pub fn diagnose(
             let every_us = d.byte_counter_bytes as f64 * 8.0 / (speed * 1e3);
             let per_cut = d.rate_reduce_period.as_us_f64() / every_us;
             mech = format!(
-                "DCQCN's rate increases outpace its cuts: the byte counter (byte_counter_bytes = {} B) raises each sender's rate every {every_us:.2} µs at {speed:.0} Gb/s, {per_cut:.1} times per rate_reduce_period ({:.0} µs) in which one cut may happen, so the senders climb back before the queues drain; the shared buffer fills to the XOFF threshold and PFC does the braking",
+                "DCQCN's rate increases outpace its cuts: the byte counter (byte_counter_bytes = {} B) raises each sender's rate every {every_us:.2} µs at {speed:.0} Gb/s, {per_cut:.1} times per rate_reduce_period ({:.0} µs) in which one cut may happen, so the senders climb back before the queues drain; {}",
                 d.byte_counter_bytes,
-                d.rate_reduce_period.as_us_f64()
+                d.rate_reduce_period.as_us_f64(),
+                if paused {
+                    "the shared buffer fills to the XOFF threshold and PFC does the braking"
+                } else {
+                    "the queue stays deep, held where the increases and the cuts balance"
+                }
             );
             keys.push("[nic.dcqcn] byte_counter_bytes".into());
             keys.push("[nic.dcqcn] increase_timer_us".into());
@@ -326,6 +338,20 @@ pub fn diagnose(
                 return (cause, vec![ecn_at_bdp(&rdma.name, i, bdp)]);
             }
         }
+    }
+    if c.kind == ScenarioKind::FirmwareUpdate && g("timeouts") > 0.0 {
+        let nic = m.nic_of(hosts[0]);
+        let rto = nic.retransmit_timeout.map_or(0.0, |t| t.as_secs_f64());
+        evidence
+            .push(format!("{:.0} transport timeouts; the NIC's retransmission timeout is {rto:.3} s", g("timeouts")));
+        let cause = Cause {
+            mechanism: format!(
+                "the interrupted messages waited for the transport timeout ({rto:.3} s) after the NIC came back: QPs that are not re-created by the reset (UET's, whose packet delivery contexts need no connection) resend a lost tail only when their timer fires"
+            ),
+            evidence,
+            keys: vec!["[nic] ack_timeout".into()],
+        };
+        return (cause, vec![]);
     }
     if matches!(c.figure, Figure::Metric("tcp_priority_pause_frames")) {
         let class = r.params.get("tcp_class").and_then(|v| v.as_str()).unwrap_or("?").to_string();

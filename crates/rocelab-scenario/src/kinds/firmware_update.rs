@@ -116,6 +116,7 @@ impl Kind for Params {
         e.put("rate_after_reconnect", rates.iter().copied().reduce(f64::min));
         let failed = snap.flows.iter().map(|f| f.failed_qps as f64).sum();
         e.put("failed_qps", Some(failed));
+        e.put("timeouts", Some(snap.counters.timeouts as f64));
         let lost = snap.counters.drops_by_reason[DropReason::LinkDown as usize] as f64;
         e.put("packets_lost_link_down", Some(lost));
         // The headline: from the reset to the last interrupted message's completion, over

@@ -350,7 +350,10 @@ impl Sim<'_> {
 
     /// The RDMA QPs whose one end is `host`'s NIC and whose message is under way, as a NIC
     /// reset leaves them: their state (on the NIC) is gone, at both ends (the peer's QP is
-    /// torn down with the connection). TCP-like QPs are the host kernel's and survive.
+    /// torn down with the connection). TCP-like QPs are the host kernel's and survive; UET's
+    /// are left to their own transport, which has no connection to set up again (its packet
+    /// delivery contexts open with their first packet, UEC 1.0's PDS) and resends what was
+    /// never acknowledged on its timeout.
     fn reset_qps(&self, host: NodeId) -> Vec<usize> {
         let nics = self.router.nics_of(host);
         (0..self.host.qps.len())
@@ -359,6 +362,7 @@ impl Sim<'_> {
                 let tcp = matches!(q.cc, Some(Cc::Cubic(_) | Cc::Dctcp(_) | Cc::DctcpIb(_)));
                 (nics.contains(&q.src_nic) || nics.contains(&q.dst_nic))
                     && !tcp
+                    && q.uet.is_none()
                     && !q.retired
                     && !q.st.failed
                     && q.sender_done.is_none()
