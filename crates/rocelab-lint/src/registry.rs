@@ -354,7 +354,7 @@ pub static RULES: &[RuleInfo] = &[
         code: "TOP003",
         severity: Warning,
         title: "ECMP hash does not include the UDP source port",
-        checks: "`routing.ecmp_hash_fields` lacks `src-port`.",
+        checks: "`routing.ecmp_hash_fields` lacks `src-port` (and `dest-qpn`, which carries per-QP entropy of its own).",
         why: "RoCEv2 uses UDP destination port 4791 for everything; its entropy is the UDP source port, which NICs vary per QP. Without it all QPs between two NICs take one path and ECMP collisions pile up.",
         fix: "Hash on the 5-tuple: `ecmp_hash_fields = [\"src-ip\", \"dst-ip\", \"protocol\", \"src-port\", \"dst-port\"]`.",
         source: "RoCEv2 (IBTA Annex A17): UDP source port as flow entropy.",

@@ -613,6 +613,9 @@ fn top003_hash_without_source_port() {
     let t = format!("{BASE}\n[routing]\necmp_hash_fields = [\"src-ip\", \"dst-ip\", \"protocol\"]\n");
     fires(&t, "TOP003");
     quiet(&format!("{BASE}\n[routing]\necmp_hash_fields = [\"src-ip\", \"dst-ip\", \"src-port\"]\n"), "TOP003");
+    // Enhanced ECMP: the destination QPN varies per QP as the source port does.
+    quiet(&format!("{BASE}\n[routing]\necmp_hash_fields = [\"src-ip\", \"dst-ip\", \"dest-qpn\"]\n"), "TOP003");
+    fires(&format!("{BASE}\n[routing]\necmp_hash_fields = [\"src-ip\", \"dst-ip\", \"src-qpn\"]\n"), "TOP003");
 }
 
 /// A ring of switches (each with one host) plus optional extra switch links.

@@ -10,8 +10,10 @@ pub fn check(cx: &Ctx, out: &mut Findings) {
     oversubscription(cx, out);
     rails(cx, out);
     crate::rules::planes::check(cx, out);
-    // (InfiniBand routes by destination LID or adaptively: no 5-tuple hash.)
-    if !cx.model.is_ib() && !cx.model.config.routing.ecmp_hash_fields.contains(&HashField::SrcPort) {
+    // (InfiniBand routes by destination LID or adaptively: no 5-tuple hash.) A hash on the
+    // destination QPN (Enhanced ECMP, through a switch UDF) carries per-QP entropy of its own.
+    let fields = &cx.model.config.routing.ecmp_hash_fields;
+    if !cx.model.is_ib() && !fields.contains(&HashField::SrcPort) && !fields.contains(&HashField::DestQpn) {
         out.emit(
             "TOP003",
             "routing.ecmp_hash_fields",
