@@ -567,7 +567,7 @@ fn prometheus_help(name: &str) -> &'static str {
         "rocelab_flow_completion_seconds" => "Flow completion time.",
         "rocelab_retransmitted_packets_total" => "Retransmitted packets.",
         "rocelab_out_of_order_packets_total" => {
-            "Data packets received out of order and kept (InfiniBand adaptive routing)."
+            "Data packets received out of order and placed (adaptive routing or spraying, InfiniBand or RoCE, and UET)."
         }
         "rocelab_trimmed_packets_total" => "Data packets trimmed to their header by switches (UET).",
         "rocelab_trim_nacks_total" => "NACKs returned for trimmed packets (UET).",

@@ -71,8 +71,8 @@ pub struct GlobalStats {
     pub packet_hops: u64,
     pub data_hops: u64,
     pub storms: u64,
-    /// InfiniBand with adaptive routing: data packets received ahead of the next expected one
-    /// and kept (reordered, not lost).
+    /// Data packets received ahead of the next expected one and placed (reordered, not lost):
+    /// adaptive routing or spraying on InfiniBand or RoCE, and UET.
     pub out_of_order: u64,
     /// The Ultra Ethernet transport: data packets switches trimmed instead of dropping, the
     /// NACKs receivers returned for them, and packets resent on their own.
