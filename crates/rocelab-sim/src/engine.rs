@@ -1141,6 +1141,22 @@ pub(crate) mod test_support {
         rocelab_model::load_str(file, text).unwrap_or_else(|e| panic!("{e}"))
     }
 
+    /// The transpose permutation on 4 leaves × 4 hosts (`host0..host15`, host j of leaf L is
+    /// `host{4L+j}`): host j of leaf L sends `size` bytes to host L of leaf j (j ≠ L), so each
+    /// leaf sends three flows, every one across the spine tier. `[[traffic]]` tables.
+    pub fn transpose_traffic(size: u64) -> String {
+        let mut traffic = String::new();
+        for l in 0..4 {
+            for j in (0..4).filter(|&j| j != l) {
+                let (src, dst) = (4 * l + j, 4 * j + l);
+                traffic += &format!(
+                    "[[traffic]]\npattern = \"flow\"\nsrc = \"host{src}\"\ndst = \"host{dst}\"\nsize_bytes = {size}\n"
+                );
+            }
+        }
+        traffic
+    }
+
     /// `n` hosts `h0..` on one switch `sw0` (ns-3 reference buffers), 100 Gb/s, 2 m cables
     /// (10 ns), MTU 4096; `fabric` added to `[fabric]` (e.g. the link layer), `extra` at the end.
     pub fn star(n: usize, fabric: &str, extra: &str) -> Model {

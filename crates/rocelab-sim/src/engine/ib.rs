@@ -471,17 +471,7 @@ a = "h1"
     /// leaf j (j ≠ L). Destinations from one leaf then share their LID modulo 4, so static
     /// D-mod-k routing puts a leaf's three flows on one of its four uplinks.
     fn transpose(routing: &str, size: u64) -> Model {
-        let mut traffic = String::new();
-        for l in 0..4 {
-            for j in 0..4 {
-                if j != l {
-                    let (src, dst) = (4 * l + j, 4 * j + l);
-                    traffic += &format!(
-                        "[[traffic]]\npattern = \"flow\"\nsrc = \"host{src}\"\ndst = \"host{dst}\"\nsize_bytes = {size}\n"
-                    );
-                }
-            }
-        }
+        let traffic = super::super::test_support::transpose_traffic(size);
         let text = format!(
             r#"[fabric]
 name = "transpose"

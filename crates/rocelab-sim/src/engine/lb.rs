@@ -56,17 +56,7 @@ mod tests {
     /// j (j ≠ L), 12 flows all crossing the spine tier, one QP each. `routing` and `nic` go
     /// into those tables.
     fn transpose(routing: &str, nic: &str) -> Model {
-        let mut traffic = String::new();
-        for l in 0..4 {
-            for j in 0..4 {
-                if j != l {
-                    let (src, dst) = (4 * l + j, 4 * j + l);
-                    traffic += &format!(
-                        "[[traffic]]\npattern = \"flow\"\nsrc = \"host{src}\"\ndst = \"host{dst}\"\nsize_bytes = {SIZE}\n"
-                    );
-                }
-            }
-        }
+        let traffic = super::super::test_support::transpose_traffic(SIZE);
         let text = format!(
             r#"[fabric]
 name = "transpose"

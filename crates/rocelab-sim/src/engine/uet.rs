@@ -798,17 +798,7 @@ enabled = false
     /// 4 leaves × 4 hosts, 4 spines, one 100G uplink per spine: 1:1. The transpose permutation
     /// (host j of leaf L → host L of leaf j) sends three flows out of each leaf.
     fn transpose(uet: &str, size: u64) -> Model {
-        let mut traffic = String::new();
-        for l in 0..4 {
-            for j in 0..4 {
-                if j != l {
-                    let (src, dst) = (4 * l + j, 4 * j + l);
-                    traffic += &format!(
-                        "[[traffic]]\npattern = \"flow\"\nsrc = \"host{src}\"\ndst = \"host{dst}\"\nsize_bytes = {size}\n"
-                    );
-                }
-            }
-        }
+        let traffic = super::super::test_support::transpose_traffic(size);
         let text = format!(
             r#"[fabric]
 name = "uet-transpose"
