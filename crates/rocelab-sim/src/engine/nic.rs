@@ -440,17 +440,7 @@ impl Sim<'_> {
                 }
                 let src_nic = q.src_nic;
                 if q.snd_una >= q.npkts && q.sender_done.is_none() {
-                    if let Some(cc) = &mut q.cc {
-                        cc.on_done();
-                    }
-                    q.sender_done = Some(now);
-                    q.rto_gen = q.rto_gen.wrapping_add(1);
-                    self.qps_left -= 1;
-                    self.active_qps -= 1;
-                    let list = &mut self.host.nics[src_nic as usize].active;
-                    if let Some(pos) = list.iter().position(|x| *x == qi) {
-                        list.remove(pos);
-                    }
+                    self.sender_done(qi);
                 }
                 if stepped {
                     let gen = self.host.qps[qi as usize].cc.as_ref().map_or(0, |c| c.increase_gen());
@@ -475,6 +465,24 @@ impl Sim<'_> {
             }
         }
         self.maybe_retire(qi);
+    }
+
+    /// Every packet of QP `qi` is acknowledged (RoCE or UET): its congestion control stops,
+    /// its timer is cancelled, and it leaves its NIC's active list.
+    pub(super) fn sender_done(&mut self, qi: u32) {
+        let now = self.now;
+        let q = &mut self.host.qps[qi as usize];
+        if let Some(cc) = &mut q.cc {
+            cc.on_done();
+        }
+        q.sender_done = Some(now);
+        q.rto_gen = q.rto_gen.wrapping_add(1);
+        self.qps_left -= 1;
+        self.active_qps -= 1;
+        let list = &mut self.host.nics[q.src_nic as usize].active;
+        if let Some(pos) = list.iter().position(|x| *x == qi) {
+            list.remove(pos);
+        }
     }
 
     /// After a congestion-control step: re-time the QP's pending send at its new rate or

@@ -386,28 +386,11 @@ impl Sim<'_> {
         }
         let src_nic = q.src_nic;
         if q.snd_una >= q.npkts {
-            self.uet_sender_done(qi);
+            self.sender_done(qi);
         }
         let gen = self.host.qps[qi as usize].cc.as_ref().map_or(0, |c| c.increase_gen());
         self.apply_todo(qi, todo, gen);
         self.nic_try_send(src_nic);
-    }
-
-    /// Every packet of QP `qi` is acknowledged: it leaves its NIC's active list.
-    fn uet_sender_done(&mut self, qi: u32) {
-        let now = self.now;
-        let q = &mut self.host.qps[qi as usize];
-        if let Some(cc) = &mut q.cc {
-            cc.on_done();
-        }
-        q.sender_done = Some(now);
-        q.rto_gen = q.rto_gen.wrapping_add(1);
-        self.qps_left -= 1;
-        self.active_qps -= 1;
-        let list = &mut self.host.nics[q.src_nic as usize].active;
-        if let Some(pos) = list.iter().position(|x| *x == qi) {
-            list.remove(pos);
-        }
     }
 
     /// The sender: the receiver got packet `psn` trimmed. Only that packet is resent; its
