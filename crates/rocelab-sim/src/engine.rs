@@ -1157,6 +1157,28 @@ pub(crate) mod test_support {
         traffic
     }
 
+    /// 4 leaves × 4 hosts, 4 spines, one 100G uplink per spine (1:1), 2 m host and 10 m fabric
+    /// cables, carrying `transpose_traffic(size)`: `nic` is the body of `[nic]`, `tail` any
+    /// further tables.
+    pub fn transpose_leaf_spine(name: &str, nic: &str, tail: &str, size: u64) -> Model {
+        let traffic = transpose_traffic(size);
+        let text = format!(
+            r#"[fabric]
+name = "{name}"
+[topology.leaf_spine]
+leaves = 4
+spines = 4
+hosts_per_leaf = 4
+host_link = {{ speed_gbps = 100, length_m = 2 }}
+fabric_link = {{ speed_gbps = 100, length_m = 10 }}
+[nic]
+{nic}
+{tail}
+{traffic}"#
+        );
+        model(&format!("{name}.toml"), &text)
+    }
+
     /// `n` hosts `h0..` on one switch `sw0` (ns-3 reference buffers), 100 Gb/s, 2 m cables
     /// (10 ns), MTU 4096; `fabric` added to `[fabric]` (e.g. the link layer), `extra` at the end.
     pub fn star(n: usize, fabric: &str, extra: &str) -> Model {

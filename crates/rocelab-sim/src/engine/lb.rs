@@ -43,7 +43,6 @@ impl Sim<'_> {
 mod tests {
     //! Load balancing on a 1:1 two-tier fabric against physics: line rate minus headers for
     //! per-packet modes, the max-min rates of the hash placement for ECMP.
-    use super::super::test_support::model;
     use super::*;
 
     /// Payload per packet and the RoCEv2 bytes around it on the wire (preamble and gap 20,
@@ -56,24 +55,12 @@ mod tests {
     /// j (j ≠ L), 12 flows all crossing the spine tier, one QP each. `routing` and `nic` go
     /// into those tables.
     fn transpose(routing: &str, nic: &str) -> Model {
-        let traffic = super::super::test_support::transpose_traffic(SIZE);
-        let text = format!(
-            r#"[fabric]
-name = "transpose"
-[topology.leaf_spine]
-leaves = 4
-spines = 4
-hosts_per_leaf = 4
-host_link = {{ speed_gbps = 100, length_m = 2 }}
-fabric_link = {{ speed_gbps = 100, length_m = 10 }}
-[nic]
-mtu = {MTU}
-{nic}
-[routing]
-{routing}
-{traffic}"#
-        );
-        model("transpose.toml", &text)
+        super::super::test_support::transpose_leaf_spine(
+            "transpose",
+            &format!("mtu = {MTU}\n{nic}"),
+            &format!("[routing]\n{routing}"),
+            SIZE,
+        )
     }
 
     struct Outcome {

@@ -781,26 +781,12 @@ enabled = false
     /// 4 leaves × 4 hosts, 4 spines, one 100G uplink per spine: 1:1. The transpose permutation
     /// (host j of leaf L → host L of leaf j) sends three flows out of each leaf.
     fn transpose(uet: &str, size: u64) -> Model {
-        let traffic = super::super::test_support::transpose_traffic(size);
-        let text = format!(
-            r#"[fabric]
-name = "uet-transpose"
-[topology.leaf_spine]
-leaves = 4
-spines = 4
-hosts_per_leaf = 4
-host_link = {{ speed_gbps = 100, length_m = 2 }}
-fabric_link = {{ speed_gbps = 100, length_m = 10 }}
-[nic]
-mtu = 4096
-transport = "uet"
-[nic.uet]
-{uet}
-[qos.pfc_watchdog]
-enabled = false
-{traffic}"#
-        );
-        model("uet-transpose.toml", &text)
+        super::super::test_support::transpose_leaf_spine(
+            "uet-transpose",
+            "mtu = 4096\ntransport = \"uet\"",
+            &format!("[nic.uet]\n{uet}\n[qos.pfc_watchdog]\nenabled = false"),
+            size,
+        )
     }
 
     /// Each flow's goodput over its own completion time, over the line rate minus headers.
