@@ -409,9 +409,8 @@ fn run_once(
         base = hi + 1;
     }
     let tenants = Tenants { jobs: handles.iter().map(|(_, h, lo, hi)| (*lo, *hi, h.workload())).collect() };
-    let sim = crate::run_to_end(m, Box::new(tenants), opts.clone())?;
     // The shared run's per-message rows feed the blame; alone runs need only the totals.
-    let snap = if only.is_none() { sim.snapshot() } else { sim.snapshot_totals() };
+    let snap = crate::run_to_end(m, Box::new(tenants), opts.clone(), only.is_none())?;
     Ok((handles, snap))
 }
 

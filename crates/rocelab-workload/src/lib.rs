@@ -50,7 +50,7 @@ pub use rocelab_plan::collective::Collective;
 use rocelab_plan::collective::HwClass;
 use rocelab_plan::tuning::{GpuArch, NcclSystem};
 use rocelab_sim::workload::{Delivered, Workload};
-use rocelab_sim::{EngineKind, Run, RunReport, SimOptions};
+use rocelab_sim::{EngineKind, Run, RunReport, SimOptions, Snapshot};
 use serde::Serialize;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -731,9 +731,8 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
     } = prepare(m, spec, opts.seed)?;
     let n = ranks as u64;
     let engine = opts.engine;
-    let sim = run_to_end(m, workload, opts)?;
     // A ring posts a message per step, chunk and channel: their rows only when asked for.
-    let snap = if spec.message_rows { sim.snapshot() } else { sim.snapshot_totals() };
+    let snap = run_to_end(m, workload, opts, spec.message_rows)?;
     let report = RunReport::from_snapshot(&snap, m);
     let o = outcome.borrow().clone();
     let complete = o.failed == 0 && o.delivered == expected;
@@ -801,17 +800,19 @@ pub fn sweep(
 }
 
 /// `work` run to its end on `m` with the fabric file's `[[fault]]` tables, on the engine
-/// `opts.engine` names: every workload runner's one way into the engine. The caller takes the
-/// snapshot it needs (per-message rows, or totals only).
-pub(crate) fn run_to_end<'m>(
-    m: &'m Model,
-    work: Box<dyn Workload + 'm>,
+/// `opts.engine` names: every workload runner's one way into the engine. Returns the run's
+/// snapshot (with per-message rows when `rows`, else totals only); the engine is dropped
+/// before the caller builds its report from it, so the two are never held at once.
+pub(crate) fn run_to_end(
+    m: &Model,
+    work: Box<dyn Workload + '_>,
     opts: SimOptions,
-) -> Result<Run<'m>, Vec<Diagnostic>> {
+    rows: bool,
+) -> Result<Snapshot, Vec<Diagnostic>> {
     let faults = rocelab_sim::engine::resolve_faults(m)?;
     let mut sim = Run::with_workload(m, work, faults, opts)?;
     sim.run(&mut |_| {});
-    Ok(sim)
+    Ok(if rows { sim.snapshot() } else { sim.snapshot_totals() })
 }
 
 #[cfg(test)]

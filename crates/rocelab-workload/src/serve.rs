@@ -975,8 +975,8 @@ pub fn run_serve(
 ) -> Result<ServeResult, Vec<Diagnostic>> {
     let g = gpu_layout(m).map_err(|d| vec![d])?;
     let job = ServeJob::new(&g, plan, reqs, 0)?;
-    let sim = crate::run_to_end(m, Box::new(job.clone()), opts)?;
-    let report = RunReport::from_snapshot(&sim.snapshot_totals(), m);
+    let snap = crate::run_to_end(m, Box::new(job.clone()), opts, false)?;
+    let report = RunReport::from_snapshot(&snap, m);
     Ok(job.result(report))
 }
 

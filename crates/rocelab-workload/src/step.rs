@@ -1009,8 +1009,8 @@ pub fn run_step(m: &Model, plan: &StepPlan, opts: SimOptions) -> Result<StepResu
     let g = gpu_layout(m).map_err(|d| vec![d])?;
     let work = StepJob::new(&g, plan, opts.seed, 0, OWN as u16)?;
     // Either engine (`opts.engine`): the DAG only posts messages and asks for wake-ups.
-    let sim = crate::run_to_end(m, Box::new(work.clone()), opts)?;
-    let report = RunReport::from_snapshot(&sim.snapshot_totals(), m);
+    let snap = crate::run_to_end(m, Box::new(work.clone()), opts, false)?;
+    let report = RunReport::from_snapshot(&snap, m);
     Ok(work.result(report))
 }
 
