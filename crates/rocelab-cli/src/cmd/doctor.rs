@@ -194,6 +194,9 @@ fn run_twin(model: &Model, path: &Path, real: &[&NcclRun], max_bytes: u64) -> Re
         let n = first.ranks.len();
         // As NCCL runs it untold: its algorithm, protocol and channels per size.
         let mut spec = rocelab_workload::CollectiveSpec::nccl(op, sizes[0]);
+        // Launched as the real run was: one host thread driving several GPUs without CUDA
+        // graphs puts a floor under each call's time (`rocelab_workload::launch`).
+        spec.gpus_per_thread = first.launch.filter(|l| l.graph_launches == 0).map(|l| l.gpus_per_thread.max(1));
         // The real rank count where the fabric can hold it; else the whole fabric (the
         // comparison then says the counts differ).
         match &placement {
