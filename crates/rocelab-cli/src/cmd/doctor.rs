@@ -142,9 +142,12 @@ pub fn run(a: Args) -> VerbResult {
             .map_err(|e| Failure::bad_input(format!("error: {}", e.in_file(p))))?;
         twin.extend(runs.into_iter().map(|r| (p.display().to_string(), r)));
     }
+    let mut twin_with_nccl_costs = false;
     if let (Some((model, path)), true) = (&fabric, a.twin.is_empty() && !a.no_twin) {
         let real: Vec<&NcclRun> = snaps.iter().flat_map(|s| &s.nccl).chain(&extra_nccl).collect();
         twin = run_twin(model, path, &real, twin_max)?;
+        twin_with_nccl_costs =
+            model.config.nccl.as_ref().is_some_and(|n| n.net_hop_latency == rocelab_model::nccl::NetHopLatency::Tuning);
     }
     let opts = Options {
         nccl_log,
@@ -155,6 +158,7 @@ pub fn run(a: Args) -> VerbResult {
         extra_nccl,
         skipped_inputs,
         twin,
+        twin_with_nccl_costs,
     };
     let dx = diagnose::diagnose(snaps, &opts);
     let text = match a.format {
