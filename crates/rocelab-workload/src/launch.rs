@@ -12,9 +12,10 @@
 //!
 //! The cost of one launch, [`HOST_LAUNCH_PER_GPU_US`], is read off a log other than those the
 //! twin is compared with (tests/fixtures/nccl-real): in the same issue, nccl-tests with
-//! symmetric memory on one node of 8 B200 reads 22 µs for small all-reduces with one process
-//! driving 4 GPUs (`-g 4`), where NCCL's engineers get under 8 µs with one process per GPU on 4
-//! GPUs: 22 µs / 4 launches = 5.5 µs each. (The same issue's 2-GPU run, about 9 µs, is
+//! symmetric memory on one node of 8 B200 reads about 22 µs for small all-reduces with one
+//! process driving 4 GPUs (`-g 4`), where an NVIDIA engineer reports under 8 µs up to 1 KB on 4
+//! Blackwell GPUs of one node run as recommended: the GPUs' own time is under 8 µs, so the
+//! 22 µs is the host's 4 launches, 5.5 µs each. (The same issue's 2-GPU run, about 9 µs, is
 //! 4.5 µs per launch.) This is not part of NCCL's own model (`src/graph/tuning.cc` has no host
 //! term), and it is not a cost of the collective inside a training job launched one process per
 //! GPU: it is charged only when asked for ([`crate::CollectiveSpec::gpus_per_thread`]), as the
