@@ -205,3 +205,33 @@ fn h100_2_nodes_without_gpudirect_the_doctor_finds_the_shortfall_its_authors_saw
     let codes: Vec<&str> = v["findings"].as_array().unwrap().iter().filter_map(|f| f["code"].as_str()).collect();
     assert!(codes.contains(&"twin-shortfall") && codes.contains(&"gdr-not-used"), "{codes:?}");
 }
+
+#[test]
+fn simulate_times_calls_as_the_logs_launch_mode_when_asked() {
+    // `--gpus-per-thread 8`: the twin's table as nccl-tests prints it for one thread driving a
+    // node's 8 GPUs without CUDA graphs, the host floor the doctor charges from the log's header:
+    // 8 × 5.5 µs = 44 µs where the GPUs take 25.3 µs (1 KiB, tree/LL, NCCL's model).
+    let f = real("h200-2node-spectrumx.toml");
+    let args = |extra: &[&'static str]| {
+        let mut v = vec!["simulate", f.as_str(), "--no-files", "--collective", "all_reduce", "-b", "1K", "-e", "1K"];
+        v.extend_from_slice(extra);
+        v.iter().map(|s| s.to_string()).collect::<Vec<String>>()
+    };
+    let run = |a: Vec<String>| {
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        rocelab(&a)
+    };
+    let o = run(args(&["--gpus-per-thread", "8", "--format", "json"]));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {o:?}"));
+    assert_eq!(v["results"][0]["time_us"].as_f64(), Some(44.0), "{v}");
+    assert_eq!(v["results"][0]["host_launch_floor_us"].as_f64(), Some(44.0), "{v}");
+    let text = String::from_utf8(run(args(&["--gpus-per-thread", "8"])).stdout).unwrap();
+    assert!(text.contains("each call at least 44.0 us (one host thread launches it on several GPUs)"), "{text}");
+    // Without the flag the GPUs' time, and the JSON has no floor key.
+    let o = run(args(&["--format", "json"]));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let t = v["results"][0]["time_us"].as_f64().unwrap();
+    assert!((t - 25.25).abs() < 0.3 && v["results"][0].get("host_launch_floor_us").is_none(), "{v}");
+    // 0 GPUs per thread is refused as bad input.
+    assert_eq!(run(args(&["--gpus-per-thread", "0"])).status.code(), Some(2));
+}
