@@ -214,6 +214,28 @@ mod tests {
     }
 
     #[test]
+    fn chunks_kept_in_flight_to_cover_the_hop_leave_one_after_the_other() {
+        let leg = rocelab_model::pcie::PcieConfig::default().resolve().unwrap();
+        let w = Wire { pcie: Some(leg), ..Wire::new(Proto::Simple, SIMPLE_STEP_BYTES) }.with_nccl_net_hop(
+            Algo::Ring,
+            false,
+            SimTime::ZERO,
+            50e9,
+        );
+        // Ring/Simple: 14 µs less the leg's 1.5 µs wait; the leg's 1.5 µs, then the wire.
+        let mut free = SimTime::ZERO;
+        let b = 512u64 << 10;
+        let first = w.start_in_order(SimTime::ZERO, b, &mut free).unwrap();
+        assert_eq!(first, SimTime::from_us(14));
+        // 512 KiB at 50 GB/s = 10.49 µs on the NIC: a second chunk posted at once waits for it.
+        let second = w.start_in_order(SimTime::ZERO, b, &mut free).unwrap();
+        assert_eq!(second.0 - first.0, SimTime::from_secs_f64(b as f64 / 50e9).0);
+        // One posted long after leaves after its own wait.
+        let later = SimTime::from_us(100);
+        assert_eq!(w.start_in_order(later, b, &mut free), Some(SimTime::from_us(114)));
+    }
+
+    #[test]
     fn lines_carry_their_flags() {
         let ll = Wire::new(Proto::Ll, SIMPLE_STEP_BYTES);
         assert_eq!(ll.wire_bytes(8), 16);
