@@ -31,7 +31,7 @@
 //! | `nccl-wrong-results` | error | nccl-tests validation found wrong values |
 //! | `busbw-not-judged` | info | the run's largest size is below 256 MiB |
 //! | `nccl-transport-error`, `nccl-timeout`, `nccl-warn` | error / error / info | `NCCL WARN` lines |
-//! | `twin-shortfall`, `twin-above`, `twin-match` | error / warning / info | busbw against the twin's at sizes from 256 MiB ([`crate::twin`]) |
+//! | `twin-shortfall`, `twin-above`, `twin-match` | error / warning / info | busbw against the twin's from 256 MiB (within 90 %), and from 1 MiB within 70 % where the twin charges NCCL's costs ([`crate::twin`]) |
 //! | `drift-*` | see `drift` | one snapshot against the intended config |
 //! | `gpudirect`, `gpu-nic-far`, `rail-misaligned`, `gdr-not-used`, `nccl-socket-fallback` | see `gpudirect` | the GPUDirect RDMA path |
 
@@ -130,6 +130,9 @@ pub struct Options {
     /// The twin's runs (`rocelab simulate --collective` tables) with where each came from;
     /// every real run is compared with the twin run of its collective ([`crate::twin`]).
     pub twin: Vec<(String, crate::parse::nccl::NcclRun)>,
+    /// The twin's runs charge NCCL's own costs (`[nccl] net_hop_latency = "tuning"`): sizes
+    /// from 1 MiB are judged against them, not only from 256 MiB ([`crate::twin`]).
+    pub twin_with_nccl_costs: bool,
 }
 
 /// One counter series' change over a host's window.
@@ -1094,7 +1097,7 @@ fn nccl_rules(snaps: &[Snapshot], by_host: &BTreeMap<String, Vec<&Snapshot>>, op
             ));
             continue;
         }
-        if size < crate::twin::JUDGED_FROM_BYTES {
+        if size < crate::twin::BANDWIDTH_BOUND_BYTES {
             // Below this size a run is latency-bound: its busbw says nothing about the network's
             // bandwidth, so no verdict is drawn from it (the same rule as the twin's).
             dx.findings.push(f(
@@ -1105,7 +1108,7 @@ fn nccl_rules(snaps: &[Snapshot], by_host: &BTreeMap<String, Vec<&Snapshot>>, op
                 format!(
                     "largest size {} B is below {} B: latency-bound, so busbw {peak:.1} GB/s is not compared with the line rate",
                     thousands(size),
-                    thousands(crate::twin::JUDGED_FROM_BYTES)
+                    thousands(crate::twin::BANDWIDTH_BOUND_BYTES)
                 ),
                 vec![],
                 "run nccl-tests up to at least 1 GiB (`-e 1G` or more) to judge bandwidth",
@@ -1226,7 +1229,7 @@ fn nccl_rules(snaps: &[Snapshot], by_host: &BTreeMap<String, Vec<&Snapshot>>, op
             }
             continue;
         };
-        let c = crate::twin::compare(run, twin, source, &opts.thresholds);
+        let c = crate::twin::compare(run, twin, source, &opts.thresholds, opts.twin_with_nccl_costs);
         if let Some((finding, verdict)) = crate::twin::finding(&c, &opts.thresholds) {
             dx.findings.push(finding);
             verdicts.push(verdict);

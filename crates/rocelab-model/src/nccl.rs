@@ -14,9 +14,10 @@
 //!   algorithm and protocol it picks (its per-channel LL, LL128 and tree caps). This is the
 //!   setting for comparing the twin with a real nccl-tests log.
 //!
-//! It applies to the ring and tree collectives (all-reduce, all-gather, reduce-scatter), whose
-//! steps chain hop after hop; broadcast's pipeline and the point-to-point sends (all-to-all,
-//! send/recv, posted all at once) keep their charges either way.
+//! It applies to every collective the twin runs: to each step of the ring and tree collectives
+//! (all-reduce, all-gather, reduce-scatter), whose steps chain hop after hop, to each chunk of
+//! broadcast's pipeline, and once to each point-to-point send (all-to-all, send/recv, posted
+//! all at once). The per-channel rate applies to the ring and the tree only.
 
 use serde::{Deserialize, Serialize};
 

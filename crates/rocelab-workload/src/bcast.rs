@@ -11,6 +11,11 @@
 //!
 //! With C channels of chunk c over n ranks on links of goodput B, the pipeline fills in n−2
 //! chunk times and then delivers at B: t ≈ (S + (n−2)·C·c) / B, so busbw = S/t → B for S ≫ n·C·c.
+//!
+//! Where the fabric charges NCCL's hop latency (`[nccl] net_hop_latency = "tuning"`), every
+//! chunk between nodes waits NCCL's figure for the hop less what the twin simulates of it
+//! (`Wire::with_nccl_net_hop`), and a connection keeps as many more chunks in flight as cover
+//! that wait, so the latency does not cost bandwidth.
 
 use crate::placement::{Hop, IntraNode, Placement};
 use crate::ring::{tag, untag};
@@ -57,10 +62,14 @@ pub struct Broadcast {
     n: usize,
     /// Chunk sizes per channel.
     chunks: Vec<Vec<u64>>,
-    /// Per (position, channel), position-major: chunks held, chunks sent, one in flight.
+    /// Per (position, channel), position-major: chunks held, chunks sent, chunks in flight
+    /// (one, and more only to cover NCCL's hop latency: [`Broadcast::window`]).
     have: Vec<u32>,
     sent: Vec<u32>,
-    busy: Vec<bool>,
+    busy: Vec<u32>,
+    /// When each connection's last chunk has left its NIC (where chunks wait out NCCL's hop
+    /// latency, so that several in flight follow each other).
+    conn_free: Vec<SimTime>,
     sports: Vec<u16>,
     qps: crate::QpUse,
     wire: crate::protocol::Wire,
@@ -96,7 +105,8 @@ impl Broadcast {
             chunks,
             have,
             sent: vec![0; n * ch],
-            busy: vec![false; n * ch],
+            busy: vec![0; n * ch],
+            conn_free: vec![SimTime(0); n * ch],
             sports,
             qps: plan.qps,
             wire: plan.wire,
@@ -106,18 +116,33 @@ impl Broadcast {
         }
     }
 
+    /// Chunks a connection keeps in flight beyond the first: those that cover NCCL's hop
+    /// latency where it is charged (`Wire::ahead`), else none.
+    fn window(&self) -> u32 {
+        if self.wire.nccl_hop {
+            self.wire.ahead
+        } else {
+            0
+        }
+    }
+
     /// Every chunk reaches every rank but the root.
     pub fn chunks_to_deliver(&self) -> u64 {
         let per_rank: u64 = self.chunks.iter().map(|c| c.len() as u64).sum();
         per_rank * self.n.saturating_sub(1) as u64
     }
 
-    /// Sends the next chunk of channel `c` from position `p` if it holds one and its
-    /// connection is free. The last position forwards nothing.
+    /// Sends the next chunks of channel `c` from position `p` that it holds, while its
+    /// connection has room ([`Broadcast::window`]). The last position forwards nothing.
     fn pump(&mut self, net: &mut Net<'_, '_>, p: usize, c: usize) {
+        while self.pump_one(net, p, c) {}
+    }
+
+    /// [`Broadcast::pump`] for one chunk: whether it sent one.
+    fn pump_one(&mut self, net: &mut Net<'_, '_>, p: usize, c: usize) -> bool {
         let i = p * self.chunks.len() + c;
-        if p + 1 >= self.n || self.busy[i] || self.sent[i] >= self.have[i] {
-            return;
+        if p + 1 >= self.n || self.busy[i] > self.window() || self.sent[i] >= self.have[i] {
+            return false;
         }
         let k = self.sent[i];
         let bytes = self.wire.wire_bytes(self.chunks[c][k as usize]);
@@ -134,8 +159,14 @@ impl Broadcast {
                     qps,
                     tag: t,
                     // No post overhead: NCCL's proxy posts a step while the previous one is
-                    // in flight, where this pipeline keeps one chunk per connection.
-                    start: None,
+                    // in flight, where this pipeline keeps one chunk per connection. NCCL's
+                    // hop latency, where charged, is latency every chunk pays (and more
+                    // chunks are in flight to cover it).
+                    start: if self.wire.nccl_hop {
+                        self.wire.start_in_order(net.now(), bytes, &mut self.conn_free[i])
+                    } else {
+                        None
+                    },
                     sport: Some(crate::QpUse::sport(self.sports[i], first)),
                 };
                 net.post(msg).expect("a broadcast chunk between two hosts of the fabric");
@@ -149,7 +180,8 @@ impl Broadcast {
             }
         }
         self.sent[i] += 1;
-        self.busy[i] = true;
+        self.busy[i] += 1;
+        true
     }
 
     /// A chunk of the channel in `t` has arrived at its position.
@@ -157,7 +189,7 @@ impl Broadcast {
         let (c, to, _) = untag(t);
         let from = to - 1;
         let ch = self.chunks.len();
-        self.busy[from * ch + c] = false;
+        self.busy[from * ch + c] -= 1;
         self.have[to * ch + c] += 1;
         self.pump(net, to, c);
         self.pump(net, from, c);

@@ -28,6 +28,7 @@
 
 pub mod bcast;
 pub mod jobs;
+pub mod launch;
 pub mod linklayer;
 pub mod p2p;
 pub mod placement;
@@ -94,6 +95,10 @@ pub struct CollectiveSpec {
     /// PXN (on unless `NCCL_PXN_DISABLE=1`): an all-to-all or send/recv message to another
     /// node leaves on the NIC of the destination's rail (`p2p`).
     pub pxn: bool,
+    /// GPUs one host thread launches each call on without CUDA graphs, as nccl-tests run with
+    /// `-g N` and `graph: 0`: each call then takes at least N × the host's launch cost
+    /// ([`launch`]); `None` (the default): a thread per GPU or CUDA graphs, no such floor.
+    pub gpus_per_thread: Option<u32>,
 }
 
 /// NCCL's algorithm (`NCCL_ALGO`) and protocol (`NCCL_PROTO`): the planner's enums, so the
@@ -251,6 +256,7 @@ impl CollectiveSpec {
             algo: Some(Algo::Ring),
             proto: Some(Proto::Simple),
             pxn: true,
+            gpus_per_thread: None,
         }
     }
 
@@ -323,6 +329,12 @@ impl CollectiveSpec {
         }
         if self.chunk_bytes == 0 {
             return err("a chunk of 0 bytes".into(), "give 1 B or more".into());
+        }
+        if let Some(g) = self.gpus_per_thread.filter(|&g| g == 0 || g > launch::MAX_GPUS_PER_THREAD) {
+            return err(
+                format!("{g} GPUs per host thread"),
+                format!("give 1 to {} (nccl-tests' -g), or leave it out", launch::MAX_GPUS_PER_THREAD),
+            );
         }
         let n = placement.ranks() as u64;
         if self.op == Collective::Broadcast && self.root as u64 >= n {
@@ -522,6 +534,10 @@ pub struct CollectiveResult {
     /// Chunks that never arrived (a QP exhausted its retries); nccl-tests' `#wrong` shows
     /// corrupted elements, which the twin never has, so this is its nearest figure.
     pub failed_chunks: u64,
+    /// The least time a call takes because one host thread launches it on several GPUs
+    /// ([`launch`]), µs; in the JSON only when charged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_launch_floor_us: Option<f64>,
     /// The engine's work: events handled and data packets sent.
     pub events: u64,
     pub data_packets: u64,
@@ -613,6 +629,8 @@ pub struct Prepared {
     pub channels: u32,
     /// NCCL's base latency, added to the time the engine measures ([`Prepared::time`]).
     pub base_latency: SimTime,
+    /// GPUs one host thread launches the call on ([`CollectiveSpec::gpus_per_thread`]).
+    pub gpus_per_thread: Option<u32>,
 }
 
 /// Checks `spec` against `m`, settles NCCL's choices ([`CollectiveSpec::resolve`]) and builds
@@ -693,6 +711,7 @@ pub fn prepare(m: &Model, spec: &CollectiveSpec, seed: u64) -> Result<Prepared, 
         proto: r.proto,
         channels: r.channels,
         base_latency: r.base_latency,
+        gpus_per_thread: spec.gpus_per_thread,
     })
 }
 
@@ -701,7 +720,7 @@ impl Prepared {
     pub fn time(&self) -> Option<SimTime> {
         let o = self.outcome.borrow();
         if o.failed == 0 && o.delivered == self.expected {
-            o.end.map(|e| SimTime(e.0 + self.base_latency.0))
+            o.end.map(|e| launch::call_time(SimTime(e.0 + self.base_latency.0), self.gpus_per_thread))
         } else {
             None
         }
@@ -728,6 +747,7 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
         proto,
         channels,
         base_latency,
+        gpus_per_thread,
     } = prepare(m, spec, opts.seed)?;
     let n = ranks as u64;
     let engine = opts.engine;
@@ -737,7 +757,7 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
     let o = outcome.borrow().clone();
     let complete = o.failed == 0 && o.delivered == expected;
     let time_us = match (complete, o.end) {
-        (true, Some(end)) => (end.0 + base_latency.0) as f64 * 1e-6,
+        (true, Some(end)) => launch::call_time(SimTime(end.0 + base_latency.0), gpus_per_thread).0 as f64 * 1e-6,
         _ => f64::INFINITY,
     };
     let algbw = if time_us.is_finite() && time_us > 0.0 { spec.bytes as f64 / (time_us * 1e-6) / 1e9 } else { 0.0 };
@@ -754,6 +774,7 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
         algbw_gbytes_per_s: algbw,
         busbw_gbytes_per_s: algbw * spec.op.busbw_factor(n as u32),
         failed_chunks: o.failed + expected.saturating_sub(o.delivered + o.failed),
+        host_launch_floor_us: gpus_per_thread.map(|g| launch::floor(g).0 as f64 * 1e-6),
         events: report.events,
         data_packets: report.totals.data_packets_sent,
         placement,

@@ -67,6 +67,14 @@ pub struct Wire {
     /// pick shared over the channels (its per-channel LL/LL128/tree caps), where NCCL's costs
     /// are charged; `None`: the links' rates alone. The tree's leaves release each chunk at it.
     pub channel_bytes_per_s: Option<f64>,
+    /// Whether `net_overhead` is NCCL's whole hop latency less what the twin simulates
+    /// ([`Wire::with_nccl_net_hop`]) rather than the proxy's post overhead: then broadcast's
+    /// pipeline and the point-to-point sends pay it per hop too.
+    pub nccl_hop: bool,
+    /// The rate a connection's messages leave its NIC at, bytes/s, where NCCL's hop latency is
+    /// charged (0 elsewhere): a pipeline that keeps several chunks in flight to cover the wait
+    /// sends them one after the other at it, as an RC QP executes its work requests in order.
+    pub nic_bytes_per_s: f64,
 }
 
 impl Wire {
@@ -85,6 +93,8 @@ impl Wire {
             pcie: None,
             ahead: 0,
             channel_bytes_per_s: None,
+            nccl_hop: false,
+            nic_bytes_per_s: 0.0,
         }
     }
 
@@ -98,6 +108,8 @@ impl Wire {
             pcie: None,
             ahead: 0,
             channel_bytes_per_s: None,
+            nccl_hop: false,
+            nic_bytes_per_s: 0.0,
         }
     }
 
@@ -118,10 +130,11 @@ impl Wire {
         (d > 0).then_some(SimTime(now.0 + d))
     }
 
-    /// When a point-to-point message posted at `now` leaves: after its GPU↔NIC leg only
-    /// (every transfer is posted at once, so the proxy's overhead is on no chain).
+    /// When a point-to-point message posted at `now` leaves: after its GPU↔NIC leg (every
+    /// transfer is posted at once, so the proxy's post overhead is on no chain), and where
+    /// NCCL's hop latency is charged, after the rest of that hop's latency, once.
     pub fn p2p_start(&self, now: SimTime, bytes: u64) -> Option<SimTime> {
-        let d = self.leg(bytes).0;
+        let d = self.leg(bytes).0 + if self.nccl_hop { self.net_overhead.0 } else { 0 };
         (d > 0).then_some(SimTime(now.0 + d))
     }
 
@@ -142,7 +155,17 @@ impl Wire {
         let delay = SimTime(hop.0.saturating_sub(known).max(self.net_overhead.0));
         let step_ps = self.wire_bytes(self.step_bytes) as f64 / nic_bytes_per_s.max(1.0) * 1e12;
         let ahead = (delay.0 as f64 / step_ps.max(1.0)).ceil().min(NCCL_STEPS_AHEAD as f64) as u32;
-        Wire { net_overhead: delay, ahead, ..self }
+        Wire { net_overhead: delay, ahead, nccl_hop: true, nic_bytes_per_s, ..self }
+    }
+
+    /// When a message of `bytes` on the wire, one of a connection's chunks kept in flight to
+    /// cover NCCL's hop latency, leaves: after its wait ([`Wire::start`]) and once the
+    /// connection's previous chunk has left the NIC (`free`, moved on to when this one has).
+    pub fn start_in_order(&self, now: SimTime, bytes: u64, free: &mut SimTime) -> Option<SimTime> {
+        let at = self.start(now, bytes).unwrap_or(now).max(*free);
+        let on_wire = SimTime::from_secs_f64(bytes as f64 / self.nic_bytes_per_s.max(1.0));
+        *free = SimTime(at.0 + on_wire.0);
+        (at > now).then_some(at)
     }
 
     fn leg(&self, bytes: u64) -> SimTime {
@@ -188,6 +211,28 @@ mod tests {
         assert_eq!(slow.net_overhead, SimTime::from_us(3));
         // Never more than NCCL_STEPS in flight, however fast the NIC empties a step.
         assert_eq!(wire(Proto::Ll).with_nccl_net_hop(Algo::Tree, false, fabric, 1e15).ahead, NCCL_STEPS_AHEAD);
+    }
+
+    #[test]
+    fn chunks_kept_in_flight_to_cover_the_hop_leave_one_after_the_other() {
+        let leg = rocelab_model::pcie::PcieConfig::default().resolve().unwrap();
+        let w = Wire { pcie: Some(leg), ..Wire::new(Proto::Simple, SIMPLE_STEP_BYTES) }.with_nccl_net_hop(
+            Algo::Ring,
+            false,
+            SimTime::ZERO,
+            50e9,
+        );
+        // Ring/Simple: 14 µs less the leg's 1.5 µs wait; the leg's 1.5 µs, then the wire.
+        let mut free = SimTime::ZERO;
+        let b = 512u64 << 10;
+        let first = w.start_in_order(SimTime::ZERO, b, &mut free).unwrap();
+        assert_eq!(first, SimTime::from_us(14));
+        // 512 KiB at 50 GB/s = 10.49 µs on the NIC: a second chunk posted at once waits for it.
+        let second = w.start_in_order(SimTime::ZERO, b, &mut free).unwrap();
+        assert_eq!(second.0 - first.0, SimTime::from_secs_f64(b as f64 / 50e9).0);
+        // One posted long after leaves after its own wait.
+        let later = SimTime::from_us(100);
+        assert_eq!(w.start_in_order(later, b, &mut free), Some(SimTime::from_us(114)));
     }
 
     #[test]

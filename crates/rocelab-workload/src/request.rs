@@ -33,6 +33,10 @@ pub struct CollectiveRequest {
     /// `None`: NCCL's choice.
     pub algo: Option<Algo>,
     pub proto: Option<Proto>,
+    /// GPUs one host thread launches each call on, without CUDA graphs (nccl-tests' `-g N`
+    /// in one process): each call then takes at least N × 5.5 µs (`crate::launch`); `None`:
+    /// a thread per GPU, no floor.
+    pub gpus_per_thread: Option<u32>,
 }
 
 impl CollectiveRequest {
@@ -53,6 +57,7 @@ impl CollectiveRequest {
             pxn: true,
             algo: None,
             proto: None,
+            gpus_per_thread: None,
         }
     }
 
@@ -158,6 +163,7 @@ impl CollectiveRequest {
             ranks: self.nics.then(|| crate::default_ranks(m)),
             gpu_nodes: self.nodes,
             pxn: self.pxn,
+            gpus_per_thread: self.gpus_per_thread,
             ..CollectiveSpec::nccl(op, sizes[0])
         };
         Ok((spec, sizes))

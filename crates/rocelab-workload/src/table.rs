@@ -26,9 +26,13 @@ pub fn render(results: &[CollectiveResult], fabric: &str) -> String {
             picks.push(p);
         }
     }
+    // Said only where charged, so tables without it keep their bytes.
+    let launch = first.host_launch_floor_us.map_or(String::new(), |f| {
+        format!(", each call at least {f:.1} us (one host thread launches it on several GPUs)")
+    });
     let _ = writeln!(
         s,
-        "# rocelab twin of fabric `{fabric}`: {} ranks ({}), {} channels, {}, {}-level engine",
+        "# rocelab twin of fabric `{fabric}`: {} ranks ({}), {} channels, {}, {}-level engine{launch}",
         first.ranks,
         first.placement,
         first.channels,

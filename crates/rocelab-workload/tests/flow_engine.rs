@@ -251,3 +251,38 @@ fn reusing_delivered_message_slots_changes_nothing_on_the_flow_engine() {
     assert_eq!(plain.events, reused.events);
     assert_eq!(plain.report.totals, reused.report.totals);
 }
+
+#[test]
+fn the_flow_engine_sends_no_faster_than_the_nics_pcie_link_as_the_packet_engine() {
+    // 2 nodes × 8 H100 with 8 × 400G (rail-16gpu-workloads) and the NICs on PCIe Gen 5 ×4:
+    // 4 × 32 GT/s × 128/130 / 8 × 256/280 = 14.4 GB/s (115.2 Gb/s) per NIC, below its port. A
+    // 64 MiB send/recv on one channel crosses the fabric in frames of 4,096 B of payload and
+    // 82 B of headers: at least S × 4178/4096 / 14.4 GB/s = 4,752 µs on the link alone, and
+    // S × 4178/4096 / 50 GB/s = 1,369 µs where the ×16 link leaves the port as the limit.
+    let p = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/rail-16gpu-workloads.toml");
+    let text = std::fs::read_to_string(&p).unwrap();
+    let with = |pcie: &str| model("pcie.toml", &format!("{text}\n[gpu_node.pcie]\n{pcie}\n"));
+    let s = 64u64 << 20;
+    let run = |m: &Model, opts: SimOptions| {
+        let spec = CollectiveSpec { channels: Some(1), ..CollectiveSpec::nccl(Collective::SendRecv, s) };
+        run_collective(m, &spec, opts).unwrap_or_else(|d| panic!("{d:?}"))
+    };
+    let wire = s as f64 * 4178.0 / 4096.0;
+    let x4_bytes_per_s = 4.0 * 32e9 * 128.0 / 130.0 / 8.0 * 256.0 / 280.0;
+    let (x4, x16) = (with("gen = 5\nnic_lanes = 4"), with("gen = 5"));
+    let (flow_x4, flow_x16) = (run(&x4, flow()), run(&x16, flow()));
+    let (at_pcie_us, at_port_us) = (wire / x4_bytes_per_s * 1e6, wire / 50e9 * 1e6);
+    assert!(flow_x4.time_us >= at_pcie_us && flow_x4.time_us < at_pcie_us * 1.02, "{} µs", flow_x4.time_us);
+    assert!(flow_x16.time_us >= at_port_us && flow_x16.time_us < at_port_us * 1.02, "{} µs", flow_x16.time_us);
+    // The same cap as the packet engine's: the two engines agree within 1 %.
+    let packet_x4 = run(&x4, SimOptions::default());
+    assert!(
+        (flow_x4.time_us / packet_x4.time_us - 1.0).abs() < 0.01,
+        "flow {} µs, packet {} µs",
+        flow_x4.time_us,
+        packet_x4.time_us
+    );
+    // Without `[gpu_node.pcie]` the port's speed, as before the cap.
+    let plain = run(&model("plain.toml", &text), flow());
+    assert!(plain.time_us < at_port_us * 1.02, "{} µs", plain.time_us);
+}

@@ -220,3 +220,45 @@ fn sizes_and_qp_counts_beyond_the_engines_are_refused_not_panicked_on() {
     let spec = CollectiveSpec::new(Collective::SendRecv, rocelab_workload::MAX_COLLECTIVE_BYTES);
     assert!(rocelab_workload::prepare(&m, &spec, 1).is_ok());
 }
+
+#[test]
+fn nccls_hop_latency_is_charged_to_broadcast_chunks_and_point_to_point_sends_too() {
+    // rail-16gpu-workloads (2 nodes × 8 H100, 8 × 400G) with and without `[nccl]
+    // net_hop_latency = "tuning"`. An 8-byte send/recv goes LL (up to 16 KiB per channel,
+    // NCCL_P2P_LL_THRESHOLD), and NCCL's figure for a hop between nodes with LL on a ring of 8
+    // GPUs per node is 2.7 µs (hwLatencies[NET][Ring][LL], tuning.cc), the GPU↔NIC leg's 1.5 µs
+    // of DMA and the fabric's own latency included.
+    let p = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/rail-16gpu-workloads.toml");
+    let text = std::fs::read_to_string(&p).unwrap();
+    let plain = rocelab_model::load_str("p.toml", &text).unwrap();
+    let tuned = rocelab_model::load_str("t.toml", &(text + "\n[nccl]\nnet_hop_latency = \"tuning\"\n")).unwrap();
+    let spec = |op, bytes| CollectiveSpec { channels: Some(1), ..CollectiveSpec::nccl(op, bytes) };
+    let (sr_plain, sr_tuned) =
+        (run(&plain, spec(Collective::SendRecv, 8), 1), run(&tuned, spec(Collective::SendRecv, 8), 1));
+    assert_eq!((sr_plain.proto, sr_tuned.proto), ("LL", "LL"));
+    // Without the key the hop is the leg and the simulated fabric; with it NCCL's 2.7 µs whole,
+    // paid once per send (all are posted at once).
+    assert!(sr_plain.time_us > 1.5 && sr_plain.time_us < 2.0, "{} µs", sr_plain.time_us);
+    assert!(sr_tuned.time_us >= 2.7 && sr_tuned.time_us < 3.0, "{} µs", sr_tuned.time_us);
+    // Broadcast's pipeline from rank 0: 14 NVLink hops and one hop between the nodes, whose
+    // chunk now waits NCCL's figure less what the twin simulates (before: the fabric alone).
+    let (b_plain, b_tuned) =
+        (run(&plain, spec(Collective::Broadcast, 8), 1), run(&tuned, spec(Collective::Broadcast, 8), 1));
+    assert_eq!((b_plain.algo, b_plain.proto), ("ring", "LL"));
+    let more = b_tuned.time_us - b_plain.time_us;
+    assert!(more > 2.5 && more < 2.7, "{more} µs more with NCCL's hop latency");
+    // The wait is latency, not work: a large broadcast keeps its bandwidth (more chunks in
+    // flight cover the wait, one after the other on the NIC): 326.6 GB/s against 339.9 without
+    // the key, the difference the pipeline's longer fill (two hops between nodes for every
+    // channel but the first, 14 µs each with Simple).
+    let big = |m: &Model| {
+        run(m, CollectiveSpec { channels: Some(8), ..CollectiveSpec::nccl(Collective::Broadcast, 256 << 20) }, 1)
+    };
+    let (big_plain, big_tuned) = (big(&plain), big(&tuned));
+    assert!(
+        big_tuned.busbw_gbytes_per_s > 0.95 * big_plain.busbw_gbytes_per_s,
+        "{} vs {} GB/s",
+        big_tuned.busbw_gbytes_per_s,
+        big_plain.busbw_gbytes_per_s
+    );
+}

@@ -262,3 +262,34 @@ fn a_dual_port_nics_busbw_stays_within_the_bound_of_both_its_ports() {
     // Above one port's 200 Gb/s (so both ports carry traffic), never above both.
     assert!(busbw * 8.0 > 200.0 && share <= 1.0, "{busbw} GB/s against {bound} Gb/s");
 }
+
+#[test]
+fn one_thread_driving_8_gpus_puts_a_host_floor_under_each_call() {
+    // nccl-tests' `-g 8` without CUDA graphs: the thread launches each call on its 8 GPUs, 5.5 µs
+    // each (`rocelab_workload::launch`), so back-to-back calls take at least 44 µs.
+    let m = example("rail-128gpu.toml");
+    let run = |bytes: u64, gpus: Option<u32>| {
+        let spec = CollectiveSpec {
+            gpus_per_thread: gpus,
+            gpu_nodes: Some(2),
+            ..CollectiveSpec::nccl(Collective::AllReduce, bytes)
+        };
+        run_collective(&m, &spec, SimOptions::default()).unwrap()
+    };
+    // 8 B on 2 nodes: the GPUs take about NCCL's model's 25 µs; the host's 8 launches, 44 µs.
+    let (gpu, host) = (run(8, None), run(8, Some(8)));
+    assert!(gpu.time_us > 15.0 && gpu.time_us < 44.0, "{} µs", gpu.time_us);
+    assert!((host.time_us - 44.0).abs() < 1e-6, "{} µs", host.time_us);
+    assert_eq!(host.host_launch_floor_us, Some(44.0));
+    assert_eq!(gpu.host_launch_floor_us, None);
+    // 64 MiB takes far longer than 44 µs on the GPUs: the floor changes nothing there.
+    let (big, big_host) = (run(64 << 20, None), run(64 << 20, Some(8)));
+    assert!(big.time_us > 200.0);
+    assert_eq!(big.time_us, big_host.time_us);
+    // One GPU per thread still launches once per call.
+    assert!((run(8, Some(1)).time_us - gpu.time_us.max(5.5)).abs() < 1e-6);
+    // A count no thread has is refused, naming the value.
+    let bad = CollectiveSpec { gpus_per_thread: Some(0), ..CollectiveSpec::nccl(Collective::AllReduce, 8) };
+    let e = bad.resolve(&m).unwrap_err();
+    assert!(e[0].message.contains("0 GPUs per host thread"), "{e:?}");
+}

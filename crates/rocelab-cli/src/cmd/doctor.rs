@@ -142,9 +142,12 @@ pub fn run(a: Args) -> VerbResult {
             .map_err(|e| Failure::bad_input(format!("error: {}", e.in_file(p))))?;
         twin.extend(runs.into_iter().map(|r| (p.display().to_string(), r)));
     }
+    let mut twin_with_nccl_costs = false;
     if let (Some((model, path)), true) = (&fabric, a.twin.is_empty() && !a.no_twin) {
         let real: Vec<&NcclRun> = snaps.iter().flat_map(|s| &s.nccl).chain(&extra_nccl).collect();
         twin = run_twin(model, path, &real, twin_max)?;
+        twin_with_nccl_costs =
+            model.config.nccl.as_ref().is_some_and(|n| n.net_hop_latency == rocelab_model::nccl::NetHopLatency::Tuning);
     }
     let opts = Options {
         nccl_log,
@@ -155,6 +158,7 @@ pub fn run(a: Args) -> VerbResult {
         extra_nccl,
         skipped_inputs,
         twin,
+        twin_with_nccl_costs,
     };
     let dx = diagnose::diagnose(snaps, &opts);
     let text = match a.format {
@@ -194,6 +198,9 @@ fn run_twin(model: &Model, path: &Path, real: &[&NcclRun], max_bytes: u64) -> Re
         let n = first.ranks.len();
         // As NCCL runs it untold: its algorithm, protocol and channels per size.
         let mut spec = rocelab_workload::CollectiveSpec::nccl(op, sizes[0]);
+        // Launched as the real run was: one host thread driving several GPUs without CUDA
+        // graphs puts a floor under each call's time (`rocelab_workload::launch`).
+        spec.gpus_per_thread = first.launch.filter(|l| l.graph_launches == 0).map(|l| l.gpus_per_thread.max(1));
         // The real rank count where the fabric can hold it; else the whole fabric (the
         // comparison then says the counts differ).
         match &placement {

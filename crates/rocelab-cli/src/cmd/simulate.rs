@@ -143,6 +143,11 @@ pub struct Args {
     /// every node of the fabric.
     #[arg(long, value_name = "K", requires = "collective")]
     nodes: Option<u32>,
+    /// Time each call as nccl-tests does when one thread launches it on N GPUs without CUDA
+    /// graphs (its `-g N` in one process, `graph: 0`): at least N × 5.5 µs of host launches per
+    /// call; default: one process per GPU, no such floor.
+    #[arg(long, value_name = "N", requires = "collective")]
+    gpus_per_thread: Option<u32>,
     /// Run a stress scenario instead of the file's [[traffic]] and [[fault]]: a [[scenario]] of
     /// the file by name, or a kind with its defaults (`incast`, `switch-reboot`, ...;
     /// `rocelab scenarios --list`). Writes scenario.json, summary.json and timeseries.csv.
@@ -367,6 +372,7 @@ fn collective_request(
         pxn: !a.pxn_disable,
         algo: rocelab_workload::CollectiveRequest::parse_algo(&a.algo).map_err(|e| bad("--algo", e))?,
         proto: rocelab_workload::CollectiveRequest::parse_proto(&a.proto).map_err(|e| bad("--proto", e))?,
+        gpus_per_thread: a.gpus_per_thread,
     })
 }
 

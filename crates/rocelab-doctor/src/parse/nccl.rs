@@ -37,6 +37,33 @@ pub struct NcclRun {
     pub out_of_bounds: Option<u64>,
     /// NCCL's own INFO lines in the same output (NICs used, GPU Direct RDMA, channels).
     pub log: super::nccl_log::NcclLog,
+    /// How nccl-tests launched the calls (its header line `# nThread 1 nGpus 8 ... graph: 0`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launch: Option<NcclLaunch>,
+}
+
+/// nccl-tests' launch mode, from its header: threads per process, GPUs each thread drives
+/// (`-t`, `-g`), and CUDA graph launches per timed call (`-G`; 0, or absent before nccl-tests
+/// printed it, means none).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct NcclLaunch {
+    pub threads: u32,
+    pub gpus_per_thread: u32,
+    pub graph_launches: u32,
+}
+
+impl NcclLaunch {
+    /// `nThread 1 nGpus 8 minBytes ... graph: 0 ...` (the text after `#`); `None` if the line
+    /// is not that header.
+    fn parse(rest: &str) -> Option<NcclLaunch> {
+        let tok: Vec<&str> = rest.split_whitespace().collect();
+        let after = |w: &str| tok.iter().position(|t| *t == w).and_then(|i| tok.get(i + 1)?.parse::<u32>().ok());
+        Some(NcclLaunch {
+            threads: after("nThread")?,
+            gpus_per_thread: after("nGpus")?,
+            graph_launches: after("graph:").unwrap_or(0),
+        })
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -241,6 +268,8 @@ impl Parser {
                     runs.push(std::mem::take(cur));
                 }
                 cur.op = Some(normalize_op(op.trim()));
+            } else if rest.starts_with("nThread") {
+                cur.launch = NcclLaunch::parse(rest);
             } else if rest.starts_with("Rank") {
                 match parse_rank(line) {
                     Some(r) => cur.ranks.push(r),
@@ -329,6 +358,24 @@ mod tests {
         assert_eq!(runs[0].rows.len(), 2);
         assert_eq!(runs[0].rows[1].out_of_place.wrong, None);
         assert_eq!(runs[0].op.as_deref(), Some("all_gather"));
+    }
+
+    #[test]
+    fn the_launch_mode_comes_from_the_header() {
+        let row = "   8  2  float  sum  -1  40.1  0.00  0.00  0  40.0  0.00  0.00  0\n";
+        let read = |header: &str| parse(&format!("{header}\n{row}"), Some("all_reduce")).unwrap()[0].launch;
+        // nccl-tests 2.18: threads, GPUs per thread and CUDA graph launches.
+        let h = "# nThread 1 nGpus 8 minBytes 1024 maxBytes 17179869184 step: 2(factor) warmup iters: 50 iters: 100 agg iters: 1 validation: 1 graph: 0 unalign: 0";
+        assert_eq!(read(h), Some(NcclLaunch { threads: 1, gpus_per_thread: 8, graph_launches: 0 }));
+        let g = "# nThread 2 nGpus 1 minBytes 8 maxBytes 128 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 10";
+        assert_eq!(read(g), Some(NcclLaunch { threads: 2, gpus_per_thread: 1, graph_launches: 10 }));
+        // Before nccl-tests printed `graph:` there were no graph launches.
+        let old =
+            "# nThread 1 nGpus 4 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 validation: 1";
+        assert_eq!(read(old).map(|l| (l.gpus_per_thread, l.graph_launches)), Some((4, 0)));
+        // No header, or a garbled one: not known.
+        assert_eq!(read("# something else"), None);
+        assert_eq!(read("# nThread x nGpus 8"), None);
     }
 
     #[test]

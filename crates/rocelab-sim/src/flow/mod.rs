@@ -385,6 +385,10 @@ impl<'m> FlowSim<'m> {
         }
         let router = Router::new(m, opts.seed)?;
         let nl = m.ports.len();
+        // A GPU node's NIC sends no faster than its PCIe link feeds it (`[gpu_node.pcie]`), the
+        // packet engine's cap; every other port at its speed.
+        let port_cap: Vec<f64> =
+            m.ports.iter().map(|p| rocelab_model::pcie::port_send_cap(m, p.node).unwrap_or(p.speed).0 as f64).collect();
         let mut sim = FlowSim {
             m,
             router,
@@ -394,9 +398,9 @@ impl<'m> FlowSim<'m> {
             events: 0,
             faults_due: faults.len(),
             faults,
-            cap: m.ports.iter().map(|p| p.speed.0 as f64).collect(),
+            cap: port_cap.clone(),
             link_flows: vec![Vec::new(); nl],
-            lk: m.ports.iter().map(|p| LinkAt { cap: p.speed.0 as f64, n: 0, mark: 0 }).collect(),
+            lk: port_cap.iter().map(|&cap| LinkAt { cap, n: 0, mark: 0 }).collect(),
             tx_bytes: vec![0; nl],
             flows: Vec::new(),
             free_flows: Vec::new(),
