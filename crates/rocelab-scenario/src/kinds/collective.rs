@@ -123,6 +123,13 @@ pub fn non_blocking(m: &Model) -> Model {
     let widest = m.nodes.iter().filter(|n| !n.is_host()).map(switch_total).max().unwrap_or(0);
     let mut ideal = m.clone();
     ideal.intent.faults.clear();
+    // A wider link would reserve a wider PFC headroom (its cable's bandwidth-delay product:
+    // 3.2 MB a priority for 100 m at 25.6 Tb/s), which would take the whole shared buffer of a
+    // switch and pause every packet; the ideal keeps the fabric's own largest headroom.
+    let headroom = (0..m.ports.len()).map(|i| m.headroom_in_force(rocelab_model::PortId(i as u32))).max();
+    if let Some(h) = headroom.filter(|h| *h > 0) {
+        ideal.qos.pfc.headroom_bytes = Some(h);
+    }
     for i in 0..ideal.ports.len() {
         let p = &m.ports[i];
         let between_switches = !m.node(p.node).is_host() && !m.node(m.port(p.peer).node).is_host();
@@ -210,3 +217,33 @@ pub const CHECKS: &[CheckDef] = &[
     CheckDef { name: "collective.paused-share", kind: ScenarioKind::Collective, figure: Figure::MaxPausedShare, cmp: Cmp::AtMost, limit: Some(0.05), unit: "paused time / time judged (the worst port and priority)", why: PAUSED },
     CheckDef { name: "collective.lossless-drops", kind: ScenarioKind::Collective, figure: Figure::Metric("dropped_packets"), cmp: Cmp::AtMost, limit: Some(0.0), unit: "packets dropped", why: LOSSLESS },
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fabric_made_non_blocking_widens_only_links_between_switches_and_keeps_its_headroom() {
+        let p = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/rail-128gpu.toml");
+        let m = rocelab_model::load_str("rail-128gpu.toml", &std::fs::read_to_string(p).unwrap()).unwrap();
+        let ideal = non_blocking(&m);
+        let between =
+            |m: &Model, i: usize| !m.node(m.ports[i].node).is_host() && !m.node(m.port(m.ports[i].peer).node).is_host();
+        // Every uplink carries at least what the busiest switch's ports together can: a leaf's
+        // 16 × 400 G down and 16 × 400 G up, 12.8 Tb/s.
+        let widest = 32 * 400_000_000_000u64;
+        let mut widened = 0;
+        for i in 0..m.ports.len() {
+            if between(&m, i) {
+                assert!(ideal.ports[i].speed.0 >= widest, "port {i}");
+                widened += 1;
+            } else {
+                assert_eq!(ideal.ports[i].speed, m.ports[i].speed, "a host's link stays as it is");
+            }
+            // No port reserves more headroom than the fabric's largest.
+            let most = (0..m.ports.len()).map(|j| m.headroom_in_force(rocelab_model::PortId(j as u32))).max();
+            assert!(ideal.headroom_in_force(rocelab_model::PortId(i as u32)) <= most.unwrap_or(0), "port {i}");
+        }
+        assert!(widened > 0);
+    }
+}
