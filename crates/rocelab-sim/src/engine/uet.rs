@@ -428,11 +428,11 @@ impl Sim<'_> {
     }
 
     /// A UET QP's own retransmission timer on NIC profile `nic` after `timeouts` in a row, and
-    /// the timeouts it may take in a row before it fails: UET backs off from 100 µs to 1 ms
-    /// (`[nic.uet] rto_us`, `rto_max_us`) instead of waiting out the RoCE profile's
-    /// `ack_timeout` (4.3 s at NCCL's 20), and gives up only when a RoCE QP of the profile
-    /// would have (its timeout × (retry count + 1)): a NIC reset of seconds ends no UET QP,
-    /// and its resends follow the link's return within a millisecond.
+    /// the timeouts it may take in a row before it fails: UET retries every 100 µs (uet-htsim's
+    /// minimum RTO; `[nic.uet] rto_us`, doubling up to `rto_max_us` if set) instead of waiting
+    /// out the RoCE profile's `ack_timeout` (4.3 s at NCCL's 20), and gives up only when a
+    /// RoCE QP of the profile would have (its timeout × (retry count + 1)): a NIC reset of
+    /// seconds ends no UET QP, and its resends follow the link's return within one timeout.
     pub(super) fn uet_timer(nic: &rocelab_model::NicProfile, timeouts: u32) -> (Option<SimTime>, Option<u32>) {
         let give_up = nic.retransmit_timeout.map(|t| SimTime(t.0.saturating_mul(nic.retry_cnt as u64 + 1)));
         (Some(nic.uet.rto_after(timeouts)), Some(nic.uet.timeouts_within(give_up)))
@@ -871,14 +871,14 @@ enabled = false
     }
 
     /// A NIC reset of 3 s (the checklist's firmware update) in the middle of a UET flow: the
-    /// packets on the wire are lost with the link, and UET's own timer (100 µs doubling to
-    /// 1 ms) keeps resending into the dead link instead of waiting out the RoCE profile's
-    /// 4.3 s; the QP survives (a RoCE QP of the profile would wait 8 × 4.3 s in all) and its
-    /// resends follow the link's return by at most one capped timeout.
+    /// packets on the wire are lost with the link, and UET's own timer (100 µs, doubling to
+    /// 1 ms here) keeps resending into the dead link instead of waiting out the RoCE
+    /// profile's 4.3 s; the QP survives (a RoCE QP of the profile would wait 8 × 4.3 s in
+    /// all) and its resends follow the link's return by at most one capped timeout.
     #[test]
     fn a_three_second_nic_reset_ends_no_uet_qp_and_its_resends_follow_the_link_within_a_millisecond() {
         let size = 2_000_000u64;
-        let text = incast_text(1, size, 4_000_000, "", "")
+        let text = incast_text(1, size, 4_000_000, "rto_max_us = 1000", "")
             + "[[fault]]\nkind = \"nic-reset\"\nat_us = 50\na = \"h1\"\nduration_us = 3000000\n";
         let m = rocelab_model::load_str("reset.toml", &text).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(m.nics[0].retransmit_timeout, Some(SimTime(4_096_000u64 << 20)), "NCCL's RoCE timer");
@@ -895,5 +895,13 @@ enabled = false
         // 100 + 200 + 400 + 800 µs, then one timeout a millisecond while the link was down.
         let t = q.st.timeouts;
         assert!((2_990..=3_010).contains(&t), "{t} timeouts in 3 s");
+        // At the default (no backoff) the resends follow within 100 µs: 30,000 timeouts.
+        let m = rocelab_model::load_str("reset.toml", &text.replace("rto_max_us = 1000", "")).unwrap();
+        let s = run(&m);
+        let q = &s.host.qps[0];
+        assert!(s.all_done() && !q.st.failed);
+        let after_us = (q.finish.expect("completes").0 - back.0) as f64 * 1e-6;
+        assert!(after_us > 0.0 && after_us < 100.0 + 140.0 + 10.0, "{after_us} µs after the link returned");
+        assert!((29_990..=30_010).contains(&q.st.timeouts), "{} timeouts in 3 s", q.st.timeouts);
     }
 }
