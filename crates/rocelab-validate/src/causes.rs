@@ -586,18 +586,17 @@ fn shared_links(m: &Model, r: &ScenarioResult, mut evidence: Vec<String>) -> (Ca
         evidence.push(format!("oversubscribed tiers (down:up): {}", thin.join(", ")));
     }
     let lb = m.config.routing.load_balancing;
+    // A leaf whose busiest uplink carries a quarter more than its mean: hashing, not capacity.
+    let collide = g("ecmp_imbalance").is_some_and(|i| i > 0.25);
+    let what = match (collide, thin.is_empty()) {
+        (true, _) if lb.is_ecmp() => "ECMP hashes several of them onto one uplink while others idle (ECMP collisions)",
+        (true, _) => "its load balancing still leaves several on one uplink while others idle",
+        (false, false) => "they need more capacity between the tiers than the fabric has, and its uplinks run full",
+        (false, true) => "they queue behind each other on the links between switches",
+    };
     let mechanism = format!(
-        "the collective's flows share the links between switches, with no PFC behind it: {}{}",
-        if lb.is_ecmp() {
-            "ECMP hashes several of them onto one uplink while others idle (ECMP collisions)"
-        } else {
-            "its load balancing still leaves them on shared uplinks"
-        },
-        if thin.is_empty() {
-            String::new()
-        } else {
-            format!(", on a fabric with less capacity up than down ({})", thin.join(", "))
-        }
+        "the collective's flows share the links between switches, with no PFC behind it: {what}{}",
+        if thin.is_empty() { String::new() } else { format!(" (oversubscribed: {})", thin.join(", ")) }
     );
     let mut keys = vec!["[routing] load_balancing".to_string()];
     if !thin.is_empty() {
