@@ -1180,10 +1180,12 @@ fn judge(c: &CheckDef, name: String, r: &ScenarioResult, p: &Policy) -> CheckRes
 fn likely_cause(r: &ScenarioResult) -> Vec<String> {
     let mut v = vec![];
     let g = |k: &str| metric(r, k).unwrap_or(0.0);
-    if g("dropped_packets") > 0.0 {
+    // Packets lost with a link going down (a fault, a NIC reset) are the fault's, not headroom's.
+    let dropped = g("dropped_packets") - g("packets_lost_link_down");
+    if dropped > 0.0 {
         v.push(format!(
             "{} packets dropped with {} PFC frames sent and a deepest queue of {} B: check the PFC headroom (lint HDR001), that the NICs pause on the same priorities as the switches (HOST003: a NIC that ignores a pause overruns the headroom), and the lossless priorities",
-            g("dropped_packets"),
+            dropped,
             g("pfc_frames"),
             g("max_queue_bytes")
         ));
