@@ -588,22 +588,37 @@ fn shared_links(m: &Model, r: &ScenarioResult, mut evidence: Vec<String>) -> (Ca
     let lb = m.config.routing.load_balancing;
     // A leaf whose busiest uplink carries a quarter more than its mean: hashing, not capacity.
     let collide = g("ecmp_imbalance").is_some_and(|i| i > 0.25);
-    let what = match (collide, thin.is_empty()) {
-        (true, _) if lb.is_ecmp() => "ECMP hashes several of them onto one uplink while others idle (ECMP collisions)",
-        (true, _) => "its load balancing still leaves several on one uplink while others idle",
-        (false, false) => "they need more capacity between the tiers than the fabric has, and its uplinks run full",
-        (false, true) => "they queue behind each other on the links between switches",
+    let beside = r.params.get("beside").and_then(|v| v.as_str());
+    let what = match (beside, collide, thin.is_empty()) {
+        // The ideal runs the collective alone: what runs beside it is the first suspect.
+        (Some(b), _, _) => format!(
+            "the traffic of `{b}` running beside it takes the links and receivers it needs (its ideal runs alone)"
+        ),
+        (None, true, _) if m.is_ib() => {
+            "the subnet manager's routes put several of them on one link while others idle".into()
+        }
+        (None, true, _) if lb.is_ecmp() => {
+            "ECMP hashes several of them onto one uplink while others idle (ECMP collisions)".into()
+        }
+        (None, true, _) => "its load balancing still leaves several on one uplink while others idle".into(),
+        (None, false, false) => {
+            "they need more capacity between the tiers than the fabric has, and its uplinks run full".into()
+        }
+        (None, false, true) => "they queue behind each other on the links between switches".into(),
     };
     let mechanism = format!(
         "the collective's flows share the links between switches, with no PFC behind it: {what}{}",
         if thin.is_empty() { String::new() } else { format!(" (oversubscribed: {})", thin.join(", ")) }
     );
     let mut keys = vec!["[routing] load_balancing".to_string()];
+    if let Some(b) = beside {
+        keys.insert(0, format!("[[scenario]] beside = \"{b}\" (what runs beside the collective)"));
+    }
     if !thin.is_empty() {
         keys.push("[topology] the oversubscribed tier's uplinks (pod_oversubscription, spines, leaf_link)".into());
     }
     let cause = Cause { mechanism, evidence, keys };
-    let cands = if lb.is_ecmp() && !m.is_ib() {
+    let cands = if lb.is_ecmp() && !m.is_ib() && beside.is_none() {
         vec![Candidate {
             change: "[routing] load_balancing = \"adaptive\"   # each packet on the least-loaded uplink (Spectrum-X RoCE adaptive routing), the NICs placing out-of-order packets".into(),
             apply: Box::new(|cfg: &mut Config| cfg.routing.load_balancing = rocelab_model::lb::LoadBalancing::Adaptive),
