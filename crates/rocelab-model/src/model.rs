@@ -192,7 +192,10 @@ pub struct Dcqcn {
     /// Rt ← Rc on a cut when the increase timer raised the rate since the last cut
     /// (`clamp_tgt_rate_after_time_inc`).
     pub clamp_target_rate_after_time_inc: bool,
-    /// One cut removes at most this share of the rate (`rpg_min_dec_fac` / 100).
+    /// One cut removes at most this share of the rate: 1 − `rpg_min_dec_fac` / 100, since a
+    /// cut keeps at least `rpg_min_dec_fac` % of the rate (NVIDIA's DCQCN parameters: "setting
+    /// min_dec_fac = 25 will bound a reduction of current_rate to values above
+    /// 25 %·current_rate"; 100 prevents reductions).
     pub max_cut_fraction: f64,
     /// Rate set on a QP's first CNP (`rate_to_set_on_first_cnp`); 0: keep the current rate.
     pub rate_on_first_cnp: BitsPerSec,
@@ -1113,7 +1116,7 @@ fn resolve_nic(
     if !(min_dec_fac > 0.0 && min_dec_fac <= 100.0) {
         errs.push(Diagnostic::new(
             format!("{dp}.min_dec_fac_percent"),
-            format!("min_dec_fac_percent is the most one cut may remove, in (0, 100] %, got {min_dec_fac}"),
+            format!("min_dec_fac_percent is the least share of the rate a cut keeps, in (0, 100] %, got {min_dec_fac}"),
             "ConnectX's rpg_min_dec_fac defaults to 50",
         ));
     }
@@ -1213,7 +1216,7 @@ fn resolve_nic(
             clamp_target_rate_after_time_inc: d
                 .clamp_target_rate_after_time_inc
                 .unwrap_or(base.clamp_target_rate_after_time_inc),
-            max_cut_fraction: min_dec_fac / 100.0,
+            max_cut_fraction: 1.0 - min_dec_fac / 100.0,
             rate_on_first_cnp,
             cnp_interval,
             cnp_delay,

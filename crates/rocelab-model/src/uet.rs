@@ -58,6 +58,14 @@ pub struct UetConfig {
     /// (default false).
     #[serde(default)]
     pub rccc: Option<bool>,
+    /// The retransmission timer's first value, µs (default 100: uet-htsim's minimum RTO,
+    /// `DEFAULT_UEC_RTO_MIN`).
+    #[serde(default)]
+    pub rto_us: Option<f64>,
+    /// The most the timer backs off to, doubling after each timeout in a row, µs (default:
+    /// `rto_us`, no backoff, as uet-htsim retries).
+    #[serde(default)]
+    pub rto_max_us: Option<f64>,
 }
 
 /// `[nic.uet]` resolved.
@@ -72,6 +80,51 @@ pub struct Uet {
     pub gamma: f64,
     pub max_window_bdp: f64,
     pub rccc: bool,
+    /// UET's own retransmission timer (not the RoCE profile's `ack_timeout`): its first value
+    /// and the cap it doubles up to after each timeout in a row ([`Uet::rto_after`]).
+    pub rto: SimTime,
+    pub rto_max: SimTime,
+}
+
+/// uet-htsim's minimum retransmission timeout (`uec.h`, `DEFAULT_UEC_RTO_MIN`), µs.
+pub const RTO_US: f64 = 100.0;
+/// The cap of UET's backoff by default, µs: none, as uet-htsim retries at its minimum RTO
+/// (`rtxTimerExpired`), so a resend follows a link's return within 100 µs however long it was
+/// down. A backoff to 1 ms (`rto_max_us = 1000`) saves timer events over a long outage but
+/// costs the return up to a millisecond: on `uet-permutation`'s 3 s NIC resets the resent
+/// half then moves at 0.54 of line rate from the link's return instead of over 0.8.
+pub const RTO_MAX_US: f64 = RTO_US;
+
+impl Uet {
+    /// The retransmission timeout after `timeouts` timeouts in a row: `rto` doubled each time
+    /// (a sender backs off while its peer is unreachable, as RFC 6298 §5.5 has TCP do),
+    /// never above `rto_max`.
+    pub fn rto_after(&self, timeouts: u32) -> SimTime {
+        SimTime(self.rto.0.saturating_mul(1u64 << timeouts.min(40)).min(self.rto_max.0.max(self.rto.0)))
+    }
+
+    /// The timeouts in a row a UET QP takes before it fails: as many as fit in `give_up` (the
+    /// time a RoCE QP of the same profile waits in all, retransmit timeout × (retry count +
+    /// 1)), so an outage a RoCE QP survives ends no UET QP, and a peer that never returns
+    /// still ends it. `None`: retries without end (the profile has no transport timeout).
+    pub fn timeouts_within(&self, give_up: Option<SimTime>) -> u32 {
+        let Some(span) = give_up else { return u32::MAX };
+        let (mut waited, mut n) = (0u64, 0u32);
+        while n < u32::MAX {
+            let next = self.rto_after(n).0.max(1);
+            if waited.saturating_add(next) > span.0 {
+                break;
+            }
+            waited += next;
+            // Past the cap every timeout is the same: count the rest at once.
+            if self.rto_after(n) == self.rto_after(n + 1) {
+                let rest = (span.0 - waited) / next;
+                return n.saturating_add(1).saturating_add(rest.min(u32::MAX as u64) as u32);
+            }
+            n += 1;
+        }
+        n
+    }
 }
 
 impl Default for Uet {
@@ -88,6 +141,8 @@ impl Default for Uet {
             gamma: 0.8,
             max_window_bdp: 1.5,
             rccc: false,
+            rto: SimTime::from_secs_f64(RTO_US * 1e-6),
+            rto_max: SimTime::from_secs_f64(RTO_MAX_US * 1e-6),
         }
     }
 }
@@ -181,6 +236,20 @@ pub fn uet(c: &UetConfig, path: &str, errs: &mut Vec<Diagnostic>) -> Uet {
         Some(w) => w,
         None => d.max_window_bdp,
     };
+    let time = |key: &str, v: Option<f64>, default: SimTime, bad: &mut dyn FnMut(&str, String, &str)| match v {
+        Some(us) if !(us.is_finite() && (1.0..=10_000_000.0).contains(&us)) => {
+            bad(key, format!("{us} µs"), "1 µs to 10 s (uet-htsim's minimum RTO is 100 µs)");
+            default
+        }
+        Some(us) => SimTime::from_secs_f64(us * 1e-6),
+        None => default,
+    };
+    let rto = time("rto_us", c.rto_us, d.rto, &mut bad);
+    let mut rto_max = time("rto_max_us", c.rto_max_us, d.rto_max.max(rto), &mut bad);
+    if rto_max < rto {
+        bad("rto_max_us", format!("{} µs, below rto_us", rto_max.as_us_f64()), "at least rto_us");
+        rto_max = rto;
+    }
     Uet {
         trimming: c.trimming.unwrap_or(d.trimming),
         trim_bytes,
@@ -190,6 +259,8 @@ pub fn uet(c: &UetConfig, path: &str, errs: &mut Vec<Diagnostic>) -> Uet {
         gamma,
         max_window_bdp,
         rccc: c.rccc.unwrap_or(d.rccc),
+        rto,
+        rto_max,
     }
 }
 
@@ -216,6 +287,32 @@ mod tests {
             paths,
             ["nic_profiles.a.uet.trim_bytes", "nic_profiles.a.uet.reps_buffer", "nic_profiles.a.uet.gamma"]
         );
+    }
+
+    #[test]
+    fn the_retransmission_timer_doubles_to_its_cap_and_outlasts_what_a_roce_qp_survives() {
+        // By default the timer stays at uet-htsim's 100 µs: a 3 s outage is 30,000 timeouts.
+        let d = Uet::default();
+        assert_eq!((d.rto_after(0), d.rto_after(9)), (d.rto, d.rto));
+        let span = SimTime(4_096_000u64 << 20).0 * 8;
+        assert_eq!(d.timeouts_within(Some(SimTime(span))), (span / 100_000_000) as u32);
+        // With rto_max_us = 1000: 100, 200, 400, 800 µs, then the 1 ms cap.
+        let u = Uet { rto_max: SimTime(1_000_000_000), ..Uet::default() };
+        let us = |t: SimTime| t.as_us_f64();
+        let seq: Vec<f64> = (0..6).map(|n| us(u.rto_after(n))).collect();
+        assert_eq!(seq, [100.0, 200.0, 400.0, 800.0, 1000.0, 1000.0]);
+        // NCCL's RoCE timer (4.096 µs · 2^20) with 7 retries waits 8 × 4.295 s = 34.36 s: the
+        // first four timeouts take 1.5 ms, each later one 1 ms, so 4 + 34,358 fit.
+        assert_eq!(u.timeouts_within(Some(SimTime(span))), 4 + ((span - 1_500_000_000) / 1_000_000_000) as u32);
+        // A 3 s outage fits far inside it; no RoCE timer, no end.
+        assert!(u.timeouts_within(Some(SimTime(span))) > 3_000);
+        assert_eq!(u.timeouts_within(None), u32::MAX);
+        // The keys, and a cap below the first value refused at its key.
+        let mut errs = Vec::new();
+        let c = UetConfig { rto_us: Some(50.0), rto_max_us: Some(20.0), ..Default::default() };
+        let got = uet(&c, "nic", &mut errs);
+        assert_eq!((got.rto, got.rto_max), (SimTime(50_000_000), SimTime(50_000_000)));
+        assert_eq!(errs.iter().map(|d| d.path.as_str()).collect::<Vec<_>>(), ["nic.uet.rto_max_us"]);
     }
 
     #[test]

@@ -33,7 +33,7 @@ pub mod setup;
 pub mod steady;
 pub mod telemetry;
 
-pub use kinds::collective_spec;
+pub use kinds::{collective_spec, ideal_time, non_blocking, IDEAL_METRIC};
 use rocelab_model::config::{NicAssign, ScenarioConfig, ScenarioKind};
 use rocelab_model::PortId;
 use rocelab_model::{Diagnostic, Model, SimTime};

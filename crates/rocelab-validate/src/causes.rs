@@ -82,7 +82,11 @@ fn pfc_braking(c: &CheckDef, r: &ScenarioResult, not_converged: bool) -> bool {
                         .any(|a| !a.agree && (a.figure.starts_with("switch buffer") || a.figure.contains("paused")))
                 })
         }
-        Figure::Headline if c.kind == rocelab_model::config::ScenarioKind::Collective => pauses,
+        Figure::Headline | Figure::Metric(crate::IDEAL)
+            if c.kind == rocelab_model::config::ScenarioKind::Collective =>
+        {
+            pauses
+        }
         Figure::QueueDelayP99Us | Figure::Metric("held_queue_us") => pauses,
         _ => false,
     }
@@ -498,6 +502,9 @@ pub fn diagnose(
         };
         return (cause, vec![cand]);
     }
+    if c.kind == ScenarioKind::Collective && matches!(c.figure, Figure::Metric(crate::IDEAL)) {
+        return shared_links(m, r, evidence);
+    }
     let latency_bound = c.kind == ScenarioKind::Collective && matches!(c.figure, Figure::Headline) && {
         let p = |k: &str| r.params.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0);
         let (ranks, channels) = (p("ranks").max(2.0), p("channels").max(1.0));
@@ -553,4 +560,73 @@ pub fn diagnose(
         keys: vec![],
     };
     (cause, vec![])
+}
+
+/// A collective slower than on the fabric made non-blocking with no PFC behind it: its flows
+/// share the links between switches — ECMP hashing several onto one uplink while others idle,
+/// or a tier with less capacity up than down. Adaptive routing (per-packet choice of the least
+/// loaded uplink, Spectrum-X's RoCE adaptive routing) is tried: it answers collisions, not a
+/// tier that is too thin.
+fn shared_links(m: &Model, r: &ScenarioResult, mut evidence: Vec<String>) -> (Cause, Vec<Candidate>) {
+    let g = |k: &str| r.metrics.get(k).copied().flatten();
+    let summary = rocelab_model::summary::summarize(m);
+    let thin: Vec<String> = summary
+        .tiers
+        .iter()
+        .filter_map(|t| t.oversubscription.filter(|o| *o > 1.0 + 1e-9).map(|o| format!("{} {o:.2}:1", t.tier)))
+        .collect();
+    evidence.push(format!(
+        "leaf uplinks: the busiest carried {} of its line rate over the run, and a leaf's busiest uplink {} more than its mean (ECMP imbalance, max / mean − 1); {} ECN marks, deepest queue {} B",
+        g("uplink_utilization_max").map_or("—".into(), |u| format!("{:.0} %", u * 100.0)),
+        g("ecmp_imbalance").map_or("—".into(), |i| format!("{:.0} %", i * 100.0)),
+        g("ecn_marked").unwrap_or(0.0),
+        g("max_queue_bytes").unwrap_or(0.0)
+    ));
+    if !thin.is_empty() {
+        evidence.push(format!("oversubscribed tiers (down:up): {}", thin.join(", ")));
+    }
+    let lb = m.config.routing.load_balancing;
+    // A leaf whose busiest uplink carries a quarter more than its mean: hashing, not capacity.
+    let collide = g("ecmp_imbalance").is_some_and(|i| i > 0.25);
+    let beside = r.params.get("beside").and_then(|v| v.as_str());
+    let what = match (beside, collide, thin.is_empty()) {
+        // The ideal runs the collective alone: what runs beside it is the first suspect.
+        (Some(b), _, _) => format!(
+            "the traffic of `{b}` running beside it takes the links and receivers it needs (its ideal runs alone)"
+        ),
+        (None, true, _) if m.is_ib() => {
+            "the subnet manager's routes put several of them on one link while others idle".into()
+        }
+        (None, true, _) if lb.is_ecmp() => {
+            "ECMP hashes several of them onto one uplink while others idle (ECMP collisions)".into()
+        }
+        (None, true, _) => "its load balancing still leaves several on one uplink while others idle".into(),
+        (None, false, false) => {
+            "they need more capacity between the tiers than the fabric has, and its uplinks run full".into()
+        }
+        (None, false, true) => "they queue behind each other on the links between switches".into(),
+    };
+    let mechanism = format!(
+        "the collective's flows share the links between switches, with no PFC behind it: {what}{}",
+        if thin.is_empty() { String::new() } else { format!(" (oversubscribed: {})", thin.join(", ")) }
+    );
+    let mut keys = vec!["[routing] load_balancing".to_string()];
+    if let Some(b) = beside {
+        keys.insert(0, format!("[[scenario]] beside = \"{b}\" (what runs beside the collective)"));
+    }
+    if !thin.is_empty() {
+        keys.push("[topology] the oversubscribed tier's uplinks (pod_oversubscription, spines, leaf_link)".into());
+    }
+    let cause = Cause { mechanism, evidence, keys };
+    let cands = if lb.is_ecmp() && !m.is_ib() && beside.is_none() {
+        vec![Candidate {
+            change: "[routing] load_balancing = \"adaptive\"   # each packet on the least-loaded uplink (Spectrum-X RoCE adaptive routing), the NICs placing out-of-order packets".into(),
+            apply: Box::new(|cfg: &mut Config| cfg.routing.load_balancing = rocelab_model::lb::LoadBalancing::Adaptive),
+            scenario: None,
+            flow_engine: false,
+        }]
+    } else {
+        vec![]
+    };
+    (cause, cands)
 }

@@ -34,7 +34,11 @@ fn dcqcn_diff(a: &Dcqcn, b: &Dcqcn) -> Vec<String> {
             a.clamp_target_rate_after_time_inc.to_string(),
             b.clamp_target_rate_after_time_inc.to_string(),
         ),
-        ("min_dec_fac_percent", (a.max_cut_fraction * 100.0).to_string(), (b.max_cut_fraction * 100.0).to_string()),
+        (
+            "min_dec_fac_percent",
+            ((1.0 - a.max_cut_fraction) * 100.0).to_string(),
+            ((1.0 - b.max_cut_fraction) * 100.0).to_string(),
+        ),
         ("rate_on_first_cnp_mbps", mbps(a.rate_on_first_cnp), mbps(b.rate_on_first_cnp)),
         ("cnp_interval_us", us(a.cnp_interval), us(b.cnp_interval)),
         ("cnp_delay_us", us(a.cnp_delay), us(b.cnp_delay)),

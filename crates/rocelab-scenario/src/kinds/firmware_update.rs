@@ -98,8 +98,14 @@ impl Kind for Params {
         // and the rate it moved at after reconnecting.
         let (mut worst, mut rates, mut ideal) = (Some(SimTime::ZERO), vec![], SimTime::ZERO);
         let rest = sc.time_for(size - size / 2);
+        // UET has no connection to set up again (its packet delivery contexts open with their
+        // first packet, UEC 1.0): its messages resume on its own timer once the link is back.
+        let uet = |i: usize| {
+            s.marks.senders.get(i).is_some_and(|h| e.m.nic_of(*h).transport == rocelab_model::uet::Transport::Uet)
+        };
+        let reconnect = |i: usize| if uet(i) { SimTime::ZERO } else { RECONNECT };
         for (i, &t) in at.iter().enumerate() {
-            let back = t + down + RECONNECT;
+            let back = t + down + reconnect(i);
             for f in snap.flows.iter().skip(2 * i).take(2) {
                 match f.finish {
                     Some(fin) if fin >= back && !f.failed => {
@@ -121,7 +127,7 @@ impl Kind for Params {
         e.put("packets_lost_link_down", Some(lost));
         // The headline: from the reset to the last interrupted message's completion, over
         // the outage, the reconnection and the unsent half at line rate.
-        (worst.is_some() && !at.is_empty()).then(|| ideal.0 as f64 / (down + RECONNECT + rest).0.max(1) as f64)
+        (worst.is_some() && !at.is_empty()).then(|| ideal.0 as f64 / (down + reconnect(0) + rest).0.max(1) as f64)
     }
 }
 

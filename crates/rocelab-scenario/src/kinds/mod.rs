@@ -26,7 +26,7 @@ mod slow_receiver;
 mod sustained;
 mod switch_reboot;
 
-pub use collective::collective_spec;
+pub use collective::{collective_spec, ideal_time, non_blocking, IDEAL_METRIC};
 
 /// One kind's behaviour, implemented on its typed parameters.
 pub trait Kind {

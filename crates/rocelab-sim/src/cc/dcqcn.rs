@@ -23,7 +23,8 @@
 //!   otherwise. A cut happens at most once per `rate_reduce_monitor_period` and only if a CNP
 //!   arrived since the last one — the first CNP cuts at once, since the period is documented
 //!   as the minimum time *between two* cuts (HPCC waits one period first). The cut is
-//!   Rc ← max(min_rate, Rc·max(1−α/2, 1−`rpg_min_dec_fac`)); Rt ← Rc first when
+//!   Rc ← max(min_rate, Rc·max(1−α/2, `rpg_min_dec_fac`)) (a cut keeps at least that share:
+//!   NVIDIA's example, 25 keeps 25 %, 100 prevents cuts); Rt ← Rc first when
 //!   `clamp_tgt_rate` is set, or when `clamp_tgt_rate_after_time_inc` is set and the timer
 //!   raised the rate since the last cut (byte-counter increases alone leave Rt).
 //!
@@ -423,7 +424,7 @@ mod tests {
             initial_alpha: d.initial_alpha,
             clamp_target_rate: d.clamp_target_rate,
             clamp_target_rate_after_time_inc: d.clamp_target_rate_after_time_inc,
-            max_cut_fraction: d.min_dec_fac_percent / 100.0,
+            max_cut_fraction: 1.0 - d.min_dec_fac_percent / 100.0,
             rate_on_first_cnp: mbps(d.rate_on_first_cnp_mbps),
             cnp_interval: us(d.cnp_interval_us),
             cnp_delay: us(d.cnp_delay_us),
@@ -594,7 +595,7 @@ mod tests {
     #[test]
     fn mlx5_cut_bounded_by_min_dec_fac_and_floor() {
         let mut p = params(DcqcnVariant::Mlx5);
-        p.max_cut_fraction = 0.25; // rpg_min_dec_fac = 25: one cut removes at most 25 %
+        p.max_cut_fraction = 0.25; // rpg_min_dec_fac = 75: a cut keeps at least 75 %
         let mut r = Mlx5Dcqcn::new(LINE, &p);
         r.on_cnp(SimTime(US), &p);
         r.on_reduce_check(SimTime(US), &p);
@@ -606,6 +607,29 @@ mod tests {
             r.on_reduce_check(t, &p);
         }
         assert_eq!(r.state.rc, 1e6);
+    }
+
+    /// `rpg_min_dec_fac` is the least share of the rate a cut keeps (NVIDIA's DCQCN parameters:
+    /// 25 bounds the new rate above 25 % of the old, 100 prevents cuts), read from the file.
+    #[test]
+    fn min_dec_fac_percent_is_the_share_a_cut_keeps() {
+        let text = |pct: &str| {
+            format!(
+                "[fabric]\nname = \"d\"\n[topology.leaf_spine]\nleaves = 1\nspines = 1\nhosts_per_leaf = 2\n\
+                 host_link = {{ speed_gbps = 100, length_m = 3 }}\nfabric_link = {{ speed_gbps = 100, length_m = 3 }}\n\
+                 [nic.dcqcn]\nmin_dec_fac_percent = {pct}\n"
+            )
+        };
+        for (pct, keeps) in [("25", 0.25), ("50", 0.5), ("100", 1.0)] {
+            let m = rocelab_model::load_str("d.toml", &text(pct)).unwrap_or_else(|e| panic!("{e}"));
+            let p = &m.nics[0].dcqcn;
+            let mut r = Mlx5Dcqcn::new(LINE, p);
+            r.on_cnp(SimTime(US), p);
+            r.on_reduce_check(SimTime(US), p);
+            // α starts at 1023/1024, so 1 − α/2 ≈ 0.5: the floor decides where it is higher.
+            let want = LINE * f64::max(keeps, 1.0 - p.initial_alpha / 2.0);
+            assert!((r.state.rc - want).abs() < 1.0, "{pct} %: {} against {want}", r.state.rc);
+        }
     }
 
     #[test]

@@ -169,8 +169,9 @@ impl Sim<'_> {
             }
         }
         if !q.rto_armed {
-            // The transport's own timeout (Linux TCP's) or the NIC profile's.
-            if let Some(rto) = q.cc.as_ref().and_then(|c| c.rto()).or(self.m.nics[prof].retransmit_timeout) {
+            // The transport's own timeout (Linux TCP's, UET's) or the NIC profile's.
+            let uet = q.uet.is_some().then(|| self.m.nics[prof].uet.rto_after(q.timeouts_in_row));
+            if let Some(rto) = uet.or(q.cc.as_ref().and_then(|c| c.rto())).or(self.m.nics[prof].retransmit_timeout) {
                 q.rto_armed = true;
                 q.rto_gen = q.rto_gen.wrapping_add(1);
                 q.last_progress = now;
@@ -542,8 +543,12 @@ impl Sim<'_> {
         let prof = self.host.nics[self.host.qps[qi as usize].src_nic as usize].profile;
         let nic = &self.m.nics[prof];
         let q = &mut self.host.qps[qi as usize];
-        // The transport's own timeout and retries (Linux TCP's), or the NIC profile's.
-        let own = q.cc.as_ref().map(|c| (c.rto(), c.max_timeouts()));
+        // The transport's own timeout and retries (Linux TCP's, UET's: `engine::uet`), or the
+        // NIC profile's.
+        let own = match q.uet {
+            Some(_) => Some(Self::uet_timer(nic, q.timeouts_in_row)),
+            None => q.cc.as_ref().map(|c| (c.rto(), c.max_timeouts())),
+        };
         let rto = own.and_then(|o| o.0).or(nic.retransmit_timeout).expect("armed only with a timeout");
         let retry_cnt = own.and_then(|o| o.1).unwrap_or(nic.retry_cnt as u32);
         if q.rto_gen != gen || q.sender_done.is_some() {
@@ -605,8 +610,12 @@ impl Sim<'_> {
             (q.rtx, q.rtx_end) = (NONE, NONE);
             q.last_progress = now;
             let nic = q.src_nic;
-            // (A transport that backs off has doubled its timeout in `on_loss`.)
-            let rto = q.cc.as_ref().and_then(|c| c.rto()).unwrap_or(rto);
+            // (A transport that backs off has doubled its timeout in `on_loss`; UET's doubles
+            // with the timeouts in a row.)
+            let rto = match q.uet {
+                Some(_) => self.m.nics[prof].uet.rto_after(q.timeouts_in_row),
+                None => q.cc.as_ref().and_then(|c| c.rto()).unwrap_or(rto),
+            };
             self.q.push(now + rto, Ev::Rto { qp: qi, gen });
             self.nic_try_send(nic);
         } else {

@@ -427,6 +427,17 @@ impl Sim<'_> {
         self.nic_try_send(src_nic);
     }
 
+    /// A UET QP's own retransmission timer on NIC profile `nic` after `timeouts` in a row, and
+    /// the timeouts it may take in a row before it fails: UET retries every 100 µs (uet-htsim's
+    /// minimum RTO; `[nic.uet] rto_us`, doubling up to `rto_max_us` if set) instead of waiting
+    /// out the RoCE profile's `ack_timeout` (4.3 s at NCCL's 20), and gives up only when a
+    /// RoCE QP of the profile would have (its timeout × (retry count + 1)): a NIC reset of
+    /// seconds ends no UET QP, and its resends follow the link's return within one timeout.
+    pub(super) fn uet_timer(nic: &rocelab_model::NicProfile, timeouts: u32) -> (Option<SimTime>, Option<u32>) {
+        let give_up = nic.retransmit_timeout.map(|t| SimTime(t.0.saturating_mul(nic.retry_cnt as u64 + 1)));
+        (Some(nic.uet.rto_after(timeouts)), Some(nic.uet.timeouts_within(give_up)))
+    }
+
     /// The transport timeout of a UET QP: resend only what was never acknowledged.
     pub(super) fn uet_timeout(&mut self, qi: u32) {
         let q = &mut self.host.qps[qi as usize];
@@ -857,5 +868,40 @@ enabled = false
         let b = crate::RunReport::from_sim(&run(&m)).to_json();
         assert_eq!(a, b);
         assert!(a.contains("\"trimmed_packets\""));
+    }
+
+    /// A NIC reset of 3 s (the checklist's firmware update) in the middle of a UET flow: the
+    /// packets on the wire are lost with the link, and UET's own timer (100 µs, doubling to
+    /// 1 ms here) keeps resending into the dead link instead of waiting out the RoCE
+    /// profile's 4.3 s; the QP survives (a RoCE QP of the profile would wait 8 × 4.3 s in
+    /// all) and its resends follow the link's return by at most one capped timeout.
+    #[test]
+    fn a_three_second_nic_reset_ends_no_uet_qp_and_its_resends_follow_the_link_within_a_millisecond() {
+        let size = 2_000_000u64;
+        let text = incast_text(1, size, 4_000_000, "rto_max_us = 1000", "")
+            + "[[fault]]\nkind = \"nic-reset\"\nat_us = 50\na = \"h1\"\nduration_us = 3000000\n";
+        let m = rocelab_model::load_str("reset.toml", &text).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(m.nics[0].retransmit_timeout, Some(SimTime(4_096_000u64 << 20)), "NCCL's RoCE timer");
+        let s = run(&m);
+        let q = &s.host.qps[0];
+        assert!(s.all_done() && !q.st.failed, "the QP outlives the outage");
+        assert_eq!(q.st.bytes_delivered, size);
+        let back = SimTime::from_secs_f64(3.00005);
+        let finish = q.finish.expect("the flow completes after the reset");
+        // What was left at 50 µs (about 600 KB sent at 100 Gb/s) moves at line rate once the
+        // link is back: ≤ 140 µs on the wire, after at most one 1 ms timeout.
+        let after_us = (finish.0 - back.0) as f64 * 1e-6;
+        assert!(after_us > 0.0 && after_us < 1000.0 + 140.0 + 10.0, "{after_us} µs after the link returned");
+        // 100 + 200 + 400 + 800 µs, then one timeout a millisecond while the link was down.
+        let t = q.st.timeouts;
+        assert!((2_990..=3_010).contains(&t), "{t} timeouts in 3 s");
+        // At the default (no backoff) the resends follow within 100 µs: 30,000 timeouts.
+        let m = rocelab_model::load_str("reset.toml", &text.replace("rto_max_us = 1000", "")).unwrap();
+        let s = run(&m);
+        let q = &s.host.qps[0];
+        assert!(s.all_done() && !q.st.failed);
+        let after_us = (q.finish.expect("completes").0 - back.0) as f64 * 1e-6;
+        assert!(after_us > 0.0 && after_us < 100.0 + 140.0 + 10.0, "{after_us} µs after the link returned");
+        assert!((29_990..=30_010).contains(&q.st.timeouts), "{} timeouts in 3 s", q.st.timeouts);
     }
 }
