@@ -105,6 +105,21 @@ impl Edges {
         self.ran.iter().map(|r| r.to_us - r.from_us).sum()
     }
 
+    /// JUnit properties: one per run (`ran.<edge>`) and per skipped stretch (`skipped.<n>`),
+    /// and the totals (`packet_level_us`, `skipped_us`).
+    pub fn properties(&self) -> Vec<(String, String)> {
+        let lines = self.lines();
+        let mut v: Vec<(String, String)> =
+            self.ran.iter().zip(&lines).map(|(r, l)| (format!("ran.{}", r.edge), l.clone())).collect();
+        v.extend(lines.iter().skip(self.ran.len()).enumerate().map(|(i, l)| (format!("skipped.{}", i + 1), l.clone())));
+        v.push(("packet_level_us".into(), format!("{:.0}", self.ran_us())));
+        v.push((
+            "skipped_us".into(),
+            format!("{:.0}", self.skipped.iter().map(|k| k.length_us).fold(0.0, |a, b| a + b)),
+        ));
+        v
+    }
+
     /// One line per run and per skipped stretch, as the text views print them.
     pub fn lines(&self) -> Vec<String> {
         let mut v: Vec<String> = self
