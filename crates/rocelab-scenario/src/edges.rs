@@ -157,6 +157,9 @@ pub struct EdgeRun {
     pub event_at: SimTime,
     pub last_action: SimTime,
     pub ran: Ran,
+    /// Packets the settled window after the event lost per µs: to links down (or a frozen
+    /// switch), and otherwise.
+    pub after_loss_per_us: (f64, f64),
 }
 
 /// Everything an edge run needs besides its faults.
@@ -209,6 +212,9 @@ pub fn run_edge(
     let mut pre = Tracker::new(m, inp.so, window, horizon, inp.scale);
     let mut post: Option<Tracker> = None;
     let (mut at, mut last) = (None, SimTime::ZERO);
+    // Drops by reason at each sample after the event, for the settled window's loss rates.
+    let mut drops: Vec<(SimTime, u64, u64)> = Vec::new();
+    let link_down = rocelab_sim::stats::DropReason::LinkDown as usize;
     let (series, _) = telemetry::run_sampled_until(&mut sim, m, inp.interval, &mut |sim, cur| match &mut post {
         None => {
             let done = pre.sample(sim, cur);
@@ -226,7 +232,11 @@ pub fn run_edge(
         }
         // The fault is still unfolding until its last action.
         Some(_) if cur.now <= last => false,
-        Some(t) => t.sample(sim, cur),
+        Some(t) => {
+            let c = &cur.counters;
+            drops.push((cur.now, c.drops_by_reason[link_down], c.dropped - c.drops_by_reason[link_down]));
+            t.sample(sim, cur)
+        }
     });
     let snap = sim.snapshot();
     drop(sim);
@@ -245,7 +255,17 @@ pub fn run_edge(
         settled_after_us: after.as_ref().filter(|_| settled_after).map(|w| w.to_us - last.as_us_f64()),
         events: snap.events,
     };
-    Ok(EdgeRun { series, snap, before, after, event_at, last_action: last, ran })
+    let after_loss_per_us = after.as_ref().map_or((0.0, 0.0), |w| {
+        let at = |us: f64| drops.iter().rev().find(|d| d.0.as_us_f64() <= us + 1e-6).copied();
+        match (at(w.from_us), at(w.to_us)) {
+            (Some(a), Some(b)) if b.0 > a.0 => {
+                let dt = (b.0 - a.0).as_us_f64();
+                ((b.1 - a.1) as f64 / dt, (b.2 - a.2) as f64 / dt)
+            }
+            _ => (0.0, 0.0),
+        }
+    });
+    Ok(EdgeRun { series, snap, before, after, event_at, last_action: last, ran, after_loss_per_us })
 }
 
 /// The settled window that decides a fault scenario's convergence verdict: the first of
@@ -280,13 +300,14 @@ pub fn middle(before: Option<&Steady>, after: Option<&Steady>, outage: Option<Si
 
 /// Flows that moved nothing in the settled window after the strike (by message index), of
 /// those still under way: they wait for their links, their QPs, or a transport timeout.
-pub fn stalled(after: Option<&Steady>, snap: &Snapshot) -> usize {
-    let Some(w) = after else { return 0 };
+pub fn stalled(after: Option<&Steady>, snap: &Snapshot) -> Vec<usize> {
+    let Some(w) = after else { return vec![] };
     w.flow_bytes
         .iter()
         .enumerate()
         .filter(|(i, b)| **b == 0 && snap.flows.get(*i).is_some_and(|f| f.finish.is_none()))
-        .count()
+        .map(|(i, _)| i)
+        .collect()
 }
 
 /// The figures a run in edges sums over its runs (and multiplies by its cycles): what was
@@ -473,44 +494,68 @@ pub(crate) fn run(
         value = rec.map(|t| (least + t).0 as f64 / least.0.max(1) as f64);
     }
     let mid = middle(fb.as_ref(), fa.as_ref(), plan.outage.filter(|_| !whole), cycles);
-    // Packets lost in the skipped middle: the settled window's loss rate for its length (a
-    // warm reboot's neighbours keep sending into the frozen switch). Link-down losses: a loss
-    // of any other kind already shows at the edges.
-    let middle_us = edges.skipped.first().filter(|k| k.what.starts_with("the outage")).map_or(0.0, |k| k.length_us);
-    let lost_rate = fa.as_ref().map_or(0.0, |w| {
-        let (t0, t1) = (SimTime::from_secs_f64(w.from_us * 1e-6), SimTime::from_secs_f64(w.to_us * 1e-6));
-        let (a, b) = (fail.series.at(t0), fail.series.at(t1));
-        (b.dropped - a.dropped) as f64 / (b.time.0.saturating_sub(a.time.0).max(1) as f64 * 1e-6)
-    });
-    let middle_lost = (lost_rate * middle_us * cycles as f64).round();
-    metrics.insert("outage_lost_packets", Some(middle_lost));
-    for name in ["dropped_packets", "packets_lost_link_down"] {
-        if let Some(Some(v)) = metrics.get(name).copied() {
-            metrics.insert(name, Some(v + middle_lost));
-        }
-    }
-    if plan.headline_sums {
-        value = value.map(|v| v + middle_lost);
-    }
-    // Who waited through the outage: the flows that moved nothing after the strike, and
-    // whether they moved again after the return (then they waited the outage, no longer).
-    if let Some(r) = &ret {
-        let waiting = stalled(fa.as_ref(), &fail.snap);
-        let after = stalled(r.after.as_ref(), &r.snap);
-        metrics.insert("return_stalled_flows", Some(after as f64));
-        let waited = plan.outage.filter(|_| waiting > 0 && after == 0).map(|o| o.as_us_f64());
-        metrics.insert("stalled_wait_us", if waiting == 0 { Some(0.0) } else { waited });
-    }
     metrics.insert("outage_us", plan.outage.map(|o| o.as_us_f64()));
     metrics.insert("goodput_lost_gbps", Some(mid.goodput_lost_bps / 1e9));
     metrics.insert("outage_undelivered_bytes", mid.bytes_not_delivered);
-    metrics.insert("stalled_flows", Some(stalled(fa.as_ref(), &fail.snap) as f64));
     metrics.insert("settled_after_fault_us", fail.ran.settled_after_us.filter(|_| fail.ran.settled_after));
     metrics.insert("packet_level_us", Some(edges.ran_us()));
-    metrics.insert(
-        "skipped_us",
-        Some(edges.skipped.iter().map(|k| k.length_us * k_of(k, cycles)).fold(0.0, |a, b| a + b)),
-    );
+    let skipped_us = edges.skipped.iter().map(|k| k.length_us * k_of(k, cycles)).fold(0.0, |a, b| a + b);
+    metrics.insert("skipped_us", Some(skipped_us));
+    // Flows that moved nothing after the strike get no acknowledgement: their QPs time out
+    // every transport timeout and go to the error state after retry_cnt + 1 of them (IB's
+    // local ACK timeout and retry count; NCCL's 4.3 s and 7: 34.4 s). An outage that long
+    // fails them (the job's communicator aborts); a shorter one they wait out.
+    let waiting = stalled(fa.as_ref(), &fail.snap);
+    let timeout = waiting
+        .iter()
+        .filter_map(|i| fail.snap.flows.get(*i))
+        .filter_map(|f| dm.nic_of(f.src).retransmit_timeout.map(|t| (t, dm.nic_of(f.src).retry_cnt)))
+        .min();
+    let give_up = timeout.map(|(t, retries)| SimTime(t.0 * (retries as u64 + 1)));
+    let gives_up = give_up.filter(|g| plan.outage.is_some_and(|o| !whole && *g < o));
+    metrics.insert("stalled_flows", Some(waiting.len() as f64));
+    metrics.insert("stalled_give_up_us", give_up.map(|g| g.as_us_f64()));
+    let failed_here = if gives_up.is_some() { waiting.len() as f64 * cycles as f64 } else { 0.0 };
+    metrics.insert("qps_failed_in_outage", Some(failed_here));
+    // Packets lost in the skipped middle: the settled window's loss rates for its length (a
+    // warm reboot's neighbours keep sending into the frozen switch; a partitioned fabric's
+    // senders into routes that end), until the stalled QPs give up.
+    let mut middle_us = edges.skipped.first().filter(|k| k.what.starts_with("the outage")).map_or(0.0, |k| k.length_us);
+    if let Some(g) = gives_up {
+        let after_strike = fail.snap.now.saturating_sub(fail.event_at);
+        middle_us = middle_us.min(g.saturating_sub(after_strike).as_us_f64());
+    }
+    let k = middle_us * cycles as f64;
+    let (down_lost, other_lost) = ((fail.after_loss_per_us.0 * k).round(), (fail.after_loss_per_us.1 * k).round());
+    metrics.insert("outage_lost_packets", Some(down_lost + other_lost));
+    for (name, add) in [
+        ("dropped_packets", down_lost + other_lost),
+        ("packets_lost_link_down", down_lost),
+        ("packets_lost_elsewhere", other_lost),
+    ] {
+        if let Some(Some(v)) = metrics.get(name).copied() {
+            metrics.insert(name, Some(v + add));
+        }
+    }
+    if plan.headline_sums {
+        value = value.map(|v| v + down_lost);
+    }
+    // Whether they moved again after the return (then they waited the outage, no longer), or
+    // gave up first.
+    if let Some(r) = &ret {
+        let after = stalled(r.after.as_ref(), &r.snap).len();
+        metrics.insert("return_stalled_flows", Some(after as f64));
+        // Still stalled after the return: their packets died and none of theirs is left to
+        // reveal the gap, so they resume at their first transport timeout after it.
+        let waited = match (gives_up, plan.outage) {
+            _ if waiting.is_empty() => Some(SimTime::ZERO),
+            (Some(g), _) => Some(g),
+            (None, Some(o)) if after == 0 => Some(o),
+            (None, Some(o)) => timeout.map(|(t, _)| SimTime(o.0.div_ceil(t.0.max(1)) * t.0)),
+            (None, None) => None,
+        };
+        metrics.insert("stalled_wait_us", waited.map(|w| w.as_us_f64()));
+    }
     let steady = verdict_window(&[
         fb.as_ref(),
         fa.as_ref(),

@@ -33,6 +33,8 @@ pub fn unit_of(name: &str) -> &'static str {
         "failed_qps" => "QPs whose retries ran out",
         "stalled_flows" => "flows that moved nothing in the settled window after the fault struck",
         "return_stalled_flows" => "flows that moved nothing in the settled window after the return",
+        "qps_failed_in_outage" => "QPs of stalled flows whose retries ran out during the outage",
+        "stalled_give_up_us" => "µs after the fault: transport timeout × (retry_cnt + 1)",
         "outage_undelivered_bytes" => "B: (goodput before − during) × outage × cycles / 8",
         n if n.contains("_gbps") => "Gb/s",
         n if n.ends_with("_us") => "µs",

@@ -172,3 +172,30 @@ fn routing_changes_and_flaps_settle_and_say_what_ran() {
     assert_eq!(flap.headline.value.unwrap() % 3.0, 0.0);
     assert_eq!(metric(&flap, "dropped_packets"), flap.headline.value.unwrap());
 }
+
+#[test]
+fn a_partitioning_cold_reboot_outlasts_the_qps_retries_and_a_warm_one_does_not() {
+    // One spine: rebooting it cuts the leaves apart, and the flows between them move nothing.
+    let text = format!(
+        "[fabric]\nname = \"one\"\n[topology.leaf_spine]\nleaves = 2\nspines = 1\nhosts_per_leaf = 4\n\
+         host_link = {{ speed_gbps = 100, length_m = 3 }}\nfabric_link = {{ speed_gbps = 100, length_m = 30 }}\n\
+         leaf_model = \"spectrum-2\"\nspine_model = \"spectrum-2\"\n[nic]\ncongestion_control = \"dcqcn\"\n{SETTLES}"
+    );
+    let m = load_str("one.toml", &text).unwrap_or_else(|e| panic!("{e}"));
+    let cold = run(&m, ScenarioKind::SwitchReboot, none);
+    assert!(metric(&cold, "stalled_flows") > 0.0, "{}", cold.render_text());
+    // NCCL's defaults: 4.096 µs · 2^20 per timeout, 7 retries: the QPs give up 8 timeouts after
+    // their last acknowledgement, 34.36 s into the 150 s outage.
+    let give_up = 4.096 * (1u64 << 20) as f64 * 8.0;
+    assert!((metric(&cold, "stalled_give_up_us") - give_up).abs() < 1e-3);
+    assert_eq!(metric(&cold, "stalled_wait_us"), metric(&cold, "stalled_give_up_us"));
+    assert_eq!(metric(&cold, "qps_failed_in_outage"), metric(&cold, "stalled_flows"));
+    // A warm reboot's second is shorter than one timeout: no QP gives up, but the flows whose
+    // packets all died in the frozen switch still move nothing after it (nothing of theirs is
+    // left to reveal the gap): they wait for their first timeout, 4.29 s after the strike.
+    let warm = run(&m, ScenarioKind::SwitchReboot, |c| c.set("mode", "warm"));
+    assert!(metric(&warm, "stalled_flows") > 0.0);
+    assert_eq!(metric(&warm, "qps_failed_in_outage"), 0.0);
+    assert!(metric(&warm, "return_stalled_flows") > 0.0, "{}", warm.render_text());
+    assert!((metric(&warm, "stalled_wait_us") - 4.096 * (1u64 << 20) as f64).abs() < 1e-3);
+}
