@@ -54,6 +54,9 @@ pub struct EdgePlan {
     /// A wait after the return not simulated, the fabric as during the outage (RDMA CM's
     /// reconnection after a NIC reset): its length and what it is.
     pub wait: Option<(SimTime, &'static str)>,
+    /// Ports whose losses are the fault's own, for the headline (a rebooting switch's ports and
+    /// their peers); empty: every link-down loss is.
+    pub inside: Vec<rocelab_model::PortId>,
     /// What strikes and what returns, as the report names them.
     pub strike_is: &'static str,
     pub back_is: &'static str,
@@ -160,8 +163,8 @@ pub struct EdgeRun {
     pub last_action: SimTime,
     pub ran: Ran,
     /// Packets the settled window after the event lost per µs: to links down (or a frozen
-    /// switch), and otherwise.
-    pub after_loss_per_us: (f64, f64),
+    /// switch), otherwise, and on the plan's `inside` ports.
+    pub after_loss_per_us: (f64, f64, f64),
 }
 
 /// Everything an edge run needs besides its faults.
@@ -175,6 +178,8 @@ pub struct EdgeInput<'a> {
     pub window: SimTime,
     pub horizon: SimTime,
     pub interval: SimTime,
+    /// Ports whose losses are the fault's own (a rebooting switch's and its peers').
+    pub inside: &'a [rocelab_model::PortId],
 }
 
 /// Runs one edge: `in_place` from the start (the fault as it stands, for a return edge), the
@@ -215,7 +220,7 @@ pub fn run_edge(
     let mut post: Option<Tracker> = None;
     let (mut at, mut last) = (None, SimTime::ZERO);
     // Drops by reason at each sample after the event, for the settled window's loss rates.
-    let mut drops: Vec<(SimTime, u64, u64)> = Vec::new();
+    let mut drops: Vec<(SimTime, u64, u64, u64)> = Vec::new();
     let link_down = rocelab_sim::stats::DropReason::LinkDown as usize;
     let (series, _) = telemetry::run_sampled_until(&mut sim, m, inp.interval, &mut |sim, cur| match &mut post {
         None => {
@@ -236,7 +241,13 @@ pub fn run_edge(
         Some(_) if cur.now <= last => false,
         Some(t) => {
             let c = &cur.counters;
-            drops.push((cur.now, c.drops_by_reason[link_down], c.dropped - c.drops_by_reason[link_down]));
+            let inside: u64 = inp
+                .inside
+                .iter()
+                .filter_map(|p| cur.ports.get(p.idx()))
+                .map(|p| p.drops.iter().flatten().sum::<u64>())
+                .sum();
+            drops.push((cur.now, c.drops_by_reason[link_down], c.dropped - c.drops_by_reason[link_down], inside));
             t.sample(sim, cur)
         }
     });
@@ -257,14 +268,14 @@ pub fn run_edge(
         settled_after_us: after.as_ref().filter(|_| settled_after).map(|w| w.to_us - last.as_us_f64()),
         events: snap.events,
     };
-    let after_loss_per_us = after.as_ref().map_or((0.0, 0.0), |w| {
+    let after_loss_per_us = after.as_ref().map_or((0.0, 0.0, 0.0), |w| {
         let at = |us: f64| drops.iter().rev().find(|d| d.0.as_us_f64() <= us + 1e-6).copied();
         match (at(w.from_us), at(w.to_us)) {
             (Some(a), Some(b)) if b.0 > a.0 => {
                 let dt = (b.0 - a.0).as_us_f64();
-                ((b.1 - a.1) as f64 / dt, (b.2 - a.2) as f64 / dt)
+                ((b.1 - a.1) as f64 / dt, (b.2 - a.2) as f64 / dt, (b.3 - a.3) as f64 / dt)
             }
-            _ => (0.0, 0.0),
+            _ => (0.0, 0.0, 0.0),
         }
     });
     Ok(EdgeRun { series, snap, before, after, event_at, last_action: last, ran, after_loss_per_us })
@@ -370,6 +381,7 @@ pub(crate) fn run(
         window,
         horizon,
         interval,
+        inside: &plan.inside,
     };
     let relabel = |ds: Vec<Diagnostic>| crate::relabel(ds, &cx.path);
     let fail = if whole {
@@ -527,19 +539,22 @@ pub(crate) fn run(
         middle_us = middle_us.min(g.saturating_sub(after_strike).as_us_f64());
     }
     let k = middle_us * cycles as f64;
-    let (down_lost, other_lost) = ((fail.after_loss_per_us.0 * k).round(), (fail.after_loss_per_us.1 * k).round());
-    metrics.insert("outage_lost_packets", Some(down_lost + other_lost));
-    for (name, add) in [
-        ("dropped_packets", down_lost + other_lost),
-        ("packets_lost_link_down", down_lost),
-        ("packets_lost_elsewhere", other_lost),
-    ] {
+    let (rd, ro, ri) = fail.after_loss_per_us;
+    let (down_lost, other_lost, inside_lost) = ((rd * k).round(), (ro * k).round(), (ri * k).round());
+    let all_lost = down_lost + other_lost;
+    metrics.insert("outage_lost_packets", Some(all_lost));
+    // Outside the fault's own ports: every loss but those (a partitioned fabric's leaves drop
+    // what has no route any more).
+    let elsewhere = if plan.inside.is_empty() { other_lost } else { (all_lost - inside_lost).max(0.0) };
+    for (name, add) in
+        [("dropped_packets", all_lost), ("packets_lost_link_down", down_lost), ("packets_lost_elsewhere", elsewhere)]
+    {
         if let Some(Some(v)) = metrics.get(name).copied() {
             metrics.insert(name, Some(v + add));
         }
     }
     if plan.headline_sums {
-        value = value.map(|v| v + down_lost);
+        value = value.map(|v| v + if plan.inside.is_empty() { down_lost } else { inside_lost });
     }
     // Whether they moved again after the return (then they waited the outage, no longer), or
     // gave up first.

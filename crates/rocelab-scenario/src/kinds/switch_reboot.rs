@@ -67,6 +67,7 @@ impl Kind for Params {
                 plan.back.push((up, FaultAction::Link { ports, up: true }));
             }
         }
+        plan.inside = m.node(sw).ports().flat_map(|p| [p, m.port(p).peer]).collect();
         s.edge = Some(plan);
         s.param("mode", json!(mode.name()));
         s.marks.switch = Some(sw);
