@@ -34,6 +34,11 @@ pub fn unit_of(name: &str) -> &'static str {
         "slowdown_over_qos_bound" => "slowdown / qos_bound",
         "rate_after_reconnect" => "the unsent half / (reconnection to completion × line rate)",
         "failed_qps" => "QPs whose retries ran out",
+        "stalled_flows" => "flows that moved nothing in the settled window after the fault struck",
+        "return_stalled_flows" => "flows that moved nothing in the settled window after the return",
+        "qps_failed_in_outage" => "QPs of stalled flows whose retries ran out during the outage",
+        "stalled_give_up_us" => "µs after the fault: transport timeout × (retry_cnt + 1)",
+        "outage_undelivered_bytes" => "B: (goodput before − during) × outage × cycles / 8",
         n if n.contains("_gbps") => "Gb/s",
         n if n.ends_with("_us") => "µs",
         n if n.ends_with("_bytes") => "B",
@@ -105,6 +110,8 @@ pub struct Outcome<'a> {
     pub first_pause: Option<SimTime>,
     /// The steady-state kinds' judged window.
     pub steady: Option<&'a crate::steady::Steady>,
+    /// A fault kind's edge: the settled windows before and after its event (`edges`).
+    pub settled: Option<(Option<&'a crate::steady::Steady>, Option<&'a crate::steady::Steady>)>,
 }
 
 /// A run being evaluated: what it left, and the figures found so far.

@@ -16,6 +16,7 @@
 //! | `fabric` | the fabric's scale, hop distances, spine uplinks and spines |
 //! | `setup` | what setups are built from: messages, faults, fleet changes, checked parameter readers |
 //! | `evaluate` | the figures every kind reports, and the readers a kind's evaluation uses |
+//! | `edges` | the fault kinds at their published timescales: the failure and return edges at packet level, the outage between them computed |
 //! | `telemetry` | the sampled run and `timeseries.csv` (long format, bounded) |
 //!
 //! A scenario runs its own traffic and faults, not the file's `[[traffic]]` and `[[fault]]`
@@ -26,6 +27,7 @@
 
 pub mod catalog;
 pub mod check;
+pub mod edges;
 mod evaluate;
 pub mod fabric;
 pub mod kinds;
@@ -140,6 +142,9 @@ pub struct ScenarioResult {
     /// The steady-state kinds' convergence verdict and judged window (`steady`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub steady: Option<steady::Steady>,
+    /// The fault kinds: which edges ran at packet level and which stretches were skipped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub edges: Option<edges::Edges>,
     /// The unit of every metric, by name.
     pub units: BTreeMap<&'static str, &'static str>,
     /// `timeseries.csv`.
@@ -190,6 +195,11 @@ impl ScenarioResult {
                     short(a.allowed),
                     if a.agree { "" } else { "  differs" }
                 );
+            }
+        }
+        if let Some(ed) = &self.edges {
+            for l in ed.lines() {
+                o += &format!("  edges     {l}\n");
             }
         }
         let ps: Vec<String> = self.params.iter().map(|(k, v)| format!("{k} = {v}")).collect();
@@ -278,6 +288,9 @@ pub fn run_with(
     let cx = setup::Ctx { m, c, p, path: path.to_string(), seed, scale };
     let s = kinds::of(&cx.p).build(&cx).map_err(|d| vec![d])?;
     let dm = derived_model(m, &s, path)?;
+    if s.edge.is_some() {
+        return run_edges(&cx, &dm, s, so);
+    }
     let mut faults = s.faults.clone();
     if !s.fault_tables.is_empty() {
         let resolved = rocelab_sim::engine::resolve_faults(&dm).map_err(|ds| relabel(ds, path))?;
@@ -341,6 +354,7 @@ pub fn run_with(
         collective: prepared.as_ref(),
         first_pause: first_pause.get(),
         steady: steady.as_ref(),
+        settled: None,
     };
     let (value, metrics) = evaluate::evaluate(&cx, &dm, &s, &outcome);
     let mut params = s.params.clone();
@@ -372,10 +386,21 @@ pub fn run_with(
             rows_dropped: series.rows_dropped,
         },
         steady,
+        edges: None,
         units,
         series_csv: series.csv(&dm),
         report,
     })
+}
+
+/// A fault kind at its published timescale: its edges at packet level (`edges`).
+fn run_edges(
+    cx: &setup::Ctx,
+    dm: &Model,
+    s: setup::Setup,
+    so: &steady::SteadyOptions,
+) -> Result<ScenarioResult, Vec<Diagnostic>> {
+    edges::run(cx, dm, s, so)
 }
 
 /// Errors of generated tables point at the scenario (the other profile's keys at its own).

@@ -34,6 +34,8 @@ pub struct Setup {
     /// A second NIC profile and the hosts on it.
     pub profile: Option<(NicConfig, Vec<String>)>,
     pub collective: Option<CollectiveSpec>,
+    /// A fault at its published timescale, run in edges (`edges`) instead of `faults`.
+    pub edge: Option<crate::edges::EdgePlan>,
     pub params: BTreeMap<String, Value>,
     /// What the evaluation needs to know about the placement.
     pub marks: Marks,
@@ -164,6 +166,7 @@ impl Setup {
             convergence_us: None,
             profile: None,
             collective: None,
+            edge: None,
             params: BTreeMap::new(),
             marks: Marks::default(),
         }

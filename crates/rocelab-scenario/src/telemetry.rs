@@ -143,11 +143,12 @@ pub fn run_sampled(sim: &mut Sim, m: &Model, interval: SimTime) -> Series {
 
 /// The same, with `stop` hearing every sample: when it returns true the run ends there, its
 /// books left open (a snapshot still counts open pauses up to now). Returns whether it did.
+/// `stop` may add faults to the run (a fault that strikes once the load has settled).
 pub fn run_sampled_until(
     sim: &mut Sim,
     m: &Model,
     interval: SimTime,
-    stop: &mut dyn FnMut(&Sim, &Snapshot) -> bool,
+    stop: &mut dyn FnMut(&mut Sim, &Snapshot) -> bool,
 ) -> (Series, bool) {
     let mut s = Series { interval, ..Series::default() };
     let groups = Groups::new(m);

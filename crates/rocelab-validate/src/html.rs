@@ -538,6 +538,14 @@ pub fn render(r: &Report) -> String {
             }
             s.push_str("</table>\n");
         }
+        if let Some(ed) = &sc.edges {
+            // Which parts ran at packet level, and which were skipped.
+            s.push_str("<p>at packet level:</p><ul>");
+            for l in ed.lines() {
+                let _ = write!(s, "<li>{}</li>", xml(&l));
+            }
+            s.push_str("</ul>\n");
+        }
         s.push_str("<table><tr><th>metric</th><th>value</th><th>unit</th></tr>");
         for (k, v) in &sc.metrics {
             let _ = write!(

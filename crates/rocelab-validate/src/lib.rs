@@ -1284,6 +1284,12 @@ pub fn render_text(r: &Report) -> String {
             }
         }
     }
+    // Which parts of the fault scenarios ran at packet level, and which were skipped.
+    for sc in &r.scenarios {
+        for l in sc.edges.iter().flat_map(|e| e.lines()) {
+            let _ = writeln!(s, "  edges {}: {l}", sc.scenario);
+        }
+    }
     // Every refusal has the same reason: say it once.
     if let Some(c) = r.checks.iter().find(|c| c.verdict == Verdict::Refused) {
         let _ = writeln!(s, "  skip: {}", c.evidence.join(" "));
@@ -1337,6 +1343,14 @@ pub fn junit(r: &Report) -> String {
             xml(suite),
             cs.len()
         );
+        // A fault scenario's runs at packet level and the stretches skipped.
+        if let Some(ed) = r.scenarios.iter().find(|x| x.scenario == suite).and_then(|x| x.edges.as_ref()) {
+            s.push_str("    <properties>\n");
+            for (k, v) in ed.properties() {
+                let _ = writeln!(s, "      <property name=\"{}\" value=\"{}\"/>", xml(&k), xml(&v));
+            }
+            s.push_str("    </properties>\n");
+        }
         for c in cs {
             let _ = write!(s, "    <testcase classname=\"{}\" name=\"{}\"", xml(&r.fabric), xml(&c.name));
             let detail = format!(

@@ -451,7 +451,9 @@ fn the_flow_engine_answers_busbw_and_steps_and_refuses_the_queue_checks() {
 fn link_loss_recovery_is_judged_by_default() {
     let r = run("leaf-spine-small.toml", Policy::default(), &["link-loss.recovery"]);
     let c = &r.checks[0];
-    assert_eq!((c.verdict, c.limit), (Verdict::Pass, Some(rocelab_validate::RECOVERY_US)), "{c:?}");
+    // The shipped fabric's load has not settled by the 2 ms horizon (it settles at 4 ms into
+    // its PFC-bound state), so the link is lost on an unsettled load: never a pass.
+    assert_eq!((c.verdict, c.limit), (Verdict::NotConverged, Some(rocelab_validate::RECOVERY_US)), "{c:?}");
     // Rerouting and go-back-N bring the goodput back within a few sampling intervals.
     assert!(c.figure.unwrap() <= 20.0, "{c:?}");
     // A limit below one sampling interval cannot be met: the same figure then fails.

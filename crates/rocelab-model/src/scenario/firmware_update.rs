@@ -18,6 +18,9 @@ pub struct Params {
     pub count: Option<u32>,
     pub down_us: Option<f64>,
     pub size_bytes: Option<u64>,
+    /// A background permutation at this load: the reset runs in edges beside it.
+    pub load: Option<f64>,
+    pub duration_us: Option<f64>,
     pub hosts: Option<Vec<String>>,
     pub sample_us: Option<f64>,
 }
@@ -36,6 +39,18 @@ pub const INFO: KindInfo = KindInfo {
             "how long each NIC's links stay down",
         ),
         p("size_bytes", "B", || format!("{} MiB", SIZE_BYTES >> 20), "each way, per reset host; the reset comes when half is sent"),
+        p(
+            "load",
+            "fraction",
+            || "none: the reset hosts' messages alone".into(),
+            "a background permutation at this load instead of the messages: the first reset host's edges run at packet level beside it (its QPs torn down once the load has settled, the fabric settled again; then from the outage in place, the links and reconnected QPs back, settled again), the 3 s between computed; the other resets alike",
+        ),
+        p(
+            "duration_us",
+            "µs",
+            || "2000 (the checklist's [steady] horizon_us)".into(),
+            "with `load`: horizon of each settling phase",
+        ),
     ],
     shared: ON_HOSTS,
 };

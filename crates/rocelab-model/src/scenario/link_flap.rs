@@ -7,8 +7,12 @@ pub const AT_DIVISOR: u64 = 4;
 /// Down/up cycles when `count` is left out, and the most a run takes.
 pub const COUNT: u32 = 3;
 pub const MAX_COUNT: u32 = 10_000;
-/// One cycle: the run's duration divided by this.
-pub const PERIOD_DIVISOR: u64 = 8;
+/// One cycle when `period_us` is left out, µs: 2 s, the link down for the first second and up
+/// for the next. A flap the control plane acts on: longer than BFD's detection time at FRR's
+/// defaults (bfdd: 300 ms intervals × detect multiplier 3 = 900 ms, RFC 5880 §6.8.4) and
+/// within the link debounce timers switches are configured with (0–5 s: Cisco NX-OS
+/// `link debounce time`, AlaxalA's default 2 s).
+pub const PERIOD_US: f64 = 2e6;
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -33,9 +37,14 @@ pub const INFO: KindInfo = KindInfo {
     own: &[
         LINK,
         B,
-        p("at_us", "µs", || format!("duration / {AT_DIVISOR}"), "when the fault or change happens"),
+        super::EARLIEST,
         p("count", "cycles", || COUNT.to_string(), "down/up cycles"),
-        p("period_us", "µs", || format!("duration / {PERIOD_DIVISOR}"), "one cycle (down for its first half)"),
+        p(
+            "period_us",
+            "µs",
+            || format!("{PERIOD_US:.0} (2 s: beyond BFD's 900 ms detection, within link debounce timers)"),
+            "one cycle (down for its first half); cycles alike: one cycle's edges run, its losses counted count times",
+        ),
     ],
     shared: UNDER_LOAD,
 };

@@ -1,6 +1,6 @@
 //! `link-loss`: a fabric link lost for good under a sustained permutation.
 
-use super::{p, KindInfo, B, LINK, UNDER_LOAD};
+use super::{KindInfo, B, LINK, UNDER_LOAD};
 use serde::Deserialize;
 
 /// When the link is lost: the run's duration divided by this.
@@ -24,6 +24,6 @@ pub const INFO: KindInfo = KindInfo {
     models: "a fabric link lost for good under a sustained permutation (a cable pulled, an optic dead)",
     headline: "goodput_after_over_before",
     headline_unit: "fabric goodput after the loss / before",
-    own: &[LINK, B, p("at_us", "µs", || format!("duration / {AT_DIVISOR}"), "when the fault or change happens")],
+    own: &[LINK, B, super::EARLIEST],
     shared: UNDER_LOAD,
 };

@@ -91,10 +91,23 @@ pub const LINK: Param = p(
     "one end of the link (with `b`), or `busiest-spine-uplink`: the leaf-spine link that carried the most bytes before the fault, in a probe run of the same load and seed",
 );
 pub const B: Param = p("b", "node", || "-".into(), "the other end of the link");
-/// Simulated time of the fault kinds (the load runs throughout).
+/// The fault kinds' placement probe: `busiest-*` is the place that carried the most bytes in
+/// the first quarter of this, µs.
 pub const FAULT_DURATION_US: u64 = 400;
-pub const FAULT_DURATION: Param =
-    p("duration_us", "µs", || FAULT_DURATION_US.to_string(), "simulated time, background load throughout");
+/// The fault kinds run in edges (docs/scenarios.md): each settling phase has a horizon.
+pub const FAULT_DURATION: Param = p(
+    "duration_us",
+    "µs",
+    || format!("{STEADY_HORIZON_US:.0} (the checklist's [steady] horizon_us)"),
+    "horizon of each settling phase: the load settles (two agreeing 200 µs windows), the fault strikes, the fabric settles again",
+);
+/// When a fault kind's fault strikes.
+pub const EARLIEST: Param = p(
+    "at_us",
+    "µs",
+    || "once the load has settled".into(),
+    "the earliest the fault strikes; it waits for the background load's steady state",
+);
 pub const CONVERGENCE: Param = p(
     "convergence_us",
     "µs",

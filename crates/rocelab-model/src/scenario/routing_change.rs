@@ -43,7 +43,7 @@ pub const INFO: KindInfo = KindInfo {
         p("seed", "u64", || "[routing] ecmp_seed + 1".into(), "hash-seed: the new seed"),
         p("a", "node", || format!("\"{BUSIEST_UPLINK}\""), "route-withdraw: the link"),
         B,
-        p("at_us", "µs", || format!("duration / {AT_DIVISOR}"), "when"),
+        super::EARLIEST,
     ],
     shared: UNDER_LOAD,
 };

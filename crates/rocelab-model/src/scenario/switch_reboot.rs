@@ -6,8 +6,6 @@ use serde::Deserialize;
 /// The placement keyword: the spine that carried the most bytes in a probe run.
 pub const BUSIEST_SPINE: &str = "busiest-spine";
 pub const AT_DIVISOR: u64 = 4;
-/// How long it stays down: the run's duration divided by this.
-pub const DOWN_DIVISOR: u64 = 4;
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -27,7 +25,7 @@ pub struct Params {
 
 pub const INFO: KindInfo = KindInfo {
     name: "switch-reboot",
-    models: "a spine rebooting under a sustained permutation: every port down, its buffers lost, back after down_us",
+    models: "a spine rebooting under a sustained permutation, at the published timescales: every port down (cold) or nothing forwarded (warm) once the load has settled, back after down_us",
     headline: "packets_lost_in_switch",
     headline_unit: "packets lost inside the rebooting switch and on its links",
     own: &[
@@ -37,13 +35,24 @@ pub const INFO: KindInfo = KindInfo {
             || format!("\"{BUSIEST_SPINE}\""),
             "the switch, or `busiest-spine` (most bytes before the reboot, in a probe run)",
         ),
-        p("at_us", "µs", || format!("duration / {AT_DIVISOR}"), "when the fault or change happens"),
-        p("down_us", "µs", || format!("duration / {DOWN_DIVISOR}"), "how long it stays down"),
+        super::EARLIEST,
+        p(
+            "down_us",
+            "µs",
+            || {
+                format!(
+                    "cold {:.0} (150 s), warm {:.0} (1 s): the published outages",
+                    crate::events::COLD_REBOOT_OUTAGE_US,
+                    crate::events::WARM_REBOOT_OUTAGE_US
+                )
+            },
+            "the data-plane outage; longer than a horizon, it is not simulated: its edges run at packet level",
+        ),
         p(
             "mode",
             "cold or warm",
             || "\"cold\"".into(),
-            "cold: every port down, routes withdrawn; warm: links and routes stay, nothing is forwarded for down_us (a [[fault]] switch-reboot takes the published timescales: docs/fabric-file.md)",
+            "cold: every port down, routes withdrawn; warm: links and routes stay, nothing is forwarded for down_us (the timescales and sources of a [[fault]] switch-reboot: docs/fabric-file.md)",
         ),
     ],
     shared: UNDER_LOAD,

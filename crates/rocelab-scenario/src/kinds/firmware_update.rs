@@ -46,6 +46,9 @@ impl Kind for Params {
             }
         };
         let down = cx.time("down_us", self.down_us, SimTime::from_secs_f64(DOWN_US * 1e-6))?;
+        if self.load.is_some() {
+            return beside_load(self, cx, count, down);
+        }
         let size = cx.size("size_bytes", self.size_bytes, SIZE_BYTES)?;
         // The reset when half the message is sent at line rate; the next host's messages
         // start once this one's have had the outage, the reconnection and the whole message
@@ -86,6 +89,14 @@ impl Kind for Params {
 
     fn evaluate(&self, e: &mut Eval) -> Option<f64> {
         let (s, snap) = (e.s, e.o.snap);
+        if e.o.settled.is_some() {
+            // Beside a load: the losses here, the recovery from the edges (`edges`).
+            let c = &snap.counters;
+            e.put("packets_lost_link_down", Some(c.drops_by_reason[DropReason::LinkDown as usize] as f64));
+            e.put("failed_qps", Some(snap.flows.iter().map(|f| f.failed_qps as f64).sum()));
+            e.put("timeouts", Some(c.timeouts as f64));
+            return None;
+        }
         let sc = &e.cx.scale;
         let down = SimTime::from_secs_f64(s.params["down_us"].as_f64().unwrap_or(0.0) * 1e-6);
         let size = s.params["size_bytes"].as_u64().unwrap_or(0);
@@ -129,6 +140,48 @@ impl Kind for Params {
         // the outage, the reconnection and the unsent half at line rate.
         (worst.is_some() && !at.is_empty()).then(|| ideal.0 as f64 / (down + reconnect(0) + rest).0.max(1) as f64)
     }
+}
+
+/// The reset beside a background permutation, in edges: the first reset host's NIC goes
+/// down once the load has settled (its QPs destroyed, then its links), and the fabric
+/// settles on what is left; the return edge starts from the outage in place and brings
+/// the links and the reconnected QPs back together, the 10 ms reconnection computed
+/// rather than simulated (nothing of the host's moves in it). The other resets are alike.
+fn beside_load(p: &Params, cx: &Ctx, count: usize, down: SimTime) -> Result<Setup, Diagnostic> {
+    let m = cx.m;
+    let load = cx.load(p.load)?;
+    let h = cx.scale.hosts[0];
+    let mut s = Setup::new(None, SimTime::ZERO);
+    let links: Vec<FaultAction> =
+        m.node(h).ports().map(|p| FaultAction::Link { ports: (p.0, m.port(p).peer.0), up: false }).collect();
+    let mut strike = vec![(SimTime::ZERO, FaultAction::Qps { host: h, up: false })];
+    strike.extend(links.iter().map(|a| (SimTime::ZERO, *a)));
+    let mut back: Vec<(SimTime, FaultAction)> = links
+        .iter()
+        .map(|a| match *a {
+            FaultAction::Link { ports, .. } => (SimTime::ZERO, FaultAction::Link { ports, up: true }),
+            other => (SimTime::ZERO, other),
+        })
+        .collect();
+    back.push((SimTime::ZERO, FaultAction::Qps { host: h, up: true }));
+    s.edge = Some(crate::edges::EdgePlan {
+        strike,
+        back,
+        outage: Some(down),
+        cycles: count as u32,
+        watch: vec![h],
+        wait: Some((RECONNECT, "the reconnection (RDMA CM, 10 ms) after the links are back")),
+        strike_is: "the NIC resets (QPs destroyed, links down)",
+        back_is: "the links are back and the QPs reconnect",
+        ..Default::default()
+    });
+    s.marks.senders = vec![h];
+    s.param("load", json!(load));
+    s.param("count", json!(count));
+    s.param("down_us", json!(down.as_us_f64()));
+    s.param("reconnect_us", json!(RECONNECT.as_us_f64()));
+    s.param("reset_hosts", json!([m.node(h).name.clone()]));
+    Ok(s)
 }
 
 const RECOVERY: &str = "µs from an application's reconnection (the NIC back, then RDMA CM's connection setup, 10 ms) until its interrupted message completes, beyond moving the unsent half at line rate: the resent work request and a few round trips. Over 1 ms means the recovery waited for something else: a transport timeout (4.3 s at ack_timeout 20), a loss after the reconnection, a partner that never learned of the reset";

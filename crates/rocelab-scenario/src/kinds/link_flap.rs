@@ -3,10 +3,11 @@
 
 use super::{under_load_figures, Kind};
 use crate::check::*;
+use crate::edges::EdgePlan;
 use crate::evaluate::Eval;
 use crate::setup::{err, link, link_fault, link_name, probe_before, under_load, under_load_keys, Ctx, Setup};
 use rocelab_model::config::ScenarioKind;
-use rocelab_model::scenario::link_flap::{Params, AT_DIVISOR, COUNT, MAX_COUNT, PERIOD_DIVISOR};
+use rocelab_model::scenario::link_flap::{Params, AT_DIVISOR, COUNT, MAX_COUNT, PERIOD_US};
 use rocelab_model::{Diagnostic, SimTime};
 use serde_json::json;
 
@@ -17,19 +18,26 @@ impl Kind for Params {
 
     fn build(&self, cx: &Ctx) -> Result<Setup, Diagnostic> {
         let (mut s, at) = under_load(cx, under_load_keys!(self, AT_DIVISOR))?;
-        let dur = s.horizon;
         let p = link(cx, &self.a, &self.b, &probe_before(cx, &s, at))?;
         let count = match self.count {
             None => COUNT,
             Some(k) if (1..=MAX_COUNT).contains(&k) => k,
             Some(k) => return Err(err(&cx.path, "count", format!("count = {k}"), &format!("use 1 to {MAX_COUNT}"))),
         };
-        let period = cx.time("period_us", self.period_us, SimTime(dur.0 / PERIOD_DIVISOR))?;
-        for i in 0..count as u64 {
-            let down = at + SimTime(i * period.0);
-            s.faults.push(link_fault(cx.m, p, down, false));
-            s.faults.push(link_fault(cx.m, p, down + SimTime(period.0 / 2), true));
-        }
+        let period = cx.time("period_us", self.period_us, SimTime::from_secs_f64(PERIOD_US * 1e-6))?;
+        // Each cycle: down for its first half, up for the second; the cycles are alike, so a
+        // long period runs one cycle's edges and counts its losses `count` times.
+        s.edge = Some(EdgePlan {
+            strike: vec![(SimTime::ZERO, link_fault(cx.m, p, SimTime::ZERO, false).action)],
+            back: vec![(SimTime::ZERO, link_fault(cx.m, p, SimTime::ZERO, true).action)],
+            outage: Some(SimTime(period.0 / 2)),
+            cycles: count,
+            period,
+            headline_sums: true,
+            strike_is: "the link goes down",
+            back_is: "the link comes back",
+            ..EdgePlan::default()
+        });
         s.marks.port = Some(p);
         s.param("link", json!(link_name(cx.m, p)));
         s.param("count", json!(count));

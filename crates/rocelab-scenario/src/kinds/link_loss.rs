@@ -3,11 +3,12 @@
 
 use super::{under_load_figures, Kind};
 use crate::check::*;
+use crate::edges::EdgePlan;
 use crate::evaluate::Eval;
 use crate::setup::{link, link_fault, link_name, probe_before, under_load, under_load_keys, Ctx, Setup};
 use rocelab_model::config::ScenarioKind;
 use rocelab_model::scenario::link_loss::{Params, AT_DIVISOR};
-use rocelab_model::Diagnostic;
+use rocelab_model::{Diagnostic, SimTime};
 use serde_json::json;
 
 impl Kind for Params {
@@ -18,7 +19,13 @@ impl Kind for Params {
     fn build(&self, cx: &Ctx) -> Result<Setup, Diagnostic> {
         let (mut s, at) = under_load(cx, under_load_keys!(self, AT_DIVISOR))?;
         let p = link(cx, &self.a, &self.b, &probe_before(cx, &s, at))?;
-        s.faults.push(link_fault(cx.m, p, at, false));
+        // Lost for good: no return edge.
+        s.edge = Some(EdgePlan {
+            strike: vec![(SimTime::ZERO, link_fault(cx.m, p, SimTime::ZERO, false).action)],
+            cycles: 1,
+            strike_is: "the link goes down for good",
+            ..EdgePlan::default()
+        });
         s.marks.port = Some(p);
         s.param("link", json!(link_name(cx.m, p)));
         Ok(s)

@@ -74,8 +74,13 @@ pub(crate) fn under_load_figures(e: &mut Eval) -> (Option<f64>, Option<f64>) {
     use crate::evaluate::goodput;
     use rocelab_model::SimTime;
     let (series, now, at) = (e.o.series, e.o.snap.now, e.s.marks.at);
-    let before = goodput(series, SimTime(at.0 / 2), at);
-    let after = goodput(series, at + SimTime(now.0.saturating_sub(at.0) / 2), now);
+    let (before, after) = match e.o.settled {
+        // Run in edges: the settled windows before the fault and after it.
+        Some((b, a)) => (b.map(|w| w.goodput_gbps * 1e9), a.map(|w| w.goodput_gbps * 1e9)),
+        None => {
+            (goodput(series, SimTime(at.0 / 2), at), goodput(series, at + SimTime(now.0.saturating_sub(at.0) / 2), now))
+        }
+    };
     e.put("goodput_before_gbps", before.map(|g| g / 1e9));
     e.put("goodput_after_gbps", after.map(|g| g / 1e9));
     let c = &e.o.snap.counters;

@@ -3,14 +3,15 @@
 
 use super::{under_load_figures, Kind};
 use crate::check::*;
+use crate::edges::EdgePlan;
 use crate::evaluate::{drops_at, tx_between, Eval};
 use crate::fabric;
-use crate::setup::{busiest, err, link_fault, probe_before, under_load, under_load_keys, Ctx, Setup};
+use crate::setup::{busiest, err, probe_before, under_load, under_load_keys, Ctx, Setup};
 use rocelab_model::config::ScenarioKind;
-use rocelab_model::events::RebootMode;
-use rocelab_model::scenario::switch_reboot::{Params, AT_DIVISOR, BUSIEST_SPINE, DOWN_DIVISOR};
+use rocelab_model::events::{RebootMode, COLD_REBOOT_ROUTES_AFTER_US};
+use rocelab_model::scenario::switch_reboot::{Params, AT_DIVISOR, BUSIEST_SPINE};
 use rocelab_model::{Diagnostic, PortId, SimTime};
-use rocelab_sim::engine::{Fault, FaultAction};
+use rocelab_sim::engine::FaultAction;
 use rocelab_sim::stats::DropReason;
 use serde_json::json;
 
@@ -22,7 +23,6 @@ impl Kind for Params {
     fn build(&self, cx: &Ctx) -> Result<Setup, Diagnostic> {
         let m = cx.m;
         let (mut s, at) = under_load(cx, under_load_keys!(self, AT_DIVISOR))?;
-        let dur = s.horizon;
         let a = self.a.as_deref().unwrap_or(BUSIEST_SPINE);
         let sw = if a == BUSIEST_SPINE {
             let sp = fabric::spines(m);
@@ -41,20 +41,35 @@ impl Kind for Params {
                 }
             }
         };
-        let down = cx.time("down_us", self.down_us, SimTime(dur.0 / DOWN_DIVISOR))?;
         let mode = self.mode.unwrap_or_default();
+        // The published data-plane outage of the mode (cold 150 s, warm 1 s).
+        let down = cx.time("down_us", self.down_us, SimTime::from_secs_f64(mode.default_outage_us() * 1e-6))?;
+        let mut plan = EdgePlan {
+            outage: Some(down),
+            cycles: 1,
+            headline_sums: true,
+            strike_is: "the switch goes down",
+            back_is: "the switch returns",
+            ..EdgePlan::default()
+        };
         if mode == RebootMode::Warm {
-            s.faults.push(Fault { at, action: FaultAction::Freeze { switch: sw, frozen: true } });
-            s.faults.push(Fault { at: at + down, action: FaultAction::Freeze { switch: sw, frozen: false } });
+            plan.strike.push((SimTime::ZERO, FaultAction::Freeze { switch: sw, frozen: true }));
+            plan.back.push((SimTime::ZERO, FaultAction::Freeze { switch: sw, frozen: false }));
         } else {
+            // Every port goes down; the host links come back with the ports, the links to
+            // other switches once the switch advertises its routes (`[[fault]]`'s default).
+            let routes_after = SimTime::from_secs_f64(COLD_REBOOT_ROUTES_AFTER_US * 1e-6);
             for p in m.node(sw).ports() {
-                s.faults.push(link_fault(m, p, at, false));
-                s.faults.push(link_fault(m, p, at + down, true));
+                let ports = (p.0, m.port(p).peer.0);
+                let fabric = !m.node(m.port(m.port(p).peer).node).is_host();
+                plan.strike.push((SimTime::ZERO, FaultAction::Link { ports, up: false }));
+                let up = if fabric { routes_after } else { SimTime::ZERO };
+                plan.back.push((up, FaultAction::Link { ports, up: true }));
             }
         }
-        if mode == RebootMode::Warm {
-            s.param("mode", json!(mode.name()));
-        }
+        plan.inside = m.node(sw).ports().flat_map(|p| [p, m.port(p).peer]).collect();
+        s.edge = Some(plan);
+        s.param("mode", json!(mode.name()));
         s.marks.switch = Some(sw);
         s.param("switch", json!(m.node(sw).name));
         s.param("down_us", json!(down.as_us_f64()));
@@ -84,8 +99,10 @@ impl Kind for Params {
         e.put("rebooted_gbps_before", Some(rate_of(&mine, pre.0, pre.1) / 1e9));
         let down_end =
             s.params.get("down_us").and_then(|v| v.as_f64()).map_or(now, |d| at + SimTime::from_secs_f64(d * 1e-6));
-        e.put("other_spines_gbps_during", Some(rate_of(&others, at, down_end.min(now)) / 1e9));
-        e.put("rebooted_gbps_during", Some(rate_of(&mine, at, down_end.min(now)) / 1e9));
+        // From the first sample after the reboot.
+        let from = series.samples.iter().find(|x| x.time >= at).map_or(at, |x| x.time);
+        e.put("other_spines_gbps_during", Some(rate_of(&others, from, down_end.min(now)) / 1e9));
+        e.put("rebooted_gbps_during", Some(rate_of(&mine, from, down_end.min(now)) / 1e9));
         // The first interval after the reboot in which the other spines carry more than before it.
         let shift = series.samples.windows(2).filter(|w| w[0].time >= at).find(|w| {
             let bytes: u64 = others.iter().map(|p| w[1].tx[p.idx()] - w[0].tx[p.idx()]).sum();

@@ -123,7 +123,30 @@ fn actions(m: &Model, f: &intent::Fault, out: &mut Vec<Fault>) {
     }
 }
 
+impl FaultAction {
+    /// Every switch hashes `fields` from now on (the `ecmp-hash-fields` fault's action).
+    pub fn hash_fields(fields: &[rocelab_model::config::HashField]) -> FaultAction {
+        FaultAction::HashFields { mask: hash_field_mask(fields) }
+    }
+}
+
 impl Sim<'_> {
+    /// Adds a fault during a run, at `fault.at` or now if that has passed: a fault whose time
+    /// depends on the run itself (the checklist's faults strike once the load has settled,
+    /// which only the run can tell). Faults at one time happen in the order they were added,
+    /// after the events already due then. Returns when it happens.
+    pub fn schedule_fault(&mut self, fault: Fault) -> SimTime {
+        // Not before the next event already due either: the queue cannot take an event before
+        // the one it has settled on, and nothing happens in between.
+        let front = self.q.peek_time(|_| {}).unwrap_or(self.now);
+        let at = fault.at.max(self.now).max(front);
+        let idx = self.faults.len() as u32;
+        self.faults.push(Fault { at, ..fault });
+        self.q.push(at, Ev::Fault { idx });
+        self.faults_due += 1;
+        at
+    }
+
     #[cold]
     #[inline(never)]
     pub(super) fn on_fault(&mut self, idx: usize) {
