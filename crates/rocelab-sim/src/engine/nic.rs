@@ -23,6 +23,8 @@ impl Sim<'_> {
         if !self.ports[port as usize].up || self.busy(port) {
             return;
         }
+        // A packet sent now is linked behind the last one on the wire (see `switch_try_tx`).
+        self.pkts.prefetch(self.ports[port as usize].wire_tail);
         // Control packets first: CNPs (strict), then ACK/NAKs. Each goes on its own priority
         // (VL on IB), as a NIC's per-priority send queues do: the first one not paused (or,
         // on IB, short of credits) goes, so a blocked one does not hold the others of other

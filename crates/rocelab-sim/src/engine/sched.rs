@@ -50,6 +50,10 @@ impl Sim<'_> {
             return;
         }
         let Some(q) = self.pick(port) else { return };
+        // The packet last put on this port's wire gets the new one linked behind it at the
+        // end of this function; it left a serialization ago and the fabric has run since, so
+        // start loading it now rather than stall on the store.
+        self.pkts.prefetch(self.ports[port as usize].wire_tail);
         let now = self.now;
         let sw = self.ports[port as usize].sw;
         let pkt = {
