@@ -305,6 +305,9 @@ pub struct Sim<'m> {
     /// Per class its priority, queue and losslessness; strict order, DWRR quanta and pause
     /// masks of the egress queues (resolved by the model, `Model::queues`).
     queues: Queues,
+    /// Bit p set: some class of priority p is lossless (PFC). Read on every switch dequeue,
+    /// so it is resolved once here rather than by scanning the classes per packet.
+    lossless_prios: u8,
     qps_left: usize,
     /// QPs ever created (slots may be fewer: `SimOptions::recycle_qps`).
     qps_created: usize,
@@ -514,6 +517,12 @@ impl<'m> Sim<'m> {
             faults,
             router,
             queues: m.queues.clone(),
+            lossless_prios: m
+                .queues
+                .classes
+                .iter()
+                .filter(|c| c.lossless && c.prio < 8)
+                .fold(0, |a, c| a | 1u8 << c.prio),
             qps_left: 0,
             qps_created: 0,
             active_qps: 0,

@@ -271,7 +271,7 @@ impl Sim<'_> {
     #[inline]
     pub(super) fn release(&mut self, sw: u32, in_port: u32, prio: u8, size: u64) {
         self.mmu.release(sw, &mut self.ports[in_port as usize].pg[prio as usize], size);
-        if self.queues.classes.iter().any(|c| c.prio == prio && c.lossless) {
+        if prio < 8 && self.lossless_prios & (1 << prio) != 0 {
             self.check_resume(sw, in_port, prio);
         }
         self.released(in_port, prio, size);

@@ -23,6 +23,8 @@ impl Sim<'_> {
         if !self.ports[port as usize].up || self.busy(port) {
             return;
         }
+        // A packet sent now is linked behind the last one on the wire (see `switch_try_tx`).
+        self.pkts.prefetch(self.ports[port as usize].wire_tail);
         // Control packets first: CNPs (strict), then ACK/NAKs. Each goes on its own priority
         // (VL on IB), as a NIC's per-priority send queues do: the first one not paused (or,
         // on IB, short of credits) goes, so a blocked one does not hold the others of other
@@ -46,10 +48,25 @@ impl Sim<'_> {
         }
         let n_active = self.host.nics[nic as usize].active.len();
         let mut earliest = SimTime::MAX;
-        let start = self.host.nics[nic as usize].rr;
-        for i in 0..n_active {
-            let idx = (start + i) % n_active;
+        // Round robin from `rr`: the index wraps by a compare, not a division per QP (a NIC
+        // of a collective scans dozens of QPs whose window is full, and the division was a
+        // tenth of the scan).
+        let mut idx = match n_active {
+            0 => 0,
+            n => self.host.nics[nic as usize].rr % n,
+        };
+        for _ in 0..n_active {
             let qi = self.host.nics[nic as usize].active[idx];
+            let next = if idx + 1 == n_active { 0 } else { idx + 1 };
+            // The QP looked at next is usually out of the cache (the NIC last looked at it a
+            // packet time ago, and the whole fabric ran in between): start loading the fields
+            // its test reads while this one is tested.
+            if n_active > 1 {
+                let nq = &self.host.qps[self.host.nics[nic as usize].active[next] as usize];
+                crate::packet::prefetch(&nq.uet);
+                crate::packet::prefetch(&nq.snd_nxt);
+            }
+            idx = next;
             let q = &self.host.qps[qi as usize];
             if let Some(u) = q.uet.as_deref() {
                 if !q.uet_can_send(u) {
@@ -60,15 +77,15 @@ impl Sim<'_> {
             }
             // (The next packet's size matters only to InfiniBand's credits.)
             let wire = q.payload_of(q.snd_nxt) + self.hdr.data;
-            let (pcp, next) = (q.pcp, q.pacer.next_send);
+            let (pcp, next_send) = (q.pcp, q.pacer.next_send);
             if self.tx_blocked(port, pcp, wire) {
                 continue;
             }
-            if next > now {
-                earliest = earliest.min(next);
+            if next_send > now {
+                earliest = earliest.min(next_send);
                 continue;
             }
-            self.host.nics[nic as usize].rr = (idx + 1) % n_active;
+            self.host.nics[nic as usize].rr = idx;
             self.send_data(nic, qi);
             return;
         }

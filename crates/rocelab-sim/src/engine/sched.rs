@@ -27,8 +27,9 @@ impl Sim<'_> {
         pick_queue(&self.queues, &mut self.ports[port as usize], &self.pkts, self.now)
     }
 
-    /// True (and a TxDone is ensured) while the port is still serializing.
-    #[inline]
+    /// True (and a TxDone is ensured) while the port is still serializing. (Called for every
+    /// packet a switch queues: kept inline, a call cost as much as the test.)
+    #[inline(always)]
     pub(super) fn busy(&mut self, port: u32) -> bool {
         let now = self.now;
         let p = &mut self.ports[port as usize];
@@ -49,6 +50,10 @@ impl Sim<'_> {
             return;
         }
         let Some(q) = self.pick(port) else { return };
+        // The packet last put on this port's wire gets the new one linked behind it at the
+        // end of this function; it left a serialization ago and the fabric has run since, so
+        // start loading it now rather than stall on the store.
+        self.pkts.prefetch(self.ports[port as usize].wire_tail);
         let now = self.now;
         let sw = self.ports[port as usize].sw;
         let pkt = {
