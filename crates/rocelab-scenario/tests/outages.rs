@@ -208,3 +208,11 @@ fn a_run_in_edges_gives_the_same_bytes_for_the_same_seed() {
     assert_eq!(a.to_json(), b.to_json());
     assert_eq!(a.series_csv, b.series_csv);
 }
+
+#[test]
+fn a_firmware_update_refuses_a_horizon_without_a_load() {
+    let mut c = ScenarioConfig::bare(ScenarioKind::FirmwareUpdate);
+    c.set("duration_us", 400.0);
+    let e = rocelab_scenario::run(&fabric(SETTLES), &c, "scenario[0]", 1).err().unwrap();
+    assert_eq!(e[0].path, "scenario[0].duration_us");
+}
