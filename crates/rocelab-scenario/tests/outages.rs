@@ -199,3 +199,20 @@ fn a_partitioning_cold_reboot_outlasts_the_qps_retries_and_a_warm_one_does_not()
     assert!(metric(&warm, "return_stalled_flows") > 0.0, "{}", warm.render_text());
     assert!((metric(&warm, "stalled_wait_us") - 4.096 * (1u64 << 20) as f64).abs() < 1e-3);
 }
+
+#[test]
+fn a_run_in_edges_gives_the_same_bytes_for_the_same_seed() {
+    let m = fabric(SETTLES);
+    let a = run(&m, ScenarioKind::LinkFlap, none);
+    let b = run(&m, ScenarioKind::LinkFlap, none);
+    assert_eq!(a.to_json(), b.to_json());
+    assert_eq!(a.series_csv, b.series_csv);
+}
+
+#[test]
+fn a_firmware_update_refuses_a_horizon_without_a_load() {
+    let mut c = ScenarioConfig::bare(ScenarioKind::FirmwareUpdate);
+    c.set("duration_us", 400.0);
+    let e = rocelab_scenario::run(&fabric(SETTLES), &c, "scenario[0]", 1).err().unwrap();
+    assert_eq!(e[0].path, "scenario[0].duration_us");
+}

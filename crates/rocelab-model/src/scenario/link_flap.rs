@@ -3,6 +3,8 @@
 use super::{p, KindInfo, B, LINK, UNDER_LOAD};
 use serde::Deserialize;
 
+/// The placement probe (`busiest-*`) runs the load up to the probe duration divided by this;
+/// the first flap comes once the load has settled (`edges`).
 pub const AT_DIVISOR: u64 = 4;
 /// Down/up cycles when `count` is left out, and the most a run takes.
 pub const COUNT: u32 = 3;

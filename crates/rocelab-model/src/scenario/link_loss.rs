@@ -3,7 +3,8 @@
 use super::{KindInfo, B, LINK, UNDER_LOAD};
 use serde::Deserialize;
 
-/// When the link is lost: the run's duration divided by this.
+/// The placement probe (`busiest-*`) runs the load up to the probe duration divided by this;
+/// the link is lost once the load has settled (`edges`).
 pub const AT_DIVISOR: u64 = 4;
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]

@@ -3,7 +3,8 @@
 use super::{p, KindInfo, B, BUSIEST_UPLINK, UNDER_LOAD};
 use serde::{Deserialize, Serialize};
 
-/// When the change happens: the run's duration divided by this.
+/// The placement probe (`busiest-*`) runs the load up to the probe duration divided by this;
+/// the change happens once the load has settled (`edges`).
 pub const AT_DIVISOR: u64 = 2;
 
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]

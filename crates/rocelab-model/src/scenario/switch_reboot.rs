@@ -5,6 +5,8 @@ use serde::Deserialize;
 
 /// The placement keyword: the spine that carried the most bytes in a probe run.
 pub const BUSIEST_SPINE: &str = "busiest-spine";
+/// The placement probe (`busiest-*`) runs the load up to the probe duration divided by this;
+/// the reboot comes once the load has settled (`edges`).
 pub const AT_DIVISOR: u64 = 4;
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]

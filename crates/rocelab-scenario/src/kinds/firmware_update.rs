@@ -49,6 +49,14 @@ impl Kind for Params {
         if self.load.is_some() {
             return beside_load(self, cx, count, down);
         }
+        if self.duration_us.is_some() {
+            return Err(err(
+                &cx.path,
+                "duration_us",
+                "duration_us is the horizon of a reset beside a load".into(),
+                "add `load = 1.0`, or remove duration_us: the messages alone run to completion",
+            ));
+        }
         let size = cx.size("size_bytes", self.size_bytes, SIZE_BYTES)?;
         // The reset when half the message is sent at line rate; the next host's messages
         // start once this one's have had the outage, the reconnection and the whole message
