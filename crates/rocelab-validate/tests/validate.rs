@@ -472,6 +472,10 @@ fn the_report_draws_the_collective_against_its_bound() {
     assert!(page.contains(&format!(">{t:.1} µs</text>")), "measured {t}");
     assert!(page.contains(&format!(">{:.1} µs</text>", t * frac)), "bound {}", t * frac);
     assert!(page.contains(&format!("({:.1} % of the bound)", frac * 100.0)));
+    // And against its ideal, the same collective alone on the fabric made non-blocking.
+    let ideal = sc.metrics["ideal_time_us"].unwrap();
+    assert!(page.contains(">alone, non-blocking</text>") && page.contains(&format!(">{ideal:.1} µs</text>")));
+    assert!(page.contains(&format!("{:.1} % of its busbw alone", ideal / t * 100.0)), "ideal {ideal}");
 }
 
 #[test]
