@@ -771,3 +771,28 @@ fn an_all_to_all_on_the_oversubscribed_spines_fails_against_its_ideal_with_the_s
     assert!(fix.change.contains("load_balancing = \"adaptive\"") && fix.after.is_some(), "{fix:?}");
     assert!(!fix.verified && fix.after.unwrap() <= bound + 0.02, "{fix:?}");
 }
+
+#[test]
+fn an_all_to_all_whose_hash_collides_fails_against_its_ideal_and_adaptive_routing_is_verified() {
+    // `roce-misconfigured.toml` hashes without the UDP source port: every QP between two hosts
+    // takes one path, and on its 1:1 leaf-spine the all-to-all's flows collide on uplinks
+    // that the fabric made non-blocking would not share.
+    let (m, file, text) = example("ib-vs-roce/roce-misconfigured.toml");
+    let opts = Options {
+        only: vec!["alltoall.busbw-of-ideal".into()],
+        jobs: 2,
+        seed: 1,
+        verify_fixes: true,
+        ..Options::default()
+    };
+    let r = validate(&m, &file, &text, &opts, &|_| {}).unwrap();
+    let c = &r.checks[0];
+    assert_eq!((c.name.as_str(), c.verdict), ("alltoall.busbw-of-ideal", Verdict::Fail), "{}", render_text(&r));
+    assert!(c.figure.unwrap() < 0.8, "{c:?}");
+    let cause = c.cause.as_ref().unwrap();
+    assert!(cause.mechanism.contains("ECMP collisions"), "{cause:?}");
+    // Adaptive routing spreads the packets over the uplinks: the re-run passes.
+    let fix = c.fix.as_ref().unwrap();
+    assert!(fix.change.contains("load_balancing = \"adaptive\"") && fix.verified, "{fix:?}");
+    assert!(fix.after.unwrap() >= 0.8, "{fix:?}");
+}
