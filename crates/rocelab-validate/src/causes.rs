@@ -586,25 +586,26 @@ fn shared_links(m: &Model, r: &ScenarioResult, mut evidence: Vec<String>) -> (Ca
         evidence.push(format!("oversubscribed tiers (down:up): {}", thin.join(", ")));
     }
     let lb = m.config.routing.load_balancing;
-    // A leaf whose busiest uplink carries a quarter more than its mean: hashing, not capacity.
-    let collide = g("ecmp_imbalance").is_some_and(|i| i > 0.25);
+    // On tiers with the capacity (none oversubscribed), flows that still queue between
+    // switches were put on the same links: hashing, not capacity. On an oversubscribed tier, a
+    // leaf whose busiest uplink carries a quarter more than its mean collides as well.
+    let collide = thin.is_empty() || g("ecmp_imbalance").is_some_and(|i| i > 0.25);
     let beside = r.params.get("beside").and_then(|v| v.as_str());
-    let what = match (beside, collide, thin.is_empty()) {
+    let what = match (beside, collide) {
         // The ideal runs the collective alone: what runs beside it is the first suspect.
-        (Some(b), _, _) => format!(
+        (Some(b), _) => format!(
             "the traffic of `{b}` running beside it takes the links and receivers it needs (its ideal runs alone)"
         ),
-        (None, true, _) if m.is_ib() => {
+        (None, true) if m.is_ib() => {
             "the subnet manager's routes put several of them on one link while others idle".into()
         }
-        (None, true, _) if lb.is_ecmp() => {
+        (None, true) if lb.is_ecmp() => {
             "ECMP hashes several of them onto one uplink while others idle (ECMP collisions)".into()
         }
-        (None, true, _) => "its load balancing still leaves several on one uplink while others idle".into(),
-        (None, false, false) => {
+        (None, true) => "its load balancing still leaves several on one uplink while others idle".into(),
+        (None, false) => {
             "they need more capacity between the tiers than the fabric has, and its uplinks run full".into()
         }
-        (None, false, true) => "they queue behind each other on the links between switches".into(),
     };
     let mechanism = format!(
         "the collective's flows share the links between switches, with no PFC behind it: {what}{}",

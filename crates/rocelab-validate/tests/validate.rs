@@ -474,6 +474,10 @@ fn the_report_draws_the_collective_against_its_bound() {
     assert!(page.contains(&format!(">{t:.1} µs</text>")), "measured {t}");
     assert!(page.contains(&format!(">{:.1} µs</text>", t * frac)), "bound {}", t * frac);
     assert!(page.contains(&format!("({:.1} % of the bound)", frac * 100.0)));
+    // And against its ideal, the same collective alone on the fabric made non-blocking.
+    let ideal = sc.metrics["ideal_time_us"].unwrap();
+    assert!(page.contains(">alone, non-blocking</text>") && page.contains(&format!(">{ideal:.1} µs</text>")));
+    assert!(page.contains(&format!("{:.1} % of its busbw alone", ideal / t * 100.0)), "ideal {ideal}");
 }
 
 #[test]
@@ -768,4 +772,29 @@ fn an_all_to_all_on_the_oversubscribed_spines_fails_against_its_ideal_with_the_s
     let fix = c.fix.as_ref().unwrap();
     assert!(fix.change.contains("load_balancing = \"adaptive\"") && fix.after.is_some(), "{fix:?}");
     assert!(!fix.verified && fix.after.unwrap() <= bound + 0.02, "{fix:?}");
+}
+
+#[test]
+fn an_all_to_all_whose_hash_collides_fails_against_its_ideal_and_adaptive_routing_is_verified() {
+    // `roce-misconfigured.toml` hashes without the UDP source port: every QP between two hosts
+    // takes one path, and on its 1:1 leaf-spine the all-to-all's flows collide on uplinks
+    // that the fabric made non-blocking would not share.
+    let (m, file, text) = example("ib-vs-roce/roce-misconfigured.toml");
+    let opts = Options {
+        only: vec!["alltoall.busbw-of-ideal".into()],
+        jobs: 2,
+        seed: 1,
+        verify_fixes: true,
+        ..Options::default()
+    };
+    let r = validate(&m, &file, &text, &opts, &|_| {}).unwrap();
+    let c = &r.checks[0];
+    assert_eq!((c.name.as_str(), c.verdict), ("alltoall.busbw-of-ideal", Verdict::Fail), "{}", render_text(&r));
+    assert!(c.figure.unwrap() < 0.8, "{c:?}");
+    let cause = c.cause.as_ref().unwrap();
+    assert!(cause.mechanism.contains("ECMP collisions"), "{cause:?}");
+    // Adaptive routing spreads the packets over the uplinks: the re-run passes.
+    let fix = c.fix.as_ref().unwrap();
+    assert!(fix.change.contains("load_balancing = \"adaptive\"") && fix.verified, "{fix:?}");
+    assert!(fix.after.unwrap() >= 0.8, "{fix:?}");
 }
