@@ -219,6 +219,10 @@ fn a_dual_port_nic_counts_as_two_ports_for_the_planner_and_nccls_model() {
     let sys = nccl_system(&m, &p);
     // Two net devices of 25 GB/s: NCCL's search gives each a channel at 24 GB/s.
     assert_eq!((sys.channels, sys.bw_inter_gbytes), (2, 24.0));
+    // `plan --fabric` on it: two 200G NICs per server, 400 Gb/s a node.
+    let plan = "[plan.model]\npreset = \"llama3-8b\"\n[plan.parallel]\ntp = 8\ndp = 2\n";
+    let (s, _) = rocelab_workload::step::plan_on_fabric("plan.toml", plan, &m).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((s.cluster.nics_per_node, s.cluster.network.rate_gbps), (2, 200.0));
 }
 
 #[test]
