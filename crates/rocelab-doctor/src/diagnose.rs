@@ -130,8 +130,9 @@ pub struct Options {
     /// The twin's runs (`rocelab simulate --collective` tables) with where each came from;
     /// every real run is compared with the twin run of its collective ([`crate::twin`]).
     pub twin: Vec<(String, crate::parse::nccl::NcclRun)>,
-    /// The twin's runs charge NCCL's own costs (`[nccl] net_hop_latency = "tuning"`): sizes
-    /// from 1 MiB are judged against them, not only from 256 MiB ([`crate::twin`]).
+    /// The twin's runs charge NCCL's own costs (`net_hop_latency = "tuning"`, what the CLI's
+    /// twin runs with unless the fabric file sets `[nccl]`): sizes from 1 MiB are judged
+    /// against them, not only from 256 MiB ([`crate::twin`]).
     pub twin_with_nccl_costs: bool,
 }
 

@@ -10,10 +10,11 @@
 //!   (the twin charges NCCL's own model of it where the fabric file asks, `[nccl]
 //!   net_hop_latency = "tuning"`, and nccl-tests' host floor where the log's header shows one
 //!   thread launching several GPUs), so its busbw says little about the network;
-//! * from 1 MiB to [`BANDWIDTH_BOUND_BYTES`] (256 MiB), only where the twin charges NCCL's own
-//!   costs (the twin run on a fabric file with `net_hop_latency = "tuning"`; without them the
-//!   twin's medium sizes are 1.5–2× faster than a healthy run and are not judged, as a table
-//!   given with `--twin` is not), a size is judged against a wide band:
+//! * from 1 MiB to [`BANDWIDTH_BOUND_BYTES`] (256 MiB), where the twin charges NCCL's own
+//!   costs (`net_hop_latency = "tuning"`: `rocelab doctor --fabric` runs its twin so unless
+//!   the fabric file sets `[nccl]` itself; without them the twin's medium sizes are 1.5–2×
+//!   faster than a healthy run and are not judged, as a table given with `--twin` is not), a
+//!   size is judged against a wide band:
 //!   below `twin_error` (70 % by default) of the twin's busbw it is *far below twin*, above
 //!   1/`twin_error` *above twin*, and in between it matches. There the twin follows NCCL's own
 //!   tuning model, and a healthy run is within that band of it, not within 10 %: on a
