@@ -798,3 +798,126 @@ fn an_all_to_all_whose_hash_collides_fails_against_its_ideal_and_adaptive_routin
     assert!(fix.change.contains("load_balancing = \"adaptive\"") && fix.verified, "{fix:?}");
     assert!(fix.after.unwrap() >= 0.8, "{fix:?}");
 }
+
+/// `ecn_fabric` with thresholds sized to its 100 G ports (Kmin 50 kB, Kmax 500 kB), lint-clean
+/// but for what `edit` changes: a fabric carrying one mistake.
+fn one_mistake(edit: impl Fn(String) -> String) -> (rocelab_model::Model, String) {
+    let (_, clean) = ecn_fabric("{ kmin_bytes = 50000, kmax_bytes = 500000, pmax = 0.1 }");
+    let text = edit(clean.clone());
+    assert_ne!(text, clean, "the edit changed nothing");
+    (rocelab_model::load_str("one.toml", &text).unwrap_or_else(|e| panic!("{e}\n{text}")), text)
+}
+
+#[test]
+fn pfc_on_the_tcp_class_alone_fails_lint_and_the_mixed_run_with_head_of_line_blocking_named() {
+    // The one mistake: PFC on priority 0 too, the class TCP, storage and management ride.
+    let (m, text) = one_mistake(|t| {
+        t.replace("priority = 0\n", "priority = 0\nlossless = true\n")
+            .replace("pfc_priorities = [3]", "pfc_priorities = [0, 3]")
+    });
+    let opts = Options {
+        only: vec!["lint".into(), "mixed".into()],
+        jobs: 2,
+        seed: 1,
+        verify_fixes: true,
+        ..Options::default()
+    };
+    let r = validate(&m, "one.toml", &text, &opts, &|_| {}).unwrap();
+    let errors: Vec<&str> = r
+        .checks
+        .iter()
+        .filter(|c| c.name.starts_with("lint") && c.verdict == Verdict::Fail)
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(errors, ["lint.PFC002"], "{}", render_text(&r));
+    let c = r.checks.iter().find(|c| c.name == "mixed.pfc-on-tcp").unwrap();
+    assert_eq!(c.verdict, Verdict::Fail, "{}", render_text(&r));
+    assert!(c.figure.unwrap() > 0.0, "{c:?}");
+    let cause = c.cause.as_ref().unwrap();
+    assert!(cause.mechanism.starts_with("TCP in a lossless class (`default`, priority 0)"), "{cause:?}");
+    assert!(cause.mechanism.contains("head-of-line blocking"), "{cause:?}");
+    let fix = c.fix.as_ref().unwrap();
+    assert!(fix.change.contains("lossless = false") && fix.verified, "{fix:?}");
+    assert_eq!(fix.after, Some(0.0), "{fix:?}");
+    // RDMA itself stays lossless beside it.
+    let rdma = r.checks.iter().find(|c| c.name == "mixed.rdma-lossless").unwrap();
+    assert_eq!(rdma.verdict, Verdict::Pass, "{rdma:?}");
+}
+
+#[test]
+fn rdma_sharing_its_class_with_storage_alone_fails_lint_and_the_isolation_run_and_the_fix_is_verified() {
+    // The one mistake: the RDMA class carries storage too (the tenant of the `isolation` run:
+    // backup or storage traffic beside a training job), so nothing schedules between them.
+    let scenario = "\n[[scenario]]\nkind = \"isolation\"\nsize_bytes = 2097152\n";
+    let (m, text) = one_mistake(|t| {
+        t.replace("carries = [\"rdma\"]", "carries = [\"rdma\", \"storage\"]")
+            .replace("carries = [\"tcp\", \"storage\", \"management\"]", "carries = [\"tcp\", \"management\"]")
+            + scenario
+    });
+    let opts = Options {
+        only: vec!["lint".into(), "isolation".into()],
+        jobs: 2,
+        seed: 1,
+        verify_fixes: true,
+        ..Options::default()
+    };
+    let r = validate(&m, "one.toml", &text, &opts, &|_| {}).unwrap();
+    let errors: Vec<&str> = r
+        .checks
+        .iter()
+        .filter(|c| c.name.starts_with("lint") && c.verdict == Verdict::Fail)
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(errors, ["lint.ISO001"], "{}", render_text(&r));
+    let c = r.checks.iter().find(|c| c.name == "isolation.victim-slowdown").unwrap();
+    assert_eq!(c.verdict, Verdict::Fail, "{}", render_text(&r));
+    let sc = r.scenarios.iter().find(|s| s.kind == "isolation").unwrap();
+    assert_eq!((sc.params["class"].as_str(), sc.params["noisy_transport"].as_str()), (Some("roce"), Some("rdma")));
+    let cause = c.cause.as_ref().unwrap();
+    assert!(cause.mechanism.starts_with("RDMA and general traffic mixed without separation"), "{cause:?}");
+    assert!(cause.mechanism.contains("the job's own class `roce`"), "{cause:?}");
+    assert!(cause.keys.iter().any(|k| k.contains("name = \"roce\": carries")), "{cause:?}");
+    // The re-run with storage moved to the lossy `default` class: the tenant speaks DCTCP
+    // there, DWRR holds the job to its half of the link, and the check passes.
+    let fix = c.fix.as_ref().unwrap();
+    assert!(fix.verified && fix.after.unwrap() <= c.limit.unwrap(), "{fix:?}\n{}", render_text(&r));
+    assert!(fix.before.unwrap() > c.limit.unwrap(), "{fix:?}");
+    // Without the mistake: no lint error and the isolation check passes.
+    let clean = one_mistake(|t| t + scenario);
+    let r = validate(&clean.0, "one.toml", &clean.1, &opts, &|_| {}).unwrap();
+    assert!(r.checks.iter().all(|c| !c.verdict.fails()), "{}", render_text(&r));
+}
+
+#[test]
+fn a_rack_left_without_congestion_control_alone_draws_lint_warnings_and_fails_the_hotspot_with_its_cause() {
+    // The one mistake: two hosts (one per leaf) on a profile a firmware rollout left without
+    // congestion control, the rest of the fleet on DCQCN.
+    let (m, text) = one_mistake(|t| {
+        t + "\n[nic_profiles.old]\nmtu = 4096\ncongestion_control = \"none\"\n\n\
+             [[nic_assign]]\nhosts = [\"host1\", \"host5\"]\nprofile = \"old\"\n"
+    });
+    let opts = Options {
+        only: vec!["lint".into(), "hotspot.queue-delay".into()],
+        jobs: 2,
+        seed: 1,
+        verify_fixes: true,
+        ..Options::default()
+    };
+    let r = validate(&m, "one.toml", &text, &opts, &|_| {}).unwrap();
+    // Lint's fleet rules are warnings, shown as such; no lint error.
+    let warn = |code: &str| r.checks.iter().any(|c| c.name == format!("lint.{code}") && c.verdict == Verdict::Warn);
+    assert!(warn("NIC004") && warn("NIC003"), "{}", render_text(&r));
+    assert!(r.checks.iter().any(|c| c.name == "lint" && c.verdict == Verdict::Pass), "{}", render_text(&r));
+    // The NICs that never back off hold the hot port's queue (the clean fabric holds it under
+    // 100 µs: `ecn_thresholds_far_above_the_buffer_…`).
+    let c = r.checks.iter().find(|c| c.name == "hotspot.queue-delay").unwrap();
+    assert_eq!(c.verdict, Verdict::Fail, "{}", render_text(&r));
+    let cause = c.cause.as_ref().unwrap();
+    assert!(cause.mechanism.starts_with("NICs without congestion control in a dcqcn fleet"), "{cause:?}");
+    assert!(cause.evidence.iter().any(|e| e.contains("`old` on 2 hosts (host1, host5)")), "{cause:?}");
+    assert_eq!(cause.keys, ["[nic_profiles.old] congestion_control"]);
+    // The fix puts the profile on the fleet's congestion control and DCQCN table, re-run.
+    let fix = c.fix.as_ref().unwrap();
+    assert!(fix.change.starts_with("[nic_profiles.old] congestion_control = \"dcqcn\""), "{fix:?}");
+    assert!(fix.verified && fix.after.unwrap() <= c.limit.unwrap(), "{fix:?}");
+}
