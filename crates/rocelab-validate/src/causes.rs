@@ -367,6 +367,14 @@ pub fn diagnose(
         };
         return (cause, vec![]);
     }
+    if c.kind == ScenarioKind::SwitchReboot
+        && matches!(c.figure, Figure::Metric("packets_lost_elsewhere"))
+        && g("stalled_flows") > 0.0
+        && g("rebooted_gbps_before") > 0.0
+        && g("other_spines_gbps_during") == 0.0
+    {
+        return partitioned(m, r, evidence);
+    }
     if c.kind == ScenarioKind::Isolation && !not_converged {
         return isolation(m, r, evidence);
     }
@@ -910,4 +918,48 @@ fn profile_key(profile: &str, key: &str) -> String {
     } else {
         format!("[nic_profiles.{profile}] {key}")
     }
+}
+
+/// A rebooting switch that is the only path between the leaves it joins: while it is down the
+/// flows between them have no route, their QPs retry into nothing and give up, and everything
+/// sent toward the other side is lost at the leaves. The fix is a second path: one more spine.
+fn partitioned(m: &Model, r: &ScenarioResult, mut evidence: Vec<String>) -> (Cause, Vec<Candidate>) {
+    let g = |k: &str| r.metrics.get(k).copied().flatten().unwrap_or(0.0);
+    let sw = r.params.get("switch").and_then(|v| v.as_str()).unwrap_or("the switch").to_string();
+    let mode = r.params.get("mode").and_then(|v| v.as_str()).unwrap_or("cold").to_string();
+    evidence.push(format!(
+        "`{sw}` carried {:.1} Gb/s before its {mode} reboot, the other spines {:.1} Gb/s during it; {:.0} flows moved nothing after the strike, {:.0} QPs gave up {:.1} s after their last acknowledgement (the transport's retries), {:.0} packets lost over the {:.0} s outage (computed from the settled window after the strike)",
+        g("rebooted_gbps_before"),
+        g("other_spines_gbps_during"),
+        g("stalled_flows"),
+        g("qps_failed_in_outage"),
+        g("stalled_give_up_us") * 1e-6,
+        g("outage_lost_packets"),
+        g("outage_us") * 1e-6
+    ));
+    let mechanism = format!(
+        "no redundant path: `{sw}` is the only way between the leaves it joins, so while it reboots the flows between them have no route, their QPs retry into nothing and fail, and what the hosts send toward the other side is lost at the leaves"
+    );
+    let Some(ls) = &m.config.topology.leaf_spine else {
+        let keys = vec!["[topology] a second path between the switches it joins".into()];
+        return (Cause { mechanism, evidence, keys }, vec![]);
+    };
+    let spines = ls.spines + 1;
+    let uplinks = ls.uplinks_per_leaf.map(|u| u / ls.spines.max(1) * spines);
+    let cand = Candidate {
+        change: format!(
+            "[topology.leaf_spine] spines = {spines}{}   # a second path around a rebooting spine",
+            uplinks.map_or(String::new(), |u| format!(", uplinks_per_leaf = {u}"))
+        ),
+        scenario: None,
+        flow_engine: false,
+        apply: Box::new(move |cfg: &mut Config| {
+            if let Some(ls) = &mut cfg.topology.leaf_spine {
+                ls.spines = spines;
+                ls.uplinks_per_leaf = uplinks;
+            }
+        }),
+    };
+    let keys = vec!["[topology.leaf_spine] spines".into()];
+    (Cause { mechanism, evidence, keys }, vec![cand])
 }

@@ -1237,9 +1237,14 @@ pub fn explanation(c: &CheckResult) -> Vec<String> {
         let limit = c.limit.map_or(String::new(), |l| format!(" (limit {} {})", c.cmp, fmt(Some(l))));
         match (f.after, &f.note) {
             (Some(after), _) => v.push(format!(
-                "fix: {} — {} on the twin: {} → {} {}{limit}",
+                "fix: {} — {}: {} → {} {}{limit}",
                 f.change,
-                if f.verified { "verified" } else { "NOT enough" },
+                match (f.verified, f.verdict_after) {
+                    (true, _) => "verified on the twin",
+                    // The figure may be within the limit while the changed fabric never settled.
+                    (false, Some(Verdict::NotConverged)) => "NOT verified on the twin, the re-run not converged",
+                    _ => "NOT enough on the twin",
+                },
                 fmt(f.before),
                 fmt(Some(after)),
                 f.unit
