@@ -1484,7 +1484,8 @@ pub fn junit(r: &Report) -> String {
                 Verdict::Warn => {
                     let _ = writeln!(
                         s,
-                        ">\n      <skipped message=\"lint warning: {}\"/>\n    </testcase>",
+                        ">\n      <skipped message=\"lint warning: {}: {}\"/>\n    </testcase>",
+                        xml(&detail),
                         xml(&c.evidence.join(" "))
                     );
                 }

@@ -208,6 +208,28 @@ fn text_json_junit_and_html_agree_on_every_verdict() {
         page.contains(&format!(">{leaf}</text><text x="))
             && page.contains(&format!(">+{:.0} %<", (max / mean - 1.0) * 100.0))
     );
+    // Units and one count in every format: each check's figure with its unit in the text
+    // line, the HTML summary row and the JUnit test case; the tally's line in the text's
+    // `result:`, the HTML header and the JUnit `<testsuites>` name, whose `tests` is the JSON's
+    // count of checks.
+    let text = render_text(&r);
+    let x = junit(&r);
+    for c in &r.checks {
+        assert!(text.lines().any(|l| l.contains(&c.name) && l.trim_end().ends_with(&c.unit)), "{}: {text}", c.name);
+        let row = format!("<td>{}</td>", c.name);
+        let row = page.lines().find(|l| l.contains(&row)).unwrap_or_else(|| panic!("{}", c.name));
+        assert!(row.contains(&c.unit.replace('<', "&lt;").replace('>', "&gt;")), "{}: {row}", c.name);
+        let case = x.split("<testcase ").find(|t| t.contains(&format!("name=\"{}\"", c.name))).unwrap();
+        // A passing test case is empty in JUnit, and a refused one has no figure.
+        if !matches!(c.verdict, Verdict::Pass | Verdict::Refused) {
+            assert!(case.contains(&c.unit.replace('<', "&lt;").replace('>', "&gt;")), "{}: {case}", c.name);
+        }
+    }
+    let line = r.tally.line();
+    assert!(text.contains(&format!("result: {line} (")), "{text}");
+    assert!(page.contains(&format!("<b>{line}</b>")), "{line}");
+    assert!(x.contains(&format!(": {line}\" tests=\"{}\" failures=\"{}\">", r.checks.len(), r.failed())), "{x}");
+    assert_eq!(j["tally"]["checks"].as_u64(), Some(r.checks.len() as u64));
     // Same input, same bytes.
     let again = run(
         "leaf-spine-small.toml",
