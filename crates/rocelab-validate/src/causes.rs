@@ -815,9 +815,23 @@ fn isolation(m: &Model, r: &ScenarioResult, mut evidence: Vec<String>) -> (Cause
             Some(cand),
         )
     } else {
+        evidence.push(format!(
+            "{:.0} PFC frames, {:.0} packets ECN-marked, {:.0} CNPs sent, deepest queue {:.0} B",
+            g("pfc_frames"),
+            g("ecn_marked"),
+            g("cnp_sent"),
+            g("max_queue_bytes")
+        ));
+        let how = if g("pfc_frames") > 0.0 {
+            "PFC paused the job's lossless class, and a paused queue gives its DWRR turns away"
+        } else if g("cnp_sent") > 0.0 {
+            "DCQCN cut the job's rate below its share: its queue at the shared egress, drained at only its DWRR share, is marked, and the CNPs slow it further"
+        } else {
+            "the scheduler's share was not kept while the tenant sent"
+        };
         (
             format!(
-                "the job got less than the share its class `{}` is promised against `{}` (DWRR weights {} and {}): the scheduler's share was not kept while the tenant sent",
+                "the job got less than the share its class `{}` is promised against `{}` (DWRR weights {} and {}): {how}",
                 j.name, t.name, j.weight, t.weight
             ),
             vec![format!("[[qos.class]] name = \"{}\": weight", j.name)],
