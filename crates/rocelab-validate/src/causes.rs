@@ -3,9 +3,10 @@
 //! For every failed (or not-converged) check, [`diagnose`] reads the run for the mechanism
 //! behind the figure, in the field's terms (PFC doing the braking DCQCN should, DCQCN's rate
 //! increases outpacing its cuts, no ECN marking at the port's speed, a lossless class that
-//! carries TCP, CNPs waiting behind data, headroom or a NIC that ignores pauses), with the
-//! ports, priorities and figures that show it, the fabric-file keys to change, and candidate
-//! changes. `validate` then re-runs the failing scenario with the first candidate (and the
+//! carries TCP, CNPs waiting behind data, RDMA sharing its class or queue with general traffic,
+//! NICs left without congestion control in a DCQCN fleet, headroom or a NIC that ignores
+//! pauses), with the ports, priorities and figures that show it, the fabric-file keys to
+//! change, and candidate changes. `validate` then re-runs the failing scenario with the first candidate (and the
 //! second if the first does not move the figure past the limit), same seed, and records the
 //! figure before → after: a fix is *verified* when the re-run passes the check.
 
@@ -163,6 +164,15 @@ pub fn diagnose(
             flow_engine: false,
         };
         return (cause, vec![cand]);
+    }
+    // A fleet half on congestion control: the NICs without it hold the queue (or PFC brakes
+    // them) whatever the ECN thresholds and DCQCN's knobs say.
+    let congestion = not_converged
+        || matches!(c.figure, Figure::MaxPausedShare | Figure::QueueDelayP99Us | Figure::Metric("held_queue_us"));
+    if congestion {
+        if let Some(found) = fleet_without_cc(m, &hosts, &mut evidence) {
+            return found;
+        }
     }
     // A held queue with no pause behind it is DCQCN's: its byte counter first, if it is the
     // one that outpaces the cuts, else where ECN starts marking (below).
@@ -356,6 +366,17 @@ pub fn diagnose(
             keys: vec!["[nic] ack_timeout".into()],
         };
         return (cause, vec![]);
+    }
+    if c.kind == ScenarioKind::SwitchReboot
+        && matches!(c.figure, Figure::Metric("packets_lost_elsewhere"))
+        && g("stalled_flows") > 0.0
+        && g("rebooted_gbps_before") > 0.0
+        && g("other_spines_gbps_during") == 0.0
+    {
+        return partitioned(m, r, evidence);
+    }
+    if c.kind == ScenarioKind::Isolation && !not_converged {
+        return isolation(m, r, evidence);
     }
     if matches!(c.figure, Figure::Metric("tcp_priority_pause_frames")) {
         let class = r.params.get("tcp_class").and_then(|v| v.as_str()).unwrap_or("?").to_string();
@@ -630,4 +651,329 @@ fn shared_links(m: &Model, r: &ScenarioResult, mut evidence: Vec<String>) -> (Ca
         vec![]
     };
     (cause, cands)
+}
+
+/// The job of an `isolation` run slowed past what its class is promised beside the tenant: RDMA
+/// and general traffic mixed without separation — the tenant in the job's own class or egress
+/// queue, or strict priority above it — or, with a scheduler share between them, the share not
+/// kept. The fix separates them the way lint's ISO001 says: the general traffic in a lossy class
+/// and queue of its own beside RDMA's, scheduled DWRR.
+fn isolation(m: &Model, r: &ScenarioResult, mut evidence: Vec<String>) -> (Cause, Vec<Candidate>) {
+    let g = |k: &str| r.metrics.get(k).copied().flatten().unwrap_or(0.0);
+    let p = |k: &str| r.params.get(k).cloned().unwrap_or_default();
+    let job = m.qos.rdma_class();
+    let tenant_name = p("class").as_str().unwrap_or("?").to_string();
+    let tenant = m.qos.class_by_name(&tenant_name).unwrap_or(job);
+    let (j, t) = (&m.qos.classes[job], &m.qos.classes[tenant]);
+    // As the fabric file spells them.
+    let word = |v: serde_json::Value| v.as_str().map_or_else(|| v.to_string(), String::from);
+    let sched = |k: &rocelab_model::model::TrafficClass| match k.scheduler {
+        SchedulerKind::Dwrr => format!("dwrr weight {}", k.weight),
+        SchedulerKind::Strict => "strict".to_string(),
+    };
+    let carries = |k: &rocelab_model::model::TrafficClass| {
+        k.carries.iter().map(|x| word(serde_json::to_value(x).unwrap_or_default())).collect::<Vec<_>>().join(", ")
+    };
+    evidence.push(format!(
+        "the job's all-reduce over {} hosts took {:.1} µs beside the tenant, {:.1} µs alone ({:.2}×); the tenant: {} hosts sending {} B each over {} in class `{}` (priority {}, queue {}, {}; carries {})",
+        word(p("victims")),
+        g("together_us"),
+        g("alone_us"),
+        g("together_us") / g("alone_us").max(1e-9),
+        word(p("noisy_hosts")),
+        word(p("noisy_bytes")),
+        word(p("noisy_transport")),
+        t.name,
+        t.priority,
+        t.queue,
+        sched(t),
+        carries(t)
+    ));
+    if job != tenant {
+        evidence.push(format!(
+            "the job's class `{}`: priority {}, queue {}, {}; carries {}",
+            j.name,
+            j.priority,
+            j.queue,
+            sched(j),
+            carries(j)
+        ));
+    }
+    let general = [TrafficKind::Tcp, TrafficKind::Storage, TrafficKind::Management, TrafficKind::Other];
+    let (mechanism, keys, cand) = if job == tenant || j.queue == t.queue {
+        let how = if job == tenant {
+            format!("the tenant's traffic rides the job's own class `{}`", j.name)
+        } else {
+            format!("the tenant's class `{}` shares egress queue {} with the job's class `{}`", t.name, t.queue, j.name)
+        };
+        let mechanism = format!(
+            "RDMA and general traffic mixed without separation: {how}, so no scheduler stands between them and the storage or backup traffic takes the job's links first come, first served (lint: ISO001)"
+        );
+        let rdma = j.name.clone();
+        let other = t.name.clone();
+        let same_class = job == tenant;
+        let change = if same_class {
+            // Where the general traffic goes: the file's first lossy class that carries no
+            // CNPs, else a new one (as `apply` below decides).
+            let to = m
+                .config
+                .qos
+                .classes
+                .iter()
+                .find(|c| c.name != rdma && !c.lossless && !c.carries.contains(&TrafficKind::Cnp))
+                .map_or("a new lossy class `general` on a free priority, DWRR at the same weight".to_string(), |c| {
+                    format!("class `{}`", c.name)
+                });
+            let moved: Vec<String> = j
+                .carries
+                .iter()
+                .filter(|k| general.contains(k))
+                .map(|x| word(serde_json::to_value(x).unwrap_or_default()))
+                .collect();
+            format!("[[qos.class]] name = \"{rdma}\": carries = [\"rdma\"]; {} into {to}", moved.join(", "))
+        } else {
+            format!("[[qos.class]] name = \"{other}\": queue = a queue of its own (not {})", j.queue)
+        };
+        let cand = Candidate {
+            change,
+            scenario: None,
+            flow_engine: false,
+            apply: Box::new(move |cfg: &mut Config| {
+                let Some(ri) = cfg.qos.classes.iter().position(|c| c.name == rdma) else { return };
+                if !same_class {
+                    let used: Vec<u8> = cfg.qos.classes.iter().map(|c| c.queue.unwrap_or(c.priority)).collect();
+                    if let (Some(free), Some(cl)) =
+                        ((0..8u8).find(|q| !used.contains(q)), cfg.qos.classes.iter_mut().find(|c| c.name == other))
+                    {
+                        cl.queue = Some(free);
+                    }
+                    return;
+                }
+                let moved: Vec<TrafficKind> =
+                    cfg.qos.classes[ri].carries.iter().copied().filter(|k| general.contains(k)).collect();
+                cfg.qos.classes[ri].carries.retain(|k| !general.contains(k));
+                let weight = cfg.qos.classes[ri].weight;
+                let existing = cfg
+                    .qos
+                    .classes
+                    .iter()
+                    .position(|c| c.name != rdma && !c.lossless && !c.carries.contains(&TrafficKind::Cnp));
+                if let Some(o) = existing {
+                    let cl = &mut cfg.qos.classes[o];
+                    for k in moved.iter().copied() {
+                        if !cl.carries.contains(&k) {
+                            cl.carries.push(k);
+                        }
+                    }
+                    return;
+                }
+                let prios: Vec<u8> = cfg.qos.classes.iter().map(|c| c.priority).collect();
+                let queues: Vec<u8> = cfg.qos.classes.iter().map(|c| c.queue.unwrap_or(c.priority)).collect();
+                let Some(prio) = (0..8u8).find(|x| !prios.contains(x) && !queues.contains(x)) else { return };
+                let zero = cfg.qos.classes[ri].dscp.contains(&0);
+                cfg.qos.classes[ri].dscp.retain(|d| *d != 0);
+                cfg.qos.classes.push(TrafficClassConfig {
+                    name: "general".into(),
+                    dscp: if zero { vec![0] } else { vec![] },
+                    priority: prio,
+                    queue: None,
+                    lossless: false,
+                    scheduler: SchedulerKind::Dwrr,
+                    weight,
+                    carries: moved.clone(),
+                    ecn: None,
+                    ecn_per_speed: Default::default(),
+                });
+            }),
+        };
+        let keys = if job == tenant {
+            vec![format!("[[qos.class]] name = \"{}\": carries, dscp", j.name)]
+        } else {
+            vec![format!("[[qos.class]] name = \"{}\": queue", t.name)]
+        };
+        (mechanism, keys, Some(cand))
+    } else if t.scheduler == SchedulerKind::Strict && j.scheduler == SchedulerKind::Dwrr {
+        let other = t.name.clone();
+        let weight = j.weight;
+        let cand = Candidate {
+            change: format!("[[qos.class]] name = \"{other}\": scheduler = \"dwrr\", weight = {weight}"),
+            scenario: None,
+            flow_engine: false,
+            apply: Box::new(move |cfg: &mut Config| {
+                if let Some(cl) = cfg.qos.classes.iter_mut().find(|c| c.name == other) {
+                    cl.scheduler = SchedulerKind::Dwrr;
+                    cl.weight = weight;
+                }
+            }),
+        };
+        (
+            format!(
+                "the tenant's class `{}` is strict priority above the job's DWRR class `{}`: the general traffic is served first whenever it has a packet, and the job gets what it leaves",
+                t.name, j.name
+            ),
+            vec![format!("[[qos.class]] name = \"{}\": scheduler, weight", t.name)],
+            Some(cand),
+        )
+    } else {
+        evidence.push(format!(
+            "{:.0} PFC frames, {:.0} packets ECN-marked, {:.0} CNPs sent, deepest queue {:.0} B",
+            g("pfc_frames"),
+            g("ecn_marked"),
+            g("cnp_sent"),
+            g("max_queue_bytes")
+        ));
+        let how = if g("pfc_frames") > 0.0 {
+            "PFC paused the job's lossless class, and a paused queue gives its DWRR turns away"
+        } else if g("cnp_sent") > 0.0 {
+            "DCQCN cut the job's rate below its share: its queue at the shared egress, drained at only its DWRR share, is marked, and the CNPs slow it further"
+        } else {
+            "the scheduler's share was not kept while the tenant sent"
+        };
+        (
+            format!(
+                "the job got less than the share its class `{}` is promised against `{}` (DWRR weights {} and {}): {how}",
+                j.name, t.name, j.weight, t.weight
+            ),
+            vec![format!("[[qos.class]] name = \"{}\": weight", j.name)],
+            None,
+        )
+    };
+    (Cause { mechanism, evidence, keys }, cand.into_iter().collect())
+}
+
+/// The hosts' NIC profiles mix congestion control on and off (a firmware rollout that reset it,
+/// a rack set up by hand: lint's NIC004): the cause of a held queue or of PFC braking, and the
+/// fix that puts the profiles without it on the fleet's.
+fn fleet_without_cc(
+    m: &Model,
+    hosts: &[rocelab_model::NodeId],
+    evidence: &mut Vec<String>,
+) -> Option<(Cause, Vec<Candidate>)> {
+    // Profile name → its congestion control and hosts, in the hosts' order.
+    let mut profiles: Vec<(String, CongestionControl, Vec<String>)> = vec![];
+    for &h in hosts {
+        let nic = m.nic_of(h);
+        match profiles.iter_mut().find(|p| p.0 == nic.name) {
+            Some(p) => p.2.push(m.node(h).name.clone()),
+            None => profiles.push((nic.name.clone(), nic.congestion_control, vec![m.node(h).name.clone()])),
+        }
+    }
+    let fleet = profiles
+        .iter()
+        .filter(|p| p.1 != CongestionControl::None)
+        .max_by_key(|p| p.2.len())
+        .map(|p| (p.0.clone(), p.1))?;
+    let without: Vec<&(String, CongestionControl, Vec<String>)> =
+        profiles.iter().filter(|p| p.1 == CongestionControl::None).collect();
+    if without.is_empty() {
+        return None;
+    }
+    let cc = serde_json::to_value(fleet.1).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+    let named: Vec<String> = without
+        .iter()
+        .map(|p| {
+            let shown: Vec<&str> = p.2.iter().take(4).map(String::as_str).collect();
+            format!(
+                "`{}` on {} host{} ({}{})",
+                p.0,
+                p.2.len(),
+                if p.2.len() == 1 { "" } else { "s" },
+                shown.join(", "),
+                if p.2.len() > 4 { ", …" } else { "" }
+            )
+        })
+        .collect();
+    let total: usize = without.iter().map(|p| p.2.len()).sum();
+    evidence.push(format!(
+        "{total} of {} hosts run NICs without congestion control ({}); the rest run {cc} (profile `{}`)",
+        hosts.len(),
+        named.join(", "),
+        fleet.0
+    ));
+    let cause = Cause {
+        mechanism: format!(
+            "NICs without congestion control in a {cc} fleet: ECN marks and CNPs slow only the {cc} senders, the NICs that never back off keep sending at line rate, and the queue they feed stays deep (or PFC does the braking) whatever the ECN thresholds — the fleet's settings are heterogeneous (lint: NIC004)"
+        ),
+        evidence: std::mem::take(evidence),
+        keys: without.iter().map(|p| profile_key(&p.0, "congestion_control")).collect(),
+    };
+    let names: Vec<String> = without.iter().map(|p| p.0.clone()).collect();
+    let table =
+        if fleet.0 == "default" { "[nic.dcqcn]".to_string() } else { format!("[nic_profiles.{}.dcqcn]", fleet.0) };
+    let change = names
+        .iter()
+        .map(|n| format!("{} = \"{cc}\" with the fleet's {table}", profile_key(n, "congestion_control")))
+        .collect::<Vec<_>>();
+    let (want, from) = (fleet.1, fleet.0.clone());
+    let cand = Candidate {
+        change: format!("{}   # the fleet's congestion control on every NIC", change.join("; ")),
+        scenario: None,
+        flow_engine: false,
+        apply: Box::new(move |cfg: &mut Config| {
+            // The profiles are tables of their own (no key inherits `[nic]`'s).
+            let dcqcn = cfg.nic_profiles.get(&from).map_or_else(|| cfg.nic.dcqcn.clone(), |p| p.dcqcn.clone());
+            for n in &names {
+                let p = match cfg.nic_profiles.get_mut(n) {
+                    Some(p) => p,
+                    None => &mut cfg.nic,
+                };
+                p.congestion_control = Some(want);
+                p.dcqcn = dcqcn.clone();
+            }
+        }),
+    };
+    Some((cause, vec![cand]))
+}
+
+/// A NIC profile's key as the fabric file writes it: `[nic]` for the default profile.
+fn profile_key(profile: &str, key: &str) -> String {
+    if profile == "default" {
+        format!("[nic] {key}")
+    } else {
+        format!("[nic_profiles.{profile}] {key}")
+    }
+}
+
+/// A rebooting switch that is the only path between the leaves it joins: while it is down the
+/// flows between them have no route, their QPs retry into nothing and give up, and everything
+/// sent toward the other side is lost at the leaves. The fix is a second path: one more spine.
+fn partitioned(m: &Model, r: &ScenarioResult, mut evidence: Vec<String>) -> (Cause, Vec<Candidate>) {
+    let g = |k: &str| r.metrics.get(k).copied().flatten().unwrap_or(0.0);
+    let sw = r.params.get("switch").and_then(|v| v.as_str()).unwrap_or("the switch").to_string();
+    let mode = r.params.get("mode").and_then(|v| v.as_str()).unwrap_or("cold").to_string();
+    evidence.push(format!(
+        "`{sw}` carried {:.1} Gb/s before its {mode} reboot, the other spines {:.1} Gb/s during it; {:.0} flows moved nothing after the strike, {:.0} QPs gave up {:.1} s after their last acknowledgement (the transport's retries), {:.0} packets lost over the {:.0} s outage (computed from the settled window after the strike)",
+        g("rebooted_gbps_before"),
+        g("other_spines_gbps_during"),
+        g("stalled_flows"),
+        g("qps_failed_in_outage"),
+        g("stalled_give_up_us") * 1e-6,
+        g("outage_lost_packets"),
+        g("outage_us") * 1e-6
+    ));
+    let mechanism = format!(
+        "no redundant path: `{sw}` is the only way between the leaves it joins, so while it reboots the flows between them have no route, their QPs retry into nothing and fail, and what the hosts send toward the other side is lost at the leaves"
+    );
+    let Some(ls) = &m.config.topology.leaf_spine else {
+        let keys = vec!["[topology] a second path between the switches it joins".into()];
+        return (Cause { mechanism, evidence, keys }, vec![]);
+    };
+    let spines = ls.spines + 1;
+    let uplinks = ls.uplinks_per_leaf.map(|u| u / ls.spines.max(1) * spines);
+    let cand = Candidate {
+        change: format!(
+            "[topology.leaf_spine] spines = {spines}{}   # a second path around a rebooting spine",
+            uplinks.map_or(String::new(), |u| format!(", uplinks_per_leaf = {u}"))
+        ),
+        scenario: None,
+        flow_engine: false,
+        apply: Box::new(move |cfg: &mut Config| {
+            if let Some(ls) = &mut cfg.topology.leaf_spine {
+                ls.spines = spines;
+                ls.uplinks_per_leaf = uplinks;
+            }
+        }),
+    };
+    let keys = vec!["[topology.leaf_spine] spines".into()];
+    (Cause { mechanism, evidence, keys }, vec![cand])
 }

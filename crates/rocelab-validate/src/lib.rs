@@ -748,11 +748,51 @@ pub fn validate(
             )]);
         }
     }
-    let results = if opts.engine == EngineKind::Packet { run_all(m, &runs, opts, progress)? } else { vec![] };
+    // The runs that ran, and where each of `pairs`' runs went: its index among them, or why
+    // the fabric cannot host it.
+    let (all_runs, mut runs, mut results, mut placed) = (runs, vec![], vec![], vec![]);
+    if opts.engine == EngineKind::Packet {
+        let mut errs = vec![];
+        for (run, outcome) in all_runs.iter().zip(run_all(m, &all_runs, opts, progress)) {
+            match outcome {
+                Ok(r) => {
+                    placed.push(Ok(results.len()));
+                    runs.push(run.clone());
+                    results.push(r);
+                }
+                // The checklist's own run of a kind this fabric cannot host (a receiver
+                // hotspot on two hosts) is refused; a file's own scenario that cannot run is
+                // an error, as `simulate` says.
+                Err(d) if run.1 == "scenario" => placed.push(Err(d
+                    .iter()
+                    .map(|x| format!("{} ({})", x.message, x.hint))
+                    .collect::<Vec<_>>()
+                    .join("; "))),
+                Err(d) => errs.extend(d),
+            }
+        }
+        if !errs.is_empty() {
+            return Err(errs);
+        }
+    } else {
+        runs = all_runs.clone();
+        placed = (0..runs.len()).map(Ok).collect();
+    }
     let mut failing: Vec<(usize, &CheckDef, usize)> = vec![];
     let mut flow_runs: BTreeMap<usize, FlowCollective> = BTreeMap::new();
     for (c, i) in pairs {
-        let name = check_name(c, runs[i].0.display_name());
+        let name = check_name(c, all_runs[i].0.display_name());
+        let i = match &placed[i] {
+            Ok(i) => *i,
+            Err(why) => {
+                let label = all_runs[i].0.display_name();
+                checks.push(CheckResult {
+                    evidence: vec![format!("`{label}` cannot run on this fabric: {why}")],
+                    ..refused(c, name, label, opts.engine)
+                });
+                continue;
+            }
+        };
         let busbw = c.kind == ScenarioKind::Collective && matches!(c.figure, Figure::Headline | Figure::Metric(IDEAL));
         let res = match results.get(i) {
             Some(r) => judge(c, name, r, &opts.policy),
@@ -766,6 +806,37 @@ pub fn validate(
     }
     explain(m, &runs, &results, &mut checks, &failing, opts, progress);
     checks.extend(training_steps(m, file, text, opts)?);
+    // Every failed check has a cause and a fix: those judged on the flow engine, which
+    // models no queue, pause or mark to read a mechanism from, say so.
+    for c in checks.iter_mut().filter(|c| c.verdict.fails() && c.cause.is_none()) {
+        let flow = opts.engine != EngineKind::Packet;
+        c.cause = Some(causes::Cause {
+            mechanism: if flow {
+                format!(
+                    "{} is past its limit on the {}-level engine, which models no queue, pause, mark or drop to read a mechanism from",
+                    c.name,
+                    opts.engine.name()
+                )
+            } else {
+                format!("{} is past its limit; no mechanism was read for it", c.name)
+            },
+            evidence: vec![],
+            keys: vec![],
+        });
+        c.fix = Some(causes::Fix {
+            change: if flow {
+                "none found here: run `validate` on the packet engine for the cause and a verified fix".into()
+            } else {
+                "none found: the twin has no change to try for this cause".into()
+            },
+            before: c.figure,
+            after: None,
+            unit: c.unit.clone(),
+            verdict_after: None,
+            verified: false,
+            note: Some("see the cause".into()),
+        });
+    }
     let drawing = Drawing::of(m, &results);
     let mut r = Report {
         fabric: m.config.fabric.name.clone(),
@@ -910,16 +981,45 @@ fn training_steps(
         let figure = r.step_us.is_finite().then_some(r.comm_wait_ratio);
         let verdict = verdict(Cmp::AtMost, limit, figure);
         let plan_wait = est.phases.iter().find(|p| p.name == "step").map(|p| p.network_share);
+        let unit = "GPU time waiting on the network / step time";
+        // A step that waits too long: its critical communication is the cause; the plan, not
+        // one fabric key, is what changes it, so nothing is re-run.
+        let (cause, fix) = if verdict.fails() {
+            (
+                Some(causes::Cause {
+                    mechanism: format!(
+                        "the training step's GPUs wait on the network {} of the step ({:.3} ms against {:.3} ms with an ideal network): its critical communication is {}",
+                        fmt(figure),
+                        r.step_us * 1e-3,
+                        r.compute_only_us * 1e-3,
+                        r.critical
+                    ),
+                    evidence: vec![format!("plan's estimate of the same share: {}", fmt(plan_wait))],
+                    keys: vec![format!("[[workload]] name = \"{name}\": step (the plan: parallelism, overlap)")],
+                }),
+                Some(causes::Fix {
+                    change: "none found: the plan decides it (`rocelab plan --input` on the step's plan for its bottleneck, `rocelab plan --search` for another layout)".into(),
+                    before: figure,
+                    after: None,
+                    unit: unit.into(),
+                    verdict_after: None,
+                    verified: false,
+                    note: Some("see the cause's keys".into()),
+                }),
+            )
+        } else {
+            (None, None)
+        };
         out.push(CheckResult {
             name: check,
             scenario: format!("workload.{name}"),
             verdict,
             figure,
             limit,
-            unit: "GPU time waiting on the network / step time".into(),
+            unit: unit.into(),
             cmp: "<=",
-            cause: None,
-            fix: None,
+            cause,
+            fix,
             why: "the share of the training step its GPUs wait on the network (rocelab_comm_wait_ratio), against the same DAG on an ideal network; `rocelab plan` calls ≤ 5 % GOOD".into(),
             evidence: vec![
                 format!(
@@ -940,13 +1040,14 @@ fn rocelab_sim_opts(seed: u64) -> rocelab_sim::SimOptions {
     rocelab_sim::SimOptions { seed, recycle_qps: true, ..rocelab_sim::SimOptions::default() }
 }
 
-/// Runs the scenarios on `jobs` threads; results in the order of `runs`.
+/// Runs the scenarios on `jobs` threads; each result, or why it could not run, in the order of
+/// `runs`.
 fn run_all(
     m: &Model,
     runs: &[(ScenarioConfig, String)],
     opts: &Options,
     progress: &(dyn Fn(Progress) + Sync),
-) -> Result<Vec<ScenarioResult>, Vec<rocelab_model::Diagnostic>> {
+) -> Vec<Result<ScenarioResult, Vec<rocelab_model::Diagnostic>>> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
     let next = AtomicUsize::new(0);
@@ -1237,9 +1338,14 @@ pub fn explanation(c: &CheckResult) -> Vec<String> {
         let limit = c.limit.map_or(String::new(), |l| format!(" (limit {} {})", c.cmp, fmt(Some(l))));
         match (f.after, &f.note) {
             (Some(after), _) => v.push(format!(
-                "fix: {} — {} on the twin: {} → {} {}{limit}",
+                "fix: {} — {}: {} → {} {}{limit}",
                 f.change,
-                if f.verified { "verified" } else { "NOT enough" },
+                match (f.verified, f.verdict_after) {
+                    (true, _) => "verified on the twin",
+                    // The figure may be within the limit while the changed fabric never settled.
+                    (false, Some(Verdict::NotConverged)) => "NOT verified on the twin, the re-run not converged",
+                    _ => "NOT enough on the twin",
+                },
                 fmt(f.before),
                 fmt(Some(after)),
                 f.unit
@@ -1290,9 +1396,14 @@ pub fn render_text(r: &Report) -> String {
             let _ = writeln!(s, "  edges {}: {l}", sc.scenario);
         }
     }
-    // Every refusal has the same reason: say it once.
-    if let Some(c) = r.checks.iter().find(|c| c.verdict == Verdict::Refused) {
-        let _ = writeln!(s, "  skip: {}", c.evidence.join(" "));
+    // Each reason for a refusal, once (the engine's is the same for every check).
+    let mut said: Vec<String> = vec![];
+    for c in r.checks.iter().filter(|c| c.verdict == Verdict::Refused) {
+        let why = c.evidence.join(" ");
+        if !said.contains(&why) {
+            let _ = writeln!(s, "  skip: {why}");
+            said.push(why);
+        }
     }
     let _ = writeln!(
         s,
@@ -1373,7 +1484,8 @@ pub fn junit(r: &Report) -> String {
                 Verdict::Warn => {
                     let _ = writeln!(
                         s,
-                        ">\n      <skipped message=\"lint warning: {}\"/>\n    </testcase>",
+                        ">\n      <skipped message=\"lint warning: {}: {}\"/>\n    </testcase>",
+                        xml(&detail),
                         xml(&c.evidence.join(" "))
                     );
                 }

@@ -151,6 +151,7 @@ fn the_common_mistakes_fabric_fails_the_checks_its_mistakes_imply() {
         "{cnp:?}"
     );
     assert!(r.failed() >= 5);
+    assert_explained("common-mistakes.toml", &r);
 }
 
 #[test]
@@ -207,6 +208,28 @@ fn text_json_junit_and_html_agree_on_every_verdict() {
         page.contains(&format!(">{leaf}</text><text x="))
             && page.contains(&format!(">+{:.0} %<", (max / mean - 1.0) * 100.0))
     );
+    // Units and one count in every format: each check's figure with its unit in the text
+    // line, the HTML summary row and the JUnit test case; the tally's line in the text's
+    // `result:`, the HTML header and the JUnit `<testsuites>` name, whose `tests` is the JSON's
+    // count of checks.
+    let text = render_text(&r);
+    let x = junit(&r);
+    for c in &r.checks {
+        assert!(text.lines().any(|l| l.contains(&c.name) && l.trim_end().ends_with(&c.unit)), "{}: {text}", c.name);
+        let row = format!("<td>{}</td>", c.name);
+        let row = page.lines().find(|l| l.contains(&row)).unwrap_or_else(|| panic!("{}", c.name));
+        assert!(row.contains(&c.unit.replace('<', "&lt;").replace('>', "&gt;")), "{}: {row}", c.name);
+        let case = x.split("<testcase ").find(|t| t.contains(&format!("name=\"{}\"", c.name))).unwrap();
+        // A passing test case is empty in JUnit, and a refused one has no figure.
+        if !matches!(c.verdict, Verdict::Pass | Verdict::Refused) {
+            assert!(case.contains(&c.unit.replace('<', "&lt;").replace('>', "&gt;")), "{}: {case}", c.name);
+        }
+    }
+    let line = r.tally.line();
+    assert!(text.contains(&format!("result: {line} (")), "{text}");
+    assert!(page.contains(&format!("<b>{line}</b>")), "{line}");
+    assert!(x.contains(&format!(": {line}\" tests=\"{}\" failures=\"{}\">", r.checks.len(), r.failed())), "{x}");
+    assert_eq!(j["tally"]["checks"].as_u64(), Some(r.checks.len() as u64));
     // Same input, same bytes.
     let again = run(
         "leaf-spine-small.toml",
@@ -541,38 +564,77 @@ fn a_scenario_named_after_another_kind_is_refused() {
     assert!(errs[0].message.contains("a hotspot scenario named `incast`"), "{errs:?}");
 }
 
+/// Every shipped fabric file: `examples/*.toml` and the fabrics of its `homelab` and
+/// `ib-vs-roce` directories (the others hold plans, dumps and other simulators' inputs).
+fn shipped_fabrics() -> Vec<String> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut files = vec![];
+    for dir in ["", "homelab", "ib-vs-roce"] {
+        for e in std::fs::read_dir(root.join(dir)).unwrap().filter_map(|e| e.ok()) {
+            let n = e.file_name().to_string_lossy().into_owned();
+            if n.ends_with(".toml") {
+                files.push(if dir.is_empty() { n } else { format!("{dir}/{n}") });
+            }
+        }
+    }
+    files.sort();
+    assert!(files.len() >= 15, "{files:?}");
+    files
+}
+
+/// The JSON of a checklist: a `unit` on every check and every scenario metric, `cause` and
+/// `fix` (with `before` and `after`) on every failed or not-converged check, and the tally's
+/// count of the checks.
+fn assert_explained(f: &str, r: &Report) {
+    let j: serde_json::Value = serde_json::from_str(&to_json(r)).unwrap();
+    for c in j["checks"].as_array().unwrap() {
+        assert!(c["unit"].as_str().is_some_and(|u| !u.is_empty()), "{f}: {c}");
+        if c["verdict"] == "fail" || c["verdict"] == "not-converged" {
+            assert!(c["cause"]["mechanism"].as_str().is_some_and(|m| !m.is_empty()), "{f}: {c}");
+            assert!(c["fix"]["change"].is_string() && c["fix"]["before"].is_number(), "{f}: {c}");
+            assert!(c["fix"].get("after").is_some() && c["fix"]["unit"] == c["unit"], "{f}: {c}");
+        }
+    }
+    for sc in j["scenarios"].as_array().unwrap() {
+        for k in sc["metrics"].as_object().unwrap().keys() {
+            assert!(sc["units"][k].as_str().is_some_and(|u| !u.is_empty()), "{f}: {k}");
+        }
+    }
+    assert_eq!(j["tally"]["checks"].as_u64().unwrap() as usize, r.checks.len(), "{f}");
+}
+
 #[test]
 fn every_shipped_examples_checklist_gives_a_unit_for_every_figure() {
     assert!(CHECKS.iter().all(|c| !c.unit.is_empty()));
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples");
-    let mut files: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
-        .filter(|n| n.ends_with(".toml"))
-        .collect();
-    files.sort();
-    assert!(files.len() >= 7, "{files:?}");
-    for f in files {
-        // Lint and the incast (a debug build cannot run 1,024 hosts' steady loads in a test;
-        // the units come from the same tables for every check).
-        let r = run(&f, Policy::default(), &["lint", "incast"]);
-        let j: serde_json::Value = serde_json::from_str(&to_json(&r)).unwrap();
-        for c in j["checks"].as_array().unwrap() {
-            assert!(c["unit"].as_str().is_some_and(|u| !u.is_empty()), "{f}: {c}");
-            if c["verdict"] == "fail" {
-                assert!(
-                    c["cause"].is_object() && c["fix"]["before"].is_number() && c["fix"].get("after").is_some(),
-                    "{f}: {c}"
-                );
-            }
-        }
-        for sc in j["scenarios"].as_array().unwrap() {
-            for k in sc["metrics"].as_object().unwrap().keys() {
-                assert!(sc["units"][k].as_str().is_some_and(|u| !u.is_empty()), "{f}: {k}");
-            }
-        }
-        assert_eq!(j["tally"]["checks"].as_u64().unwrap() as usize, r.checks.len());
+    for f in shipped_fabrics() {
+        // Lint and the incast on every file, the 1,024-GPU one included (the whole checklist
+        // on each but the two rail fabrics is the next test).
+        assert_explained(&f, &run(&f, Policy::default(), &["lint", "incast"]));
     }
+}
+
+#[test]
+fn every_shipped_examples_whole_checklist_explains_every_failure_in_its_json() {
+    // Every check of every shipped fabric, at a 600 µs horizon so that a debug build can
+    // afford it (the steady kinds then mostly end not converged, which is the path that must
+    // carry a cause and a fix as well), fixes proposed but not re-run (`before`, `after`
+    // null), the checklist's 1 GiB-class collective left out (its checks are judged in the
+    // collective tests above). Not here: `rail-128gpu` and `rail-1024gpu` (minutes in a debug
+    // build; release figures in docs/validate.md) and `common-mistakes` (its whole checklist is
+    // `the_common_mistakes_fabric_…`, which asserts the same).
+    let policy = "skip = [\"collective.busbw-of-ideal\", \"collective.busbw\", \"collective.paused-share\", \"collective.lossless-drops\"]\n[steady]\nhorizon_us = 600\n";
+    let mut failed = 0;
+    for f in shipped_fabrics() {
+        if f.starts_with("rail-1") || f == "common-mistakes.toml" {
+            continue;
+        }
+        let r = run(&f, Policy::parse("quick.toml", policy).unwrap(), &[]);
+        assert!(!r.scenarios.is_empty(), "{f}: {}", render_text(&r));
+        failed += r.failed();
+        assert_explained(&f, &r);
+    }
+    // The path is exercised: dozens of failed or not-converged checks across the files.
+    assert!(failed > 50, "{failed}");
 }
 
 /// A 2-leaf, 100 G fabric whose only mistake is the CNPs' class: `cnp_behind` puts them in the
@@ -797,4 +859,171 @@ fn an_all_to_all_whose_hash_collides_fails_against_its_ideal_and_adaptive_routin
     let fix = c.fix.as_ref().unwrap();
     assert!(fix.change.contains("load_balancing = \"adaptive\"") && fix.verified, "{fix:?}");
     assert!(fix.after.unwrap() >= 0.8, "{fix:?}");
+}
+
+/// `ecn_fabric` with thresholds sized to its 100 G ports (Kmin 50 kB, Kmax 500 kB), lint-clean
+/// but for what `edit` changes: a fabric carrying one mistake.
+fn one_mistake(edit: impl Fn(String) -> String) -> (rocelab_model::Model, String) {
+    let (_, clean) = ecn_fabric("{ kmin_bytes = 50000, kmax_bytes = 500000, pmax = 0.1 }");
+    let text = edit(clean.clone());
+    assert_ne!(text, clean, "the edit changed nothing");
+    (rocelab_model::load_str("one.toml", &text).unwrap_or_else(|e| panic!("{e}\n{text}")), text)
+}
+
+#[test]
+fn pfc_on_the_tcp_class_alone_fails_lint_and_the_mixed_run_with_head_of_line_blocking_named() {
+    // The one mistake: PFC on priority 0 too, the class TCP, storage and management ride.
+    let (m, text) = one_mistake(|t| {
+        t.replace("priority = 0\n", "priority = 0\nlossless = true\n")
+            .replace("pfc_priorities = [3]", "pfc_priorities = [0, 3]")
+    });
+    let opts = Options {
+        only: vec!["lint".into(), "mixed".into()],
+        jobs: 2,
+        seed: 1,
+        verify_fixes: true,
+        ..Options::default()
+    };
+    let r = validate(&m, "one.toml", &text, &opts, &|_| {}).unwrap();
+    let errors: Vec<&str> = r
+        .checks
+        .iter()
+        .filter(|c| c.name.starts_with("lint") && c.verdict == Verdict::Fail)
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(errors, ["lint.PFC002"], "{}", render_text(&r));
+    let c = r.checks.iter().find(|c| c.name == "mixed.pfc-on-tcp").unwrap();
+    assert_eq!(c.verdict, Verdict::Fail, "{}", render_text(&r));
+    assert!(c.figure.unwrap() > 0.0, "{c:?}");
+    let cause = c.cause.as_ref().unwrap();
+    assert!(cause.mechanism.starts_with("TCP in a lossless class (`default`, priority 0)"), "{cause:?}");
+    assert!(cause.mechanism.contains("head-of-line blocking"), "{cause:?}");
+    let fix = c.fix.as_ref().unwrap();
+    assert!(fix.change.contains("lossless = false") && fix.verified, "{fix:?}");
+    assert_eq!(fix.after, Some(0.0), "{fix:?}");
+    // RDMA itself stays lossless beside it.
+    let rdma = r.checks.iter().find(|c| c.name == "mixed.rdma-lossless").unwrap();
+    assert_eq!(rdma.verdict, Verdict::Pass, "{rdma:?}");
+}
+
+#[test]
+fn rdma_sharing_its_class_with_storage_alone_fails_lint_and_the_isolation_run_and_the_fix_is_verified() {
+    // The one mistake: the RDMA class carries storage too (the tenant of the `isolation` run:
+    // backup or storage traffic beside a training job), so nothing schedules between them.
+    let scenario = "\n[[scenario]]\nkind = \"isolation\"\nsize_bytes = 2097152\n";
+    let (m, text) = one_mistake(|t| {
+        t.replace("carries = [\"rdma\"]", "carries = [\"rdma\", \"storage\"]")
+            .replace("carries = [\"tcp\", \"storage\", \"management\"]", "carries = [\"tcp\", \"management\"]")
+            + scenario
+    });
+    let opts = Options {
+        only: vec!["lint".into(), "isolation".into()],
+        jobs: 2,
+        seed: 1,
+        verify_fixes: true,
+        ..Options::default()
+    };
+    let r = validate(&m, "one.toml", &text, &opts, &|_| {}).unwrap();
+    let errors: Vec<&str> = r
+        .checks
+        .iter()
+        .filter(|c| c.name.starts_with("lint") && c.verdict == Verdict::Fail)
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(errors, ["lint.ISO001"], "{}", render_text(&r));
+    let c = r.checks.iter().find(|c| c.name == "isolation.victim-slowdown").unwrap();
+    assert_eq!(c.verdict, Verdict::Fail, "{}", render_text(&r));
+    let sc = r.scenarios.iter().find(|s| s.kind == "isolation").unwrap();
+    assert_eq!((sc.params["class"].as_str(), sc.params["noisy_transport"].as_str()), (Some("roce"), Some("rdma")));
+    let cause = c.cause.as_ref().unwrap();
+    assert!(cause.mechanism.starts_with("RDMA and general traffic mixed without separation"), "{cause:?}");
+    assert!(cause.mechanism.contains("the job's own class `roce`"), "{cause:?}");
+    assert!(cause.keys.iter().any(|k| k.contains("name = \"roce\": carries")), "{cause:?}");
+    // The re-run with storage moved to the lossy `default` class: the tenant speaks DCTCP
+    // there, DWRR holds the job to its half of the link, and the check passes.
+    let fix = c.fix.as_ref().unwrap();
+    assert!(fix.verified && fix.after.unwrap() <= c.limit.unwrap(), "{fix:?}\n{}", render_text(&r));
+    assert!(fix.before.unwrap() > c.limit.unwrap(), "{fix:?}");
+    // Without the mistake: no lint error and the isolation check passes.
+    let clean = one_mistake(|t| t + scenario);
+    let r = validate(&clean.0, "one.toml", &clean.1, &opts, &|_| {}).unwrap();
+    assert!(r.checks.iter().all(|c| !c.verdict.fails()), "{}", render_text(&r));
+}
+
+#[test]
+fn a_rack_left_without_congestion_control_alone_draws_lint_warnings_and_fails_the_hotspot_with_its_cause() {
+    // The one mistake: two hosts (one per leaf) on a profile a firmware rollout left without
+    // congestion control, the rest of the fleet on DCQCN.
+    let (m, text) = one_mistake(|t| {
+        t + "\n[nic_profiles.old]\nmtu = 4096\ncongestion_control = \"none\"\n\n\
+             [[nic_assign]]\nhosts = [\"host1\", \"host5\"]\nprofile = \"old\"\n"
+    });
+    let opts = Options {
+        only: vec!["lint".into(), "hotspot.queue-delay".into()],
+        jobs: 2,
+        seed: 1,
+        verify_fixes: true,
+        ..Options::default()
+    };
+    let r = validate(&m, "one.toml", &text, &opts, &|_| {}).unwrap();
+    // Lint's fleet rules are warnings, shown as such; no lint error.
+    let warn = |code: &str| r.checks.iter().any(|c| c.name == format!("lint.{code}") && c.verdict == Verdict::Warn);
+    assert!(warn("NIC004") && warn("NIC003"), "{}", render_text(&r));
+    assert!(r.checks.iter().any(|c| c.name == "lint" && c.verdict == Verdict::Pass), "{}", render_text(&r));
+    // The NICs that never back off hold the hot port's queue (the clean fabric holds it under
+    // 100 µs: `ecn_thresholds_far_above_the_buffer_…`).
+    let c = r.checks.iter().find(|c| c.name == "hotspot.queue-delay").unwrap();
+    assert_eq!(c.verdict, Verdict::Fail, "{}", render_text(&r));
+    let cause = c.cause.as_ref().unwrap();
+    assert!(cause.mechanism.starts_with("NICs without congestion control in a dcqcn fleet"), "{cause:?}");
+    assert!(cause.evidence.iter().any(|e| e.contains("`old` on 2 hosts (host1, host5)")), "{cause:?}");
+    assert_eq!(cause.keys, ["[nic_profiles.old] congestion_control"]);
+    // The fix puts the profile on the fleet's congestion control and DCQCN table, re-run.
+    let fix = c.fix.as_ref().unwrap();
+    assert!(fix.change.starts_with("[nic_profiles.old] congestion_control = \"dcqcn\""), "{fix:?}");
+    assert!(fix.verified && fix.after.unwrap() <= c.limit.unwrap(), "{fix:?}");
+}
+
+#[test]
+fn a_reboot_of_the_only_spine_names_the_missing_path_and_re_runs_with_a_second_spine() {
+    // `incast-16to1.toml` has one spine: its cold reboot cuts the leaves apart for 150 s.
+    let (m, file, text) = example("incast-16to1.toml");
+    let opts =
+        Options { only: vec!["switch-reboot".into()], jobs: 1, seed: 1, verify_fixes: true, ..Options::default() };
+    let r = validate(&m, &file, &text, &opts, &|_| {}).unwrap();
+    let c = &r.checks[0];
+    assert_eq!((c.name.as_str(), c.verdict), ("switch-reboot.losses-outside-the-switch", Verdict::Fail));
+    let cause = c.cause.as_ref().unwrap();
+    assert!(cause.mechanism.starts_with("no redundant path: `spine0` is the only way"), "{cause:?}");
+    assert!(cause.evidence.iter().any(|e| e.contains("QPs gave up 34.4 s after")), "{cause:?}");
+    assert_eq!(cause.keys, ["[topology.leaf_spine] spines"]);
+    // With a second spine the rest of the fabric loses nothing; the mlx5 defaults' load does
+    // not settle within the horizon there, so the fix is measured but not called verified.
+    let fix = c.fix.as_ref().unwrap();
+    assert!(fix.change.starts_with("[topology.leaf_spine] spines = 2"), "{fix:?}");
+    assert_eq!((fix.after, fix.verdict_after), (Some(0.0), Some(Verdict::NotConverged)), "{fix:?}");
+    assert!(!fix.verified);
+    assert!(render_text(&r).contains("NOT verified on the twin, the re-run not converged: "), "{}", render_text(&r));
+}
+
+#[test]
+fn a_checklist_run_the_fabric_cannot_host_is_refused_with_its_reason() {
+    // Two workstations and a cable: no switch to reboot, no third host for a hotspot.
+    let r = run("homelab/tb5.toml", Policy::default(), &[]);
+    let refused: Vec<&str> =
+        r.checks.iter().filter(|c| c.verdict == Verdict::Refused).map(|c| c.scenario.as_str()).collect();
+    for s in ["hotspot", "cnp-path", "link-loss", "link-flap", "switch-reboot", "isolation", "firmware-mix"] {
+        assert!(refused.contains(&s), "{s}: {}", render_text(&r));
+    }
+    let hot = r.checks.iter().find(|c| c.name == "hotspot.queue-delay").unwrap();
+    assert_eq!(
+        hot.evidence,
+        ["`hotspot` cannot run on this fabric: a receiver hotspot needs 3 hosts (use target = \"uplink\")"]
+    );
+    // The rest is judged; a refusal fails nothing, and each reason is said once.
+    assert!(r.checks.iter().any(|c| c.name == "incast.completion" && c.verdict == Verdict::Pass));
+    assert_eq!(r.failed(), 0, "{}", render_text(&r));
+    let text = render_text(&r);
+    assert_eq!(text.matches("skip: `hotspot` cannot run").count(), 1, "{text}");
+    assert_eq!(junit(&r).matches("<skipped message=\"refused:").count(), r.tally.refused);
 }

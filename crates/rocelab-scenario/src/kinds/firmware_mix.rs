@@ -25,6 +25,15 @@ impl Kind for Params {
         let dur = cx.duration(self.duration_us, rocelab_model::scenario::STEADY_WINDOW_US as u64)?;
         let dst = cx.dst(&self.dst)?;
         let k = cx.fan_in(self.fan_in, FAN_IN as usize, 1)?;
+        if k < 2 {
+            // One sender is all on the other profile: there is no fleet to share with.
+            return Err(err(
+                &cx.path,
+                "fan_in",
+                format!("{k} sender: the fleet and the other profile need one each"),
+                "run it on a fabric (or `hosts`) of 3 hosts or more",
+            ));
+        }
         let share = cx.fraction("share", self.share, SHARE, false)?;
         let senders = cx.after(dst, k);
         // Every 1/share-th sender, at least one.
