@@ -816,14 +816,7 @@ fn an_all_to_all_on_the_oversubscribed_spines_fails_against_its_ideal_with_the_s
     // rates leave each leaf on 4 uplinks. On the fabric made non-blocking the NICs bound it
     // alone, so the ratio is at most 4 / 6.19 = 0.646 (the wire's headers cancel out).
     let (m, text) = leaf_spine_collective("op = \"alltoall\"\nsize_bytes = 4194304\n");
-    let opts = Options {
-        only: vec!["collective.busbw-of-ideal".into()],
-        jobs: 2,
-        seed: 1,
-        verify_fixes: true,
-        ..Options::default()
-    };
-    let r = validate(&m, "collective.toml", &text, &opts, &|_| {}).unwrap();
+    let r = verified(&m, "collective.toml", &text, &["collective.busbw-of-ideal"]);
     let c = &r.checks[0];
     assert_eq!(c.verdict, Verdict::Fail, "{}", render_text(&r));
     let bound = 4.0 / (8.0 * 24.0 / 31.0);
@@ -865,6 +858,27 @@ fn an_all_to_all_whose_hash_collides_fails_against_its_ideal_and_adaptive_routin
 
 /// `ecn_fabric` with thresholds sized to its 100 G ports (Kmin 50 kB, Kmax 500 kB), lint-clean
 /// but for what `edit` changes: a fabric carrying one mistake.
+/// The checklist of `only` on `m`, two jobs, seed 1, the top causes' fixes re-run.
+fn verified(m: &rocelab_model::Model, file: &str, text: &str, only: &[&str]) -> Report {
+    let opts = Options {
+        only: only.iter().map(|s| s.to_string()).collect(),
+        jobs: 2,
+        seed: 1,
+        verify_fixes: true,
+        ..Options::default()
+    };
+    validate(m, file, text, &opts, &|_| {}).unwrap()
+}
+
+/// The lint rules that failed (errors), by check name.
+fn failed_lint(r: &Report) -> Vec<&str> {
+    r.checks
+        .iter()
+        .filter(|c| c.name.starts_with("lint") && c.verdict == Verdict::Fail)
+        .map(|c| c.name.as_str())
+        .collect()
+}
+
 fn one_mistake(edit: impl Fn(String) -> String) -> (rocelab_model::Model, String) {
     let (_, clean) = ecn_fabric("{ kmin_bytes = 50000, kmax_bytes = 500000, pmax = 0.1 }");
     let text = edit(clean.clone());
@@ -879,21 +893,8 @@ fn pfc_on_the_tcp_class_alone_fails_lint_and_the_mixed_run_with_head_of_line_blo
         t.replace("priority = 0\n", "priority = 0\nlossless = true\n")
             .replace("pfc_priorities = [3]", "pfc_priorities = [0, 3]")
     });
-    let opts = Options {
-        only: vec!["lint".into(), "mixed".into()],
-        jobs: 2,
-        seed: 1,
-        verify_fixes: true,
-        ..Options::default()
-    };
-    let r = validate(&m, "one.toml", &text, &opts, &|_| {}).unwrap();
-    let errors: Vec<&str> = r
-        .checks
-        .iter()
-        .filter(|c| c.name.starts_with("lint") && c.verdict == Verdict::Fail)
-        .map(|c| c.name.as_str())
-        .collect();
-    assert_eq!(errors, ["lint.PFC002"], "{}", render_text(&r));
+    let r = verified(&m, "one.toml", &text, &["lint", "mixed"]);
+    assert_eq!(failed_lint(&r), ["lint.PFC002"], "{}", render_text(&r));
     let c = r.checks.iter().find(|c| c.name == "mixed.pfc-on-tcp").unwrap();
     assert_eq!(c.verdict, Verdict::Fail, "{}", render_text(&r));
     assert!(c.figure.unwrap() > 0.0, "{c:?}");
@@ -918,21 +919,8 @@ fn rdma_sharing_its_class_with_storage_alone_fails_lint_and_the_isolation_run_an
             .replace("carries = [\"tcp\", \"storage\", \"management\"]", "carries = [\"tcp\", \"management\"]")
             + scenario
     });
-    let opts = Options {
-        only: vec!["lint".into(), "isolation".into()],
-        jobs: 2,
-        seed: 1,
-        verify_fixes: true,
-        ..Options::default()
-    };
-    let r = validate(&m, "one.toml", &text, &opts, &|_| {}).unwrap();
-    let errors: Vec<&str> = r
-        .checks
-        .iter()
-        .filter(|c| c.name.starts_with("lint") && c.verdict == Verdict::Fail)
-        .map(|c| c.name.as_str())
-        .collect();
-    assert_eq!(errors, ["lint.ISO001"], "{}", render_text(&r));
+    let r = verified(&m, "one.toml", &text, &["lint", "isolation"]);
+    assert_eq!(failed_lint(&r), ["lint.ISO001"], "{}", render_text(&r));
     let c = r.checks.iter().find(|c| c.name == "isolation.victim-slowdown").unwrap();
     assert_eq!(c.verdict, Verdict::Fail, "{}", render_text(&r));
     let sc = r.scenarios.iter().find(|s| s.kind == "isolation").unwrap();
@@ -948,7 +936,7 @@ fn rdma_sharing_its_class_with_storage_alone_fails_lint_and_the_isolation_run_an
     assert!(fix.before.unwrap() > c.limit.unwrap(), "{fix:?}");
     // Without the mistake: no lint error and the isolation check passes.
     let clean = one_mistake(|t| t + scenario);
-    let r = validate(&clean.0, "one.toml", &clean.1, &opts, &|_| {}).unwrap();
+    let r = verified(&clean.0, "one.toml", &clean.1, &["lint", "isolation"]);
     assert!(r.checks.iter().all(|c| !c.verdict.fails()), "{}", render_text(&r));
 }
 
@@ -960,14 +948,7 @@ fn a_rack_left_without_congestion_control_alone_draws_lint_warnings_and_fails_th
         t + "\n[nic_profiles.old]\nmtu = 4096\ncongestion_control = \"none\"\n\n\
              [[nic_assign]]\nhosts = [\"host1\", \"host5\"]\nprofile = \"old\"\n"
     });
-    let opts = Options {
-        only: vec!["lint".into(), "hotspot.queue-delay".into()],
-        jobs: 2,
-        seed: 1,
-        verify_fixes: true,
-        ..Options::default()
-    };
-    let r = validate(&m, "one.toml", &text, &opts, &|_| {}).unwrap();
+    let r = verified(&m, "one.toml", &text, &["lint", "hotspot.queue-delay"]);
     // Lint's fleet rules are warnings, shown as such; no lint error.
     let warn = |code: &str| r.checks.iter().any(|c| c.name == format!("lint.{code}") && c.verdict == Verdict::Warn);
     assert!(warn("NIC004") && warn("NIC003"), "{}", render_text(&r));
