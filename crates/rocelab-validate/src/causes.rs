@@ -671,9 +671,7 @@ fn isolation(m: &Model, r: &ScenarioResult, mut evidence: Vec<String>) -> (Cause
         SchedulerKind::Dwrr => format!("dwrr weight {}", k.weight),
         SchedulerKind::Strict => "strict".to_string(),
     };
-    let carries = |k: &rocelab_model::model::TrafficClass| {
-        k.carries.iter().map(|x| word(serde_json::to_value(x).unwrap_or_default())).collect::<Vec<_>>().join(", ")
-    };
+    let carries = |k: &rocelab_model::model::TrafficClass| k.carries.iter().map(spelled).collect::<Vec<_>>().join(", ");
     evidence.push(format!(
         "the job's all-reduce over {} hosts took {:.1} µs beside the tenant, {:.1} µs alone ({:.2}×); the tenant: {} hosts sending {} B each over {} in class `{}` (priority {}, queue {}, {}; carries {})",
         word(p("victims")),
@@ -724,12 +722,7 @@ fn isolation(m: &Model, r: &ScenarioResult, mut evidence: Vec<String>) -> (Cause
                 .map_or("a new lossy class `general` on a free priority, DWRR at the same weight".to_string(), |c| {
                     format!("class `{}`", c.name)
                 });
-            let moved: Vec<String> = j
-                .carries
-                .iter()
-                .filter(|k| general.contains(k))
-                .map(|x| word(serde_json::to_value(x).unwrap_or_default()))
-                .collect();
+            let moved: Vec<String> = j.carries.iter().filter(|k| general.contains(k)).map(spelled).collect();
             format!("[[qos.class]] name = \"{rdma}\": carries = [\"rdma\"]; {} into {to}", moved.join(", "))
         } else {
             format!("[[qos.class]] name = \"{other}\": queue = a queue of its own (not {})", j.queue)
@@ -868,7 +861,7 @@ fn fleet_without_cc(
     if without.is_empty() {
         return None;
     }
-    let cc = serde_json::to_value(fleet.1).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+    let cc = spelled(&fleet.1);
     let named: Vec<String> = without
         .iter()
         .map(|p| {
@@ -923,6 +916,15 @@ fn fleet_without_cc(
         }),
     };
     Some((cause, vec![cand]))
+}
+
+/// A fabric-file value (a traffic kind, a congestion control) as the file spells it.
+fn spelled<T: serde::Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    }
 }
 
 /// A NIC profile's key as the fabric file writes it: `[nic]` for the default profile.
