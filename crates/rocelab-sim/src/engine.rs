@@ -46,6 +46,7 @@ mod lb;
 mod link;
 mod mmu;
 mod nic;
+mod part;
 mod pfc;
 mod profile;
 mod sched;
@@ -55,6 +56,8 @@ mod wire;
 
 pub use faults::resolve_faults;
 pub use faults::{RECONNECT, RESEND_UNIT_BYTES};
+pub use part::{Msg, PartStatus};
+pub(crate) use part::Part;
 
 const NONE: u32 = u32::MAX;
 /// RoCEv2's UDP destination port.
@@ -77,6 +80,8 @@ pub struct SimOptions {
     pub recycle_qps: bool,
     /// Which engine runs the workload: packets (this module) or flows (`crate::flow`).
     pub engine: EngineKind,
+    /// Cut the fabric into partitions run by threads (`crate::parallel`); `None`: one engine.
+    pub parallel: Option<crate::parallel::Parallel>,
 }
 
 /// The engines a workload runs on.
@@ -108,6 +113,7 @@ impl Default for SimOptions {
             ack_interval: 4,
             recycle_qps: false,
             engine: EngineKind::Packet,
+            parallel: None,
         }
     }
 }
@@ -354,6 +360,8 @@ pub struct Sim<'m> {
     pub(crate) ib_ports: Vec<ib::IbPort>,
     /// Counts events against a cut of the fabric (`profile`; `None` unless asked for).
     part_profile: Option<Box<crate::partition::WindowProfile>>,
+    /// This engine runs one partition of a partitioned run (`part`; `None`: the whole fabric).
+    part: Option<Box<Part>>,
 }
 
 /// Prefetches the first line of a port (what every transmission and arrival reads).
@@ -391,6 +399,18 @@ impl<'m> Sim<'m> {
         workload: Box<dyn Workload + 'm>,
         faults: Vec<Fault>,
         opts: SimOptions,
+    ) -> Result<Sim<'m>, Vec<Diagnostic>> {
+        Self::replica(m, workload, faults, opts, None)
+    }
+
+    /// The engine of the whole fabric (`part` `None`), or the replica that runs one
+    /// partition of it (`crate::parallel`).
+    pub(crate) fn replica(
+        m: &'m Model,
+        workload: Box<dyn Workload + 'm>,
+        faults: Vec<Fault>,
+        opts: SimOptions,
+        part: Option<Part>,
     ) -> Result<Sim<'m>, Vec<Diagnostic>> {
         let qos = &m.qos;
         let link = LinkLayer::of(m)?;
@@ -546,6 +566,7 @@ impl<'m> Sim<'m> {
             int_rx: crate::cc::IntStack::default(),
             ib_ports: link.ports(m.ports.len()),
             part_profile: None,
+            part: part.map(Box::new),
             link,
             opts,
         };
@@ -701,11 +722,15 @@ impl<'m> Sim<'m> {
                 uet,
             };
             let id = self.host.store(qp);
+            qps += 1;
+            if !self.owns_node(f.src.0) {
+                // (Another partition's QP: it starts, and counts, there.)
+                continue;
+            }
             self.push_qp_timer(f.start, Ev::QpStart { qp: id }, id);
             self.qps_created += 1;
             self.qps_left += 1;
             self.bytes_total += size;
-            qps += 1;
         }
         self.flow_rx_left.push(qps);
         self.flow_failed.push(false);
@@ -1056,18 +1081,22 @@ impl<'m> Sim<'m> {
         if !self.observers.is_empty() {
             for i in 0..self.mmu.switches.len() {
                 let s = &self.mmu.switches[i];
+                if !self.owns_node(s.node) {
+                    continue;
+                }
                 self.notify_all(Observed::BufferSample { time: now, node: NodeId(s.node), bytes: s.used });
             }
             for i in 0..self.ports.len() {
                 let p = &self.ports[i];
                 let b: u64 = p.queues.iter().map(|q| q.bytes).sum();
-                if b > 0 && p.sw != NONE {
+                if b > 0 && p.sw != NONE && self.owns_node(p.node) {
                     let e = Observed::QueueSample { time: now, node: NodeId(p.node), port: PortId(i as u32), bytes: b };
                     self.notify_all(e);
                 }
             }
         }
-        if !self.done() {
+        // (A partition cannot tell that the whole run is done: it samples until the run stops.)
+        if !self.done() || self.part.is_some() {
             if let Some(iv) = self.opts.sample_interval {
                 self.q.push(now + iv, Ev::Sample);
             }

@@ -189,12 +189,13 @@ impl<E: Copy> EventQueue<E> {
         self.seq += 1;
     }
 
-    /// Makes bucket 0 non-empty (unless the queue is empty) and returns its front time.
-    /// Events that come due soon are shown to `hint` (see `pop_hinted`).
+    /// Makes bucket 0 non-empty (unless the queue is empty, or its next event is at or past
+    /// `limit`: then nothing is settled) and returns its front time. Events that come due
+    /// soon are shown to `hint` (see `pop_hinted`).
     #[inline]
-    fn settle(&mut self, hint: &mut impl FnMut(&E)) -> Option<u64> {
+    fn settle(&mut self, hint: &mut impl FnMut(&E), limit: u64) -> Option<u64> {
         if self.head < self.buckets[0].len() {
-            return Some(self.last);
+            return (self.last < limit).then_some(self.last);
         }
         if self.len == 0 {
             return None;
@@ -202,20 +203,26 @@ impl<E: Copy> EventQueue<E> {
         self.buckets[0].clear();
         self.occupied[0] &= !1;
         self.head = 0;
-        let b = (0..OCC_WORDS)
-            .find(|&w| self.occupied[w] != 0)
-            .map(|w| w * 64 + self.occupied[w].trailing_zeros() as usize)
-            .expect("len > 0");
-        self.occupied[b / 64] &= !(1 << (b % 64));
+        let b = self.lowest_bucket();
         if b <= RADIX {
             // Level 0: every event of the bucket is at the same time (already hinted when it
             // came this close), in push order. It becomes bucket 0 as it is.
+            let t = self.buckets[b][0].time;
+            if t >= limit {
+                return None;
+            }
+            self.occupied[b / 64] &= !(1 << (b % 64));
             self.buckets.swap(0, b);
-            self.last = self.buckets[0][0].time;
-            return Some(self.last);
+            self.last = t;
+            return Some(t);
         }
+        let min = self.buckets[b].iter().map(|e| e.time).min().expect("non-empty");
+        if min >= limit {
+            return None;
+        }
+        self.occupied[b / 64] &= !(1 << (b % 64));
         let mut items = std::mem::take(&mut self.buckets[b]);
-        self.last = items.iter().map(|e| e.time).min().expect("non-empty");
+        self.last = min;
         for e in &items {
             if self.put(*e) <= NEAR {
                 hint(&e.ev);
@@ -225,6 +232,40 @@ impl<E: Copy> EventQueue<E> {
         items.clear();
         self.buckets[b] = items;
         Some(self.last)
+    }
+
+    /// The lowest non-empty bucket other than bucket 0 (the queue holds events beyond it).
+    #[inline]
+    fn lowest_bucket(&self) -> usize {
+        (0..OCC_WORDS)
+            .map(|w| if w == 0 { self.occupied[0] & !1 } else { self.occupied[w] })
+            .enumerate()
+            .find(|(_, bits)| *bits != 0)
+            .map(|(w, bits)| w * 64 + bits.trailing_zeros() as usize)
+            .expect("events beyond bucket 0")
+    }
+
+    /// The next event, if it is due before `limit`; otherwise nothing is settled, so events may
+    /// still be pushed at any time from the last one popped (a partition that stops at the
+    /// end of its window takes messages due after it: `engine::part`).
+    #[inline]
+    pub fn pop_before(&mut self, limit: SimTime, mut hint: impl FnMut(&E)) -> Option<(SimTime, E)> {
+        let t = self.settle(&mut hint, limit.0)?;
+        let e = self.buckets[0][self.head];
+        self.head += 1;
+        self.len -= 1;
+        Some((SimTime(t), e.ev))
+    }
+
+    /// The time of the next event, settling nothing (unlike `peek_time`).
+    pub fn next_time(&self) -> Option<SimTime> {
+        if self.head < self.buckets[0].len() {
+            return Some(SimTime(self.last));
+        }
+        if self.len == 0 {
+            return None;
+        }
+        self.buckets[self.lowest_bucket()].iter().map(|e| SimTime(e.time)).min()
     }
 
     #[inline]
@@ -237,7 +278,7 @@ impl<E: Copy> EventQueue<E> {
     /// caller can prefetch what they will touch. The hint never changes the order.
     #[inline]
     pub fn pop_hinted(&mut self, mut hint: impl FnMut(&E)) -> Option<(SimTime, E)> {
-        let t = self.settle(&mut hint)?;
+        let t = self.settle(&mut hint, u64::MAX)?;
         let e = self.buckets[0][self.head];
         self.head += 1;
         self.len -= 1;
@@ -248,7 +289,7 @@ impl<E: Copy> EventQueue<E> {
     /// `pop_hinted`).
     #[inline]
     pub fn peek_time(&mut self, mut hint: impl FnMut(&E)) -> Option<SimTime> {
-        self.settle(&mut hint).map(SimTime)
+        self.settle(&mut hint, u64::MAX).map(SimTime)
     }
 
     /// Whether an event is queued at the time last popped (or settled). Unlike `peek_time`

@@ -87,6 +87,7 @@ pub mod flow;
 pub mod observer;
 pub mod outputs;
 pub mod pacer;
+pub mod parallel;
 pub mod packet;
 pub mod partition;
 pub mod report;
@@ -142,6 +143,8 @@ pub fn simulate(m: &Model, opts: SimOptions) -> Result<RunReport, Vec<Diagnostic
 pub enum Run<'m> {
     Packet(Box<Sim<'m>>),
     Flow(Box<FlowSim<'m>>),
+    /// The packet engine cut into partitions run by threads (`parallel`).
+    Parallel(Box<parallel::ParRun<'m>>),
 }
 
 impl<'m> Run<'m> {
@@ -152,6 +155,13 @@ impl<'m> Run<'m> {
         faults: Vec<engine::Fault>,
         opts: SimOptions,
     ) -> Result<Run<'m>, Vec<Diagnostic>> {
+        if opts.parallel.is_some() {
+            return Err(vec![Diagnostic::new(
+                "simulation.partitions",
+                "only a fabric's own [[traffic]] runs partitioned: a collective, training step or workload reacts to each delivery at once, with no lookahead to run partitions ahead of each other",
+                "run it unpartitioned (drop --partitions)",
+            )]);
+        }
         Ok(match opts.engine {
             EngineKind::Packet => Run::Packet(Box::new(Sim::with_workload(m, workload, faults, opts)?)),
             EngineKind::Flow => Run::Flow(Box::new(FlowSim::with_workload(m, workload, faults, opts)?)),
@@ -162,6 +172,7 @@ impl<'m> Run<'m> {
         match self {
             Run::Packet(s) => s.run(progress),
             Run::Flow(s) => s.run(progress),
+            Run::Parallel(s) => s.run(progress),
         }
     }
 
@@ -169,6 +180,7 @@ impl<'m> Run<'m> {
         match self {
             Run::Packet(s) => s.snapshot(),
             Run::Flow(s) => s.snapshot(),
+            Run::Parallel(s) => s.snapshot(),
         }
     }
 
@@ -177,6 +189,11 @@ impl<'m> Run<'m> {
         match self {
             Run::Packet(s) => s.snapshot_totals(),
             Run::Flow(s) => s.snapshot_totals(),
+            Run::Parallel(s) => {
+                let mut snap = s.snapshot();
+                (snap.qps, snap.flows) = (Vec::new(), Vec::new());
+                snap
+            }
         }
     }
 }
@@ -184,6 +201,19 @@ impl<'m> Run<'m> {
 /// [`build`] on the engine `opts.engine` names.
 pub fn build_run<'m>(m: &'m Model, opts: SimOptions) -> Result<Run<'m>, Vec<Diagnostic>> {
     match opts.engine {
+        EngineKind::Packet if opts.parallel.is_some_and(|p| p.parts > 1) => {
+            let par = opts.parallel.expect("checked");
+            let whole = SimOptions { parallel: None, ..opts };
+            let flows = traffic::expand(m, &m.config.traffic, whole.seed)?;
+            let faults = engine::resolve_faults(m)?;
+            let run = parallel::ParRun::new(m, flows, faults, whole.clone(), par)?;
+            if run.partitioning().parts > 1 {
+                return Ok(Run::Parallel(Box::new(run)));
+            }
+            // (A fabric of one block has nothing to cut: one engine runs it, whatever the
+            // threads.)
+            Ok(Run::Packet(Box::new(build(m, whole)?)))
+        }
         EngineKind::Packet => Ok(Run::Packet(Box::new(build(m, opts)?))),
         EngineKind::Flow => {
             let flows = traffic::expand(m, &m.config.traffic, opts.seed)?;

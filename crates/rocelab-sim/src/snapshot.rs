@@ -195,6 +195,39 @@ pub struct FlowRecord {
     pub sender_done: Option<SimTime>,
 }
 
+impl Counters {
+    /// Fills the counters that are sums over ports and NICs: drops by reason, ECN marks,
+    /// CNPs, PFC frames.
+    pub(crate) fn tally(&mut self, ports: &[PortCounters], nics: &[NicCounters]) {
+        self.drops_by_reason = [0; DROP_REASONS.len()];
+        for p in ports {
+            for q in &p.drops {
+                for (d, v) in self.drops_by_reason.iter_mut().zip(q) {
+                    *d += v;
+                }
+            }
+        }
+        self.ecn_marked = ports.iter().map(|p| p.ecn_marked.iter().sum::<u64>()).sum();
+        self.cnp_sent = nics.iter().map(|n| n.cnp_sent).sum();
+        self.cnp_received = nics.iter().map(|n| n.cnp_received).sum();
+        self.pfc_frames_sent = ports.iter().map(|p| p.pfc_tx.iter().sum::<u64>()).sum();
+        self.pfc_frames_received = ports.iter().map(|p| p.pfc_rx.iter().sum::<u64>()).sum();
+    }
+}
+
+impl FlowRecord {
+    /// Counts QP `q` of this flow.
+    pub(crate) fn add_qp(&mut self, q: &QpRecord) {
+        self.qps += 1;
+        self.delivered_bytes += q.delivered_bytes;
+        self.retransmitted_packets += q.retransmitted_packets;
+        self.cnps_received += q.cnps_received;
+        self.failed_qps += q.failed as u32;
+        self.finish = latest(self.finish, q.finish);
+        self.sender_done = latest(self.sender_done, q.sender_done);
+    }
+}
+
 /// The latest of the times, `None` if any is missing (`Some(ZERO)` for none).
 fn latest(acc: Option<SimTime>, t: Option<SimTime>) -> Option<SimTime> {
     match (acc, t) {
@@ -380,13 +413,7 @@ impl<'m> Sim<'m> {
         }
         for q in &qps {
             if let Some(f) = flows.get_mut(q.flow as usize) {
-                f.qps += 1;
-                f.delivered_bytes += q.delivered_bytes;
-                f.retransmitted_packets += q.retransmitted_packets;
-                f.cnps_received += q.cnps_received;
-                f.failed_qps += q.failed as u32;
-                f.finish = latest(f.finish, q.finish);
-                f.sender_done = latest(f.sender_done, q.sender_done);
+                f.add_qp(q);
             }
         }
         let switches = self
@@ -400,15 +427,7 @@ impl<'m> Sim<'m> {
                 peak_used_bytes: s.peak_used,
             })
             .collect();
-        let mut drops_by_reason = [0; DROP_REASONS.len()];
-        for p in &ports {
-            for q in &p.drops {
-                for (d, v) in drops_by_reason.iter_mut().zip(q) {
-                    *d += v;
-                }
-            }
-        }
-        let counters = Counters {
+        let mut counters = Counters {
             sent: st.sent,
             delivered: st.delivered,
             dropped: st.dropped,
@@ -423,12 +442,6 @@ impl<'m> Sim<'m> {
             trim_nacks: st.trim_nacks,
             selective_retransmits: st.selective_retransmits,
             rccc_grants: st.rccc_grants,
-            drops_by_reason,
-            ecn_marked: ports.iter().map(|p| p.ecn_marked.iter().sum::<u64>()).sum(),
-            cnp_sent: nics.iter().map(|n| n.cnp_sent).sum(),
-            cnp_received: nics.iter().map(|n| n.cnp_received).sum(),
-            pfc_frames_sent: ports.iter().map(|p| p.pfc_tx.iter().sum::<u64>()).sum(),
-            pfc_frames_received: ports.iter().map(|p| p.pfc_rx.iter().sum::<u64>()).sum(),
             pfc_storms: st.storms,
             // (From the engine's QPs, not `qps`, which may be left out.)
             timeouts: live.clone().map(|q| q.st.timeouts).sum::<u64>()
@@ -436,7 +449,9 @@ impl<'m> Sim<'m> {
             qps_failed: live.filter(|q| q.st.failed).count() as u64,
             packet_hops: st.packet_hops,
             data_packet_hops: st.data_hops,
+            ..Counters::default()
         };
+        counters.tally(&ports, &nics);
         Snapshot {
             engine: crate::engine::EngineKind::Packet.name(),
             now: self.now,

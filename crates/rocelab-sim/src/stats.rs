@@ -150,6 +150,15 @@ impl Histogram {
         Histogram { count: buckets.iter().sum(), buckets, max }
     }
 
+    /// Adds the samples of `other` (another part of the same run).
+    pub fn add(&mut self, other: &Histogram) {
+        for (a, b) in self.buckets.iter_mut().zip(&other.buckets) {
+            *a += b;
+        }
+        self.count += other.count;
+        self.max = self.max.max(other.max);
+    }
+
     /// The value below which a fraction `q` of samples fall (bucket upper bound, capped at max).
     pub fn quantile(&self, q: f64) -> u64 {
         if self.count == 0 {

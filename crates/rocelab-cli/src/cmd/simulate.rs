@@ -139,6 +139,18 @@ pub struct Args {
     /// docs/flow-engine.md measures its error).
     #[arg(long, value_enum, default_value = "packet")]
     engine: Engine,
+    /// Cut the fabric into at most N partitions and run them on threads (the packet engine,
+    /// a fabric's own [[traffic]] and [[fault]] on RoCE). The cut fixes the results: every
+    /// thread count gives the same bytes (docs/simulate.md, "Parallel packet engine").
+    #[arg(long, value_name = "N", conflicts_with_all = ["scenario", "collective", "step", "serve", "workload", "jobs"])]
+    partitions: Option<u32>,
+    /// What the cut follows: auto (pods on a 3-tier fat tree, rail groups on a rail-optimized
+    /// fabric, else leaf groups), pod, rail, leaf.
+    #[arg(long, default_value = "auto", requires = "partitions")]
+    partition_by: String,
+    /// Worker threads for --partitions (default: one per core, at most one per partition).
+    #[arg(long, value_name = "N", requires = "partitions")]
+    threads: Option<usize>,
     /// Run on the first K GPU nodes only, as a job launched on K nodes (`srun -N K`); default:
     /// every node of the fabric.
     #[arg(long, value_name = "K", requires = "collective")]
@@ -189,6 +201,21 @@ pub fn run(a: Args) -> VerbResult {
     }
     if let Some(s) = a.seed {
         opts.seed = s;
+    }
+    if let Some(parts) = a.partitions {
+        let by = rocelab_sim::partition::PartitionBy::parse(&a.partition_by).ok_or_else(|| {
+            Failure::bad_input(format!(
+                "error: --partition-by: `{}` is not a cut\n  = help: use auto, pod, rail or leaf",
+                a.partition_by
+            ))
+        })?;
+        if parts == 0 || a.threads == Some(0) {
+            return Err(Failure::bad_input("error: --partitions and --threads must be at least 1"));
+        }
+        if opts.engine == rocelab_sim::EngineKind::Flow {
+            return Err(Failure::bad_input("error: --partitions cuts the packet engine; drop --engine flow"));
+        }
+        opts.parallel = Some(rocelab_sim::parallel::Parallel { by, parts, threads: a.threads.unwrap_or(0) });
     }
     if let Some(d) = positive_time(a.duration_us, "--duration-us")? {
         opts.duration = Some(d);
@@ -272,6 +299,17 @@ pub(crate) fn run_traffic(
     let end = opts.duration;
     let mut sim = rocelab_sim::build_run(model, opts).map_err(|d| located(file, d))?;
     drop(stages);
+    if let (rocelab_sim::Run::Parallel(p), false) = (&sim, quiet) {
+        let cut = p.partitioning();
+        eprintln!(
+            "partitioned: {} partitions by {} ({} links cut, lookahead {:.3} µs), {} threads",
+            cut.parts,
+            cut.by.name(),
+            cut.cut_links,
+            cut.lookahead.map_or(0.0, |l| l.as_us_f64()),
+            p.threads()
+        );
+    }
     let mut bar = ProgressLine::new(quiet);
     sim.run(&mut |p| {
         let el = bar.elapsed().as_secs_f64().max(1e-9);

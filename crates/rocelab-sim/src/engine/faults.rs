@@ -157,9 +157,18 @@ impl Sim<'_> {
                     if !self.router.set_link_up(p, up) {
                         continue;
                     }
+                    // (In a partitioned run every partition applies the fault to its copy of the
+                    // fabric; only the port's own partition counts it and acts for it. The
+                    // other end's partition holds what is on the cable toward it.)
+                    let own = self.owns_port(p);
                     let port = &mut self.ports[p as usize];
                     port.up = up;
-                    port.st.link_state_changes += 1;
+                    if own {
+                        port.st.link_state_changes += 1;
+                    }
+                    if let Some(part) = self.part.as_mut().filter(|_| !up) {
+                        part.last_down[p as usize] = self.now;
+                    }
                     if !up {
                         // Packets on the cable are lost; queued packets are flushed.
                         let mut pkt = std::mem::replace(&mut self.ports[p as usize].wire_head, NONE);
@@ -173,10 +182,10 @@ impl Sim<'_> {
                         }
                         self.flush_queues(p, None, DropReason::LinkDown);
                         let nic = self.ports[p as usize].nic;
-                        if nic != NONE {
+                        if nic != NONE && own {
                             self.nic_failover(nic);
                         }
-                    } else {
+                    } else if own {
                         self.kick(p);
                         // A host port is back: QPs stranded on its host's dead ports move here.
                         let nic = self.ports[p as usize].nic;
@@ -247,7 +256,7 @@ impl Sim<'_> {
                     for p in self.m.node(switch).ports() {
                         self.flush_queues(p.0, None, DropReason::LinkDown);
                     }
-                } else {
+                } else if self.owns_node(switch.0) {
                     for p in self.m.node(switch).ports() {
                         self.kick(p.0);
                     }

@@ -132,7 +132,9 @@ impl Sim<'_> {
         }
         // A run that ended because every QP completed (none gave up, none cut short) leaves
         // nothing behind.
-        let completed = self.qps_left == 0 && !self.stopped_no_progress && !self.stopped_at_duration;
+        // (A partition's replica counts its own QPs only: another's packets may cross it.)
+        let completed =
+            self.qps_left == 0 && !self.stopped_no_progress && !self.stopped_at_duration && self.part.is_none();
         if completed && self.pkts.live() != 0 && !self.host.qps.iter().any(|q| q.st.failed) {
             errs.push(format!("every QP completed but {} packets are still live", self.pkts.live()));
         }

@@ -58,7 +58,11 @@ impl Sim<'_> {
         let start = p.busy_until.max(now);
         p.busy_until = start + ser_time(p, PFC_WIRE);
         let t = p.busy_until + p.delay;
-        self.q.push(t, Ev::PfcArrive { from: port, prio, quanta });
+        if self.ships(port) {
+            self.ship_pfc(t, port, prio, quanta);
+        } else {
+            self.q.push(t, Ev::PfcArrive { from: port, prio, quanta });
+        }
     }
 
     #[inline]
@@ -161,7 +165,7 @@ impl Sim<'_> {
                 }
                 let p = &self.ports[port as usize];
                 let pi = prio as usize;
-                if p.sw == NONE || p.pause[pi].wd_until > now {
+                if p.sw == NONE || p.pause[pi].wd_until > now || !self.owns_node(p.node) {
                     continue;
                 }
                 let paused = p.pause[pi].until > now && p.paused_since[pi] != SimTime::MAX;
@@ -187,7 +191,9 @@ impl Sim<'_> {
                 }
             }
         }
-        if !self.done() {
+        if !self.done() || self.part.is_some() {
+            // (A partition cannot tell that the whole run is done: it polls until the run
+            // stops.)
             self.q.push(now + wd.poll, Ev::WatchdogPoll);
         }
     }

@@ -22,14 +22,6 @@ impl Sim<'_> {
         p.busy_until = now + ser;
         p.tx_bytes += bytes as u64;
         let arrive = now + ser + p.delay;
-        let tail = p.wire_tail;
-        let tail_arrive = p.wire_tail_arrive;
-        p.wire_tail = pkt;
-        p.wire_tail_arrive = arrive;
-        let first = tail == NONE;
-        if first {
-            p.wire_head = pkt;
-        }
         if p.nic != NONE && !p.tx_pending {
             // NICs nearly always have more to send. (One TxDone per port at most: a port
             // that sends again at the very instant its previous TxDone is due, before that
@@ -39,7 +31,29 @@ impl Sim<'_> {
             p.tx_pending = true;
             self.q.push(now + ser, Ev::TxDone { port });
         }
-        if first {
+        if self.pkts.get(pkt).kind == Kind::Data {
+            self.stats.data_hops += 1;
+        }
+        self.stats.packet_hops += 1;
+        if self.ships(port) {
+            // The peer is another partition's (`part`).
+            self.ship_packet(port, pkt, arrive);
+        } else {
+            self.wire_append(port, pkt, arrive);
+        }
+    }
+
+    /// Appends `pkt` to the cable of `port`, due at its peer at `arrive` (after every packet
+    /// already on it): one pending arrival event per wire.
+    #[inline]
+    pub(super) fn wire_append(&mut self, port: u32, pkt: u32, arrive: SimTime) {
+        let p = &mut self.ports[port as usize];
+        let tail = p.wire_tail;
+        let tail_arrive = p.wire_tail_arrive;
+        p.wire_tail = pkt;
+        p.wire_tail_arrive = arrive;
+        if tail == NONE {
+            p.wire_head = pkt;
             self.q.push(arrive, Ev::WireArrive { port, pkt, peer: p.peer });
         } else {
             let t = self.pkts.get_mut(tail);
@@ -49,10 +63,6 @@ impl Sim<'_> {
         let pk = self.pkts.get_mut(pkt);
         pk.enq_time = arrive;
         pk.next = NONE;
-        if pk.kind == Kind::Data {
-            self.stats.data_hops += 1;
-        }
-        self.stats.packet_hops += 1;
     }
 
     #[inline]

@@ -1,0 +1,508 @@
+//! The partitioned packet engine: the fabric cut into partitions (`partition`), each run by a
+//! replica of the engine (`engine::part`), the replicas run by worker threads in windows of
+//! one lookahead, and their counters merged into one snapshot.
+//!
+//! # Synchronization
+//!
+//! Conservative and window-based (YAWNS): nothing one partition does can reach another sooner
+//! than the smallest delay of a cut link, the lookahead L. From a barrier at which every
+//! partition has run all its events before time T, each runs its events in [T, T + L) without
+//! hearing from the others; what it sent over cut links (packets, PFC frames) is due at T + L
+//! or later. At the next barrier the messages are handed to their partitions, and the next
+//! window starts at the earliest event or message anywhere (idle stretches are skipped).
+//! Windows rather than null messages: every partition here links to every other (the core or
+//! spine tier is dealt over all of them), so null messages would cost P·(P − 1) per step where
+//! a barrier costs one, and a window's events are counted before it runs (`WindowProfile`).
+//!
+//! # Determinism
+//!
+//! The cut depends on the fabric and the options only, never on the thread count; each
+//! partition's events run in its own order (time, then insertion); messages are handed over
+//! in (due time, sending partition, order sent). A partition's run is therefore the same
+//! whichever thread runs it and whatever runs beside it, and 1, 2 or 16 threads give the same
+//! bytes. A partitioned run is not the single-engine run: equal-time events that cross a cut
+//! are ordered by that key instead of by insertion, so results differ from the unpartitioned
+//! run as two seeds of one fabric do, within its physics.
+//!
+//! # Ending
+//!
+//! A partition is idle when nothing of it is in flight and its QPs are done: only a message
+//! can make it send again, so it stops running (its timers wait). When every partition is
+//! idle with nothing in transit, the run has ended at the latest time one became idle; each
+//! then runs its timers due before that time, as the single engine would have. A duration
+//! limit ends every partition at the limit.
+//!
+//! # What runs partitioned
+//!
+//! A fabric's own `[[traffic]]` and `[[fault]]` tables on RoCE. Not (refused with the reason):
+//! InfiniBand (its credits would cross the cut as messages too; not built), the Ultra
+//! Ethernet transport (its receiver grants credit to its sender outside packets), NIC
+//! resets that tear QPs down (a reconnection rewinds both ends of a QP at once), and
+//! workloads with callbacks (collectives, training steps: a callback reacts to a delivery at
+//! once, with no lookahead).
+
+use crate::engine::{Fault, FaultAction, Msg, Part, PartStatus, Progress, Sim, SimOptions};
+use crate::partition::{partition, PartitionBy, Partitioning};
+use crate::snapshot::{FlowRecord, Snapshot};
+use crate::traffic::FlowSpec;
+use crate::workload::FixedFlows;
+use rocelab_model::{Diagnostic, Model, SimTime};
+use std::sync::{Arc, Barrier, Mutex};
+
+/// How a run is cut and run (`SimOptions::parallel`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Parallel {
+    /// What the cut follows.
+    pub by: PartitionBy,
+    /// At most this many partitions (fewer when the topology has fewer blocks).
+    pub parts: u32,
+    /// Worker threads (at most one per partition; 0: one per core). Results do not depend on
+    /// it.
+    pub threads: usize,
+}
+
+/// Why a run cannot be partitioned, as a diagnostic on the option.
+fn refused(what: &str, fix: &str) -> Vec<Diagnostic> {
+    vec![Diagnostic::new("simulation.partitions", format!("this run cannot be partitioned: {what}"), fix)]
+}
+
+/// A partitioned run of a fixed list of flows: built, run, then read through `snapshot`.
+pub struct ParRun<'m> {
+    m: &'m Model,
+    flows: Vec<FlowSpec>,
+    faults: Vec<Fault>,
+    opts: SimOptions,
+    cut: Partitioning,
+    threads: usize,
+    merged: Option<Snapshot>,
+}
+
+/// The command every partition runs next.
+#[derive(Clone, Copy, Debug)]
+enum Cmd {
+    /// Run the events due before this time.
+    Run { end: SimTime, stall_check: bool },
+    /// Run the events due before `end` (or at it, `inclusive`), close the books and stop.
+    Finish { end: SimTime, inclusive: bool, at_duration: bool, no_progress: bool },
+}
+
+/// One partition's mailbox at the barrier.
+#[derive(Default)]
+struct Slot {
+    status: PartStatus,
+    events: u64,
+    now: SimTime,
+    awaiting: bool,
+    /// What it sent in the last two windows, per receiving partition: window w's messages
+    /// are in `out[w % 2]`, taken by the receivers while window w + 1 fills the other half.
+    out: [Vec<Vec<Msg>>; 2],
+    /// The earliest message due of the last window's.
+    first_out: Option<SimTime>,
+}
+
+/// What the workers share.
+struct Shared {
+    barrier: Barrier,
+    slots: Vec<Mutex<Slot>>,
+    cmd: Mutex<Cmd>,
+}
+
+/// The leader's memory across barriers (stall detection).
+struct Leader {
+    last_gone: u64,
+    stall_since: SimTime,
+    /// The partitions were asked whether a QP awaits its timeout.
+    checked: bool,
+    /// The end of the last window: every partition that is not idle has run all before it.
+    last_end: SimTime,
+}
+
+impl<'m> ParRun<'m> {
+    /// Cuts `m` as `par` asks and checks the run can be partitioned.
+    pub fn new(
+        m: &'m Model,
+        flows: Vec<FlowSpec>,
+        faults: Vec<Fault>,
+        opts: SimOptions,
+        par: Parallel,
+    ) -> Result<ParRun<'m>, Vec<Diagnostic>> {
+        if m.ib.is_some() {
+            return Err(refused(
+                "InfiniBand's link-level credits are not carried across a cut",
+                "run it unpartitioned (drop --partitions)",
+            ));
+        }
+        if m.nics.iter().any(|n| n.transport == rocelab_model::uet::Transport::Uet) {
+            return Err(refused(
+                "the Ultra Ethernet transport's receiver credits are not carried across a cut",
+                "run it unpartitioned (drop --partitions)",
+            ));
+        }
+        if faults.iter().any(|f| matches!(f.action, FaultAction::Qps { .. })) {
+            return Err(refused(
+                "a NIC reset tears down and rewinds both ends of a QP at once",
+                "run it unpartitioned (drop --partitions)",
+            ));
+        }
+        // What building a replica checks, checked once here (a worker cannot report it).
+        crate::router::Router::new(m, opts.seed)?;
+        let cut = partition(m, par.by, par.parts).map_err(|e| {
+            vec![Diagnostic::new("simulation.partition_by", e.to_string(), "use --partition-by auto")]
+        })?;
+        if cut.lookahead.is_some_and(|l| l == SimTime::ZERO) {
+            return Err(refused(
+                "a cut link has no propagation delay, so partitions cannot run ahead of each other",
+                "give the fabric's links a length or delay, or cut along another tier (--partition-by)",
+            ));
+        }
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let threads = if par.threads == 0 { cores } else { par.threads }.clamp(1, cut.parts as usize);
+        let opts = SimOptions { recycle_qps: false, ..opts };
+        Ok(ParRun { m, flows, faults, opts, cut, threads, merged: None })
+    }
+
+    /// The cut this run uses.
+    pub fn partitioning(&self) -> &Partitioning {
+        &self.cut
+    }
+
+    /// Worker threads it runs on.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// Runs every partition to the end (see the module doc); `progress` is called from this
+    /// thread.
+    pub fn run(&mut self, progress: &mut dyn FnMut(Progress)) {
+        let parts = self.cut.parts as usize;
+        let of_node = Arc::new(self.cut.of_node.clone());
+        let peer_part: Arc<Vec<u32>> =
+            Arc::new(self.m.ports.iter().map(|p| of_node[self.m.ports[p.peer.idx()].node.idx()]).collect());
+        let shared = Shared {
+            barrier: Barrier::new(self.threads),
+            slots: (0..parts).map(|_| Mutex::new(Slot::default())).collect(),
+            // A first window that runs nothing: every partition reports its first event.
+            cmd: Mutex::new(Cmd::Run { end: SimTime::ZERO, stall_check: false }),
+        };
+        let threads = self.threads;
+        let (m, flows, faults, opts) = (self.m, &self.flows, &self.faults, &self.opts);
+        let lookahead = self.cut.lookahead.unwrap_or(SimTime::MAX);
+        let mut snaps: Vec<(u32, Snapshot)> = std::thread::scope(|s| {
+            let handles: Vec<_> = (1..threads)
+                .map(|w| {
+                    let (shared, of_node, peer_part) = (&shared, of_node.clone(), peer_part.clone());
+                    s.spawn(move || {
+                        let ctx = Worker { w, threads, m, flows, faults, opts, of_node, peer_part, lookahead };
+                        ctx.run(shared, &mut |_| {})
+                    })
+                })
+                .collect();
+            let ctx = Worker { w: 0, threads, m, flows, faults, opts, of_node, peer_part, lookahead };
+            let mut out = ctx.run(&shared, progress);
+            for h in handles {
+                out.extend(h.join().expect("a partition's worker thread panicked"));
+            }
+            out
+        });
+        snaps.sort_by_key(|(p, _)| *p);
+        let snaps: Vec<Snapshot> = snaps.into_iter().map(|(_, s)| s).collect();
+        self.merged = Some(merge(self.m, &self.cut.of_node, snaps));
+    }
+
+    /// The merged counters of every partition (an idle fabric before `run`).
+    pub fn snapshot(&self) -> Snapshot {
+        self.merged.clone().unwrap_or_else(|| Snapshot::idle(self.m))
+    }
+}
+
+/// One worker thread: the partitions p with p mod threads = w.
+struct Worker<'a, 'm> {
+    w: usize,
+    threads: usize,
+    m: &'m Model,
+    flows: &'a [FlowSpec],
+    faults: &'a [Fault],
+    opts: &'a SimOptions,
+    of_node: Arc<Vec<u32>>,
+    peer_part: Arc<Vec<u32>>,
+    lookahead: SimTime,
+}
+
+impl<'m> Worker<'_, 'm> {
+    fn run(&self, sh: &Shared, progress: &mut dyn FnMut(Progress)) -> Vec<(u32, Snapshot)> {
+        let parts = sh.slots.len();
+        let mine: Vec<u32> = (0..parts as u32).filter(|p| *p as usize % self.threads == self.w).collect();
+        let mut sims: Vec<Sim<'m>> = mine
+            .iter()
+            .map(|&p| {
+                let part = Part::new(p, parts, self.of_node.clone(), self.peer_part.clone());
+                let work = Box::new(FixedFlows(self.flows.to_vec()));
+                Sim::replica(self.m, work, self.faults.to_vec(), self.opts.clone(), Some(part))
+                    .expect("checked when the run was built (ParRun::new)")
+            })
+            .collect();
+        let mut leader = Leader { last_gone: 0, stall_since: SimTime::ZERO, checked: false, last_end: SimTime::ZERO };
+        let mut next_report = 0u64;
+        for window in 0u64.. {
+            let cmd = *sh.cmd.lock().expect("no worker panics holding it");
+            let (sent, fill) = ((window + 1) as usize % 2, window as usize % 2);
+            for (k, sim) in sims.iter_mut().enumerate() {
+                let me = mine[k] as usize;
+                // Messages to this partition, in (sending partition, order sent): the same
+                // order whichever thread runs which partition.
+                for src in &sh.slots {
+                    let mut src = src.lock().expect("no worker panics holding it");
+                    for msg in src.out[sent].get_mut(me).map(|v| v.drain(..)).into_iter().flatten() {
+                        sim.inject(msg);
+                    }
+                }
+                // (No lock held while the window runs: the other workers take their messages
+                // from this slot meanwhile.)
+                let (status, awaiting) = match cmd {
+                    Cmd::Run { end, stall_check } => {
+                        let status = sim.run_window(end);
+                        (status, stall_check && sim.awaiting_timeout())
+                    }
+                    Cmd::Finish { end, inclusive, at_duration, no_progress } => {
+                        sim.run_tail(end, inclusive);
+                        sim.set_stopped(at_duration, no_progress);
+                        sim.close();
+                        (sim.part_status(), false)
+                    }
+                };
+                let mut slot = sh.slots[me].lock().expect("no worker panics holding it");
+                (slot.status, slot.awaiting) = (status, awaiting);
+                slot.events = sim.events();
+                slot.now = sim.now();
+                sim.swap_outbox(&mut slot.out[fill]);
+                slot.first_out = slot.out[fill].iter().flat_map(|v| v.first()).map(|m| m.at()).min();
+            }
+            if let Cmd::Finish { .. } = cmd {
+                if self.w == 0 {
+                    progress(self.progress(sh));
+                }
+                return mine.iter().zip(&sims).map(|(&p, s)| (p, s.snapshot())).collect();
+            }
+            sh.barrier.wait();
+            if self.w == 0 {
+                let next = leader.decide(self, sh, fill);
+                *sh.cmd.lock().expect("no worker panics holding it") = next;
+                let events: u64 = sh.slots.iter().map(|s| s.lock().expect("not poisoned").events).sum();
+                if events >= next_report {
+                    next_report = events + 200_000;
+                    progress(self.progress(sh));
+                }
+            }
+            sh.barrier.wait();
+        }
+        unreachable!("the windows run until a Finish")
+    }
+
+    /// The run's progress as one engine would report it.
+    fn progress(&self, sh: &Shared) -> Progress {
+        let (mut events, mut now, mut qps_total) = (0, SimTime::ZERO, 0);
+        for s in &sh.slots {
+            let s = s.lock().expect("not poisoned");
+            events += s.events;
+            now = now.max(s.now);
+            qps_total += s.status.qps_created;
+        }
+        Progress {
+            now,
+            end: self.opts.duration,
+            events,
+            qps_done: 0,
+            qps_total,
+            bytes_done: 0,
+            bytes_total: self.flows.iter().map(|f| f.size_bytes).sum(),
+        }
+    }
+}
+
+impl Leader {
+    /// Hands the messages over and says what every partition does next.
+    fn decide(&mut self, w: &Worker, sh: &Shared, fill: usize) -> Cmd {
+        let slots: Vec<_> = sh.slots.iter().map(|s| s.lock().expect("not poisoned")).collect();
+        let first_msg = slots.iter().filter_map(|s| s.first_out).min();
+        let receives = |d: usize| slots.iter().any(|s| s.out[fill].get(d).is_some_and(|v| !v.is_empty()));
+        let st: Vec<PartStatus> = slots.iter().map(|s| s.status).collect();
+        let all_idle = st.iter().all(|s| s.idle) && first_msg.is_none();
+        let created: usize = st.iter().map(|s| s.qps_created).sum();
+        if all_idle && created > 0 {
+            let end = st.iter().map(|s| s.idle_since).max().unwrap_or(SimTime::ZERO);
+            return Cmd::Finish { end, inclusive: false, at_duration: false, no_progress: false };
+        }
+        // The next window opens at the earliest event of a partition that will run (not idle,
+        // or about to receive a message), or the earliest message.
+        let next = slots
+            .iter()
+            .zip(&st)
+            .enumerate()
+            .filter(|(d, (_, s))| !s.idle || receives(*d))
+            .filter_map(|(_, (_, s))| s.next)
+            .chain(first_msg)
+            .min();
+        let now = slots.iter().map(|s| s.now).max().unwrap_or(SimTime::ZERO);
+        // (A partition that was idle may hold timers from before the last window's end; they
+        // cannot send anything, so the window starts where the running partitions are.)
+        let next = next.map(|t| t.max(self.last_end));
+        let Some(t) = next else {
+            // Out of events with work left (a deadlock, a host that never drains): stop where
+            // the last event was, as one engine does.
+            return Cmd::Finish { end: now, inclusive: true, at_duration: false, no_progress: false };
+        };
+        let duration = w.opts.duration;
+        if let Some(e) = duration {
+            if t > e {
+                return Cmd::Finish { end: e, inclusive: true, at_duration: true, no_progress: false };
+            }
+        }
+        let mut stall_check = false;
+        if duration.is_none() {
+            // As one engine does: stop a run in which packets sit in the fabric and none is
+            // delivered or dropped for `NO_PROGRESS_LIMIT`, unless a timeout or a fault will
+            // make progress.
+            let gone: u64 = st.iter().map(|s| s.gone).sum();
+            let quiet = st.iter().all(|s| s.live == 0 && s.active_qps == 0);
+            if gone != self.last_gone || quiet {
+                (self.last_gone, self.stall_since, self.checked) = (gone, t, false);
+            } else if t.0 - self.stall_since.0 > crate::engine::NO_PROGRESS_LIMIT.0 {
+                // (Whether a QP awaits its timeout is asked of the partitions for one window,
+                // then read here.)
+                let faults_due = st.iter().any(|s| s.faults_due > 0);
+                if faults_due || slots.iter().any(|s| s.awaiting) {
+                    (self.stall_since, self.checked) = (t, false);
+                } else if self.checked {
+                    return Cmd::Finish { end: now, inclusive: true, at_duration: false, no_progress: true };
+                } else {
+                    (self.checked, stall_check) = (true, true);
+                }
+            }
+        }
+        let end = SimTime(t.0.saturating_add(w.lookahead.0));
+        let end = match duration {
+            Some(e) => end.min(SimTime(e.0 + 1)),
+            None => end,
+        };
+        self.last_end = end;
+        Cmd::Run { end, stall_check }
+    }
+}
+
+/// One snapshot of the whole run from the partitions' (in partition order): each count taken
+/// where it was made (see `engine::part`).
+fn merge(m: &Model, of_node: &[u32], snaps: Vec<Snapshot>) -> Snapshot {
+    let owner = |node: rocelab_model::NodeId| of_node[node.idx()] as usize;
+    let mut out = snaps[0].clone();
+    out.now = snaps.iter().map(|s| s.now).max().unwrap_or(SimTime::ZERO);
+    out.events = snaps.iter().map(|s| s.events).sum();
+    out.stopped_at_duration = snaps.iter().any(|s| s.stopped_at_duration);
+    out.stopped_no_progress = snaps.iter().any(|s| s.stopped_no_progress);
+    // Ports: what only the owner counts is zero in the other copies, so counts add; a cut
+    // link's far end adds what it lost on the cable.
+    for (i, p) in out.ports.iter_mut().enumerate() {
+        let own = &snaps[owner(p.node)].ports[i];
+        *p = own.clone();
+        for (k, s) in snaps.iter().enumerate() {
+            if k == owner(p.node) {
+                continue;
+            }
+            let o = &s.ports[i];
+            p.tx_bytes += o.tx_bytes;
+            p.link_state_changes += o.link_state_changes;
+            for q in 0..8 {
+                p.pfc_tx[q] += o.pfc_tx[q];
+                p.pfc_rx[q] += o.pfc_rx[q];
+                p.paused_ps[q] += o.paused_ps[q];
+                p.storms[q] += o.storms[q];
+                p.ecn_marked[q] += o.ecn_marked[q];
+                p.queued_bytes[q] += o.queued_bytes[q];
+                p.queue_peak_bytes[q] = p.queue_peak_bytes[q].max(o.queue_peak_bytes[q]);
+                p.queue_delay_max_ps[q] = p.queue_delay_max_ps[q].max(o.queue_delay_max_ps[q]);
+                for (d, v) in p.drops[q].iter_mut().zip(&o.drops[q]) {
+                    *d += v;
+                }
+            }
+        }
+    }
+    for (i, sw) in out.switches.iter_mut().enumerate() {
+        *sw = snaps[owner(sw.node)].switches[i].clone();
+    }
+    for (i, n) in out.nics.iter_mut().enumerate() {
+        *n = snaps[owner(n.node)].nics[i].clone();
+    }
+    // QPs: the sender's half where the source is, the receiver's where the destination is.
+    for (i, q) in out.qps.iter_mut().enumerate() {
+        let (tx, rx) = (&snaps[owner(q.src)].qps[i], &snaps[owner(q.dst)].qps[i]);
+        *q = tx.clone();
+        q.delivered_bytes = rx.delivered_bytes;
+        q.finish = rx.finish;
+    }
+    for (i, f) in out.flows.iter_mut().enumerate() {
+        let failed = snaps[owner(f.src)].flows[i].failed;
+        *f = FlowRecord {
+            qps: 0,
+            delivered_bytes: 0,
+            retransmitted_packets: 0,
+            cnps_received: 0,
+            failed_qps: 0,
+            failed,
+            finish: Some(SimTime::ZERO),
+            sender_done: Some(SimTime::ZERO),
+            ..f.clone()
+        };
+    }
+    for q in &out.qps {
+        out.flows[q.flow as usize].add_qp(q);
+    }
+    for f in &mut out.flows {
+        // (A sender that gave up could not see that the receiver had everything.)
+        f.failed &= f.finish.is_none();
+    }
+    let c = &mut out.counters;
+    *c = Default::default();
+    for s in &snaps {
+        let o = &s.counters;
+        c.sent += o.sent;
+        c.delivered += o.delivered;
+        c.dropped += o.dropped;
+        c.in_flight += o.in_flight;
+        c.data_sent += o.data_sent;
+        c.data_delivered += o.data_delivered;
+        c.data_dropped += o.data_dropped;
+        c.payload_delivered_bytes += o.payload_delivered_bytes;
+        c.retransmitted += o.retransmitted;
+        c.pfc_storms += o.pfc_storms;
+        c.packet_hops += o.packet_hops;
+        c.data_packet_hops += o.data_packet_hops;
+        c.out_of_order += o.out_of_order;
+        c.trimmed += o.trimmed;
+        c.trim_nacks += o.trim_nacks;
+        c.selective_retransmits += o.selective_retransmits;
+        c.rccc_grants += o.rccc_grants;
+    }
+    c.timeouts = out.qps.iter().map(|q| q.timeouts).sum();
+    c.qps_failed = out.qps.iter().filter(|q| q.failed).count() as u64;
+    c.tally(&out.ports, &out.nics);
+    for s in &snaps[1..] {
+        out.queue_delay.add(&s.queue_delay);
+        out.cnp_queue_delay.add(&s.cnp_queue_delay);
+    }
+    out.series = merge_series(&snaps, out.now);
+    let _ = m;
+    out
+}
+
+/// The sampled rows of every partition in one engine's order: by time, each instant's switch
+/// rows (node order) before its port rows (port order), capped as one record caps them.
+fn merge_series(snaps: &[Snapshot], end: SimTime) -> Vec<crate::stats::SampleRow> {
+    let mut rows: Vec<_> = snaps.iter().flat_map(|s| s.series.iter().copied()).filter(|r| r.time <= end).collect();
+    rows.sort_by_key(|r| (r.time, r.port != u32::MAX, if r.port == u32::MAX { r.node } else { r.port }));
+    let mut kept = 0usize;
+    rows.retain(|r| {
+        let keep = r.port == u32::MAX || kept < crate::stats::MAX_SERIES_ROWS;
+        kept += keep as usize;
+        keep
+    });
+    rows
+}
