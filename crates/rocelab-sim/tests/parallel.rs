@@ -245,3 +245,50 @@ size_bytes = 100000
     let err = build_run(&ib, opts(&ib, Some(2))).err().expect("refused");
     assert!(format!("{err:?}").contains("InfiniBand"), "{err:?}");
 }
+
+#[test]
+fn the_shipped_examples_run_partitioned_alike_on_every_thread_count() {
+    // Every shipped fabric with [[traffic]] that can be cut (UET and InfiniBand are refused,
+    // above); the 1,024-GPU one is left to the release-mode measurements (docs/simulate.md).
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut ran = 0;
+    for name in [
+        "incast-16to1.toml",
+        "incast-400g-dcqcn.toml",
+        "leaf-spine-small.toml",
+        "rail-128gpu.toml",
+        "ib-vs-roce/roce-best.toml",
+        "ib-vs-roce/roce-misconfigured.toml",
+    ] {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap();
+        let m = model(name, &text);
+        let cut = rocelab_sim::partition::partition(&m, PartitionBy::Auto, 4).unwrap();
+        if cut.parts < 2 {
+            // (One switch: nothing to cut; such a fabric runs on one engine.)
+            assert!(matches!(build_run(&m, opts(&m, Some(2))).unwrap(), Run::Packet(_)), "{name}");
+            continue;
+        }
+        ran += 1;
+        let one = run_any(&m, None);
+        let mut par = Vec::new();
+        for t in [1, 2, 4] {
+            par.push(run_any(&m, Some(t)));
+        }
+        let f: Vec<[String; 3]> = par.iter().map(|s| files(&m, s)).collect();
+        assert!(f[0] == f[1] && f[0] == f[2], "{name}: outputs differ between thread counts");
+        let p = &par[0];
+        conserved(p);
+        assert_eq!(p.counters.payload_delivered_bytes, one.counters.payload_delivered_bytes, "{name}");
+        assert_eq!(p.counters.dropped, one.counters.dropped, "{name}: drops");
+        let end = |s: &Snapshot| s.flows.iter().filter_map(|f| f.finish).max().unwrap().as_secs_f64();
+        assert!((end(p) / end(&one) - 1.0).abs() < 0.05, "{name}: last flow at {} s against {} s", end(p), end(&one));
+    }
+    assert!(ran >= 3, "only {ran} examples were cut");
+}
+
+/// As `run`, for a fabric cut into however many partitions it has.
+fn run_any(m: &Model, threads: Option<usize>) -> Snapshot {
+    let mut r = build_run(m, opts(m, threads)).unwrap_or_else(|d| panic!("{d:?}"));
+    r.run(&mut |_| {});
+    r.snapshot()
+}
