@@ -51,6 +51,9 @@
 //! | the flow-level engine (max-min rates on the same ECMP paths, same workloads) | `flow`; its fill: `flow::maxmin` |
 //! | choosing the engine (`SimOptions::engine`) for a workload or `[[traffic]]` | `Run`, `build_run` |
 //! | `[[traffic]]` patterns → flows | `traffic` |
+//! | the partitioned engine: replicas run by threads in windows, messages at barriers, the merged snapshot | `parallel` |
+//! | what a replica does differently: its own nodes only, packets and PFC frames over a cut link as messages | `engine::part` |
+//! | where to cut (pods, rail groups, leaf groups) and the lookahead; counting a cut's cost on a single run | `partition` |
 //! | the event queue (16-ary radix heap, FIFO among equal times) | `event` |
 //! | packets, header overheads, the packet slab, the intrusive queue FIFO | `packet` |
 //! | hot-path counters (plain integers, no names) | `stats` |
