@@ -435,10 +435,11 @@ fn a_partitioned_run_writes_the_same_files_for_every_thread_count() {
 
 #[test]
 fn what_a_partitioned_run_cannot_take_is_refused_with_the_reason() {
-    // A collective reacts to each delivery at once; UET's receivers grant credit outside
-    // packets; --threads means nothing without a cut.
+    // A training step answers some deliveries at once; a stress scenario runs its own engine;
+    // UET's receivers grant credit outside packets; --threads means nothing without a cut.
     for (args, want) in [
-        (vec!["simulate", "rail-128gpu.toml", "--partitions", "2", "--collective", "all_reduce"], "cannot be used with"),
+        (vec!["simulate", "rail-128gpu.toml", "--partitions", "2", "--step", "plan/step-200m-32gpu.toml"], "at the instant"),
+        (vec!["simulate", "rail-128gpu.toml", "--partitions", "2", "--scenario", "incast"], "cannot be used with"),
         (vec!["simulate", "uet-permutation.toml", "--partitions", "2"], "Ultra Ethernet"),
         (vec!["simulate", "rail-128gpu.toml", "--threads", "2"], "--partitions"),
         (vec!["simulate", "rail-128gpu.toml", "--partitions", "2", "--partition-by", "spine"], "auto, pod, rail or leaf"),
@@ -451,5 +452,46 @@ fn what_a_partitioned_run_cannot_take_is_refused_with_the_reason() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_partitioned_collective_is_the_same_for_every_thread_count_and_as_fast_as_one_engine_says() {
+    // A ring all-reduce over the 16 hosts of a k = 4 fat tree cut into its 4 pods: the ring
+    // crosses the cores; NCCL's 3 µs proxy overhead lets deliveries wait for the barrier.
+    let dir = tmpdir("coll");
+    let fabric = dir.join("ft4.toml");
+    std::fs::write(
+        &fabric,
+        "[fabric]\nname = \"ft4\"\n[topology.fat_tree]\nk = 4\nlink = { speed_gbps = 100, delay_ns = 1000 }\n\
+         switch_model = \"sw\"\n[switch_models.sw]\npreset = \"ns3-reference\"\nports = 4\n",
+    )
+    .unwrap();
+    let time = |json: &[u8]| -> Vec<f64> {
+        let v: serde_json::Value = serde_json::from_slice(json).unwrap();
+        v["results"].as_array().unwrap().iter().map(|r| r["time_us"].as_f64().unwrap()).collect()
+    };
+    let run = |extra: &[&str], tag: &str| -> Vec<u8> {
+        let out = dir.join(tag);
+        let o = rocelab()
+            .arg("simulate")
+            .arg(&fabric)
+            .args(["--collective", "all_reduce", "--min-bytes", "1M", "--max-bytes", "16M", "-q", "--out"])
+            .arg(&out)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        std::fs::read(out.join("collective.json")).unwrap()
+    };
+    let one = time(&run(&[], "one"));
+    let p1 = run(&["--partitions", "4", "--threads", "1"], "t1");
+    for t in ["2", "4"] {
+        assert!(run(&["--partitions", "4", "--threads", t], t) == p1, "collective.json differs at {t} threads");
+    }
+    let p = time(&p1);
+    assert_eq!(p.len(), 5, "1, 2, 4, 8 and 16 MiB");
+    for (a, b) in p.iter().zip(&one) {
+        assert!((a / b - 1.0).abs() < 0.05, "partitioned {a} µs against {b} µs");
     }
 }

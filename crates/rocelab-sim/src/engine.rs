@@ -555,7 +555,8 @@ impl<'m> Sim<'m> {
             stopped_at_duration: false,
             stopped_no_progress: false,
             observers: Vec::new(),
-            deliveries_wanted: workload.wants_deliveries(),
+            // (A partition hears of deliveries for its leader's workload: `part`.)
+            deliveries_wanted: workload.wants_deliveries() || part.as_ref().is_some_and(|p| p.report_deliveries),
             workload: None,
             flow_rx_left: Vec::new(),
             deliveries_due: 0,
@@ -773,6 +774,21 @@ impl<'m> Sim<'m> {
         let done = Delivered { msg: fi, tag: f.tag, src: f.src, dst: f.dst, start: f.start, at: self.now, failed };
         w.on_delivered(done, &mut Net::packet(self));
         self.workload = Some(w);
+    }
+
+    /// The workload is to hear that flow `fi` was delivered (or will never be: its
+    /// `flow_failed`): an event now, after those already due; in a partitioned run, a report
+    /// to the leader, which calls the workload at the barrier (`crate::parallel`).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn deliver(&mut self, fi: u32) {
+        let (now, failed) = (self.now, self.flow_failed[fi as usize]);
+        if let Some(p) = &mut self.part {
+            p.delivered.push((now, fi, failed));
+            return;
+        }
+        self.deliveries_due += 1;
+        self.q.push(now, Ev::Delivered { flow: fi });
     }
 
     /// Queues a wake-up of the workload (see `Net::wake_at`).

@@ -158,13 +158,13 @@ impl<'m> Run<'m> {
         faults: Vec<engine::Fault>,
         opts: SimOptions,
     ) -> Result<Run<'m>, Vec<Diagnostic>> {
-        if opts.parallel.is_some() {
-            return Err(vec![Diagnostic::new(
-                "simulation.partitions",
-                "only a fabric's own [[traffic]] runs partitioned: a collective, training step or workload reacts to each delivery at once, with no lookahead to run partitions ahead of each other",
-                "run it unpartitioned (drop --partitions)",
-            )]);
+        // (A fabric of one block has nothing to cut: one engine runs it, whatever the threads.)
+        let cut = |p: &parallel::Parallel| partition::partition(m, p.by, p.parts).is_ok_and(|c| c.parts > 1);
+        if let (EngineKind::Packet, Some(par)) = (opts.engine, opts.parallel.filter(|p| p.parts > 1 && cut(p))) {
+            let run = parallel::ParRun::with_workload(m, workload, faults, SimOptions { parallel: None, ..opts }, par)?;
+            return Ok(Run::Parallel(Box::new(run)));
         }
+        let opts = SimOptions { parallel: None, ..opts };
         Ok(match opts.engine {
             EngineKind::Packet => Run::Packet(Box::new(Sim::with_workload(m, workload, faults, opts)?)),
             EngineKind::Flow => Run::Flow(Box::new(FlowSim::with_workload(m, workload, faults, opts)?)),

@@ -45,9 +45,12 @@ use crate::engine::{Fault, FaultAction, Msg, Part, PartStatus, Progress, Sim, Si
 use crate::partition::{partition, PartitionBy, Partitioning};
 use crate::snapshot::{FlowRecord, Snapshot};
 use crate::traffic::FlowSpec;
-use crate::workload::FixedFlows;
-use rocelab_model::{Diagnostic, Model, SimTime};
-use std::sync::{Arc, Barrier, Mutex};
+use crate::workload::{Collect, Delivered, FixedFlows, Net, Workload};
+use rocelab_model::{Diagnostic, Model, NodeId, SimTime};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// How a run is cut and run (`SimOptions::parallel`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,14 +69,20 @@ fn refused(what: &str, fix: &str) -> Vec<Diagnostic> {
     vec![Diagnostic::new("simulation.partitions", format!("this run cannot be partitioned: {what}"), fix)]
 }
 
-/// A partitioned run of a fixed list of flows: built, run, then read through `snapshot`.
+/// A partitioned run: built, run, then read through `snapshot`.
 pub struct ParRun<'m> {
     m: &'m Model,
-    flows: Vec<FlowSpec>,
+    /// Runs on the calling thread, as the leader's (see the module doc).
+    workload: Box<dyn Workload + 'm>,
     faults: Vec<Fault>,
     opts: SimOptions,
     cut: Partitioning,
     threads: usize,
+    /// The window: the lookahead, or the workload's reaction delay if that is shorter.
+    window: SimTime,
+    /// Messages and wake-ups the workload asked for before the window they fell in had
+    /// ended, moved to its end (none when the workload's reaction delay holds).
+    late: u64,
     merged: Option<Snapshot>,
 }
 
@@ -98,17 +107,64 @@ struct Slot {
     out: [Vec<Vec<Msg>>; 2],
     /// The earliest message due of the last window's.
     first_out: Option<SimTime>,
+    /// Deliveries of the last window (see `Part::delivered`).
+    delivered: Vec<(SimTime, u32, bool)>,
+}
+
+/// A barrier that spins before it yields: a window of a collective holds a few thousand
+/// events, tens of microseconds, where putting a thread to sleep and waking it (a futex each
+/// way, as `std::sync::Barrier` does) costs as much again. Past a few thousand spins it
+/// yields the core, for machines with more threads than cores.
+struct SpinBarrier {
+    threads: usize,
+    arrived: AtomicUsize,
+    generation: AtomicUsize,
+}
+
+impl SpinBarrier {
+    fn new(threads: usize) -> SpinBarrier {
+        SpinBarrier { threads, arrived: AtomicUsize::new(0), generation: AtomicUsize::new(0) }
+    }
+
+    fn wait(&self) {
+        let gen = self.generation.load(Ordering::Acquire);
+        if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.threads {
+            self.arrived.store(0, Ordering::Relaxed);
+            self.generation.fetch_add(1, Ordering::Release);
+            return;
+        }
+        let mut spins = 0u32;
+        while self.generation.load(Ordering::Acquire) == gen {
+            if spins < 4_000 {
+                std::hint::spin_loop();
+                spins += 1;
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
 }
 
 /// What the workers share.
 struct Shared {
-    barrier: Barrier,
+    barrier: SpinBarrier,
     slots: Vec<Mutex<Slot>>,
     cmd: Mutex<Cmd>,
+    /// The messages the workload posted at the last barrier, for every partition to post.
+    posts: Mutex<Vec<FlowSpec>>,
 }
 
-/// The leader's memory across barriers (stall detection).
-struct Leader {
+/// The leader (worker 0): the workload, and its memory across barriers.
+struct Leader<'a, 'm> {
+    workload: &'a mut (dyn Workload + 'm),
+    /// Every message posted: (source, destination, tag, start), for its delivery.
+    msgs: Vec<(NodeId, NodeId, u64, SimTime)>,
+    /// The workload has heard of the message (once only, as from one engine).
+    heard: Vec<bool>,
+    /// Wake-ups due: (time, order asked, tag).
+    wakes: BinaryHeap<Reverse<(SimTime, u64, u64)>>,
+    wakes_asked: u64,
+    late: u64,
     last_gone: u64,
     stall_since: SimTime,
     /// The partitions were asked whether a QP awaits its timeout.
@@ -118,10 +174,22 @@ struct Leader {
 }
 
 impl<'m> ParRun<'m> {
-    /// Cuts `m` as `par` asks and checks the run can be partitioned.
+    /// A fixed list of flows (a fabric's `[[traffic]]`) on `m` cut as `par` asks.
     pub fn new(
         m: &'m Model,
         flows: Vec<FlowSpec>,
+        faults: Vec<Fault>,
+        opts: SimOptions,
+        par: Parallel,
+    ) -> Result<ParRun<'m>, Vec<Diagnostic>> {
+        Self::with_workload(m, Box::new(FixedFlows(flows)), faults, opts, par)
+    }
+
+    /// A run driven by `workload` on `m` cut as `par` asks, if it can be partitioned (see the
+    /// module doc).
+    pub fn with_workload(
+        m: &'m Model,
+        workload: Box<dyn Workload + 'm>,
         faults: Vec<Fault>,
         opts: SimOptions,
         par: Parallel,
@@ -155,10 +223,31 @@ impl<'m> ParRun<'m> {
                 "give the fabric's links a length or delay, or cut along another tier (--partition-by)",
             ));
         }
+        let mut window = cut.lookahead.unwrap_or(SimTime::MAX);
+        if workload.wants_deliveries() {
+            let d = workload.reaction_delay();
+            if d == SimTime::ZERO {
+                return Err(refused(
+                    "the workload answers a delivery at the instant it happens (a message posted or a wake-up \
+                     at once), so every partition would have to stop at every delivery",
+                    "run it unpartitioned (drop --partitions); a collective whose NCCL proxy overhead is above \
+                     zero (the default) can be cut",
+                ));
+            }
+            window = window.min(d);
+        }
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let threads = if par.threads == 0 { cores } else { par.threads }.clamp(1, cut.parts as usize);
+        // (Slots of finished QPs are not reused: every partition would have to agree on when
+        // a QP is done with everywhere.)
         let opts = SimOptions { recycle_qps: false, ..opts };
-        Ok(ParRun { m, flows, faults, opts, cut, threads, merged: None })
+        Ok(ParRun { m, workload, faults, opts, cut, threads, window, late: 0, merged: None })
+    }
+
+    /// Messages and wake-ups moved to the end of the window they were asked in (zero when
+    /// the workload keeps its reaction delay).
+    pub fn late_reactions(&self) -> u64 {
+        self.late
     }
 
     /// The cut this run uses.
@@ -171,39 +260,59 @@ impl<'m> ParRun<'m> {
         self.threads
     }
 
-    /// Runs every partition to the end (see the module doc); `progress` is called from this
-    /// thread.
+    /// Runs every partition to the end (see the module doc); `progress` and the workload are
+    /// called from this thread.
     pub fn run(&mut self, progress: &mut dyn FnMut(Progress)) {
         let parts = self.cut.parts as usize;
         let of_node = Arc::new(self.cut.of_node.clone());
         let peer_part: Arc<Vec<u32>> =
             Arc::new(self.m.ports.iter().map(|p| of_node[self.m.ports[p.peer.idx()].node.idx()]).collect());
+        // The workload's start, collected: every partition posts these first.
+        let mut c = Collect { m: self.m, now: SimTime::ZERO, posts: Vec::new(), wakes: Vec::new(), next_msg: 0 };
+        self.workload.start(&mut Net::collect(&mut c));
+        let report = self.workload.wants_deliveries();
+        let mut leader = Leader {
+            workload: self.workload.as_mut(),
+            msgs: Vec::new(),
+            heard: Vec::new(),
+            wakes: BinaryHeap::new(),
+            wakes_asked: 0,
+            late: 0,
+            last_gone: 0,
+            stall_since: SimTime::ZERO,
+            checked: false,
+            last_end: SimTime::ZERO,
+        };
+        let initial = leader.absorb(c, SimTime::ZERO);
         let shared = Shared {
-            barrier: Barrier::new(self.threads),
+            barrier: SpinBarrier::new(self.threads),
             slots: (0..parts).map(|_| Mutex::new(Slot::default())).collect(),
             // A first window that runs nothing: every partition reports its first event.
             cmd: Mutex::new(Cmd::Run { end: SimTime::ZERO, stall_check: false }),
+            posts: Mutex::new(Vec::new()),
         };
         let threads = self.threads;
-        let (m, flows, faults, opts) = (self.m, &self.flows, &self.faults, &self.opts);
-        let lookahead = self.cut.lookahead.unwrap_or(SimTime::MAX);
+        let (m, initial, faults, opts) = (self.m, &initial, &self.faults, &self.opts);
+        let window = self.window;
         let mut snaps: Vec<(u32, Snapshot)> = std::thread::scope(|s| {
             let handles: Vec<_> = (1..threads)
                 .map(|w| {
                     let (shared, of_node, peer_part) = (&shared, of_node.clone(), peer_part.clone());
                     s.spawn(move || {
-                        let ctx = Worker { w, threads, m, flows, faults, opts, of_node, peer_part, lookahead };
-                        ctx.run(shared, &mut |_| {})
+                        let ctx =
+                            Worker { w, threads, m, initial, faults, opts, of_node, peer_part, window, report };
+                        ctx.run(shared, &mut |_| {}, None)
                     })
                 })
                 .collect();
-            let ctx = Worker { w: 0, threads, m, flows, faults, opts, of_node, peer_part, lookahead };
-            let mut out = ctx.run(&shared, progress);
+            let ctx = Worker { w: 0, threads, m, initial, faults, opts, of_node, peer_part, window, report };
+            let mut out = ctx.run(&shared, progress, Some(&mut leader));
             for h in handles {
                 out.extend(h.join().expect("a partition's worker thread panicked"));
             }
             out
         });
+        self.late = leader.late;
         snaps.sort_by_key(|(p, _)| *p);
         let snaps: Vec<Snapshot> = snaps.into_iter().map(|(_, s)| s).collect();
         self.merged = Some(merge(self.m, &self.cut.of_node, snaps));
@@ -220,34 +329,45 @@ struct Worker<'a, 'm> {
     w: usize,
     threads: usize,
     m: &'m Model,
-    flows: &'a [FlowSpec],
+    /// What the workload posted at its start.
+    initial: &'a [FlowSpec],
     faults: &'a [Fault],
     opts: &'a SimOptions,
     of_node: Arc<Vec<u32>>,
     peer_part: Arc<Vec<u32>>,
-    lookahead: SimTime,
+    window: SimTime,
+    /// The workload hears of deliveries.
+    report: bool,
 }
 
 impl<'m> Worker<'_, 'm> {
-    fn run(&self, sh: &Shared, progress: &mut dyn FnMut(Progress)) -> Vec<(u32, Snapshot)> {
+    fn run(
+        &self,
+        sh: &Shared,
+        progress: &mut dyn FnMut(Progress),
+        mut leader: Option<&mut Leader<'_, 'm>>,
+    ) -> Vec<(u32, Snapshot)> {
         let parts = sh.slots.len();
         let mine: Vec<u32> = (0..parts as u32).filter(|p| *p as usize % self.threads == self.w).collect();
         let mut sims: Vec<Sim<'m>> = mine
             .iter()
             .map(|&p| {
-                let part = Part::new(p, parts, self.of_node.clone(), self.peer_part.clone());
-                let work = Box::new(FixedFlows(self.flows.to_vec()));
+                let part = Part::new(p, parts, self.of_node.clone(), self.peer_part.clone(), self.report);
+                let work = Box::new(FixedFlows(self.initial.to_vec()));
                 Sim::replica(self.m, work, self.faults.to_vec(), self.opts.clone(), Some(part))
                     .expect("checked when the run was built (ParRun::new)")
             })
             .collect();
-        let mut leader = Leader { last_gone: 0, stall_since: SimTime::ZERO, checked: false, last_end: SimTime::ZERO };
         let mut next_report = 0u64;
         for window in 0u64.. {
             let cmd = *sh.cmd.lock().expect("no worker panics holding it");
+            let posts = sh.posts.lock().expect("no worker panics holding it").clone();
             let (sent, fill) = ((window + 1) as usize % 2, window as usize % 2);
             for (k, sim) in sims.iter_mut().enumerate() {
                 let me = mine[k] as usize;
+                for f in &posts {
+                    sim.post_from_leader(f.clone());
+                }
                 // Messages to this partition, in (sending partition, order sent): the same
                 // order whichever thread runs which partition.
                 for src in &sh.slots {
@@ -275,6 +395,7 @@ impl<'m> Worker<'_, 'm> {
                 slot.events = sim.events();
                 slot.now = sim.now();
                 sim.swap_outbox(&mut slot.out[fill]);
+                sim.swap_delivered(&mut slot.delivered);
                 slot.first_out = slot.out[fill].iter().flat_map(|v| v.first()).map(|m| m.at()).min();
             }
             if let Cmd::Finish { .. } = cmd {
@@ -284,9 +405,10 @@ impl<'m> Worker<'_, 'm> {
                 return mine.iter().zip(&sims).map(|(&p, s)| (p, s.snapshot())).collect();
             }
             sh.barrier.wait();
-            if self.w == 0 {
-                let next = leader.decide(self, sh, fill);
+            if let Some(leader) = leader.as_deref_mut() {
+                let (next, posts) = leader.decide(self, sh, fill);
                 *sh.cmd.lock().expect("no worker panics holding it") = next;
+                *sh.posts.lock().expect("no worker panics holding it") = posts;
                 let events: u64 = sh.slots.iter().map(|s| s.lock().expect("not poisoned").events).sum();
                 if events >= next_report {
                     next_report = events + 200_000;
@@ -314,47 +436,113 @@ impl<'m> Worker<'_, 'm> {
             qps_done: 0,
             qps_total,
             bytes_done: 0,
-            bytes_total: self.flows.iter().map(|f| f.size_bytes).sum(),
+            bytes_total: self.initial.iter().map(|f| f.size_bytes).sum(),
         }
     }
 }
 
-impl Leader {
-    /// Hands the messages over and says what every partition does next.
-    fn decide(&mut self, w: &Worker, sh: &Shared, fill: usize) -> Cmd {
-        let slots: Vec<_> = sh.slots.iter().map(|s| s.lock().expect("not poisoned")).collect();
+impl<'m> Leader<'_, 'm> {
+    /// Takes what the workload asked for in one callback: its messages (none starting before
+    /// `floor`, the end of the window just run) and its wake-ups. Returns the messages.
+    fn absorb(&mut self, c: Collect<'m>, floor: SimTime) -> Vec<FlowSpec> {
+        let mut posts = c.posts;
+        for f in &mut posts {
+            if f.start < floor {
+                f.start = floor;
+                self.late += 1;
+            }
+            self.msgs.push((f.src, f.dst, f.tag, f.start));
+            self.heard.push(false);
+        }
+        for (at, tag) in c.wakes {
+            let at = if at < floor {
+                self.late += 1;
+                floor
+            } else {
+                at
+            };
+            self.wakes.push(Reverse((at, self.wakes_asked, tag)));
+            self.wakes_asked += 1;
+        }
+        posts
+    }
+
+    /// Calls the workload for the deliveries of the window just run and the wake-ups now due,
+    /// and says what every partition does next and what it posts first.
+    fn decide(&mut self, w: &Worker<'_, 'm>, sh: &Shared, fill: usize) -> (Cmd, Vec<FlowSpec>) {
+        let mut slots: Vec<_> = sh.slots.iter().map(|s| s.lock().expect("not poisoned")).collect();
+        let floor = self.last_end;
+        let duration = w.opts.duration;
+        // Deliveries in (time, partition, order): the same order for any thread count.
+        let mut dels: Vec<(SimTime, usize, usize, u32, bool)> = Vec::new();
+        for (p, s) in slots.iter_mut().enumerate() {
+            dels.extend(s.delivered.drain(..).enumerate().map(|(k, (at, msg, failed))| (at, p, k, msg, failed)));
+        }
+        dels.sort_unstable_by_key(|d| (d.0, d.1, d.2));
+        let mut posts = Vec::new();
+        let collect = |now: SimTime, next_msg: usize| Collect {
+            m: w.m,
+            now,
+            posts: Vec::new(),
+            wakes: Vec::new(),
+            next_msg: next_msg as u32,
+        };
+        for (at, _, _, msg, failed) in dels {
+            if std::mem::replace(&mut self.heard[msg as usize], true) {
+                continue;
+            }
+            let (src, dst, tag, start) = self.msgs[msg as usize];
+            let mut c = collect(at, self.msgs.len());
+            self.workload.on_delivered(Delivered { msg, tag, src, dst, start, at, failed }, &mut Net::collect(&mut c));
+            posts.extend(self.absorb(c, floor));
+        }
         let first_msg = slots.iter().filter_map(|s| s.first_out).min();
         let receives = |d: usize| slots.iter().any(|s| s.out[fill].get(d).is_some_and(|v| !v.is_empty()));
         let st: Vec<PartStatus> = slots.iter().map(|s| s.status).collect();
-        let all_idle = st.iter().all(|s| s.idle) && first_msg.is_none();
-        let created: usize = st.iter().map(|s| s.qps_created).sum();
-        if all_idle && created > 0 {
-            let end = st.iter().map(|s| s.idle_since).max().unwrap_or(SimTime::ZERO);
-            return Cmd::Finish { end, inclusive: false, at_duration: false, no_progress: false };
-        }
         // The next window opens at the earliest event of a partition that will run (not idle,
-        // or about to receive a message), or the earliest message.
-        let next = slots
-            .iter()
-            .zip(&st)
-            .enumerate()
-            .filter(|(d, (_, s))| !s.idle || receives(*d))
-            .filter_map(|(_, (_, s))| s.next)
-            .chain(first_msg)
-            .min();
-        let now = slots.iter().map(|s| s.now).max().unwrap_or(SimTime::ZERO);
+        // or about to receive a message), message, or message posted; a wake-up due by then
+        // runs first (every partition has run everything before it), and may post more.
         // (A partition that was idle may hold timers from before the last window's end; they
         // cannot send anything, so the window starts where the running partitions are.)
-        let next = next.map(|t| t.max(self.last_end));
+        let mut last_wake = None;
+        let next = loop {
+            let next = st
+                .iter()
+                .enumerate()
+                .filter(|(d, s)| !s.idle || receives(*d))
+                .filter_map(|(_, s)| s.next)
+                .chain(first_msg)
+                .chain(posts.iter().map(|f: &FlowSpec| f.start))
+                .min()
+                .map(|t| t.max(floor));
+            match self.wakes.peek() {
+                Some(&Reverse((at, _, tag)))
+                    if next.is_none_or(|t| at <= t) && duration.is_none_or(|e| at <= e) =>
+                {
+                    self.wakes.pop();
+                    let mut c = collect(at, self.msgs.len());
+                    self.workload.on_wake(tag, &mut Net::collect(&mut c));
+                    posts.extend(self.absorb(c, at));
+                    last_wake = Some(at);
+                }
+                _ => break next,
+            }
+        };
+        let all_idle = st.iter().all(|s| s.idle) && first_msg.is_none() && posts.is_empty();
+        let created: usize = st.iter().map(|s| s.qps_created).sum();
+        if all_idle && created > 0 && self.wakes.is_empty() {
+            let end = st.iter().map(|s| s.idle_since).chain(last_wake).max().unwrap_or(SimTime::ZERO);
+            return (Cmd::Finish { end, inclusive: false, at_duration: false, no_progress: false }, Vec::new());
+        }
+        let now = slots.iter().map(|s| s.now).max().unwrap_or(SimTime::ZERO);
         let Some(t) = next else {
             // Out of events with work left (a deadlock, a host that never drains): stop where
             // the last event was, as one engine does.
-            return Cmd::Finish { end: now, inclusive: true, at_duration: false, no_progress: false };
+            return (Cmd::Finish { end: now, inclusive: true, at_duration: false, no_progress: false }, posts);
         };
-        let duration = w.opts.duration;
         if let Some(e) = duration {
             if t > e {
-                return Cmd::Finish { end: e, inclusive: true, at_duration: true, no_progress: false };
+                return (Cmd::Finish { end: e, inclusive: true, at_duration: true, no_progress: false }, posts);
             }
         }
         let mut stall_check = false;
@@ -373,19 +561,21 @@ impl Leader {
                 if faults_due || slots.iter().any(|s| s.awaiting) {
                     (self.stall_since, self.checked) = (t, false);
                 } else if self.checked {
-                    return Cmd::Finish { end: now, inclusive: true, at_duration: false, no_progress: true };
+                    return (Cmd::Finish { end: now, inclusive: true, at_duration: false, no_progress: true }, posts);
                 } else {
                     (self.checked, stall_check) = (true, true);
                 }
             }
         }
-        let end = SimTime(t.0.saturating_add(w.lookahead.0));
-        let end = match duration {
-            Some(e) => end.min(SimTime(e.0 + 1)),
-            None => end,
-        };
+        let mut end = SimTime(t.0.saturating_add(w.window.0));
+        if let Some(Reverse((at, _, _))) = self.wakes.peek() {
+            end = end.min(*at);
+        }
+        if let Some(e) = duration {
+            end = end.min(SimTime(e.0 + 1));
+        }
         self.last_end = end;
-        Cmd::Run { end, stall_check }
+        (Cmd::Run { end, stall_check }, posts)
     }
 }
 

@@ -125,6 +125,22 @@ pub struct Net<'s, 'm> {
 enum Backend<'s, 'm> {
     Packet(&'s mut Sim<'m>),
     Flow(&'s mut FlowSim<'m>),
+    /// A partitioned run's leader: what the workload asks for is collected and handed to
+    /// every partition at the barrier (`crate::parallel`).
+    Collect(&'s mut Collect<'m>),
+}
+
+/// What a workload asked for during one callback of a partitioned run.
+pub(crate) struct Collect<'m> {
+    pub m: &'m Model,
+    /// The callback's time.
+    pub now: SimTime,
+    /// Messages posted, in order (`MsgId`s from `next_msg` up).
+    pub posts: Vec<FlowSpec>,
+    /// Wake-ups asked for: (time, tag).
+    pub wakes: Vec<(SimTime, u64)>,
+    /// The id the next message posted takes (messages posted so far in the whole run).
+    pub next_msg: MsgId,
 }
 
 impl<'s, 'm> Net<'s, 'm> {
@@ -136,11 +152,20 @@ impl<'s, 'm> Net<'s, 'm> {
         Net { backend: Backend::Flow(sim) }
     }
 
+    pub(crate) fn collect(c: &'s mut Collect<'m>) -> Self {
+        Net { backend: Backend::Collect(c) }
+    }
+
     /// Adds a flow already checked (or built from checked `[[traffic]]`).
     pub(crate) fn post_spec(&mut self, f: FlowSpec) -> MsgId {
         match &mut self.backend {
             Backend::Packet(s) => s.post_flow(f),
             Backend::Flow(s) => s.post_flow(f),
+            Backend::Collect(c) => {
+                c.posts.push(f);
+                c.next_msg += 1;
+                c.next_msg - 1
+            }
         }
     }
 }
@@ -150,6 +175,7 @@ impl<'m> Net<'_, 'm> {
         match &self.backend {
             Backend::Packet(s) => s.now(),
             Backend::Flow(s) => s.now(),
+            Backend::Collect(c) => c.now,
         }
     }
 
@@ -157,6 +183,7 @@ impl<'m> Net<'_, 'm> {
         match &self.backend {
             Backend::Packet(s) => s.m,
             Backend::Flow(s) => s.model(),
+            Backend::Collect(c) => c.m,
         }
     }
 
@@ -191,7 +218,9 @@ impl<'m> Net<'_, 'm> {
         }
         let (model, now) = (self.model(), self.now());
         match &mut self.backend {
-            Backend::Packet(_) => Err(PostError("the packet engine runs no lockstep group".into())),
+            Backend::Packet(_) | Backend::Collect(_) => {
+                Err(PostError("the packet engine runs no lockstep group".into()))
+            }
             Backend::Flow(s) => {
                 let specs =
                     msgs.iter().map(|m| check(model, now, m, Transport::Rdma)).collect::<Result<Vec<_>, _>>()?;
@@ -246,6 +275,7 @@ impl<'m> Net<'_, 'm> {
         match &mut self.backend {
             Backend::Packet(s) => s.push_wake(at, tag),
             Backend::Flow(s) => s.push_wake(at, tag),
+            Backend::Collect(c) => c.wakes.push((at, tag)),
         }
         Ok(())
     }
@@ -338,6 +368,16 @@ pub trait Workload {
     /// Whether `on_delivered` should be called at all (false skips the bookkeeping).
     fn wants_deliveries(&self) -> bool {
         true
+    }
+
+    /// The least time between a delivery and anything `on_delivered` asks for in answer (a
+    /// message's start, a wake-up): what lets a partitioned run hand deliveries over at its
+    /// barriers, one window late, without moving anything the callback does (a partitioned
+    /// run takes a workload with deliveries only when this is above zero; windows are then
+    /// no longer than it). Zero, the default, says a callback may post at the instant of the
+    /// delivery. (Wake-ups need no such delay: the partitions stop at each one.)
+    fn reaction_delay(&self) -> SimTime {
+        SimTime::ZERO
     }
 }
 

@@ -130,6 +130,15 @@ impl Wire {
         (d > 0).then_some(SimTime(now.0 + d))
     }
 
+    /// The least time between a chunk's delivery and what a chain of steps does in answer:
+    /// the next hop's post overhead over the network (`start` of an empty message), or the
+    /// intra-node latency `local` for a hop inside a node. Zero when the wire posts at once
+    /// (a partitioned run then cannot take the chain: `Workload::reaction_delay`).
+    pub fn reaction_delay(&self, local: Option<SimTime>) -> SimTime {
+        let net = self.start(SimTime(0), 0).unwrap_or(SimTime(0));
+        local.map_or(net, |l| net.min(l))
+    }
+
     /// When a point-to-point message posted at `now` leaves: after its GPU↔NIC leg (every
     /// transfer is posted at once, so the proxy's post overhead is on no chain), and where
     /// NCCL's hop latency is charged, after the rest of that hop's latency, once.

@@ -361,6 +361,12 @@ impl Workload for Tree {
         self.arrived(net, done.tag);
     }
 
+    fn reaction_delay(&self) -> SimTime {
+        // (Every answer to a delivery goes through `send`/`reduced`: the wire's start, or an
+        // intra-node hop's wake-up.)
+        self.wire.reaction_delay(self.intra.as_ref().map(|i| i.latency))
+    }
+
     fn on_wake(&mut self, t: u64, net: &mut Net<'_, '_>) {
         self.out.borrow_mut().record_local(net.now());
         self.arrived(net, t);

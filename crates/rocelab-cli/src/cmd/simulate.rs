@@ -139,10 +139,11 @@ pub struct Args {
     /// docs/flow-engine.md measures its error).
     #[arg(long, value_enum, default_value = "packet")]
     engine: Engine,
-    /// Cut the fabric into at most N partitions and run them on threads (the packet engine,
-    /// a fabric's own [[traffic]] and [[fault]] on RoCE). The cut fixes the results: every
-    /// thread count gives the same bytes (docs/simulate.md, "Parallel packet engine").
-    #[arg(long, value_name = "N", conflicts_with_all = ["scenario", "collective", "step", "serve", "workload", "jobs"])]
+    /// Cut the fabric into at most N partitions and run them on threads (the packet engine on
+    /// RoCE: a fabric's own [[traffic]] and [[fault]], or a collective whose NCCL proxy
+    /// overhead is above zero). The cut fixes the results: every thread count gives the same
+    /// bytes (docs/simulate.md, "The parallel packet engine").
+    #[arg(long, value_name = "N", conflicts_with = "scenario")]
     partitions: Option<u32>,
     /// What the cut follows: auto (pods on a 3-tier fat tree, rail groups on a rail-optimized
     /// fabric, else leaf groups), pod, rail, leaf.

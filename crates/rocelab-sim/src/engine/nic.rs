@@ -373,8 +373,7 @@ impl Sim<'_> {
                 if let Some(flow) = message_done {
                     self.notify(Observed::MessageDone { time: now, flow });
                     if self.deliveries_wanted {
-                        self.deliveries_due += 1;
-                        self.q.push(now, Ev::Delivered { flow });
+                        self.deliver(flow);
                     }
                 }
             }
@@ -607,8 +606,7 @@ impl Sim<'_> {
                     self.flow_failed[fl] = true;
                     self.flow_rx_left[fl] = 0;
                     if self.deliveries_wanted {
-                        self.deliveries_due += 1;
-                        self.q.push(now, Ev::Delivered { flow: fl as u32 });
+                        self.deliver(fl as u32);
                     }
                 }
                 let list = &mut self.host.nics[src_nic as usize].active;

@@ -66,13 +66,33 @@ pub(crate) struct Part {
     pub last_down: Vec<SimTime>,
     /// The partition has nothing left to do (see `Sim::part_idle`) since then.
     pub idle_since: Option<SimTime>,
+    /// The run's workload hears of deliveries: report them (`delivered`).
+    pub report_deliveries: bool,
+    /// Messages whose last byte arrived here (or whose sender gave up here) since the last
+    /// barrier: (time, message, failed), in the order they happened.
+    pub delivered: Vec<(SimTime, u32, bool)>,
 }
 
 impl Part {
-    pub fn new(id: u32, parts: usize, of_node: Arc<Vec<u32>>, peer_part: Arc<Vec<u32>>) -> Part {
+    pub fn new(
+        id: u32,
+        parts: usize,
+        of_node: Arc<Vec<u32>>,
+        peer_part: Arc<Vec<u32>>,
+        report_deliveries: bool,
+    ) -> Part {
         let n = peer_part.len();
         let outbox = (0..parts).map(|_| Vec::new()).collect();
-        Part { id, of_node, peer_part, outbox, last_down: vec![SimTime::MAX; n], idle_since: None }
+        Part {
+            id,
+            of_node,
+            peer_part,
+            outbox,
+            last_down: vec![SimTime::MAX; n],
+            idle_since: None,
+            report_deliveries,
+            delivered: Vec::new(),
+        }
     }
 
     fn send(&mut self, port: u32, msg: Msg) {
@@ -152,6 +172,21 @@ impl<'m> Sim<'m> {
             out.iter_mut().for_each(Vec::clear);
             std::mem::swap(&mut p.outbox, out);
         }
+    }
+
+    /// The deliveries since the last barrier (see `Part::delivered`), handed over into `out`
+    /// (emptied first).
+    pub(crate) fn swap_delivered(&mut self, out: &mut Vec<(SimTime, u32, bool)>) {
+        out.clear();
+        if let Some(p) = &mut self.part {
+            std::mem::swap(&mut p.delivered, out);
+        }
+    }
+
+    /// Posts a message the leader's workload posted (every partition posts every message, in
+    /// the same order, so message and QP numbers agree everywhere).
+    pub(crate) fn post_from_leader(&mut self, f: crate::traffic::FlowSpec) {
+        self.post_flow(f);
     }
 
     /// A message from another partition, due at or after every event this partition has run.

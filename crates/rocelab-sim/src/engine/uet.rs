@@ -317,8 +317,7 @@ impl Sim<'_> {
                 if self.flow_rx_left[fl] == 0 && !self.flow_failed[fl] {
                     self.notify(Observed::MessageDone { time: now, flow: fl as u32 });
                     if self.deliveries_wanted {
-                        self.deliveries_due += 1;
-                        self.q.push(now, Ev::Delivered { flow: fl as u32 });
+                        self.deliver(fl as u32);
                     }
                 }
             }
