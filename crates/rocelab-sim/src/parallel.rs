@@ -32,14 +32,25 @@
 //! then runs its timers due before that time, as the single engine would have. A duration
 //! limit ends every partition at the limit.
 //!
+//! # Workloads
+//!
+//! The workload is one object for the whole run: it stays on the calling thread (the leader,
+//! worker 0). Partitions report deliveries; at each barrier the leader calls the workload for
+//! the last window's deliveries in (time, partition, order), each at its own time, then for
+//! the wake-ups now due, and every partition posts every message it posted, in that order (so
+//! message and QP numbers agree; only the source's partition starts it). Answering one window
+//! late is exact when the workload waits at least a window before anything it asks for
+//! (`Workload::reaction_delay`, NCCL's proxy overhead for rings and trees): windows are never
+//! longer than that, and a workload that wants deliveries without such a delay is refused.
+//! A wake-up ends a window, so it runs with every partition stopped at its time.
+//!
 //! # What runs partitioned
 //!
-//! A fabric's own `[[traffic]]` and `[[fault]]` tables on RoCE. Not (refused with the reason):
-//! InfiniBand (its credits would cross the cut as messages too; not built), the Ultra
-//! Ethernet transport (its receiver grants credit to its sender outside packets), NIC
-//! resets that tear QPs down (a reconnection rewinds both ends of a QP at once), and
-//! workloads with callbacks (collectives, training steps: a callback reacts to a delivery at
-//! once, with no lookahead).
+//! RoCE fabrics: their `[[traffic]]` and `[[fault]]` tables, and collectives. Not (refused with
+//! the reason): InfiniBand (its credits would cross the cut as messages too; not built), the
+//! Ultra Ethernet transport (its receiver grants credit outside packets), NIC resets that tear
+//! QPs down (a reconnection rewinds both ends of a QP at once), and workloads that answer a
+//! delivery at once (training steps, serving, tenants).
 
 use crate::engine::{Fault, FaultAction, Msg, Part, PartStatus, Progress, Sim, SimOptions};
 use crate::partition::{partition, PartitionBy, Partitioning};
@@ -422,22 +433,24 @@ impl<'m> Worker<'_, 'm> {
 
     /// The run's progress as one engine would report it.
     fn progress(&self, sh: &Shared) -> Progress {
-        let (mut events, mut now, mut qps_total) = (0, SimTime::ZERO, 0);
-        for s in &sh.slots {
-            let s = s.lock().expect("not poisoned");
-            events += s.events;
-            now = now.max(s.now);
-            qps_total += s.status.qps_created;
-        }
-        Progress {
-            now,
+        let mut p = Progress {
+            now: SimTime::ZERO,
             end: self.opts.duration,
-            events,
+            events: 0,
             qps_done: 0,
-            qps_total,
+            qps_total: 0,
             bytes_done: 0,
             bytes_total: self.initial.iter().map(|f| f.size_bytes).sum(),
+        };
+        for s in &sh.slots {
+            let s = s.lock().expect("not poisoned");
+            p.events += s.events;
+            p.now = p.now.max(s.now);
+            p.qps_total += s.status.qps_created;
+            p.qps_done += s.status.qps_done;
+            p.bytes_done += s.status.payload;
         }
+        p
     }
 }
 

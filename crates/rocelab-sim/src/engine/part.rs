@@ -110,6 +110,10 @@ pub struct PartStatus {
     /// When it last became idle.
     pub idle_since: SimTime,
     pub qps_created: usize,
+    /// Of those, finished.
+    pub qps_done: usize,
+    /// Payload bytes delivered in order here (progress).
+    pub payload: u64,
     pub live: usize,
     pub active_qps: usize,
     /// Packets delivered and dropped so far (progress, for the stall check).
@@ -270,6 +274,8 @@ impl<'m> Sim<'m> {
             idle,
             idle_since: self.part.as_ref().and_then(|p| p.idle_since).unwrap_or(self.now),
             qps_created: self.qps_created,
+            qps_done: self.qps_created - self.qps_left,
+            payload: self.stats.payload_delivered,
             live: self.pkts.live(),
             active_qps: self.active_qps,
             gone: self.stats.delivered + self.stats.dropped,
