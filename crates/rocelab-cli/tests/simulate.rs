@@ -438,11 +438,17 @@ fn what_a_partitioned_run_cannot_take_is_refused_with_the_reason() {
     // A training step answers some deliveries at once; a stress scenario runs its own engine;
     // UET's receivers grant credit outside packets; --threads means nothing without a cut.
     for (args, want) in [
-        (vec!["simulate", "rail-128gpu.toml", "--partitions", "2", "--step", "plan/step-200m-32gpu.toml"], "at the instant"),
+        (
+            vec!["simulate", "rail-128gpu.toml", "--partitions", "2", "--step", "plan/step-200m-32gpu.toml"],
+            "at the instant",
+        ),
         (vec!["simulate", "rail-128gpu.toml", "--partitions", "2", "--scenario", "incast"], "cannot be used with"),
         (vec!["simulate", "uet-permutation.toml", "--partitions", "2"], "Ultra Ethernet"),
         (vec!["simulate", "rail-128gpu.toml", "--threads", "2"], "--partitions"),
-        (vec!["simulate", "rail-128gpu.toml", "--partitions", "2", "--partition-by", "spine"], "auto, pod, rail or leaf"),
+        (
+            vec!["simulate", "rail-128gpu.toml", "--partitions", "2", "--partition-by", "spine"],
+            "auto, pod, rail or leaf",
+        ),
     ] {
         let mut c = rocelab();
         for a in &args {

@@ -56,8 +56,8 @@ mod wire;
 
 pub use faults::resolve_faults;
 pub use faults::{RECONNECT, RESEND_UNIT_BYTES};
-pub use part::{Msg, PartStatus};
 pub(crate) use part::Part;
+pub use part::{Msg, PartStatus};
 
 const NONE: u32 = u32::MAX;
 /// RoCEv2's UDP destination port.

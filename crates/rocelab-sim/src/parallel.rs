@@ -12,13 +12,14 @@
 //! window starts at the earliest event or message anywhere (idle stretches are skipped).
 //! Windows rather than null messages: every partition here links to every other (the core or
 //! spine tier is dealt over all of them), so null messages would cost P·(P − 1) per step where
-//! a barrier costs one, and a window's events are counted before it runs (`WindowProfile`).
+//! a barrier costs one (`partition::WindowProfile` counts what a cut would cost on a
+//! single-threaded run).
 //!
 //! # Determinism
 //!
 //! The cut depends on the fabric and the options only, never on the thread count; each
 //! partition's events run in its own order (time, then insertion); messages are handed over
-//! in (due time, sending partition, order sent). A partition's run is therefore the same
+//! in (sending partition, order sent). A partition's run is therefore the same
 //! whichever thread runs it and whatever runs beside it, and 1, 2 or 16 threads give the same
 //! bytes. A partitioned run is not the single-engine run: equal-time events that cross a cut
 //! are ordered by that key instead of by insertion, so results differ from the unpartitioned
@@ -225,9 +226,8 @@ impl<'m> ParRun<'m> {
         }
         // What building a replica checks, checked once here (a worker cannot report it).
         crate::router::Router::new(m, opts.seed)?;
-        let cut = partition(m, par.by, par.parts).map_err(|e| {
-            vec![Diagnostic::new("simulation.partition_by", e.to_string(), "use --partition-by auto")]
-        })?;
+        let cut = partition(m, par.by, par.parts)
+            .map_err(|e| vec![Diagnostic::new("simulation.partition_by", e.to_string(), "use --partition-by auto")])?;
         if cut.lookahead.is_some_and(|l| l == SimTime::ZERO) {
             return Err(refused(
                 "a cut link has no propagation delay, so partitions cannot run ahead of each other",
@@ -310,8 +310,7 @@ impl<'m> ParRun<'m> {
                 .map(|w| {
                     let (shared, of_node, peer_part) = (&shared, of_node.clone(), peer_part.clone());
                     s.spawn(move || {
-                        let ctx =
-                            Worker { w, threads, m, initial, faults, opts, of_node, peer_part, window, report };
+                        let ctx = Worker { w, threads, m, initial, faults, opts, of_node, peer_part, window, report };
                         ctx.run(shared, &mut |_| {}, None)
                     })
                 })
@@ -326,7 +325,7 @@ impl<'m> ParRun<'m> {
         self.late = leader.late;
         snaps.sort_by_key(|(p, _)| *p);
         let snaps: Vec<Snapshot> = snaps.into_iter().map(|(_, s)| s).collect();
-        self.merged = Some(merge(self.m, &self.cut.of_node, snaps));
+        self.merged = Some(merge(&self.cut.of_node, snaps));
     }
 
     /// The merged counters of every partition (an idle fabric before `run`).
@@ -529,9 +528,7 @@ impl<'m> Leader<'_, 'm> {
                 .min()
                 .map(|t| t.max(floor));
             match self.wakes.peek() {
-                Some(&Reverse((at, _, tag)))
-                    if next.is_none_or(|t| at <= t) && duration.is_none_or(|e| at <= e) =>
-                {
+                Some(&Reverse((at, _, tag))) if next.is_none_or(|t| at <= t) && duration.is_none_or(|e| at <= e) => {
                     self.wakes.pop();
                     let mut c = collect(at, self.msgs.len());
                     self.workload.on_wake(tag, &mut Net::collect(&mut c));
@@ -594,7 +591,7 @@ impl<'m> Leader<'_, 'm> {
 
 /// One snapshot of the whole run from the partitions' (in partition order): each count taken
 /// where it was made (see `engine::part`).
-fn merge(m: &Model, of_node: &[u32], snaps: Vec<Snapshot>) -> Snapshot {
+fn merge(of_node: &[u32], snaps: Vec<Snapshot>) -> Snapshot {
     let owner = |node: rocelab_model::NodeId| of_node[node.idx()] as usize;
     let mut out = snaps[0].clone();
     out.now = snaps.iter().map(|s| s.now).max().unwrap_or(SimTime::ZERO);
@@ -692,7 +689,6 @@ fn merge(m: &Model, of_node: &[u32], snaps: Vec<Snapshot>) -> Snapshot {
         out.cnp_queue_delay.add(&s.cnp_queue_delay);
     }
     out.series = merge_series(&snaps, out.now);
-    let _ = m;
     out
 }
 

@@ -105,9 +105,8 @@ fn cut_links(m: &Model) -> (rocelab_sim::partition::Partitioning, Vec<(String, S
         .iter()
         .filter_map(|l| {
             let (a, b) = (m.ports[l.a.idx()].node, m.ports[l.b.idx()].node);
-            (cut.of_node[a.idx()] != cut.of_node[b.idx()]).then(|| {
-                (m.nodes[a.idx()].name.clone(), m.nodes[b.idx()].name.clone(), l.a.0, l.b.0)
-            })
+            (cut.of_node[a.idx()] != cut.of_node[b.idx()])
+                .then(|| (m.nodes[a.idx()].name.clone(), m.nodes[b.idx()].name.clone(), l.a.0, l.b.0))
         })
         .collect();
     (cut, links)
@@ -140,7 +139,9 @@ fn an_ecmp_group_whose_members_sit_in_other_partitions_spreads_as_on_one_engine(
             assert!((x as f64 / y as f64 - 1.0).abs() < 0.25, "{a}–{b}: {x} B partitioned against {y} B");
         }
     }
-    let total = |s: &Snapshot| links.iter().map(|l| s.ports[l.2 as usize].tx_bytes + s.ports[l.3 as usize].tx_bytes).sum::<u64>();
+    let total = |s: &Snapshot| {
+        links.iter().map(|l| s.ports[l.2 as usize].tx_bytes + s.ports[l.3 as usize].tx_bytes).sum::<u64>()
+    };
     assert!((total(&par) as f64 / total(&one) as f64 - 1.0).abs() < 0.02);
 }
 
@@ -148,11 +149,13 @@ fn an_ecmp_group_whose_members_sit_in_other_partitions_spreads_as_on_one_engine(
 fn a_pfc_pause_crosses_the_cut_and_the_incast_stays_lossless() {
     // 12 senders in three pods into one host of the fourth, no congestion control: PFC backs
     // up from the receiver's ToR to the aggregation switches and onto the cores.
-    let mut traffic = String::from("[nic]\ncongestion_control = \"none\"\n[qos.pfc]\nxoff_bytes = 20000\nxon_bytes = 10000\n");
+    let mut traffic =
+        String::from("[nic]\ncongestion_control = \"none\"\n[qos.pfc]\nxoff_bytes = 20000\nxon_bytes = 10000\n");
     let probe = fat_tree("probe", "[[traffic]]\npattern = \"permutation\"\nsize_bytes = 1000\n");
     let hosts: Vec<&str> = probe.nodes.iter().filter(|n| n.is_host()).map(|n| n.name.as_str()).collect();
     for src in &hosts[4..] {
-        traffic += &format!("[[traffic]]\npattern = \"flow\"\nsrc = \"{src}\"\ndst = \"{}\"\nsize_bytes = 300000\n", hosts[0]);
+        traffic +=
+            &format!("[[traffic]]\npattern = \"flow\"\nsrc = \"{src}\"\ndst = \"{}\"\nsize_bytes = 300000\n", hosts[0]);
     }
     let m = fat_tree("pfc", &traffic);
     let (cut, links) = cut_links(&m);
@@ -161,11 +164,8 @@ fn a_pfc_pause_crosses_the_cut_and_the_incast_stays_lossless() {
     assert_eq!(par.counters.dropped, 0, "lossless: headroom absorbs what is on the wire");
     assert!(par.flows.iter().all(|f| f.finish.is_some() && f.delivered_bytes == 300_000));
     // Pauses received at the far end of a cut link: sent in one partition, honoured in another.
-    let crossed: u64 = links
-        .iter()
-        .flat_map(|l| [l.2, l.3])
-        .map(|p| par.ports[p as usize].pfc_rx.iter().sum::<u64>())
-        .sum();
+    let crossed: u64 =
+        links.iter().flat_map(|l| [l.2, l.3]).map(|p| par.ports[p as usize].pfc_rx.iter().sum::<u64>()).sum();
     assert!(crossed > 0, "no PFC frame crossed the cut");
     // Each frame sent is received once, wherever its ends are.
     assert_eq!(par.counters.pfc_frames_sent, par.counters.pfc_frames_received);
@@ -187,7 +187,10 @@ fn a_link_that_fails_on_the_cut_loses_what_is_on_it_and_the_flows_recover() {
     let m = fat_tree("flap", &extra);
     let par = same_for_every_thread_count(&m);
     conserved(&par);
-    assert!(par.flows.iter().all(|f| f.finish.is_some() && f.delivered_bytes == 400_000), "go-back-N recovers every flow");
+    assert!(
+        par.flows.iter().all(|f| f.finish.is_some() && f.delivered_bytes == 400_000),
+        "go-back-N recovers every flow"
+    );
     // Each end counts its own transitions once: two flaps are four changes per end.
     assert_eq!(par.ports[pa as usize].link_state_changes, 4);
     assert_eq!(par.ports[pb as usize].link_state_changes, 4);
@@ -208,9 +211,12 @@ fn a_link_that_fails_on_the_cut_loses_what_is_on_it_and_the_flows_recover() {
 fn sampled_series_and_invariants_hold_in_every_partition() {
     // Sampling every 2 µs: in debug builds each sample also checks the engine's invariants,
     // here in every partition's replica.
-    let m = fat_tree("series", "sample_interval_us = 2
+    let m = fat_tree(
+        "series",
+        "sample_interval_us = 2
 [[traffic]]
-pattern = \"permutation\"\nsize_bytes = 500000\n");
+pattern = \"permutation\"\nsize_bytes = 500000\n",
+    );
     let par = same_for_every_thread_count(&m);
     let one = run(&m, None);
     // One row per switch buffer at each instant, as one engine records them, in time order.

@@ -245,7 +245,8 @@ fn a_partitioned_collective_hears_every_delivery_within_the_lookahead_of_its_ans
     use rocelab_sim::parallel::Parallel;
     use rocelab_sim::partition::PartitionBy;
     use rocelab_workload::{prepare, Algo};
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/rail-128gpu.toml")).unwrap();
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/rail-128gpu.toml")).unwrap();
     let m = load_str("rail-128gpu.toml", &text).unwrap();
     for algo in [Algo::Ring, Algo::Tree] {
         let spec = CollectiveSpec { algo: Some(algo), ..CollectiveSpec::new(Collective::AllReduce, 4 << 20) };
