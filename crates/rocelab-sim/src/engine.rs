@@ -972,7 +972,8 @@ impl<'m> Sim<'m> {
     /// ends, no packet of it alive, no timer of it due.
     #[inline]
     pub(super) fn maybe_retire(&mut self, qi: u32) {
-        if !self.opts.recycle_qps {
+        // (A partition cannot tell alone: its leader retires QPs for all at once, `part`.)
+        if !self.opts.recycle_qps || self.part.is_some() {
             return;
         }
         let q = &self.host.qps[qi as usize];

@@ -121,6 +121,10 @@ struct Slot {
     first_out: Option<SimTime>,
     /// Deliveries of the last window (see `Part::delivered`).
     delivered: Vec<(SimTime, u32, bool)>,
+    /// With `recycle_qps`: QPs whose end here finished in the last window, and of the
+    /// candidates, those of which nothing is left here.
+    ends_done: Vec<u32>,
+    quiet: Vec<u32>,
 }
 
 /// A barrier that spins before it yields: a window of a collective holds a few thousand
@@ -164,6 +168,10 @@ struct Shared {
     cmd: Mutex<Cmd>,
     /// The messages the workload posted at the last barrier, for every partition to post.
     posts: Mutex<Vec<FlowSpec>>,
+    /// With `recycle_qps`: QPs every partition retires before the next window (in this
+    /// order), and the QPs done at both ends that each reports on after it (`Leader::recycle`).
+    retire: Mutex<Vec<u32>>,
+    candidates: Mutex<Vec<u32>>,
 }
 
 /// The leader (worker 0): the workload, and its memory across barriers.
@@ -183,6 +191,12 @@ struct Leader<'a, 'm> {
     checked: bool,
     /// The end of the last window: every partition that is not idle has run all before it.
     last_end: SimTime,
+    /// With `recycle_qps`, per QP slot: its ends reported done (2: both).
+    ends: Vec<u8>,
+    /// The QPs done at both ends the partitions were asked about in the last window.
+    checking: Vec<u32>,
+    /// Per QP slot: partitions that found nothing of it left (scratch, zero between uses).
+    quiet: Vec<u32>,
 }
 
 impl<'m> ParRun<'m> {
@@ -249,9 +263,6 @@ impl<'m> ParRun<'m> {
         }
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let threads = if par.threads == 0 { cores } else { par.threads }.clamp(1, cut.parts as usize);
-        // (Slots of finished QPs are not reused: every partition would have to agree on when
-        // a QP is done with everywhere.)
-        let opts = SimOptions { recycle_qps: false, ..opts };
         Ok(ParRun { m, workload, faults, opts, cut, threads, window, late: 0, merged: None })
     }
 
@@ -293,6 +304,9 @@ impl<'m> ParRun<'m> {
             stall_since: SimTime::ZERO,
             checked: false,
             last_end: SimTime::ZERO,
+            ends: Vec::new(),
+            checking: Vec::new(),
+            quiet: Vec::new(),
         };
         let initial = leader.absorb(c, SimTime::ZERO);
         let shared = Shared {
@@ -301,6 +315,8 @@ impl<'m> ParRun<'m> {
             // A first window that runs nothing: every partition reports its first event.
             cmd: Mutex::new(Cmd::Run { end: SimTime::ZERO, stall_check: false }),
             posts: Mutex::new(Vec::new()),
+            retire: Mutex::new(Vec::new()),
+            candidates: Mutex::new(Vec::new()),
         };
         let threads = self.threads;
         let (m, initial, faults, opts) = (self.m, &initial, &self.faults, &self.opts);
@@ -362,7 +378,8 @@ impl<'m> Worker<'_, 'm> {
         let mut sims: Vec<Sim<'m>> = mine
             .iter()
             .map(|&p| {
-                let part = Part::new(p, parts, self.of_node.clone(), self.peer_part.clone(), self.report);
+                let mut part = Part::new(p, parts, self.of_node.clone(), self.peer_part.clone(), self.report);
+                part.ends_done = self.opts.recycle_qps.then(Vec::new);
                 let work = Box::new(FixedFlows(self.initial.to_vec()));
                 Sim::replica(self.m, work, self.faults.to_vec(), self.opts.clone(), Some(part))
                     .expect("checked when the run was built (ParRun::new)")
@@ -372,9 +389,16 @@ impl<'m> Worker<'_, 'm> {
         for window in 0u64.. {
             let cmd = *sh.cmd.lock().expect("no worker panics holding it");
             let posts = sh.posts.lock().expect("no worker panics holding it").clone();
+            let retire = sh.retire.lock().expect("no worker panics holding it").clone();
+            let candidates = sh.candidates.lock().expect("no worker panics holding it").clone();
             let (sent, fill) = ((window + 1) as usize % 2, window as usize % 2);
             for (k, sim) in sims.iter_mut().enumerate() {
                 let me = mine[k] as usize;
+                // Retired before the new messages are posted, so their slots go to the same
+                // QPs in every partition.
+                for &q in &retire {
+                    sim.retire_from_leader(q);
+                }
                 for f in &posts {
                     sim.post_from_leader(f.clone());
                 }
@@ -406,6 +430,8 @@ impl<'m> Worker<'_, 'm> {
                 slot.now = sim.now();
                 sim.swap_outbox(&mut slot.out[fill]);
                 sim.swap_delivered(&mut slot.delivered);
+                sim.swap_ends_done(&mut slot.ends_done);
+                sim.quiet_among(&candidates, &mut slot.quiet);
                 slot.first_out = slot.out[fill].iter().flat_map(|v| v.first()).map(|m| m.at()).min();
             }
             if let Cmd::Finish { .. } = cmd {
@@ -419,6 +445,11 @@ impl<'m> Worker<'_, 'm> {
                 let (next, posts) = leader.decide(self, sh, fill);
                 *sh.cmd.lock().expect("no worker panics holding it") = next;
                 *sh.posts.lock().expect("no worker panics holding it") = posts;
+                if self.opts.recycle_qps {
+                    let retire = leader.recycle(sh, fill);
+                    *sh.retire.lock().expect("no worker panics holding it") = retire;
+                    *sh.candidates.lock().expect("no worker panics holding it") = leader.checking.clone();
+                }
                 let events: u64 = sh.slots.iter().map(|s| s.lock().expect("not poisoned").events).sum();
                 if events >= next_report {
                     next_report = events + 200_000;
@@ -454,6 +485,66 @@ impl<'m> Worker<'_, 'm> {
 }
 
 impl<'m> Leader<'_, 'm> {
+    /// Which QPs every partition retires now (`recycle_qps`): those done at both ends of
+    /// which the last window left nothing anywhere — no packet in any partition or on its way
+    /// between two, no timer. A QP can then never be touched again, so its slot can go to
+    /// the next QP posted; deciding it here, once for all, keeps slot numbers the same in
+    /// every partition. Also sets the candidates the partitions report on next.
+    fn recycle(&mut self, sh: &Shared, fill: usize) -> Vec<u32> {
+        let mut slots: Vec<_> = sh.slots.iter().map(|s| s.lock().expect("not poisoned")).collect();
+        let parts = slots.len() as u32;
+        let grow = |v: &mut Vec<u32>, q: u32| {
+            if v.len() <= q as usize {
+                v.resize(q as usize + 1, 0);
+            }
+        };
+        for s in &slots {
+            for &q in &s.quiet {
+                grow(&mut self.quiet, q);
+                self.quiet[q as usize] += 1;
+            }
+        }
+        // Packets of a QP between two partitions are in no partition's counts.
+        for s in &slots {
+            for msg in s.out[fill].iter().flatten() {
+                if let Msg::Packet { pkt, .. } = msg {
+                    if (pkt.qp as usize) < self.quiet.len() {
+                        self.quiet[pkt.qp as usize] = 0;
+                    }
+                }
+            }
+        }
+        let mut retire = Vec::new();
+        let mut keep = Vec::new();
+        for &q in &self.checking {
+            let n = self.quiet.get(q as usize).copied().unwrap_or(0);
+            if n == parts {
+                retire.push(q);
+            } else {
+                keep.push(q);
+            }
+        }
+        for s in &slots {
+            for &q in &s.quiet {
+                self.quiet[q as usize] = 0;
+            }
+        }
+        for s in slots.iter_mut() {
+            for q in s.ends_done.drain(..) {
+                if self.ends.len() <= q as usize {
+                    self.ends.resize(q as usize + 1, 0);
+                }
+                self.ends[q as usize] += 1;
+                if self.ends[q as usize] == 2 {
+                    self.ends[q as usize] = 0;
+                    keep.push(q);
+                }
+            }
+        }
+        self.checking = keep;
+        retire
+    }
+
     /// Takes what the workload asked for in one callback: its messages (none starting before
     /// `floor`, the end of the window just run) and its wake-ups. Returns the messages.
     fn absorb(&mut self, c: Collect<'m>, floor: SimTime) -> Vec<FlowSpec> {
@@ -638,24 +729,11 @@ fn merge(of_node: &[u32], snaps: Vec<Snapshot>) -> Snapshot {
         q.delivered_bytes = rx.delivered_bytes;
         q.finish = rx.finish;
     }
+    // Messages: the sender's counts where the source is, the receiver's where the destination
+    // is (retired QPs are counted in their messages only).
     for (i, f) in out.flows.iter_mut().enumerate() {
-        let failed = snaps[owner(f.src)].flows[i].failed;
-        *f = FlowRecord {
-            qps: 0,
-            delivered_bytes: 0,
-            retransmitted_packets: 0,
-            cnps_received: 0,
-            failed_qps: 0,
-            failed,
-            finish: Some(SimTime::ZERO),
-            sender_done: Some(SimTime::ZERO),
-            ..f.clone()
-        };
-    }
-    for q in &out.qps {
-        out.flows[q.flow as usize].add_qp(q);
-    }
-    for f in &mut out.flows {
+        let (tx, rx) = (&snaps[owner(f.src)].flows[i], &snaps[owner(f.dst)].flows[i]);
+        *f = FlowRecord { delivered_bytes: rx.delivered_bytes, finish: rx.finish, ..tx.clone() };
         // (A sender that gave up could not see that the receiver had everything.)
         f.failed &= f.finish.is_none();
     }
@@ -680,9 +758,10 @@ fn merge(of_node: &[u32], snaps: Vec<Snapshot>) -> Snapshot {
         c.trim_nacks += o.trim_nacks;
         c.selective_retransmits += o.selective_retransmits;
         c.rccc_grants += o.rccc_grants;
+        // (Counted at senders only.)
+        c.timeouts += o.timeouts;
+        c.qps_failed += o.qps_failed;
     }
-    c.timeouts = out.qps.iter().map(|q| q.timeouts).sum();
-    c.qps_failed = out.qps.iter().filter(|q| q.failed).count() as u64;
     c.tally(&out.ports, &out.nics);
     for s in &snaps[1..] {
         out.queue_delay.add(&s.queue_delay);

@@ -339,6 +339,9 @@ impl Sim<'_> {
                     let last = q.rcv_nxt == q.npkts;
                     if last && q.finish.is_none() {
                         q.finish = Some(now);
+                        if let Some(p) = &mut self.part {
+                            p.end_done(qi);
+                        }
                         let fl = q.flow as usize;
                         // (Zero already when another QP of the flow gave up: reported then.)
                         if self.flow_rx_left[fl] > 0 {
@@ -494,6 +497,9 @@ impl Sim<'_> {
         }
         q.sender_done = Some(now);
         q.rto_gen = q.rto_gen.wrapping_add(1);
+        if let Some(p) = &mut self.part {
+            p.end_done(qi);
+        }
         self.qps_left -= 1;
         self.active_qps -= 1;
         let list = &mut self.host.nics[q.src_nic as usize].active;

@@ -71,6 +71,9 @@ pub(crate) struct Part {
     /// Messages whose last byte arrived here (or whose sender gave up here) since the last
     /// barrier: (time, message, failed), in the order they happened.
     pub delivered: Vec<(SimTime, u32, bool)>,
+    /// Slots of finished QPs are reused (`SimOptions::recycle_qps`): QPs whose end here
+    /// finished (the sender's last ACK, the receiver's last byte) since the last barrier.
+    pub ends_done: Option<Vec<u32>>,
 }
 
 impl Part {
@@ -92,6 +95,15 @@ impl Part {
             idle_since: None,
             report_deliveries,
             delivered: Vec::new(),
+            ends_done: None,
+        }
+    }
+
+    /// QP `qi`'s end in this partition is done (counted only where slots are reused).
+    #[inline]
+    pub fn end_done(&mut self, qi: u32) {
+        if let Some(v) = &mut self.ends_done {
+            v.push(qi);
         }
     }
 
@@ -185,6 +197,30 @@ impl<'m> Sim<'m> {
         if let Some(p) = &mut self.part {
             std::mem::swap(&mut p.delivered, out);
         }
+    }
+
+    /// The QPs whose end here finished since the last barrier, handed over into `out`.
+    pub(crate) fn swap_ends_done(&mut self, out: &mut Vec<u32>) {
+        out.clear();
+        if let Some(v) = self.part.as_mut().and_then(|p| p.ends_done.as_mut()) {
+            std::mem::swap(v, out);
+        }
+    }
+
+    /// Of `candidates` (QPs done at both ends), those of which nothing is here: no packet, no
+    /// timer counted against its slot.
+    pub(crate) fn quiet_among(&self, candidates: &[u32], out: &mut Vec<u32>) {
+        out.clear();
+        out.extend(candidates.iter().copied().filter(|&q| {
+            let q = &self.host.qps[q as usize];
+            q.pkts_out == 0 && q.timers == 0 && !q.retired
+        }));
+    }
+
+    /// Retires QP `qi` as the leader says (every partition retires the same QPs in the same
+    /// order, so a slot is reused by the same next QP everywhere).
+    pub(crate) fn retire_from_leader(&mut self, qi: u32) {
+        self.host.retire(qi);
     }
 
     /// Posts a message the leader's workload posted (every partition posts every message, in
