@@ -62,7 +62,7 @@ use rocelab_model::{Diagnostic, Model, NodeId, SimTime};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 /// How a run is cut and run (`SimOptions::parallel`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,36 +127,50 @@ struct Slot {
     quiet: Vec<u32>,
 }
 
-/// A barrier that spins before it yields: a window of a collective holds a few thousand
+/// A barrier that spins before it sleeps: a window of a collective holds a few thousand
 /// events, tens of microseconds, where putting a thread to sleep and waking it (a futex each
-/// way, as `std::sync::Barrier` does) costs as much again. Past a few thousand spins it
-/// yields the core, for machines with more threads than cores.
+/// way, as `std::sync::Barrier` does) costs as much again. After a short spin it sleeps on a
+/// condition variable, so a machine busy with other work (more runnable threads than cores)
+/// does not burn the core a descheduled partner needs.
 struct SpinBarrier {
     threads: usize,
     arrived: AtomicUsize,
     generation: AtomicUsize,
+    lock: Mutex<()>,
+    wake: Condvar,
 }
 
 impl SpinBarrier {
     fn new(threads: usize) -> SpinBarrier {
-        SpinBarrier { threads, arrived: AtomicUsize::new(0), generation: AtomicUsize::new(0) }
+        SpinBarrier {
+            threads,
+            arrived: AtomicUsize::new(0),
+            generation: AtomicUsize::new(0),
+            lock: Mutex::new(()),
+            wake: Condvar::new(),
+        }
     }
 
     fn wait(&self) {
         let gen = self.generation.load(Ordering::Acquire);
         if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.threads {
             self.arrived.store(0, Ordering::Relaxed);
+            // (Under the lock: a waiter that found the old generation under it is already
+            // waiting when the notice comes.)
+            let _held = self.lock.lock().expect("no worker panics holding it");
             self.generation.fetch_add(1, Ordering::Release);
+            self.wake.notify_all();
             return;
         }
-        let mut spins = 0u32;
-        while self.generation.load(Ordering::Acquire) == gen {
-            if spins < 4_000 {
-                std::hint::spin_loop();
-                spins += 1;
-            } else {
-                std::thread::yield_now();
+        for _ in 0..2_000 {
+            if self.generation.load(Ordering::Acquire) != gen {
+                return;
             }
+            std::hint::spin_loop();
+        }
+        let mut held = self.lock.lock().expect("no worker panics holding it");
+        while self.generation.load(Ordering::Acquire) == gen {
+            held = self.wake.wait(held).expect("no worker panics holding it");
         }
     }
 }
