@@ -189,13 +189,14 @@ impl<E: Copy> EventQueue<E> {
         self.seq += 1;
     }
 
-    /// Makes bucket 0 non-empty (unless the queue is empty, or its next event is at or past
-    /// `limit`: then nothing is settled) and returns its front time. Events that come due
-    /// soon are shown to `hint` (see `pop_hinted`).
+    /// Makes bucket 0 non-empty (unless the queue is empty, or, when `LIMITED`, its next
+    /// event is at or past `limit`: then nothing is settled) and returns its front time.
+    /// Events that come due soon are shown to `hint` (see `pop_hinted`). (`LIMITED` is a
+    /// constant so the single engine's pops carry no test of a limit they never have.)
     #[inline]
-    fn settle(&mut self, hint: &mut impl FnMut(&E), limit: u64) -> Option<u64> {
+    fn settle<const LIMITED: bool>(&mut self, hint: &mut impl FnMut(&E), limit: u64) -> Option<u64> {
         if self.head < self.buckets[0].len() {
-            return (self.last < limit).then_some(self.last);
+            return (!LIMITED || self.last < limit).then_some(self.last);
         }
         if self.len == 0 {
             return None;
@@ -208,7 +209,7 @@ impl<E: Copy> EventQueue<E> {
             // Level 0: every event of the bucket is at the same time (already hinted when it
             // came this close), in push order. It becomes bucket 0 as it is.
             let t = self.buckets[b][0].time;
-            if t >= limit {
+            if LIMITED && t >= limit {
                 return None;
             }
             self.occupied[b / 64] &= !(1 << (b % 64));
@@ -217,7 +218,7 @@ impl<E: Copy> EventQueue<E> {
             return Some(t);
         }
         let min = self.buckets[b].iter().map(|e| e.time).min().expect("non-empty");
-        if min >= limit {
+        if LIMITED && min >= limit {
             return None;
         }
         self.occupied[b / 64] &= !(1 << (b % 64));
@@ -250,7 +251,7 @@ impl<E: Copy> EventQueue<E> {
     /// end of its window takes messages due after it: `engine::part`).
     #[inline]
     pub fn pop_before(&mut self, limit: SimTime, mut hint: impl FnMut(&E)) -> Option<(SimTime, E)> {
-        let t = self.settle(&mut hint, limit.0)?;
+        let t = self.settle::<true>(&mut hint, limit.0)?;
         let e = self.buckets[0][self.head];
         self.head += 1;
         self.len -= 1;
@@ -278,7 +279,7 @@ impl<E: Copy> EventQueue<E> {
     /// caller can prefetch what they will touch. The hint never changes the order.
     #[inline]
     pub fn pop_hinted(&mut self, mut hint: impl FnMut(&E)) -> Option<(SimTime, E)> {
-        let t = self.settle(&mut hint, u64::MAX)?;
+        let t = self.settle::<false>(&mut hint, u64::MAX)?;
         let e = self.buckets[0][self.head];
         self.head += 1;
         self.len -= 1;
@@ -289,7 +290,7 @@ impl<E: Copy> EventQueue<E> {
     /// `pop_hinted`).
     #[inline]
     pub fn peek_time(&mut self, mut hint: impl FnMut(&E)) -> Option<SimTime> {
-        self.settle(&mut hint, u64::MAX).map(SimTime)
+        self.settle::<false>(&mut hint, u64::MAX).map(SimTime)
     }
 
     /// Whether an event is queued at the time last popped (or settled). Unlike `peek_time`

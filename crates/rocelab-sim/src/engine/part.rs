@@ -298,7 +298,7 @@ impl<'m> Sim<'m> {
         while let Some((t, ev)) = self.q.pop_before(limit, |_| {}) {
             self.now = t;
             self.events += 1;
-            self.dispatch(ev);
+            self.dispatch_one(ev);
         }
         self.now = end;
     }

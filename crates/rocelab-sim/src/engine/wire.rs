@@ -45,7 +45,7 @@ impl Sim<'_> {
 
     /// Appends `pkt` to the cable of `port`, due at its peer at `arrive` (after every packet
     /// already on it): one pending arrival event per wire.
-    #[inline]
+    #[inline(always)]
     pub(super) fn wire_append(&mut self, port: u32, pkt: u32, arrive: SimTime) {
         let p = &mut self.ports[port as usize];
         let tail = p.wire_tail;
@@ -71,7 +71,7 @@ impl Sim<'_> {
         self.kick(port);
     }
 
-    #[inline]
+    #[inline(always)]
     pub(super) fn on_wire_arrive(&mut self, port: u32, pkt: u32, peer: u32) {
         // A link that went down emptied its wire; its pending arrival event is stale.
         if self.ports[port as usize].wire_head != pkt || self.pkts.get(pkt).enq_time != self.now {
