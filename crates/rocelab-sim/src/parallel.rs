@@ -197,6 +197,9 @@ struct Leader<'a, 'm> {
     heard: Vec<bool>,
     /// Wake-ups due: (time, order asked, tag).
     wakes: BinaryHeap<Reverse<(SimTime, u64, u64)>>,
+    /// The workload has a reaction delay (to wake-ups as to deliveries): a wake-up is answered
+    /// at the end of its window; without one, a wake-up ends the window.
+    wakes_in_window: bool,
     wakes_asked: u64,
     late: u64,
     last_gone: u64,
@@ -209,6 +212,11 @@ struct Leader<'a, 'm> {
     ends: Vec<u8>,
     /// The QPs done at both ends the partitions were asked about in the last window.
     checking: Vec<u32>,
+    /// Candidates found still in use, with the barrier at which to ask again (a QP can stay
+    /// busy for a while after both ends are done: a rate timer hundreds of µs out; asking of
+    /// every one at every barrier cost more than the run).
+    later: std::collections::VecDeque<(u64, u32)>,
+    barriers: u64,
     /// Per QP slot: partitions that found nothing of it left (scratch, zero between uses).
     quiet: Vec<u32>,
 }
@@ -307,11 +315,13 @@ impl<'m> ParRun<'m> {
         let mut c = Collect { m: self.m, now: SimTime::ZERO, posts: Vec::new(), wakes: Vec::new(), next_msg: 0 };
         self.workload.start(&mut Net::collect(&mut c));
         let report = self.workload.wants_deliveries();
+        let wakes_in_window = self.workload.reaction_delay() > SimTime::ZERO;
         let mut leader = Leader {
             workload: self.workload.as_mut(),
             msgs: Vec::new(),
             heard: Vec::new(),
             wakes: BinaryHeap::new(),
+            wakes_in_window,
             wakes_asked: 0,
             late: 0,
             last_gone: 0,
@@ -320,6 +330,8 @@ impl<'m> ParRun<'m> {
             last_end: SimTime::ZERO,
             ends: Vec::new(),
             checking: Vec::new(),
+            later: std::collections::VecDeque::new(),
+            barriers: 0,
             quiet: Vec::new(),
         };
         let initial = leader.absorb(c, SimTime::ZERO);
@@ -528,15 +540,25 @@ impl<'m> Leader<'_, 'm> {
                 }
             }
         }
+        /// Barriers before a candidate still in use is asked about again.
+        const RECHECK: u64 = 32;
+        self.barriers += 1;
         let mut retire = Vec::new();
-        let mut keep = Vec::new();
         for &q in &self.checking {
             let n = self.quiet.get(q as usize).copied().unwrap_or(0);
             if n == parts {
                 retire.push(q);
             } else {
-                keep.push(q);
+                self.later.push_back((self.barriers + RECHECK, q));
             }
+        }
+        let mut keep = Vec::new();
+        while let Some(&(due, q)) = self.later.front() {
+            if due > self.barriers {
+                break;
+            }
+            self.later.pop_front();
+            keep.push(q);
         }
         for s in &slots {
             for &q in &s.quiet {
@@ -604,25 +626,46 @@ impl<'m> Leader<'_, 'm> {
             wakes: Vec::new(),
             next_msg: next_msg as u32,
         };
-        for (at, _, _, msg, failed) in dels {
-            if std::mem::replace(&mut self.heard[msg as usize], true) {
-                continue;
+        // With a reaction delay, wake-ups due in the window just run are answered here too, in
+        // time order with the deliveries (a delivery first at equal times).
+        let mut last_wake = None;
+        let mut dels = dels.into_iter().peekable();
+        loop {
+            let wake = self.wakes.peek().map(|w| w.0 .0).filter(|&at| self.wakes_in_window && at < floor);
+            match (dels.peek().map(|d| d.0), wake) {
+                (None, None) => break,
+                (d, Some(at)) if d.is_none_or(|d| at < d) => {
+                    let Some(Reverse((at, _, tag))) = self.wakes.pop() else { unreachable!("peeked") };
+                    let mut c = collect(at, self.msgs.len());
+                    self.workload.on_wake(tag, &mut Net::collect(&mut c));
+                    posts.extend(self.absorb(c, floor));
+                    last_wake = Some(at);
+                }
+                _ => {
+                    let (at, _, _, msg, failed) = dels.next().expect("peeked");
+                    if std::mem::replace(&mut self.heard[msg as usize], true) {
+                        continue;
+                    }
+                    let (src, dst, tag, start) = self.msgs[msg as usize];
+                    let mut c = collect(at, self.msgs.len());
+                    let done = Delivered { msg, tag, src, dst, start, at, failed };
+                    self.workload.on_delivered(done, &mut Net::collect(&mut c));
+                    posts.extend(self.absorb(c, floor));
+                }
             }
-            let (src, dst, tag, start) = self.msgs[msg as usize];
-            let mut c = collect(at, self.msgs.len());
-            self.workload.on_delivered(Delivered { msg, tag, src, dst, start, at, failed }, &mut Net::collect(&mut c));
-            posts.extend(self.absorb(c, floor));
         }
         let first_msg = slots.iter().filter_map(|s| s.first_out).min();
         let receives = |d: usize| slots.iter().any(|s| s.out[fill].get(d).is_some_and(|v| !v.is_empty()));
         let st: Vec<PartStatus> = slots.iter().map(|s| s.status).collect();
         // The next window opens at the earliest event of a partition that will run (not idle,
-        // or about to receive a message), message, or message posted; a wake-up due by then
-        // runs first (every partition has run everything before it), and may post more.
-        // (A partition that was idle may hold timers from before the last window's end; they
-        // cannot send anything, so the window starts where the running partitions are.)
-        let mut last_wake = None;
+        // or about to receive a message), message, or message posted, or wake-up. Without a
+        // reaction delay a wake-up due by then runs first (every partition has run everything
+        // before it), and may post more; with one it waits for the end of its window as a
+        // delivery does. (A partition that was idle may hold timers from before the last
+        // window's end; they cannot send anything, so the window starts where the running
+        // partitions are.)
         let next = loop {
+            let wake = self.wakes.peek().map(|w| w.0 .0).filter(|_| self.wakes_in_window);
             let next = st
                 .iter()
                 .enumerate()
@@ -630,10 +673,13 @@ impl<'m> Leader<'_, 'm> {
                 .filter_map(|(_, s)| s.next)
                 .chain(first_msg)
                 .chain(posts.iter().map(|f: &FlowSpec| f.start))
+                .chain(wake)
                 .min()
                 .map(|t| t.max(floor));
             match self.wakes.peek() {
-                Some(&Reverse((at, _, tag))) if next.is_none_or(|t| at <= t) && duration.is_none_or(|e| at <= e) => {
+                Some(&Reverse((at, _, tag)))
+                    if !self.wakes_in_window && next.is_none_or(|t| at <= t) && duration.is_none_or(|e| at <= e) =>
+                {
                     self.wakes.pop();
                     let mut c = collect(at, self.msgs.len());
                     self.workload.on_wake(tag, &mut Net::collect(&mut c));
@@ -683,7 +729,7 @@ impl<'m> Leader<'_, 'm> {
             }
         }
         let mut end = SimTime(t.0.saturating_add(w.window.0));
-        if let Some(Reverse((at, _, _))) = self.wakes.peek() {
+        if let Some(Reverse((at, _, _))) = self.wakes.peek().filter(|_| !self.wakes_in_window) {
             end = end.min(*at);
         }
         if let Some(e) = duration {

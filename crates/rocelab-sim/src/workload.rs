@@ -370,12 +370,12 @@ pub trait Workload {
         true
     }
 
-    /// The least time between a delivery and anything `on_delivered` asks for in answer (a
-    /// message's start, a wake-up): what lets a partitioned run hand deliveries over at its
-    /// barriers, one window late, without moving anything the callback does (a partitioned
-    /// run takes a workload with deliveries only when this is above zero; windows are then
-    /// no longer than it). Zero, the default, says a callback may post at the instant of the
-    /// delivery. (Wake-ups need no such delay: the partitions stop at each one.)
+    /// The least time between a callback (a delivery or a wake-up) and anything it asks for
+    /// in answer (a message's start, a wake-up): what lets a partitioned run answer callbacks
+    /// at its barriers, one window late, without moving anything they do (a partitioned run
+    /// takes a workload with deliveries only when this is above zero; windows are then no
+    /// longer than it). Zero, the default, says a callback may post at its own instant: the
+    /// partitions then stop at each wake-up, and deliveries cannot be partitioned.
     fn reaction_delay(&self) -> SimTime {
         SimTime::ZERO
     }
