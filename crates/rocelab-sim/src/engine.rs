@@ -372,6 +372,22 @@ fn prefetch_port(ports: &[Port], port: u32) {
     }
 }
 
+/// Starts loading what an event about to come due will touch: an arrival's packet and both
+/// ports, a transmission's port (at fabric scale these reads would otherwise miss to DRAM
+/// one after another).
+#[inline]
+fn prefetch_for(pkts: &Slab, ports: &[Port], ev: &Ev) {
+    match *ev {
+        Ev::WireArrive { port, pkt, peer } => {
+            pkts.prefetch(pkt);
+            prefetch_port(ports, port);
+            prefetch_port(ports, peer);
+        }
+        Ev::TxDone { port } => prefetch_port(ports, port),
+        _ => {}
+    }
+}
+
 #[inline]
 fn ser_time(p: &Port, bytes: u32) -> SimTime {
     if p.ps_per_byte != 0 {
@@ -843,15 +859,7 @@ impl<'m> Sim<'m> {
             // Events about to come due: start loading the packet or port they will touch
             // (at fabric scale these reads would otherwise miss to DRAM one after another).
             let (pkts, ports) = (&self.pkts, &self.ports);
-            let Some(t) = self.q.peek_time(|ev| match *ev {
-                Ev::WireArrive { port, pkt, peer } => {
-                    pkts.prefetch(pkt);
-                    prefetch_port(ports, port);
-                    prefetch_port(ports, peer);
-                }
-                Ev::TxDone { port } => prefetch_port(ports, port),
-                _ => {}
-            }) else {
+            let Some(t) = self.q.peek_time(|ev| prefetch_for(pkts, ports, ev)) else {
                 break;
             };
             if let Some(e) = end {

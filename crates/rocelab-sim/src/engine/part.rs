@@ -273,15 +273,7 @@ impl<'m> Sim<'m> {
                 p.idle_since = None;
             }
             let (pkts, ports) = (&self.pkts, &self.ports);
-            let Some((t, ev)) = self.q.pop_before(end, |ev| match *ev {
-                Ev::WireArrive { port, pkt, peer } => {
-                    pkts.prefetch(pkt);
-                    prefetch_port(ports, port);
-                    prefetch_port(ports, peer);
-                }
-                Ev::TxDone { port } => prefetch_port(ports, port),
-                _ => {}
-            }) else {
+            let Some((t, ev)) = self.q.pop_before(end, |ev| prefetch_for(pkts, ports, ev)) else {
                 break;
             };
             self.now = t;
