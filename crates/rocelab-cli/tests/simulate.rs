@@ -35,6 +35,7 @@ fn simulate_the_incast_example_writes_every_output() {
     let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(summary["seed"], 1);
     assert_eq!(summary["engine"], "packet");
+    assert!(summary.get("partitions").is_none(), "one engine's summary names no cut");
     assert_eq!(summary["totals"]["packets_dropped"], 0);
     assert_eq!(summary["flows"].as_array().unwrap().len(), 16);
     let flows = std::fs::read_to_string(out.join("flows.csv")).unwrap();
@@ -431,6 +432,11 @@ fn a_partitioned_run_writes_the_same_files_for_every_thread_count() {
     let summary: serde_json::Value = serde_json::from_slice(&files[0][0]).unwrap();
     assert_eq!(summary["totals"]["packets_dropped"], 0);
     assert_eq!(summary["flows_completed"], 8);
+    // The summary says how it was cut (what its figures depend on); one engine's says nothing.
+    assert_eq!(summary["partitions"]["count"], 4);
+    assert_eq!(summary["partitions"]["cut_along"], "rail group");
+    // (The leaf–spine cables are 50 m: 250 ns.)
+    assert_eq!(summary["partitions"]["lookahead_seconds"], 2.5e-7);
 }
 
 #[test]

@@ -367,7 +367,13 @@ impl<'m> ParRun<'m> {
         self.late = leader.late;
         snaps.sort_by_key(|(p, _)| *p);
         let snaps: Vec<Snapshot> = snaps.into_iter().map(|(_, s)| s).collect();
-        self.merged = Some(merge(&self.cut.of_node, snaps));
+        let mut merged = merge(&self.cut.of_node, snaps);
+        merged.partitions = Some(crate::snapshot::CutUsed {
+            count: self.cut.parts,
+            by: self.cut.by.name(),
+            lookahead: self.cut.lookahead.unwrap_or(SimTime::ZERO),
+        });
+        self.merged = Some(merged);
     }
 
     /// The merged counters of every partition (an idle fabric before `run`).

@@ -142,10 +142,22 @@ pub struct SwitchResult {
     pub buffer_peak_bytes: u64,
 }
 
+/// How a partitioned run was cut, as the summary reports it.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct PartitionsUsed {
+    pub count: u32,
+    pub cut_along: &'static str,
+    pub lookahead_seconds: f64,
+}
+
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct RunReport {
     pub rocelab_version: &'static str,
     pub engine: &'static str,
+    /// The packet engine cut into partitions (`--partitions`): how, since the results depend
+    /// on the cut (never on the thread count). Absent for one engine.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partitions: Option<PartitionsUsed>,
     pub fabric: String,
     pub fabric_hash: String,
     pub seed: u64,
@@ -335,6 +347,11 @@ impl RunReport {
             infiniband: m.is_ib(),
             rocelab_version: env!("CARGO_PKG_VERSION"),
             engine: snap.engine,
+            partitions: snap.partitions.map(|c| PartitionsUsed {
+                count: c.count,
+                cut_along: c.by,
+                lookahead_seconds: c.lookahead.as_secs_f64(),
+            }),
             fabric: m.name.clone(),
             fabric_hash: format!("{:016x}", m.fabric_hash),
             seed: snap.seed,
@@ -444,6 +461,15 @@ impl RunReport {
             if self.engine == "packet" { String::new() } else { format!(" on the {}-level engine", self.engine) },
             if self.stopped_at_duration { ", stopped at the duration limit" } else { "" }
         );
+        if let Some(p) = &self.partitions {
+            let _ = writeln!(
+                o,
+                "  cut into {} partitions by {} (lookahead {:.3} µs): results are this cut's, the same for any thread count",
+                p.count,
+                p.cut_along,
+                p.lookahead_seconds * 1e6
+            );
+        }
         if self.stopped_no_progress {
             let _ = writeln!(
                 o,

@@ -48,6 +48,18 @@ pub struct Snapshot {
     pub flows: Vec<FlowRecord>,
     /// The sampled buffer occupancy, in time order (see `observer::SeriesRecord`).
     pub series: Vec<SampleRow>,
+    /// The run was cut into partitions (`crate::parallel`): how. `None`: one engine.
+    pub partitions: Option<CutUsed>,
+}
+
+/// How a partitioned run was cut (what its results depend on, beside the fabric and seed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CutUsed {
+    pub count: u32,
+    /// `PartitionBy::name`: pod, rail group, leaf group.
+    pub by: &'static str,
+    /// The smallest delay of a cut link (the window).
+    pub lookahead: SimTime,
 }
 
 /// Run-wide counters. Packets are every packet a NIC created (data, ACK, NAK, CNP); PFC frames
@@ -300,6 +312,7 @@ impl Snapshot {
             qps: Vec::new(),
             flows: Vec::new(),
             series: Vec::new(),
+            partitions: None,
         }
     }
 }
@@ -469,6 +482,7 @@ impl<'m> Sim<'m> {
             qps,
             flows,
             series: self.series.as_ref().map(|r| r.rows()).unwrap_or_default(),
+            partitions: None,
         }
     }
 }
