@@ -158,9 +158,7 @@ impl<'m> Run<'m> {
         faults: Vec<engine::Fault>,
         opts: SimOptions,
     ) -> Result<Run<'m>, Vec<Diagnostic>> {
-        // (A fabric of one block has nothing to cut: one engine runs it, whatever the threads.)
-        let cut = |p: &parallel::Parallel| partition::partition(m, p.by, p.parts).is_ok_and(|c| c.parts > 1);
-        if let (EngineKind::Packet, Some(par)) = (opts.engine, opts.parallel.filter(|p| p.parts > 1 && cut(p))) {
+        if let Some(par) = cut_of(m, &opts) {
             let run = parallel::ParRun::with_workload(m, workload, faults, SimOptions { parallel: None, ..opts }, par)?;
             return Ok(Run::Parallel(Box::new(run)));
         }
@@ -201,23 +199,28 @@ impl<'m> Run<'m> {
     }
 }
 
+/// The cut a run asks for and gets, if any: the packet engine, more than one partition asked
+/// for, and a fabric of more than one block (one block has nothing to cut: one engine runs
+/// it, whatever the threads). A cut the fabric refuses (`--partition-by pod` without a core
+/// tier) is left to `ParRun`, which says why.
+fn cut_of(m: &Model, opts: &SimOptions) -> Option<parallel::Parallel> {
+    let p = opts.parallel.filter(|p| opts.engine == EngineKind::Packet && p.parts > 1)?;
+    match partition::partition(m, p.by, p.parts) {
+        Ok(c) if c.parts < 2 => None,
+        _ => Some(p),
+    }
+}
+
 /// [`build`] on the engine `opts.engine` names.
 pub fn build_run<'m>(m: &'m Model, opts: SimOptions) -> Result<Run<'m>, Vec<Diagnostic>> {
+    if let Some(par) = cut_of(m, &opts) {
+        let flows = traffic::expand(m, &m.config.traffic, opts.seed)?;
+        let faults = engine::resolve_faults(m)?;
+        let run = parallel::ParRun::new(m, flows, faults, SimOptions { parallel: None, ..opts }, par)?;
+        return Ok(Run::Parallel(Box::new(run)));
+    }
     match opts.engine {
-        EngineKind::Packet if opts.parallel.is_some_and(|p| p.parts > 1) => {
-            let par = opts.parallel.expect("checked");
-            let whole = SimOptions { parallel: None, ..opts };
-            let flows = traffic::expand(m, &m.config.traffic, whole.seed)?;
-            let faults = engine::resolve_faults(m)?;
-            let run = parallel::ParRun::new(m, flows, faults, whole.clone(), par)?;
-            if run.partitioning().parts > 1 {
-                return Ok(Run::Parallel(Box::new(run)));
-            }
-            // (A fabric of one block has nothing to cut: one engine runs it, whatever the
-            // threads.)
-            Ok(Run::Packet(Box::new(build(m, whole)?)))
-        }
-        EngineKind::Packet => Ok(Run::Packet(Box::new(build(m, opts)?))),
+        EngineKind::Packet => Ok(Run::Packet(Box::new(build(m, SimOptions { parallel: None, ..opts })?))),
         EngineKind::Flow => {
             let flows = traffic::expand(m, &m.config.traffic, opts.seed)?;
             let faults = engine::resolve_faults(m)?;

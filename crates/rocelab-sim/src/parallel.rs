@@ -464,7 +464,9 @@ impl<'m> Worker<'_, 'm> {
                 sim.swap_delivered(&mut slot.delivered);
                 sim.swap_ends_done(&mut slot.ends_done);
                 sim.quiet_among(&candidates, &mut slot.quiet);
-                slot.first_out = slot.out[fill].iter().flat_map(|v| v.first()).map(|m| m.at()).min();
+                // (The earliest of all, not of the first: cables differ in length, so messages
+                // sent in order need not arrive in order.)
+                slot.first_out = slot.out[fill].iter().flatten().map(|m| m.at()).min();
             }
             if let Cmd::Finish { .. } = cmd {
                 if self.w == 0 {

@@ -13,9 +13,15 @@ fn model(name: &str, text: &str) -> Model {
 
 /// A k = 4 fat tree (16 hosts, 4 pods), 100 Gb/s links of 1 µs, with `extra` tables.
 fn fat_tree(name: &str, extra: &str) -> Model {
+    fat_tree_in(name, "", extra)
+}
+
+/// `fat_tree` with `fabric` lines in its `[fabric]` table (the link layer).
+fn fat_tree_in(name: &str, fabric: &str, extra: &str) -> Model {
     let text = format!(
         r#"[fabric]
 name = "{name}"
+{fabric}
 [topology.fat_tree]
 k = 4
 link = {{ speed_gbps = 100, delay_ns = 1000 }}
@@ -158,7 +164,7 @@ fn a_pfc_pause_crosses_the_cut_and_the_incast_stays_lossless() {
             &format!("[[traffic]]\npattern = \"flow\"\nsrc = \"{src}\"\ndst = \"{}\"\nsize_bytes = 300000\n", hosts[0]);
     }
     let m = fat_tree("pfc", &traffic);
-    let (cut, links) = cut_links(&m);
+    let (_, links) = cut_links(&m);
     let par = same_for_every_thread_count(&m);
     conserved(&par);
     assert_eq!(par.counters.dropped, 0, "lossless: headroom absorbs what is on the wire");
@@ -169,7 +175,6 @@ fn a_pfc_pause_crosses_the_cut_and_the_incast_stays_lossless() {
     assert!(crossed > 0, "no PFC frame crossed the cut");
     // Each frame sent is received once, wherever its ends are.
     assert_eq!(par.counters.pfc_frames_sent, par.counters.pfc_frames_received);
-    let _ = cut;
     // The incast's end is set by the receiver's link: 12 × 300,000 B at 100 Gb/s ≥ 288 µs.
     let last = par.flows.iter().filter_map(|f| f.finish).max().unwrap().as_secs_f64();
     assert!(last > 288e-6 && last < 288e-6 * 1.25, "the incast took {last} s");
@@ -231,22 +236,10 @@ pattern = \"permutation\"\nsize_bytes = 500000\n",
 
 #[test]
 fn what_cannot_be_partitioned_is_refused_with_the_reason() {
-    let ib = model(
-        "ib.toml",
-        r#"[fabric]
-name = "ib"
-link_layer = "infiniband"
-[topology.fat_tree]
-k = 4
-link = { speed_gbps = 100, delay_ns = 1000 }
-switch_model = "sw"
-[switch_models.sw]
-preset = "ns3-reference"
-ports = 4
-[[traffic]]
-pattern = "permutation"
-size_bytes = 100000
-"#,
+    let ib = fat_tree_in(
+        "ib",
+        "link_layer = \"infiniband\"",
+        "[[traffic]]\npattern = \"permutation\"\nsize_bytes = 100000\n",
     );
     let err = build_run(&ib, opts(&ib, Some(2))).err().expect("refused");
     assert!(format!("{err:?}").contains("InfiniBand"), "{err:?}");

@@ -40,14 +40,6 @@ impl Msg {
             Msg::Packet { at, .. } | Msg::Pfc { at, .. } => *at,
         }
     }
-
-    /// The port it leaves from (its peer receives it).
-    pub fn from_port(&self) -> u32 {
-        match self {
-            Msg::Packet { port, .. } => *port,
-            Msg::Pfc { from, .. } => *from,
-        }
-    }
 }
 
 /// A partition's identity and its outgoing messages.
@@ -262,15 +254,19 @@ impl<'m> Sim<'m> {
     /// Runs this partition's events due before `end`, stopping early once it is idle (so an
     /// idle partition never runs past the time the whole run may turn out to have ended).
     pub(crate) fn run_window(&mut self, end: SimTime) -> PartStatus {
+        // (Idle only stops a window: a partition that runs again — a message arrived — is
+        // busy from its start, and one that turns idle stops at once.)
+        if !self.part_idle() {
+            if let Some(p) = &mut self.part {
+                p.idle_since = None;
+            }
+        }
         loop {
             if self.part_idle() {
                 if let Some(p) = &mut self.part {
                     p.idle_since.get_or_insert(self.now);
                 }
                 break;
-            }
-            if let Some(p) = &mut self.part {
-                p.idle_since = None;
             }
             let (pkts, ports) = (&self.pkts, &self.ports);
             let Some((t, ev)) = self.q.pop_before(end, |ev| prefetch_for(pkts, ports, ev)) else {
