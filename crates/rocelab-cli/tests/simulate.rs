@@ -507,3 +507,51 @@ fn a_partitioned_collective_is_the_same_for_every_thread_count_and_as_fast_as_on
         assert!((a / b - 1.0).abs() < 0.05, "partitioned {a} µs against {b} µs");
     }
 }
+
+#[test]
+fn fast_forward_runs_a_training_step_says_what_it_skipped_and_refuses_what_it_cannot_hold() {
+    // The 32-GPU step's DP rings and pipeline sends: the step within 0.1 % of every packet's.
+    let step = |extra: &[&str]| {
+        let o = rocelab()
+            .args(["simulate", example("rail-128gpu.toml").to_str().unwrap(), "--step"])
+            .arg(example("plan/step-200m-32gpu.toml"))
+            .args(["--no-files", "-q"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{o:?}");
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    let time = |text: &str| -> f64 {
+        let l = text.lines().find(|l| l.trim_start().starts_with("step time")).expect("a step time");
+        l.split_whitespace().nth(2).unwrap().parse().unwrap()
+    };
+    let (full, fast) = (step(&[]), step(&["--fast-forward"]));
+    assert!(!full.contains("fast-forward:"), "{full}");
+    let line = fast.lines().find(|l| l.contains("fast-forward:")).expect("the skip line");
+    assert!(line.contains("steady stretches skipped") && line.contains("% of all"), "{line}");
+    let (a, b) = (time(&full), time(&fast));
+    assert!((b / a - 1.0).abs() < 1e-3, "{a} ms in full, {b} ms fast-forwarded");
+    for (args, want) in [
+        (vec!["--fast-forward", "--engine", "flow"], "flow engine"),
+        (vec!["--fast-forward", "--partitions", "2"], "cannot be used with"),
+        (vec!["--fast-forward-period-us", "2"], "--fast-forward"),
+        (vec!["--fast-forward", "--fast-forward-period-us", "0"], "positive"),
+    ] {
+        let o = rocelab()
+            .args(["simulate", example("rail-128gpu.toml").to_str().unwrap(), "--no-files", "-q"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    // UET's QPs spray their packets: never skipped, the run is every packet's.
+    let o = rocelab()
+        .args(["simulate", example("uet-permutation.toml").to_str().unwrap(), "--fast-forward", "--no-files", "-q"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("fast-forward: 0 steady stretches skipped"), "{o:?}");
+}

@@ -39,6 +39,7 @@ use rocelab_model::{BitsPerSec, Diagnostic, Model, NodeId, PortId, Role, SimTime
 use std::collections::VecDeque;
 pub(crate) use transport::{HostTransport, Nic, Qp, RetiredQps};
 
+mod fastfwd;
 mod faults;
 mod ib;
 mod invariants;
@@ -54,6 +55,7 @@ mod transport;
 mod uet;
 mod wire;
 
+pub use fastfwd::{FastForward, SkipStats};
 pub use faults::resolve_faults;
 pub use faults::{RECONNECT, RESEND_UNIT_BYTES};
 pub(crate) use part::Part;
@@ -82,6 +84,9 @@ pub struct SimOptions {
     pub engine: EngineKind,
     /// Cut the fabric into partitions run by threads (`crate::parallel`); `None`: one engine.
     pub parallel: Option<crate::parallel::Parallel>,
+    /// Skip the steady stretches of QPs whose links no other QP shares (`fastfwd`); `None`:
+    /// every packet is simulated.
+    pub fast_forward: Option<FastForward>,
 }
 
 /// The engines a workload runs on.
@@ -114,6 +119,7 @@ impl Default for SimOptions {
             recycle_qps: false,
             engine: EngineKind::Packet,
             parallel: None,
+            fast_forward: None,
         }
     }
 }
@@ -362,6 +368,8 @@ pub struct Sim<'m> {
     part_profile: Option<Box<crate::partition::WindowProfile>>,
     /// This engine runs one partition of a partitioned run (`part`; `None`: the whole fabric).
     part: Option<Box<Part>>,
+    /// The steady-state fast-forward (`fastfwd`; `None` unless asked for).
+    pub(crate) ff: Option<Box<fastfwd::FastForwarder>>,
 }
 
 /// Prefetches the first line of a port (what every transmission and arrival reads).
@@ -583,6 +591,7 @@ impl<'m> Sim<'m> {
             int_rx: crate::cc::IntStack::default(),
             ib_ports: link.ports(m.ports.len()),
             part_profile: None,
+            ff: None,
             part: part.map(Box::new),
             link,
             opts,
@@ -591,6 +600,12 @@ impl<'m> Sim<'m> {
             let rec = SeriesRecord::default();
             sim.add_observer(Box::new(rec.clone()));
             sim.series = Some(rec);
+        }
+        if let Some(cfg) = sim.opts.fast_forward {
+            if let Some(d) = Self::fast_forward_refusal(m, &sim.link, sim.part.is_some()) {
+                return Err(vec![d]);
+            }
+            sim.ff = Some(Box::new(fastfwd::FastForwarder::new(cfg, sim.ports.len())));
         }
         let mut workload = workload;
         workload.start(&mut Net::packet(&mut sim));
@@ -1042,11 +1057,19 @@ impl<'m> Sim<'m> {
                 self.host.qps[qp as usize].src_nic = nic;
                 self.host.nics[nic as usize].active.push(qp);
                 self.active_qps += 1;
+                if self.ff.is_some() {
+                    self.ff_qp_started(qp);
+                }
                 self.nic_try_send(nic);
             }
             Ev::Delivered { flow } => self.on_delivered(flow),
             Ev::Wake { slot } => self.on_wake(slot),
-            Ev::RouteLearn { sw, epoch } => self.router.learn(sw, epoch),
+            Ev::RouteLearn { sw, epoch } => {
+                if self.ff.is_some() {
+                    self.ff_routes_change(false);
+                }
+                self.router.learn(sw, epoch)
+            }
             Ev::HostDrain { nic, gen } => self.on_host_drain(nic, gen),
             Ev::DelayedAck { qp, psn } => {
                 self.qp_timer_fired(qp);
@@ -1073,7 +1096,14 @@ impl<'m> Sim<'m> {
             }
             Ev::Sample => self.on_sample(),
             Ev::WatchdogPoll => self.on_watchdog(),
-            Ev::Fault { idx } => self.on_fault(idx as usize),
+            Ev::Fault { idx } => {
+                if self.ff.is_some() {
+                    self.ff_routes_change(true);
+                }
+                self.on_fault(idx as usize)
+            }
+            Ev::FfLook => self.on_ff_look(),
+            Ev::FfResume { skip, gen } => self.on_ff_resume(skip, gen),
         }
     }
 

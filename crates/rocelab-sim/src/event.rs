@@ -98,6 +98,13 @@ pub enum Ev {
     Fault {
         idx: u32,
     },
+    /// Steady-state fast-forward (`engine::fastfwd`): look for steady groups of QPs, and end
+    /// a skip (generation `gen` of skip slot `skip`).
+    FfLook,
+    FfResume {
+        skip: u32,
+        gen: u32,
+    },
 }
 
 #[derive(Clone, Copy, Debug)]

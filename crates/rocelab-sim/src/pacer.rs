@@ -64,6 +64,16 @@ impl Pacer {
     }
 
     /// Wire bytes of the last packet sent.
+    /// Holds the next packet until `t` at the earliest.
+    pub fn defer(&mut self, t: SimTime) {
+        self.next_send = self.next_send.max(t);
+    }
+
+    /// When the last packet left.
+    pub fn last_sent(&self) -> SimTime {
+        self.last_tx
+    }
+
     pub fn last_wire(&self) -> u32 {
         self.last_wire
     }

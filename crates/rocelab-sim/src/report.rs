@@ -150,6 +150,32 @@ pub struct PartitionsUsed {
     pub lookahead_seconds: f64,
 }
 
+/// What a fast-forwarded run skipped, as the summary reports it.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct FastForwardUsed {
+    /// How often the engine looked for steady QPs, and for how many looks they had to hold.
+    pub period_seconds: f64,
+    pub periods: u32,
+    pub skips: u64,
+    /// Data packets credited without being simulated, and their share of all data packets.
+    pub skipped_data_packets: u64,
+    pub skipped_share: f64,
+    pub ended_early: u64,
+}
+
+impl FastForwardUsed {
+    /// One line for a text report (indented two spaces).
+    pub fn line(&self) -> String {
+        format!(
+            "  fast-forward: {} steady stretches skipped, {} data packets credited without being simulated ({:.1} % of all); {} ended early",
+            self.skips,
+            self.skipped_data_packets,
+            self.skipped_share * 100.0,
+            self.ended_early
+        )
+    }
+}
+
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct RunReport {
     pub rocelab_version: &'static str,
@@ -158,6 +184,10 @@ pub struct RunReport {
     /// on the cut (never on the thread count). Absent for one engine.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub partitions: Option<PartitionsUsed>,
+    /// Steady states were skipped (`--fast-forward`): the results are approximate
+    /// (docs/simulate.md, "Steady-state fast-forward"). Absent when every packet ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fast_forward: Option<FastForwardUsed>,
     pub fabric: String,
     pub fabric_hash: String,
     pub seed: u64,
@@ -203,6 +233,11 @@ pub fn jain(xs: &[f64]) -> f64 {
 }
 
 impl RunReport {
+    /// The fast-forward's line of a text report, when the run skipped steady states.
+    pub fn fast_forward_line(&self) -> Option<String> {
+        self.fast_forward.as_ref().map(FastForwardUsed::line)
+    }
+
     /// The report of a run as it stands (a snapshot of it, see [`RunReport::from_snapshot`]).
     pub fn from_sim(sim: &Sim) -> RunReport {
         RunReport::from_snapshot(&sim.snapshot(), sim.model())
@@ -352,6 +387,14 @@ impl RunReport {
                 cut_along: c.by,
                 lookahead_seconds: c.lookahead.as_secs_f64(),
             }),
+            fast_forward: snap.fast_forward.map(|(cfg, st)| FastForwardUsed {
+                period_seconds: cfg.period.as_secs_f64(),
+                periods: cfg.periods,
+                skips: st.skips,
+                skipped_data_packets: st.skipped_packets,
+                skipped_share: st.skipped_packets as f64 / snap.counters.data_sent.max(1) as f64,
+                ended_early: st.early_ends,
+            }),
             fabric: m.name.clone(),
             fabric_hash: format!("{:016x}", m.fabric_hash),
             seed: snap.seed,
@@ -469,6 +512,9 @@ impl RunReport {
                 p.cut_along,
                 p.lookahead_seconds * 1e6
             );
+        }
+        if let Some(line) = self.fast_forward_line() {
+            let _ = writeln!(o, "{line}");
         }
         if self.stopped_no_progress {
             let _ = writeln!(

@@ -50,6 +50,9 @@ pub struct Snapshot {
     pub series: Vec<SampleRow>,
     /// The run was cut into partitions (`crate::parallel`): how. `None`: one engine.
     pub partitions: Option<CutUsed>,
+    /// The run skipped steady states (`SimOptions::fast_forward`): how, and what it skipped.
+    /// `None`: every packet was simulated.
+    pub fast_forward: Option<(crate::engine::FastForward, crate::engine::SkipStats)>,
 }
 
 /// How a partitioned run was cut (what its results depend on, beside the fabric and seed).
@@ -313,6 +316,7 @@ impl Snapshot {
             flows: Vec::new(),
             series: Vec::new(),
             partitions: None,
+            fast_forward: None,
         }
     }
 }
@@ -374,14 +378,18 @@ impl<'m> Sim<'m> {
             })
             .collect();
         let live = self.host.qps.iter().filter(|q| !q.retired);
-        let qps: Vec<QpRecord> = live
-            .clone()
-            .filter(|_| records)
-            .map(|q| QpRecord {
+        let qps: Vec<QpRecord> = self
+            .host
+            .qps
+            .iter()
+            .enumerate()
+            .filter(|(_, q)| records && !q.retired)
+            .map(|(i, q)| QpRecord {
                 flow: q.flow,
                 src: NodeId(q.src),
                 dst: NodeId(q.dst),
-                size_bytes: q.size,
+                // (A fast-forward takes what it credits off the message's remainder.)
+                size_bytes: q.size + self.ff.as_ref().map_or(0, |f| f.credited(i as u32)),
                 delivered_bytes: q.st.bytes_delivered,
                 retransmitted_packets: q.st.retransmitted_packets,
                 timeouts: q.st.timeouts,
@@ -483,6 +491,7 @@ impl<'m> Sim<'m> {
             flows,
             series: self.series.as_ref().map(|r| r.rows()).unwrap_or_default(),
             partitions: None,
+            fast_forward: self.ff.as_ref().map(|f| (f.config(), f.stats)),
         }
     }
 }

@@ -1244,6 +1244,9 @@ pub fn render(r: &ServeResult, model_name: &str, fabric: &str, plan: Option<&Pla
         );
     }
     let _ = writeln!(s, "  {}-level engine: {} events, {} data packets", r.report.engine, r.events, r.data_packets);
+    if let Some(line) = r.report.fast_forward_line() {
+        let _ = writeln!(s, "{line}");
+    }
     s
 }
 

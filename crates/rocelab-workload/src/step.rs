@@ -1252,6 +1252,9 @@ pub fn render(r: &StepResult, model_name: &str, fabric: &str, plan: Option<(f64,
         );
     }
     let _ = writeln!(s, "  {}-level engine: {} events, {} data packets", r.report.engine, r.events, r.data_packets);
+    if let Some(line) = r.report.fast_forward_line() {
+        let _ = writeln!(s, "{line}");
+    }
     s
 }
 

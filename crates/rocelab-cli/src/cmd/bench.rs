@@ -52,6 +52,10 @@ pub struct Args {
     /// (docs/flow-engine.md), as a Markdown table.
     #[arg(long, conflicts_with_all = ["names", "flow_recompute"])]
     flow_error: bool,
+    /// Instead: the steady-state fast-forward's error against full packet runs on the same
+    /// suite and a Llama 3 70B step (docs/simulate.md), as a Markdown table.
+    #[arg(long, conflicts_with_all = ["names", "flow_recompute", "flow_error"])]
+    fast_forward_error: bool,
     /// Instead: the flow engine's cost per rate recomputation with N flows at once (several
     /// comma-separated counts), on --fabric.
     #[arg(long, value_delimiter = ',', conflicts_with = "names")]
@@ -75,7 +79,10 @@ pub struct Args {
 
 pub fn run(a: Args) -> VerbResult {
     if a.flow_error {
-        return flow_error();
+        return against_full(scenarios::flow_error::Candidate::Flow);
+    }
+    if a.fast_forward_error {
+        return against_full(scenarios::flow_error::Candidate::FastForward);
     }
     if !a.flow_recompute.is_empty() {
         return flow_recompute(&a);
@@ -201,13 +208,16 @@ fn bad(e: impl std::fmt::Display) -> Failure {
     Failure::bad_input(format!("error: {e}"))
 }
 
-/// `--flow-error`: every case on both engines, the table on stdout, progress on stderr.
-fn flow_error() -> VerbResult {
+/// `--flow-error`, `--fast-forward-error`: every case in full and on the candidate, the table
+/// on stdout, progress on stderr.
+fn against_full(who: scenarios::flow_error::Candidate) -> VerbResult {
+    use scenarios::flow_error::{self as suite, Candidate};
+    let cases = if who == Candidate::Flow { suite::cases() } else { suite::fast_forward_cases() };
     let mut results = Vec::new();
-    for c in scenarios::flow_error::cases() {
-        results.push(scenarios::flow_error::run_case(&c, &mut |s| eprintln!("{s}")).map_err(bad)?);
+    for c in cases {
+        results.push(suite::run_case(&c, who, &mut |s| eprintln!("{s}")).map_err(bad)?);
     }
-    print!("{}", scenarios::flow_error::markdown(&results));
+    print!("{}", suite::markdown(&results, who));
     Ok(ExitCode::SUCCESS)
 }
 

@@ -59,7 +59,9 @@ impl Sim<'_> {
             | Ev::RouteLearn { .. }
             | Ev::Sample
             | Ev::WatchdogPoll
-            | Ev::Fault { .. } => Owner::Global,
+            | Ev::Fault { .. }
+            | Ev::FfLook
+            | Ev::FfResume { .. } => Owner::Global,
         }
     }
 }
