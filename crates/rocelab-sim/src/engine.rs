@@ -1066,7 +1066,7 @@ impl<'m> Sim<'m> {
             Ev::Wake { slot } => self.on_wake(slot),
             Ev::RouteLearn { sw, epoch } => {
                 if self.ff.is_some() {
-                    self.ff_routes_change(false);
+                    self.ff_routes_change();
                 }
                 self.router.learn(sw, epoch)
             }
@@ -1098,7 +1098,7 @@ impl<'m> Sim<'m> {
             Ev::WatchdogPoll => self.on_watchdog(),
             Ev::Fault { idx } => {
                 if self.ff.is_some() {
-                    self.ff_routes_change(true);
+                    self.ff_routes_change();
                 }
                 self.on_fault(idx as usize)
             }

@@ -106,7 +106,13 @@ fn a_qp_that_starts_on_a_skipped_link_ends_the_skip_and_shares_the_link() {
     // A long flow from h0; 700 µs in, h0 starts a second flow, which shares h0's link: the
     // first slows to half its rate from then on, at packet level.
     let h = hosts();
-    let m = fat_tree("early", &(flow(&h[0], &h[15], 20_000_000, 0) + &flow(&h[0], &h[13], 5_000_000, 700)));
+    // (Sampled: in debug builds the engine's invariants are checked at every sample.)
+    let m = fat_tree(
+        "early",
+        &("sample_interval_us = 10\n".to_string()
+            + &flow(&h[0], &h[15], 20_000_000, 0)
+            + &flow(&h[0], &h[13], 5_000_000, 700)),
+    );
     let (_, full) = run(&m, false);
     let (ss, fast) = run(&m, true);
     conserved(&ss);

@@ -21,8 +21,10 @@
 //!   latest at which each still has at least two periods of packets to send, so every
 //!   message's last packets, its completion and what the workload does next stay at packet
 //!   level. At resume, each QP is credited the packets it would have sent at its measured
-//!   rate since its last send (PSNs, payload delivered, the ACKs its receiver would have
-//!   returned, bytes on every link of both paths, the run's packet counters) and sends again.
+//!   rate since its last send, taken off its message's remainder (its PSNs never jump, so
+//!   what was in flight arrives as it would): sent, delivered and acknowledged, on every
+//!   link of both paths and in the run's counters. Its next packet leaves when it would
+//!   have, and each NIC resumes its round robin in the order the packets are due.
 //! * **Early end.** A QP that starts on a link of a skipped group, or any fault, ends the skip
 //!   at once, crediting what was sent until then; the new QP then shares the links at packet
 //!   level.
@@ -31,8 +33,8 @@
 //! packets simulated), time-series samples of the silent links (queues near empty are
 //! sampled as empty), and the congestion control's byte counters (at the line rate they
 //! change nothing). Refused: InfiniBand (credits), per-packet load balancing (no fixed path),
-//! partitioned runs. QPs of UET, Linux TCP, or with no congestion control (their pacing is
-//! not tracked) are never skipped. `docs/simulate.md` ("Steady-state fast-forward") reports
+//! partitioned runs. QPs of UET, Linux TCP, with a fixed window (`[nic] window_bytes`), or
+//! with no congestion control (their pacing is not tracked) are never skipped. `docs/simulate.md` ("Steady-state fast-forward") reports
 //! the error against full runs.
 
 use super::*;
@@ -65,8 +67,8 @@ pub struct SkipStats {
 
 /// A longest skip: far below `NO_PROGRESS_LIMIT`, so a skip never looks like a stall.
 const MAX_SKIP: SimTime = SimTime(100_000_000_000);
-/// A shortest skip: long enough for the packets sent before it to have arrived when it ends
-/// (a few round trips of a data-center path), so the receiver can be credited in order.
+/// A shortest skip: a few round trips of a data-center path (a shorter one saves fewer
+/// packets than the looks and the restart cost).
 const MIN_SKIP: SimTime = SimTime(10_000_000);
 
 /// What the engine keeps of one QP slot.
@@ -79,7 +81,7 @@ struct Track {
     traced: u32,
     /// It may be skipped at all (see the module doc).
     usable: bool,
-    /// On the list of QPs under way, and on `on_link` for its data links.
+    /// On the list of QPs under way, and on `on_link` for every link of its paths.
     listed: bool,
     /// The last `periods + 1` looks at it.
     seen: VecDeque<Look>,
@@ -89,6 +91,16 @@ struct Track {
     visited: u32,
     /// Payload bytes credited to it (taken off its message's remainder).
     credited: u64,
+}
+
+impl Track {
+    /// Its rate over the looks kept, in packets per ps, between its first and last send
+    /// instants (`None` if it sent nothing in between).
+    fn rate(&self) -> Option<f64> {
+        let (first, last) = (self.seen.front()?, self.seen.back()?);
+        let span = last.sent_at.0.checked_sub(first.sent_at.0).filter(|&s| s > 0)?;
+        Some(last.nxt.checked_sub(first.nxt)? as f64 / span as f64)
+    }
 }
 
 /// One look at a QP: the PSN it sends next, when its last packet left, its congestion
@@ -117,7 +129,7 @@ pub(crate) struct FastForwarder {
     tracks: Vec<Track>,
     /// The QPs under way (started, not yet done at their sender).
     under_way: Vec<u32>,
-    /// Per link, the QPs under way whose data path crosses it.
+    /// Per link, the QPs under way whose data or ACK path crosses it.
     on_link: Vec<Vec<u32>>,
     skips: Vec<Skip>,
     free: Vec<u32>,
@@ -159,7 +171,7 @@ impl FastForwarder {
         &mut self.tracks[i]
     }
 
-    /// Takes QP `qi` off the lists of its data links.
+    /// Takes QP `qi` off the lists of its paths' links.
     fn unlink(&mut self, qi: u32) {
         let t = &self.tracks[qi as usize];
         for &p in &t.path {
@@ -198,7 +210,7 @@ impl Sim<'_> {
     }
 
     /// A QP started: it is under way (looked at from the next look on), and it ends any skip
-    /// whose data links it shares.
+    /// whose links it shares.
     #[cold]
     #[inline(never)]
     pub(super) fn ff_qp_started(&mut self, qi: u32) {
@@ -238,25 +250,23 @@ impl Sim<'_> {
         self.ff = Some(ff);
     }
 
-    /// Routes may change: before a fault every skip ends (the fault may cut a skipped path);
-    /// paths are traced again at the next look.
+    /// Routes may change (a fault, or a switch learning of one): every skip ends, since a
+    /// skipped path may be cut or moved, and paths are traced again at the next look.
     #[cold]
     #[inline(never)]
-    pub(super) fn ff_routes_change(&mut self, fault: bool) {
+    pub(super) fn ff_routes_change(&mut self) {
         let Some(mut ff) = self.ff.take() else { return };
         ff.epoch = ff.epoch.wrapping_add(1);
-        if fault {
-            for s in 0..ff.skips.len() as u32 {
-                if ff.skips[s as usize].live {
-                    self.ff_resume(&mut ff, s, true);
-                }
+        for s in 0..ff.skips.len() as u32 {
+            if ff.skips[s as usize].live {
+                self.ff_resume(&mut ff, s, true);
             }
         }
         self.ff = Some(ff);
     }
 
     /// Traces QP `qi`'s data and ACK paths as the switches route them now (once per routing
-    /// epoch), and files it under its data links.
+    /// epoch), and files it under their links.
     fn ff_trace(&self, ff: &mut FastForwarder, qi: u32) {
         if ff.tracks[qi as usize].traced == ff.epoch {
             return;
@@ -331,7 +341,7 @@ impl Sim<'_> {
                 }
             }
         }
-        // Each ready QP's group: the QPs under way that share a data link with it, and theirs.
+        // Each ready QP's group: the QPs under way that share a link with it, and theirs.
         let look = ff.looks;
         let mut group = Vec::new();
         for qi in ready {
@@ -384,9 +394,7 @@ impl Sim<'_> {
             if t.skip != NONE || !t.usable || t.seen.len() < keep || q.sender_done.is_some() || q.rtx != NONE {
                 return None;
             }
-            let (first, last) = (t.seen[0], t.seen[keep - 1]);
-            let span = last.sent_at.0.checked_sub(first.sent_at.0).filter(|&s| s > 0)? as f64;
-            let rate = (last.nxt - first.nxt) as f64 / span;
+            let (rate, last) = (t.rate()?, t.seen[keep - 1]);
             // Every period at the span's rate (measured between send instants, so a count of
             // packets does not quantize it).
             for w in 1..keep {
@@ -414,7 +422,6 @@ impl Sim<'_> {
 
     /// Stops the group's QPs until `until` (`Ev::FfResume`).
     fn ff_skip(&mut self, ff: &mut FastForwarder, members: &[u32], until: SimTime) {
-        let keep = ff.cfg.periods as usize + 1;
         let id = match ff.free.pop() {
             Some(id) => id,
             None => {
@@ -425,8 +432,7 @@ impl Sim<'_> {
         let mut qps = Vec::with_capacity(members.len());
         for &qi in members {
             let t = &mut ff.tracks[qi as usize];
-            let (first, last) = (t.seen[0], t.seen[keep - 1]);
-            let rate = (last.nxt - first.nxt) as f64 / (last.sent_at.0 - first.sent_at.0) as f64;
+            let rate = t.rate().expect("a steady QP's rate");
             t.skip = id;
             t.seen.clear();
             let q = &mut self.host.qps[qi as usize];
