@@ -532,6 +532,14 @@ fn fast_forward_runs_a_training_step_says_what_it_skipped_and_refuses_what_it_ca
     assert!(line.contains("steady stretches skipped") && line.contains("% of all"), "{line}");
     let (a, b) = (time(&full), time(&fast));
     assert!((b / a - 1.0).abs() < 1e-3, "{a} ms in full, {b} ms fast-forwarded");
+    // The JSON says so too, and what it skipped; without it, nothing.
+    let json = |extra: &[&str]| -> serde_json::Value {
+        serde_json::from_str(&step(&[&["--format", "json"], extra].concat())).unwrap()
+    };
+    let ff = &json(&["--fast-forward"])["twin"]["fast_forward"];
+    assert!(ff["skipped_data_packets"].as_u64().unwrap() > 0, "{ff}");
+    assert_eq!(ff["period_seconds"], 2e-6);
+    assert!(json(&[])["twin"].get("fast_forward").is_none());
     for (args, want) in [
         (vec!["--fast-forward", "--engine", "flow"], "flow engine"),
         (vec!["--fast-forward", "--partitions", "2"], "cannot be used with"),

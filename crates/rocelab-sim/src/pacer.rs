@@ -63,7 +63,6 @@ impl Pacer {
         earlier.then_some(next)
     }
 
-    /// Wire bytes of the last packet sent.
     /// Holds the next packet until `t` at the earliest.
     pub fn defer(&mut self, t: SimTime) {
         self.next_send = self.next_send.max(t);
@@ -74,6 +73,7 @@ impl Pacer {
         self.last_tx
     }
 
+    /// Wire bytes of the last packet sent.
     pub fn last_wire(&self) -> u32 {
         self.last_wire
     }

@@ -547,6 +547,9 @@ pub struct CollectiveResult {
     /// Host and device of every rank, for the table's rank lines.
     #[serde(skip)]
     pub rank_devices: Vec<(String, u32)>,
+    /// What the steady-state fast-forward skipped (`--fast-forward`; absent without it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fast_forward: Option<rocelab_sim::report::FastForwardUsed>,
     #[serde(skip)]
     pub report: RunReport,
 }
@@ -779,6 +782,7 @@ pub fn run_collective(m: &Model, spec: &CollectiveSpec, opts: SimOptions) -> Res
         data_packets: report.totals.data_packets_sent,
         placement,
         rank_devices,
+        fast_forward: report.fast_forward.clone(),
         report,
     })
 }

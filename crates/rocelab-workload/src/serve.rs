@@ -490,6 +490,9 @@ pub struct ServeResult {
     pub ttft_seconds: Vec<f64>,
     #[serde(skip)]
     pub tpot_seconds: Vec<f64>,
+    /// What the steady-state fast-forward skipped (`--fast-forward`; absent without it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fast_forward: Option<rocelab_sim::report::FastForwardUsed>,
     #[serde(skip)]
     pub report: RunReport,
 }
@@ -1129,6 +1132,7 @@ fn finish(w: &ServeWork, report: RunReport) -> ServeResult {
         data_packets: report.totals.data_packets_sent,
         ttft_seconds: ttft,
         tpot_seconds: tpot,
+        fast_forward: report.fast_forward.clone(),
         report,
     }
 }

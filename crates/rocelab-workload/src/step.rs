@@ -228,6 +228,9 @@ pub struct StepResult {
     pub failed_messages: u64,
     pub events: u64,
     pub data_packets: u64,
+    /// What the steady-state fast-forward skipped (`--fast-forward`; absent without it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fast_forward: Option<rocelab_sim::report::FastForwardUsed>,
     #[serde(skip)]
     pub report: RunReport,
 }
@@ -1181,6 +1184,7 @@ fn finish(w: &StepWork, report: RunReport) -> StepResult {
         failed_messages: w.failed,
         events: report.events,
         data_packets: report.totals.data_packets_sent,
+        fast_forward: report.fast_forward.clone(),
         report,
     }
 }

@@ -87,8 +87,8 @@ struct Track {
     seen: VecDeque<Look>,
     /// The skip holding it (`NONE`: none).
     skip: u32,
-    /// The look that last put it in a group.
-    visited: u32,
+    /// The group search that last reached it (`FastForwarder::searches`).
+    visited: u64,
     /// Payload bytes credited to it (taken off its message's remainder).
     credited: u64,
 }
@@ -125,12 +125,15 @@ struct Skip {
 pub(crate) struct FastForwarder {
     cfg: FastForward,
     look_pending: bool,
-    looks: u32,
+    /// Group searches so far (each look's are numbered above the last look's).
+    searches: u64,
     tracks: Vec<Track>,
     /// The QPs under way (started, not yet done at their sender).
     under_way: Vec<u32>,
-    /// Per link, the QPs under way whose data or ACK path crosses it.
+    /// Per link, the QPs under way whose data or ACK path crosses it, and the group search
+    /// that last read that list.
     on_link: Vec<Vec<u32>>,
+    link_seen: Vec<u64>,
     skips: Vec<Skip>,
     free: Vec<u32>,
     /// Bumped when routes may have changed (a fault, a switch learning): paths are retraced.
@@ -143,10 +146,11 @@ impl FastForwarder {
         FastForwarder {
             cfg: FastForward { periods: cfg.periods.max(1), ..cfg },
             look_pending: false,
-            looks: 0,
+            searches: 0,
             tracks: Vec::new(),
             under_way: Vec::new(),
             on_link: vec![Vec::new(); ports],
+            link_seen: vec![0; ports],
             skips: Vec::new(),
             free: Vec::new(),
             epoch: 0,
@@ -297,7 +301,6 @@ impl Sim<'_> {
     #[inline(never)]
     pub(super) fn on_ff_look(&mut self) {
         let Some(mut ff) = self.ff.take() else { return };
-        ff.looks = ff.looks.wrapping_add(1);
         let keep = ff.cfg.periods as usize + 1;
         let mut ready = Vec::new();
         let mut i = 0;
@@ -341,27 +344,45 @@ impl Sim<'_> {
                 }
             }
         }
-        // Each ready QP's group: the QPs under way that share a link with it, and theirs.
-        let look = ff.looks;
+        // Each ready QP's group: the QPs under way that share a link with it, and theirs. The
+        // search stops at the first member that is not ready, or that an earlier search of this
+        // look reached (whose group, then, was not ready either): in a congested run most
+        // groups are not, and are large.
+        let base = ff.searches;
         let mut group = Vec::new();
-        for qi in ready {
-            if ff.tracks[qi as usize].visited == look {
+        'next: for qi in ready {
+            if ff.tracks[qi as usize].visited > base {
                 continue;
             }
+            ff.searches += 1;
+            let this = ff.searches;
             group.clear();
             group.push(qi);
-            ff.tracks[qi as usize].visited = look;
+            ff.tracks[qi as usize].visited = this;
             let mut at = 0;
             while at < group.len() {
                 let q = group[at] as usize;
                 for l in 0..ff.tracks[q].path.len() {
                     let p = ff.tracks[q].path[l] as usize;
+                    // Each link's list is read once per look (a spine's holds many QPs).
+                    if ff.link_seen[p] == this {
+                        continue;
+                    }
+                    if ff.link_seen[p] > base {
+                        continue 'next;
+                    }
+                    ff.link_seen[p] = this;
                     for &other in &ff.on_link[p] {
                         let o = &mut ff.tracks[other as usize];
-                        if o.visited != look {
-                            o.visited = look;
-                            group.push(other);
+                        if o.visited == this {
+                            continue;
                         }
+                        if o.visited > base || o.skip != NONE || o.seen.len() < keep {
+                            o.visited = o.visited.max(this);
+                            continue 'next;
+                        }
+                        o.visited = this;
+                        group.push(other);
                     }
                 }
                 at += 1;
