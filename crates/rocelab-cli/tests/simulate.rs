@@ -545,9 +545,11 @@ fn fast_forward_runs_a_training_step_says_what_it_skipped_and_refuses_what_it_ca
         (vec!["--fast-forward", "--partitions", "2"], "cannot be used with"),
         (vec!["--fast-forward-period-us", "2"], "--fast-forward"),
         (vec!["--fast-forward", "--fast-forward-period-us", "0"], "positive"),
+        (vec!["--fast-forward", "--jobs"], "tenants"),
     ] {
+        let fabric = if args.contains(&"--jobs") { "jobs-train-beside-checkpoint.toml" } else { "rail-128gpu.toml" };
         let o = rocelab()
-            .args(["simulate", example("rail-128gpu.toml").to_str().unwrap(), "--no-files", "-q"])
+            .args(["simulate", example(fabric).to_str().unwrap(), "--no-files", "-q"])
             .args(&args)
             .output()
             .unwrap();
@@ -555,6 +557,14 @@ fn fast_forward_runs_a_training_step_says_what_it_skipped_and_refuses_what_it_ca
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(want), "{args:?}: {err}");
     }
+    // A collective's table carries it as a comment line (NCCL's 512 KiB slices skip little).
+    let o = rocelab()
+        .args(["simulate", example("rail-128gpu.toml").to_str().unwrap(), "--collective", "all_reduce"])
+        .args(["--min-bytes", "1M", "--max-bytes", "1M", "--fast-forward", "--no-files", "-q"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("\n#  fast-forward: "), "{o:?}");
     // UET's QPs spray their packets: never skipped, the run is every packet's.
     let o = rocelab()
         .args(["simulate", example("uet-permutation.toml").to_str().unwrap(), "--fast-forward", "--no-files", "-q"])

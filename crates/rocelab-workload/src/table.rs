@@ -74,8 +74,34 @@ pub fn render(results: &[CollectiveResult], fabric: &str) -> String {
     let _ = writeln!(s, "# Out of bounds values : 0 OK");
     let avg = if done > 0 { sum / done as f64 } else { 0.0 };
     let _ = writeln!(s, "# Avg bus bandwidth    : {avg:.4}");
+    if let Some(line) = fast_forward_line(results) {
+        let _ = writeln!(s, "#{line}");
+    }
     s.push_str("#\n");
     s
+}
+
+/// What the fast-forward skipped over every size (`--fast-forward`), as the run reports say it.
+fn fast_forward_line(results: &[CollectiveResult]) -> Option<String> {
+    let mut sum: Option<rocelab_sim::report::FastForwardUsed> = None;
+    let mut packets = 0u64;
+    for r in results {
+        let Some(f) = &r.fast_forward else { continue };
+        packets += r.data_packets;
+        let s = sum.get_or_insert(rocelab_sim::report::FastForwardUsed {
+            skips: 0,
+            skipped_data_packets: 0,
+            ended_early: 0,
+            ..f.clone()
+        });
+        s.skips += f.skips;
+        s.skipped_data_packets += f.skipped_data_packets;
+        s.ended_early += f.ended_early;
+    }
+    sum.map(|mut f| {
+        f.skipped_share = f.skipped_data_packets as f64 / packets.max(1) as f64;
+        f.line()
+    })
 }
 
 /// nccl-tests prints times with 1 decimal below 10 ms and none above.

@@ -281,6 +281,14 @@ pub fn run(a: Args) -> VerbResult {
     let only_jobs =
         !model.intent.jobs.is_empty() && model.config.traffic.is_empty() && model.config.workload.is_empty();
     if a.jobs || (only_jobs && a.workload.is_none()) {
+        if a.fast_forward {
+            // Each tenant's slowdown is a ratio of two runs: skipping either would move it
+            // without the report saying by how much.
+            return Err(Failure::bad_input(
+                "error: --fast-forward does not run [[job]] tenants (their slowdowns compare runs alone and \
+                 together)\n  = help: drop --fast-forward",
+            ));
+        }
         drop(stages);
         return run_jobs(&a, &model, &file, opts);
     }
