@@ -602,7 +602,7 @@ impl<'m> Sim<'m> {
             sim.series = Some(rec);
         }
         if let Some(cfg) = sim.opts.fast_forward {
-            if let Some(d) = Self::fast_forward_refusal(m, &sim.link, sim.part.is_some()) {
+            if let Some(d) = Self::fast_forward_refusal(m, &sim.link, sim.part.is_some(), &sim.faults) {
                 return Err(vec![d]);
             }
             sim.ff = Some(Box::new(fastfwd::FastForwarder::new(cfg, sim.ports.len())));
@@ -754,6 +754,10 @@ impl<'m> Sim<'m> {
                 uet,
             };
             let id = self.host.store(qp);
+            if let Some(ff) = &mut self.ff {
+                // (A reused slot's last QP may have been credited: this one has not.)
+                ff.forget(id);
+            }
             qps += 1;
             if !self.owns_node(f.src.0) {
                 // (Another partition's QP: it starts, and counts, there.)

@@ -63,9 +63,11 @@ impl Pacer {
         earlier.then_some(next)
     }
 
-    /// Holds the next packet until `t` at the earliest.
+    /// Holds the next packet until `t` at the earliest, as if the last had left then (so a
+    /// re-timing at the line rate, whose gap is zero, does not pull it in).
     pub fn defer(&mut self, t: SimTime) {
         self.next_send = self.next_send.max(t);
+        self.last_tx = self.last_tx.max(t);
     }
 
     /// When the last packet left.

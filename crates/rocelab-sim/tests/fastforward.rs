@@ -171,6 +171,8 @@ fn runs_whose_paths_it_cannot_hold_are_refused_with_the_reason() {
     for (fabric, extra, why) in [
         ("link_layer = \"infiniband\"", t.clone(), "InfiniBand"),
         ("", format!("[routing]\nload_balancing = \"spray\"\n{t}"), "load balancing"),
+        ("", format!("[nic]\ntransport = \"uet\"\n{t}"), "Ultra Ethernet"),
+        ("", format!("{t}[[fault]]\nkind = \"nic-reset\"\nat_us = 40\na = \"{}\"\n", h[0]), "NIC reset"),
     ] {
         let m = fat_tree_in("refused", fabric, &extra);
         let o = SimOptions { fast_forward: Some(FastForward::default()), ..options_from_model(&m) };

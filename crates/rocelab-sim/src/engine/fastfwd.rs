@@ -32,8 +32,9 @@
 //! What is not credited: per-packet queueing-delay samples (their percentiles are over the
 //! packets simulated), time-series samples of the silent links (queues near empty are
 //! sampled as empty), and the congestion control's byte counters (at the line rate they
-//! change nothing). Refused: InfiniBand (credits), per-packet load balancing (no fixed path),
-//! partitioned runs. QPs of UET, Linux TCP, with a fixed window (`[nic] window_bytes`), or
+//! change nothing). Refused: InfiniBand (credits), per-packet load balancing and UET's
+//! spraying (no fixed path), NIC resets (they rewind QPs to work-request boundaries counted
+//! in PSNs a skip has shortened), partitioned runs. QPs of Linux TCP, with a fixed window (`[nic] window_bytes`), or
 //! with no congestion control (their pacing is not tracked) are never skipped. `docs/simulate.md` ("Steady-state fast-forward") reports
 //! the error against full runs.
 
@@ -167,6 +168,13 @@ impl FastForwarder {
         self.tracks.get(qi as usize).map_or(0, |t| t.credited)
     }
 
+    /// A new QP takes slot `qi`: nothing is credited to it yet.
+    pub(crate) fn forget(&mut self, qi: u32) {
+        if let Some(t) = self.tracks.get_mut(qi as usize) {
+            t.credited = 0;
+        }
+    }
+
     fn track(&mut self, qp: u32) -> &mut Track {
         let i = qp as usize;
         if i >= self.tracks.len() {
@@ -196,11 +204,23 @@ impl FastForwarder {
 
 impl Sim<'_> {
     /// Why this run cannot be fast-forwarded, if it cannot.
-    pub(super) fn fast_forward_refusal(m: &Model, link: &LinkLayer, partitioned: bool) -> Option<Diagnostic> {
+    pub(super) fn fast_forward_refusal(
+        m: &Model,
+        link: &LinkLayer,
+        partitioned: bool,
+        faults: &[Fault],
+    ) -> Option<Diagnostic> {
         let why = if matches!(link, LinkLayer::Ib(_)) {
             "InfiniBand's credits are not credited by a skip"
         } else if m.config.routing.load_balancing != rocelab_model::lb::LoadBalancing::Ecmp {
             "per-packet and flowlet load balancing give a QP no fixed path to hold"
+        } else if m.nics.iter().any(|n| n.transport == rocelab_model::uet::Transport::Uet) {
+            // (Its packets spray over paths no group holds, through skipped groups' links.)
+            "the Ultra Ethernet transport sprays its packets over every path"
+        } else if faults.iter().any(|f| matches!(f.action, FaultAction::Qps { .. })) {
+            // (A reconnect resends from a work-request boundary counted in the message's own
+            // PSNs, which a skip has shortened.)
+            "a NIC reset rewinds QPs to work-request boundaries a skip would have moved"
         } else if partitioned {
             "a partitioned run cannot skip across its cut"
         } else {
@@ -505,10 +525,12 @@ impl Sim<'_> {
             // The packets it would have sent since its last one, at its rate, up to now; its
             // last two stay.
             let k = ((now.0.saturating_sub(sent_at.0) as f64 * rate) as u32).min(npkts.saturating_sub(p0 + 2));
-            if k > 0 {
+            // (A QP that gave up meanwhile, its retries spent, is credited nothing.)
+            if k > 0 && self.host.qps[qi as usize].sender_done.is_none() {
                 self.ff_credit(ff, qi, k);
             }
             let q = &mut self.host.qps[qi as usize];
+            q.last_progress = now;
             if q.sender_done.is_none() {
                 // Its next packet leaves when it would have (a skip ends between two).
                 let next = SimTime(sent_at.0 + ((k + 1) as f64 / rate) as u64);
@@ -540,7 +562,6 @@ impl Sim<'_> {
     /// remainder rather than moving its PSNs: what was in flight when the skip began arrives
     /// as it would, and the receiver never sees a jump, however soon the skip ends.
     fn ff_credit(&mut self, ff: &mut FastForwarder, qi: u32, k: u32) {
-        let now = self.now;
         let acks = k / self.opts.ack_interval.max(1);
         let (ack_hdr, ack_floor, data_hdr) = (self.hdr.ack, self.hdr.ack_floor, self.hdr.data);
         let q = &mut self.host.qps[qi as usize];
@@ -548,7 +569,6 @@ impl Sim<'_> {
         q.npkts -= k;
         q.size -= payload;
         q.st.bytes_delivered += payload;
-        q.last_progress = now;
         ff.tracks[qi as usize].credited += payload;
         let wire = (q.mtu + data_hdr + q.int_bytes as u32) as u64;
         let ack_wire = (ack_hdr + q.int_bytes as u32).max(ack_floor) as u64;
