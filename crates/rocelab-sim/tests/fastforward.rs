@@ -3,35 +3,12 @@
 //! and a fault each end the skip; traffic with no closed steady group runs exactly as
 //! without; runs it cannot hold are refused.
 
+mod common;
+
+use common::fat_tree_in;
 use rocelab_model::Model;
 use rocelab_sim::engine::FastForward;
 use rocelab_sim::{build_run, options_from_model, RunReport, SimOptions, Snapshot};
-
-fn model(name: &str, text: &str) -> Model {
-    rocelab_model::load_str(name, text).unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// A k = 4 fat tree (16 hosts, 4 pods), 100 Gb/s links of 1 µs, with `fabric` lines in its
-/// `[fabric]` table and `extra` tables.
-fn fat_tree_in(name: &str, fabric: &str, extra: &str) -> Model {
-    let text = format!(
-        r#"[fabric]
-name = "{name}"
-{fabric}
-[topology.fat_tree]
-k = 4
-link = {{ speed_gbps = 100, delay_ns = 1000 }}
-switch_model = "sw"
-[switch_models.sw]
-preset = "ns3-reference"
-ports = 4
-[simulation]
-seed = 3
-{extra}
-"#
-    );
-    model(&format!("{name}.toml"), &text)
-}
 
 fn fat_tree(name: &str, extra: &str) -> Model {
     fat_tree_in(name, "", extra)

@@ -2,6 +2,9 @@
 //! the physics of the single engine across the cut — an ECMP group whose members sit in
 //! other partitions, PFC pauses sent over a cut link, a fault on a cut link.
 
+mod common;
+
+use common::fat_tree_in;
 use rocelab_model::Model;
 use rocelab_sim::parallel::Parallel;
 use rocelab_sim::partition::PartitionBy;
@@ -14,27 +17,6 @@ fn model(name: &str, text: &str) -> Model {
 /// A k = 4 fat tree (16 hosts, 4 pods), 100 Gb/s links of 1 µs, with `extra` tables.
 fn fat_tree(name: &str, extra: &str) -> Model {
     fat_tree_in(name, "", extra)
-}
-
-/// `fat_tree` with `fabric` lines in its `[fabric]` table (the link layer).
-fn fat_tree_in(name: &str, fabric: &str, extra: &str) -> Model {
-    let text = format!(
-        r#"[fabric]
-name = "{name}"
-{fabric}
-[topology.fat_tree]
-k = 4
-link = {{ speed_gbps = 100, delay_ns = 1000 }}
-switch_model = "sw"
-[switch_models.sw]
-preset = "ns3-reference"
-ports = 4
-[simulation]
-seed = 3
-{extra}
-"#
-    );
-    model(&format!("{name}.toml"), &text)
 }
 
 fn opts(m: &Model, threads: Option<usize>) -> SimOptions {

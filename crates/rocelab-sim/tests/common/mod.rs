@@ -1,4 +1,8 @@
-//! What the seeded random-fabric tests share.
+//! What the integration tests share: random traffic for the seeded random-fabric tests, and
+//! the small fat tree the partitioned-engine and fast-forward tests run on.
+
+// (Each test that includes `common` uses part of it.)
+#![allow(dead_code)]
 
 use rocelab_sim::rng::Rng;
 
@@ -19,4 +23,26 @@ pub fn random_pattern(rng: &mut Rng, hosts: &[String]) -> String {
         2 => "pattern = \"permutation\"\n".to_string(),
         _ => "pattern = \"all-to-all\"\n".to_string(),
     }
+}
+
+/// A k = 4 fat tree (16 hosts, 4 pods), 100 Gb/s links of 1 µs, seed 3, with `fabric` lines in
+/// its `[fabric]` table (the link layer) and `extra` tables.
+pub fn fat_tree_in(name: &str, fabric: &str, extra: &str) -> rocelab_model::Model {
+    let text = format!(
+        r#"[fabric]
+name = "{name}"
+{fabric}
+[topology.fat_tree]
+k = 4
+link = {{ speed_gbps = 100, delay_ns = 1000 }}
+switch_model = "sw"
+[switch_models.sw]
+preset = "ns3-reference"
+ports = 4
+[simulation]
+seed = 3
+{extra}
+"#
+    );
+    rocelab_model::load_str(&format!("{name}.toml"), &text).unwrap_or_else(|e| panic!("{e}"))
 }
