@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::fat_tree_in;
+use common::{conserved, fat_tree_in};
 use rocelab_model::Model;
 use rocelab_sim::engine::FastForward;
 use rocelab_sim::{build_run, options_from_model, RunReport, SimOptions, Snapshot};
@@ -31,11 +31,6 @@ fn run(m: &Model, ff: bool) -> (Snapshot, RunReport) {
     let s = r.snapshot();
     let rep = RunReport::from_snapshot(&s, m);
     (s, rep)
-}
-
-fn conserved(s: &Snapshot) {
-    let c = &s.counters;
-    assert_eq!(c.sent, c.delivered + c.dropped + c.in_flight, "packets created = delivered + dropped + in flight");
 }
 
 /// Each flow's completion time with fast-forward against the full run's, as a signed ratio − 1.

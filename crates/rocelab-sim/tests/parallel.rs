@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::fat_tree_in;
+use common::{conserved, fat_tree_in};
 use rocelab_model::Model;
 use rocelab_sim::parallel::Parallel;
 use rocelab_sim::partition::PartitionBy;
@@ -57,12 +57,6 @@ fn same_for_every_thread_count(m: &Model) -> Snapshot {
         }
     }
     one
-}
-
-/// Every packet a NIC made is delivered, dropped, or still somewhere.
-fn conserved(s: &Snapshot) {
-    let c = &s.counters;
-    assert_eq!(c.sent, c.delivered + c.dropped + c.in_flight, "packets created = delivered + dropped + in flight");
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! What the integration tests share: random traffic for the seeded random-fabric tests, and
-//! the small fat tree the partitioned-engine and fast-forward tests run on.
+//! the small fat tree the partitioned-engine and fast-forward tests run on, and packet
+//! conservation on a run's snapshot.
 
 // (Each test that includes `common` uses part of it.)
 #![allow(dead_code)]
@@ -45,4 +46,10 @@ seed = 3
 "#
     );
     rocelab_model::load_str(&format!("{name}.toml"), &text).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Every packet a NIC made is delivered, dropped, or still somewhere.
+pub fn conserved(s: &rocelab_sim::Snapshot) {
+    let c = &s.counters;
+    assert_eq!(c.sent, c.delivered + c.dropped + c.in_flight, "packets created = delivered + dropped + in flight");
 }
