@@ -868,13 +868,14 @@ impl<'m> Sim<'m> {
         let mut next_report = 0u64;
         let mut left = self.stats.delivered + self.stats.dropped;
         let mut stall_since = self.now;
+        // Already over (a run continued after `run_until` saw it end): leave the timers that
+        // outlive it, as the check after each event does.
+        if self.finished() {
+            self.stopped_at_duration = false;
+            progress(self.progress(end));
+            return;
+        }
         loop {
-            // Already over (a run continued after `run_until` saw it end): leave the timers
-            // that outlive it, as the check after each event does.
-            if self.finished() {
-                self.stopped_at_duration = false;
-                break;
-            }
             // Events about to come due: start loading the packet or port they will touch
             // (at fabric scale these reads would otherwise miss to DRAM one after another).
             let (pkts, ports) = (&self.pkts, &self.ports);
@@ -888,7 +889,7 @@ impl<'m> Sim<'m> {
                     break;
                 }
             }
-            if self.pkts.live() == 0 && self.active_qps == 0 {
+            if end.is_none() && self.pkts.live() == 0 && self.active_qps == 0 {
                 // Nothing in the fabric and nothing trying to send (between flows, or before
                 // the first): no stall.
                 stall_since = t;
@@ -900,12 +901,7 @@ impl<'m> Sim<'m> {
                 self.count_partition_event(&ev);
             }
             self.dispatch(ev);
-            if self.qps_left == 0
-                && self.qps_created > 0
-                && self.pkts.live() == 0
-                && self.deliveries_due == 0
-                && self.wakes.none_due()
-            {
+            if self.finished() {
                 self.stopped_at_duration = false;
                 break;
             }

@@ -41,7 +41,7 @@
 pub mod maxmin;
 
 use crate::engine::{EngineKind, Fault, FaultAction, Progress, SimOptions};
-use crate::event::EventQueue;
+use crate::event::RadixQueue;
 use crate::packet::DATA_OVERHEAD;
 use crate::router::{QpRoute, Router};
 use crate::snapshot::{FlowRecord, Snapshot};
@@ -274,7 +274,7 @@ pub struct FlowSim<'m> {
     /// Per port, how often its link went down or came back.
     link_changes: Vec<u64>,
     now: SimTime,
-    q: EventQueue<Ev>,
+    q: RadixQueue<Ev>,
     events: u64,
     faults: Vec<Fault>,
     faults_due: usize,
@@ -394,7 +394,7 @@ impl<'m> FlowSim<'m> {
             router,
             link_changes: vec![0; m.ports.len()],
             now: SimTime::ZERO,
-            q: EventQueue::with_capacity(1024),
+            q: RadixQueue::new(),
             events: 0,
             faults_due: faults.len(),
             faults,
@@ -465,7 +465,7 @@ impl<'m> FlowSim<'m> {
     }
 
     fn push(&mut self, at: SimTime, ev: Ev) {
-        self.q.push(at, ev);
+        self.q.push_at(at, ev);
     }
 
     /// Adds a message and its QPs (they start at `f.start`); returns its index.
@@ -761,13 +761,13 @@ impl<'m> FlowSim<'m> {
                 // now), then move on.
                 self.recompute();
             }
-            let Some(t) = self.q.peek_time(|_| {}) else { break };
+            let Some(t) = self.q.peek_time() else { break };
             if end.is_some_and(|e| t > e) {
                 self.now = end.unwrap_or(t);
                 self.stopped_at_duration = true;
                 break;
             }
-            let Some((t, ev)) = self.q.pop() else { break };
+            let Some((t, ev)) = self.q.pop_next() else { break };
             self.now = t;
             self.events += 1;
             self.dispatch(ev);
