@@ -212,6 +212,9 @@ pub(crate) struct Port {
     /// Bit q set: queue q holds packets (so the scheduler skips empty queues without
     /// touching them).
     nonempty: u8,
+    /// Bit p set: priority p may be paused (a pause set its `until` ahead; a resume or the
+    /// pause's expiry clears it), so the scheduler reads the pause state only then.
+    paused: u8,
     pub tx_bytes: u64,
     /// Packets on the cable, oldest first: an intrusive list through `Packet::next`, each
     /// packet carrying its arrival time in `enq_time` and the gap to the next arrival.
@@ -245,6 +248,17 @@ impl Port {
     pub(crate) fn is_paused(&self, prio: u8, now: SimTime) -> bool {
         let s = &self.pause[prio as usize];
         s.until > now && s.wd_until <= now
+    }
+
+    /// Priority `prio` is paused by the peer until `until` (`now` or earlier: resumed).
+    #[inline]
+    pub(crate) fn pause_until(&mut self, prio: u8, until: SimTime, now: SimTime) {
+        self.pause[prio as usize].until = until;
+        if until > now {
+            self.paused |= 1 << prio;
+        } else {
+            self.paused &= !(1 << prio);
+        }
     }
 }
 
@@ -531,6 +545,7 @@ impl<'m> Sim<'m> {
                 rr: 0,
                 fresh: true,
                 nonempty: 0,
+                paused: 0,
                 tx_bytes: 0,
                 pause: [PauseState::default(); 8],
                 paused_since: [SimTime::MAX; 8],

@@ -200,26 +200,36 @@ impl<E: Copy> EventQueue<E> {
         self.place(Entry { time: time.0, ev });
     }
 
-    /// Puts `e` where it belongs: the current slot (after every event due no later), a fine
-    /// or coarse slot (last), or the heap.
-    #[inline]
+    /// Puts `e` where it belongs: a fine or coarse slot (last: nearly every event), else the
+    /// current slot or the heap (`place_rare`).
+    #[inline(always)]
     fn place(&mut self, e: Entry<E>) {
         let fine = e.time >> FINE_BITS;
         let coarse = e.time >> COARSE_BITS;
-        if fine <= self.fine_at {
+        if coarse == self.coarse_at && fine > self.fine_at {
+            let i = (fine % WIDTH) as usize;
+            self.fine[i].push(e);
+            self.fine_occ |= 1 << i;
+        } else if coarse > self.coarse_at && coarse < self.coarse_at + WIDTH {
+            // (A later coarse slot's fine slots are all after `fine_at`.)
+            let i = (coarse % WIDTH) as usize;
+            self.coarse[i].push(e);
+            self.coarse_occ |= 1 << i;
+        } else {
+            self.place_rare(e);
+        }
+    }
+
+    /// An event of the current slot goes after every event due no later; one beyond the
+    /// wheel's reach goes into the heap.
+    #[inline(never)]
+    fn place_rare(&mut self, e: Entry<E>) {
+        if e.time >> FINE_BITS <= self.fine_at {
             let mut at = self.cur.len();
             while at > self.head && self.cur[at - 1].time > e.time {
                 at -= 1;
             }
             self.cur.insert(at, e);
-        } else if coarse == self.coarse_at {
-            let i = (fine % WIDTH) as usize;
-            self.fine[i].push(e);
-            self.fine_occ |= 1 << i;
-        } else if coarse < self.coarse_at + WIDTH {
-            let i = (coarse % WIDTH) as usize;
-            self.coarse[i].push(e);
-            self.coarse_occ |= 1 << i;
         } else {
             self.far_min = self.far_min.min(e.time);
             self.far.push(e);

@@ -118,7 +118,7 @@ impl Sim<'_> {
         let was_paused = t.pause[pi].until > now;
         if quanta > 0 {
             let dur = t.speed.serialize(quanta as u64 * 64);
-            t.pause[pi].until = now + dur;
+            t.pause_until(prio, now + dur, now);
             if !was_paused {
                 t.paused_since[pi] = now;
             }
@@ -129,7 +129,7 @@ impl Sim<'_> {
         } else if was_paused {
             t.st.paused_ps[pi] += (now - t.paused_since[pi]).0;
             t.paused_since[pi] = SimTime::MAX;
-            t.pause[pi].until = now;
+            t.pause_until(prio, now, now);
             self.kick(target);
         }
     }
@@ -146,6 +146,7 @@ impl Sim<'_> {
             self.q.push(at, Ev::PauseExpire { port, prio });
             return;
         }
+        t.paused &= !(1 << prio);
         if t.paused_since[pi] != SimTime::MAX {
             t.st.paused_ps[pi] += (now - t.paused_since[pi]).0;
             t.paused_since[pi] = SimTime::MAX;
@@ -450,7 +451,7 @@ action = "drop"
         s.ports[ip as usize].pg[3].ing = 1_000;
         s.mmu.switches[sw as usize].used = 1_000;
         // Paused since 0, for longer than the detection time.
-        s.ports[out as usize].pause[3].until = SimTime(10_000_000_000);
+        s.ports[out as usize].pause_until(3, SimTime(10_000_000_000), s.now);
         s.ports[out as usize].paused_since[3] = SimTime::ZERO;
         // 1 ps short of 1 ms: no storm.
         s.now = SimTime(1_000_000_000 - 1);

@@ -132,7 +132,7 @@ pub(super) fn queue_eligible(plan: &Queues, p: &Port, q: usize, now: SimTime) ->
     if p.nonempty & (1 << q) == 0 {
         return false;
     }
-    let mut m = plan.prio_mask[q];
+    let mut m = plan.prio_mask[q] & p.paused;
     while m != 0 {
         let prio = m.trailing_zeros() as u8;
         if p.is_paused(prio, now) {
@@ -148,19 +148,34 @@ pub(super) fn queue_eligible(plan: &Queues, p: &Port, q: usize, now: SimTime) ->
 /// deficits as a DWRR scheduler does.
 #[inline]
 pub(super) fn pick_queue(plan: &Queues, p: &mut Port, pkts: &Slab, now: SimTime) -> Option<usize> {
+    // Bit q: queue q may send (holds packets and none of its priorities is paused).
+    let mut eligible = p.nonempty;
+    if p.paused != 0 {
+        let mut m = eligible;
+        while m != 0 {
+            let q = m.trailing_zeros() as usize;
+            m &= m - 1;
+            if !queue_eligible(plan, p, q, now) {
+                eligible &= !(1 << q);
+            }
+        }
+    }
+    if eligible == 0 {
+        return None;
+    }
     for &q in &plan.strict {
-        if queue_eligible(plan, p, q as usize, now) {
+        if eligible & (1 << q) != 0 {
             return Some(q as usize);
         }
     }
     let n = plan.dwrr.len();
-    if n == 0 || !plan.dwrr.iter().any(|&q| queue_eligible(plan, p, q as usize, now)) {
+    if n == 0 || !plan.dwrr.iter().any(|&q| eligible & (1 << q) != 0) {
         return None;
     }
     loop {
         let rr = p.rr as usize % n;
         let q = plan.dwrr[rr] as usize;
-        if !queue_eligible(plan, p, q, now) {
+        if eligible & (1 << q) == 0 {
             if p.nonempty & (1 << q) == 0 {
                 p.queues[q].deficit = 0;
             }
@@ -300,7 +315,7 @@ scheduler = "strict"
         assert!(s.queue_eligible(port, 3));
         // Priority 3 paused for 1 µs from t = 10 µs.
         s.now = SimTime(10_000_000);
-        s.ports[port as usize].pause[3].until = SimTime(11_000_000);
+        s.ports[port as usize].pause_until(3, SimTime(11_000_000), s.now);
         assert!(!s.queue_eligible(port, 3));
         assert!(s.queue_eligible(port, 1), "other priorities are not paused");
         assert!((0..100).all(|_| s.pick_queue(port) == Some(1)), "DWRR skips the paused queue");

@@ -271,7 +271,7 @@ enabled = false
         let m = star();
         let mut s = sim(&m);
         let port = switch_port(&s, 100);
-        s.ports[port as usize].pause[3].until = SimTime(10);
+        s.ports[port as usize].pause_until(3, SimTime(10), s.now);
         s.now = SimTime(9);
         assert!(s.is_paused(port, 3));
         assert!(!s.is_paused(port, 4), "per priority");
