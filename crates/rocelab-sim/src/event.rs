@@ -173,15 +173,18 @@ impl<E: Copy> Default for EventQueue<E> {
 }
 
 impl<E: Copy> EventQueue<E> {
+    /// A queue for about `n` pending events (the engine's ports and timers): the slots are
+    /// sized for them up front, so a run's event loop seldom grows one.
     pub fn with_capacity(n: usize) -> Self {
-        let slots = || (0..WIDTH).map(|_| Vec::new()).collect();
+        let slots = |cap: usize| (0..WIDTH).map(|_| Vec::with_capacity(cap)).collect();
+        let per_slot = (n / WIDTH as usize).clamp(8, 1024);
         EventQueue {
-            cur: Vec::with_capacity(n.min(1024)),
+            cur: Vec::with_capacity(per_slot),
             head: 0,
             fine_at: 0,
             coarse_at: 0,
-            fine: slots(),
-            coarse: slots(),
+            fine: slots(per_slot),
+            coarse: slots(per_slot * 4),
             fine_occ: 0,
             coarse_occ: 0,
             far: RadixQueue::new(),
