@@ -54,7 +54,7 @@
 //! | the partitioned engine: replicas run by threads in windows, messages at barriers, the merged snapshot | `parallel` |
 //! | what a replica does differently: its own nodes only, packets and PFC frames over a cut link as messages | `engine::part` |
 //! | where to cut (pods, rail groups, leaf groups) and the lookahead; counting a cut's cost on a single run | `partition` |
-//! | the event queue (16-ary radix heap, FIFO among equal times) | `event` |
+//! | the event queues, FIFO among equal times (the packet engine's two-level timing wheel in front of a 16-ary radix heap; the flow engine's radix heap) | `event` |
 //! | packets, header overheads, the packet slab, the intrusive queue FIFO | `packet` |
 //! | hot-path counters (plain integers, no names) | `stats` |
 //! | the public, plain-data copy of a run's counters that reports and tools read | `snapshot` |
