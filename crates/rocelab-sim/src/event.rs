@@ -163,7 +163,6 @@ pub struct EventQueue<E = Ev> {
     /// The time of the last event popped.
     last: u64,
     len: usize,
-    seq: u64,
 }
 
 impl<E: Copy> Default for EventQueue<E> {
@@ -191,7 +190,6 @@ impl<E: Copy> EventQueue<E> {
             far_min: u64::MAX,
             last: 0,
             len: 0,
-            seq: 0,
         }
     }
 
@@ -199,7 +197,6 @@ impl<E: Copy> EventQueue<E> {
     #[inline(always)]
     pub fn push(&mut self, time: SimTime, ev: E) {
         debug_assert!(time.0 >= self.last, "event scheduled in the past");
-        self.seq += 1;
         self.len += 1;
         self.place(Entry { time: time.0, ev });
     }
@@ -241,8 +238,9 @@ impl<E: Copy> EventQueue<E> {
     }
 
     /// Makes `cur` hold the next events (there are some, and `cur` has none left) and shows
-    /// them to `hint`. Returns false, having moved no event (`LIMITED`), when they are at or
-    /// after `limit`.
+    /// the first of them to `hint`. Returns false (`LIMITED`) when they are at or after
+    /// `limit`: nothing is popped, and an event pushed before them still goes into `cur`, in
+    /// order.
     #[inline]
     fn advance<const LIMITED: bool>(&mut self, hint: &mut impl FnMut(&E), limit: u64) -> bool {
         loop {
@@ -313,6 +311,8 @@ impl<E: Copy> EventQueue<E> {
         }
     }
 
+    /// The next event's time, if before `limit` (`LIMITED`: a constant, so the single
+    /// engine's pops carry no test of a limit they never have), with `cur` holding it.
     #[inline]
     fn settle<const LIMITED: bool>(&mut self, hint: &mut impl FnMut(&E), limit: u64) -> Option<u64> {
         if self.head == self.cur.len() {
@@ -368,9 +368,9 @@ impl<E: Copy> EventQueue<E> {
         self.pop_hinted(|_| {})
     }
 
-    /// Pops the next event; when a new nanosecond's events become current they are shown to
-    /// `hint` first, so the caller can prefetch what they will touch. The hint never changes
-    /// the order.
+    /// Pops the next event. The event `HINT_AHEAD` places behind it in the current slot (or
+    /// the first `HINT_AHEAD` of a slot that becomes current) is shown to `hint` first, so
+    /// the caller can prefetch what it will touch. The hint never changes the order.
     #[inline]
     pub fn pop_hinted(&mut self, mut hint: impl FnMut(&E)) -> Option<(SimTime, E)> {
         self.settle::<false>(&mut hint, u64::MAX)?;
@@ -384,25 +384,12 @@ impl<E: Copy> EventQueue<E> {
         self.settle::<false>(&mut hint, u64::MAX).map(SimTime)
     }
 
-    /// Whether an event is queued at the time last popped. Unlike `peek_time` it moves
-    /// nothing, so events may still be pushed at that time afterwards: a caller that must act
-    /// once all events of an instant are handled (the flow engine's rate recomputation) asks
-    /// this before peeking further. (Such events are in the current slot.)
-    pub fn due_at_last(&self) -> bool {
-        self.head < self.cur.len() && self.cur[self.head].time == self.last
-    }
-
     pub fn len(&self) -> usize {
         self.len
     }
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
-    }
-
-    /// Total events ever pushed.
-    pub fn pushed(&self) -> u64 {
-        self.seq
     }
 }
 
@@ -495,8 +482,10 @@ impl<E: Copy> RadixQueue<E> {
         })
     }
 
-    /// Whether an event is queued at the time last popped or settled (see
-    /// `EventQueue::due_at_last`).
+    /// Whether an event is queued at the time last popped (or settled). Unlike `peek_time`
+    /// it settles nothing, so events may still be pushed at that time afterwards: a caller
+    /// that must act once all events of an instant are handled (the flow engine's rate
+    /// recomputation) asks this before peeking further.
     pub fn due_at_last(&self) -> bool {
         self.head < self.buckets[0].len()
     }
@@ -633,7 +622,6 @@ mod tests {
                 assert_eq!(q.next_time().map(|t| t.0), shadow.keys().next().map(|k| k.0));
             }
             assert_eq!(q.len(), shadow.len());
-            assert_eq!(q.due_at_last(), shadow.keys().next().is_some_and(|k| k.0 == now && seq > 0));
         }
     }
 
