@@ -268,6 +268,7 @@ impl Sim<'_> {
         self.ports[out as usize].nonempty |= 1 << queue;
     }
 
+    // (Always inlined: into the switch's dequeue, once per packet-hop.)
     #[inline(always)]
     pub(super) fn release(&mut self, sw: u32, in_port: u32, prio: u8, size: u64) {
         self.mmu.release(sw, &mut self.ports[in_port as usize].pg[prio as usize], size);
